@@ -1,0 +1,47 @@
+# Helper functions that declare every library, test and benchmark, so the dependency graph
+# is written down in one place per folder.
+
+function(gavel_apply_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
+    -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual
+    -Wnull-dereference -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
+  if(GAVEL_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(GAVEL_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
+      -fno-sanitize-recover=undefined)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# gavel_library(NAME <target> SRCS <files...> DEPS <targets...> [PRIVATE_DEPS <targets...>])
+function(gavel_library)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${ARG_NAME} STATIC ${ARG_SRCS})
+  target_include_directories(${ARG_NAME} PUBLIC "${PROJECT_SOURCE_DIR}/src")
+  target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  gavel_apply_warnings(${ARG_NAME})
+endfunction()
+
+# gavel_test(NAME <target> SRCS <files...> DEPS <targets...>)
+# Every test binary gets GoogleTest, GoogleMock and RapidCheck, and knows the source tree.
+function(gavel_test)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
+    rapidcheck)
+  target_include_directories(${ARG_NAME} PRIVATE "${PROJECT_SOURCE_DIR}/src")
+  target_compile_definitions(${ARG_NAME} PRIVATE GAVEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  gavel_apply_warnings(${ARG_NAME})
+  gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+endfunction()
+
+# gavel_benchmark(NAME <target> SRCS <files...> DEPS <targets...>)
+function(gavel_benchmark)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark)
+  target_compile_definitions(${ARG_NAME} PRIVATE GAVEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  gavel_apply_warnings(${ARG_NAME})
+endfunction()

@@ -1,0 +1,240 @@
+#include "gavel/core/snapshot.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace gavel {
+namespace {
+
+using nlohmann::json;
+
+Result<double> ReadNumber(const json& obj, const char* field, const std::string& where) {
+  const json& v = obj.at(field);
+  if (!v.is_number()) return Status::InvalidArgument(where + "." + field + ": expected a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) return Status::InvalidArgument(where + "." + field + ": must be finite");
+  return d;
+}
+
+Result<int> ReadPositiveInt(const json& v, const std::string& where) {
+  if (!v.is_number_integer() && !(v.is_number() && std::floor(v.get<double>()) == v.get<double>())) {
+    return Status::InvalidArgument(where + ": expected an integer, got " + v.dump());
+  }
+  const double d = v.get<double>();
+  if (d < 0 || d > 1e9) return Status::InvalidArgument(where + ": out of range: " + v.dump());
+  return static_cast<int>(d);
+}
+
+Result<JobId> ReadJobId(const json& v, const std::string& where) {
+  std::string text;
+  if (v.is_string()) {
+    text = v.get<std::string>();
+  } else if (v.is_number_unsigned()) {
+    return JobId(v.get<std::uint64_t>());
+  } else {
+    return Status::InvalidArgument(where + ".id: expected a non-negative integer, got " + v.dump());
+  }
+  std::uint64_t id = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    return Status::InvalidArgument(where + ".id: expected a non-negative integer, got \"" + text +
+                                   "\"");
+  }
+  return JobId(id);
+}
+
+Result<std::map<std::string, double>> ReadNumberMap(const json& v, const std::string& where,
+                                                    bool positive) {
+  if (!v.is_object()) return Status::InvalidArgument(where + ": expected an object");
+  std::map<std::string, double> out;
+  for (const auto& [key, value] : v.items()) {
+    const std::string key_where = where + "." + key;
+    if (!value.is_number()) return Status::InvalidArgument(key_where + ": expected a number");
+    const double d = value.get<double>();
+    if (!std::isfinite(d) || d < 0 || (positive && d == 0)) {
+      return Status::InvalidArgument(key_where + ": must be finite and " +
+                                     (positive ? "positive" : "non-negative") + ", got " +
+                                     value.dump());
+    }
+    out[key] = d;
+  }
+  return out;
+}
+
+Result<JobSpec> ReadJob(const json& j, const std::string& where) {
+  if (!j.is_object()) return Status::InvalidArgument(where + ": expected an object");
+  static const std::set<std::string> kKnown = {
+      "id", "job_type", "scale_factor", "priority_weight", "steps_remaining",
+      "time_since_start", "throughputs", "slo", "entity", "total_steps", "command"};
+  for (const auto& [key, value] : j.items()) {
+    if (!kKnown.contains(key)) return Status::InvalidArgument(where + "." + key + ": unknown field");
+  }
+  JobSpec job;
+  if (!j.contains("id")) return Status::InvalidArgument(where + ".id: required");
+  GAVEL_ASSIGN_OR_RETURN(job.id, ReadJobId(j.at("id"), where));
+  const std::string named = where + " (id " + job.id.ToString() + ")";
+  if (!j.contains("scale_factor")) {
+    return Status::InvalidArgument(named + ".scale_factor: required");
+  }
+  GAVEL_ASSIGN_OR_RETURN(job.scale_factor,
+                         ReadPositiveInt(j.at("scale_factor"), named + ".scale_factor"));
+  if (job.scale_factor < 1) {
+    return Status::InvalidArgument(named + ".scale_factor: must be at least 1");
+  }
+  if (j.contains("job_type") && !j.at("job_type").is_null()) {
+    if (!j.at("job_type").is_string()) {
+      return Status::InvalidArgument(named + ".job_type: expected a string");
+    }
+    job.job_type = j.at("job_type").get<std::string>();
+  }
+  if (j.contains("priority_weight")) {
+    GAVEL_ASSIGN_OR_RETURN(job.priority_weight, ReadNumber(j, "priority_weight", named));
+    if (job.priority_weight <= 0) {
+      return Status::InvalidArgument(named + ".priority_weight: must be positive");
+    }
+  }
+  if (j.contains("steps_remaining") && !j.at("steps_remaining").is_null()) {
+    GAVEL_ASSIGN_OR_RETURN(const double steps, ReadNumber(j, "steps_remaining", named));
+    if (steps < 0) return Status::InvalidArgument(named + ".steps_remaining: must be >= 0");
+    job.steps_remaining = steps;
+  }
+  if (j.contains("time_since_start")) {
+    GAVEL_ASSIGN_OR_RETURN(const double t, ReadNumber(j, "time_since_start", named));
+    if (t < 0) return Status::InvalidArgument(named + ".time_since_start: must be >= 0");
+    job.time_since_start = Seconds(t);
+  }
+  if (j.contains("slo") && !j.at("slo").is_null()) {
+    GAVEL_ASSIGN_OR_RETURN(const double slo, ReadNumber(j, "slo", named));
+    if (slo <= 0) {
+      return Status::InvalidArgument(named + ".slo: seconds until the deadline must be positive");
+    }
+    job.slo_time_left = Seconds(slo);
+  }
+  if (j.contains("entity") && !j.at("entity").is_null()) {
+    if (!j.at("entity").is_string()) {
+      return Status::InvalidArgument(named + ".entity: expected a string");
+    }
+    job.entity = j.at("entity").get<std::string>();
+  }
+  if (j.contains("throughputs") && !j.at("throughputs").is_null()) {
+    GAVEL_ASSIGN_OR_RETURN(job.throughputs,
+                           ReadNumberMap(j.at("throughputs"), named + ".throughputs", false));
+  }
+  if (job.job_type.empty() && job.throughputs.empty()) {
+    return Status::InvalidArgument(named + ": needs a job_type or throughputs");
+  }
+  return job;
+}
+
+}  // namespace
+
+std::string DefaultThroughputsFile() {
+  return std::string(GAVEL_SOURCE_DIR) + "/data/simulation_throughputs.json";
+}
+
+Result<ClusterSnapshot> ParseSnapshot(std::string_view json_text, const std::string& source_name,
+                                      const std::string& base_dir) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    return Status::InvalidArgument(source_name + ": not valid JSON: " + e.what());
+  }
+  if (!root.is_object()) return Status::InvalidArgument(source_name + ": expected an object");
+  static const std::set<std::string> kKnown = {"cluster", "gpus_per_server", "throughputs_file",
+                                               "entity_weights", "instance_costs", "jobs"};
+  for (const auto& [key, value] : root.items()) {
+    if (!kKnown.contains(key)) {
+      return Status::InvalidArgument(source_name + ": " + key + ": unknown field");
+    }
+  }
+  ClusterSnapshot snapshot;
+
+  if (!root.contains("cluster")) return Status::InvalidArgument(source_name + ": cluster: required");
+  const json& cluster = root.at("cluster");
+  if (!cluster.is_object() || cluster.empty()) {
+    return Status::InvalidArgument(source_name + ": cluster: expected an object of GPU counts");
+  }
+  for (const auto& [name, count] : cluster.items()) {
+    GAVEL_ASSIGN_OR_RETURN(const int gpus,
+                           ReadPositiveInt(count, source_name + ": cluster." + name));
+    if (name.empty()) return Status::InvalidArgument(source_name + ": cluster: empty GPU type");
+    // A type with no GPUs is never registered (as in the original): it cannot run anything.
+    if (gpus > 0) snapshot.gpu_types.push_back(GpuTypeSpec{name, gpus, 1});
+  }
+  if (root.contains("gpus_per_server")) {
+    const json& per_server = root.at("gpus_per_server");
+    if (!per_server.is_object()) {
+      return Status::InvalidArgument(source_name + ": gpus_per_server: expected an object");
+    }
+    for (const auto& [name, count] : per_server.items()) {
+      const std::string where = source_name + ": gpus_per_server." + name;
+      GAVEL_ASSIGN_OR_RETURN(const int n, ReadPositiveInt(count, where));
+      if (n < 1) return Status::InvalidArgument(where + ": must be at least 1");
+      if (!cluster.contains(name)) {
+        return Status::InvalidArgument(where + ": not a GPU type of the cluster");
+      }
+      for (auto& type : snapshot.gpu_types) {
+        if (type.name == name) type.gpus_per_server = n;
+      }
+    }
+  }
+  std::sort(snapshot.gpu_types.begin(), snapshot.gpu_types.end(),
+            [](const GpuTypeSpec& a, const GpuTypeSpec& b) { return a.name < b.name; });
+
+  if (root.contains("instance_costs")) {
+    GAVEL_ASSIGN_OR_RETURN(snapshot.instance_costs,
+                           ReadNumberMap(root.at("instance_costs"),
+                                         source_name + ": instance_costs", true));
+  }
+  if (root.contains("entity_weights")) {
+    GAVEL_ASSIGN_OR_RETURN(snapshot.entity_weights,
+                           ReadNumberMap(root.at("entity_weights"),
+                                         source_name + ": entity_weights", true));
+  }
+  if (root.contains("throughputs_file") && !root.at("throughputs_file").is_null()) {
+    if (!root.at("throughputs_file").is_string()) {
+      return Status::InvalidArgument(source_name + ": throughputs_file: expected a string");
+    }
+    std::filesystem::path path = root.at("throughputs_file").get<std::string>();
+    if (path.is_relative() && !base_dir.empty() &&
+        std::filesystem::exists(std::filesystem::path(base_dir) / path)) {
+      path = std::filesystem::path(base_dir) / path;
+    }
+    snapshot.throughputs_file = path.string();
+  }
+
+  if (!root.contains("jobs")) return Status::InvalidArgument(source_name + ": jobs: required");
+  const json& jobs = root.at("jobs");
+  if (!jobs.is_array()) return Status::InvalidArgument(source_name + ": jobs: expected an array");
+  std::set<JobId> seen;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    GAVEL_ASSIGN_OR_RETURN(JobSpec job,
+                           ReadJob(jobs[i], source_name + ": jobs[" + std::to_string(i) + "]"));
+    if (!seen.insert(job.id).second) {
+      return Status::InvalidArgument(source_name + ": jobs[" + std::to_string(i) + "].id: " +
+                                     job.id.ToString() + " appears twice");
+    }
+    snapshot.jobs.push_back(std::move(job));
+  }
+  std::sort(snapshot.jobs.begin(), snapshot.jobs.end(),
+            [](const JobSpec& a, const JobSpec& b) { return a.id < b.id; });
+  return snapshot;
+}
+
+Result<ClusterSnapshot> LoadSnapshotFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::IoError("cannot open snapshot " + path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ParseSnapshot(buffer.str(), path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace gavel

@@ -1,0 +1,157 @@
+// Adapter onto COIN-OR Clp. The only file (with cbc_solver.cc) that includes COIN headers.
+#include <ClpSimplex.hpp>
+#include <CoinPackedMatrix.hpp>
+
+#include <cmath>
+#include <exception>
+#include <string>
+
+#include "gavel/lp/solver.h"
+
+namespace gavel::lp {
+namespace {
+
+double ToCoin(double v) {
+  if (v == kInfinity) return COIN_DBL_MAX;
+  if (v == -kInfinity) return -COIN_DBL_MAX;
+  return v;
+}
+
+class ClpSession final : public Session {
+ public:
+  ClpSession(const Model& model, const SolveOptions& options) : sense_(model.sense()) {
+    simplex_.setLogLevel(options.verbose ? 1 : 0);
+    if (options.time_limit_seconds > 0) simplex_.setMaximumSeconds(options.time_limit_seconds);
+    const int n = model.num_columns();
+    const int m = model.num_rows();
+    std::vector<double> col_lo(static_cast<std::size_t>(n)), col_up(col_lo.size()),
+        obj(col_lo.size());
+    for (int j = 0; j < n; ++j) {
+      const Column& c = model.columns()[static_cast<std::size_t>(j)];
+      col_lo[static_cast<std::size_t>(j)] = ToCoin(c.lower);
+      col_up[static_cast<std::size_t>(j)] = ToCoin(c.upper);
+      obj[static_cast<std::size_t>(j)] = c.objective;
+    }
+    std::vector<double> row_lo(static_cast<std::size_t>(m)), row_up(row_lo.size());
+    for (int i = 0; i < m; ++i) {
+      row_lo[static_cast<std::size_t>(i)] = ToCoin(model.row_lower()[static_cast<std::size_t>(i)]);
+      row_up[static_cast<std::size_t>(i)] = ToCoin(model.row_upper()[static_cast<std::size_t>(i)]);
+    }
+    std::vector<CoinBigIndex> starts(model.row_start().begin(), model.row_start().end());
+    std::vector<int> lengths(static_cast<std::size_t>(m));
+    for (int i = 0; i < m; ++i) {
+      lengths[static_cast<std::size_t>(i)] =
+          model.row_start()[static_cast<std::size_t>(i) + 1] - model.row_start()[static_cast<std::size_t>(i)];
+    }
+    CoinPackedMatrix matrix(/*colordered=*/false, n, m,
+                            static_cast<CoinBigIndex>(model.entry_value().size()),
+                            model.entry_value().data(), model.entry_column().data(),
+                            starts.data(), lengths.data());
+    simplex_.loadProblem(matrix, col_lo.data(), col_up.data(), obj.data(), row_lo.data(),
+                         row_up.data());
+    simplex_.setOptimizationDirection(sense_ == Sense::kMaximize ? -1.0 : 1.0);
+  }
+
+  Result<Solution> Solve() override {
+    try {
+      if (!solved_once_) {
+        simplex_.initialSolve();
+      } else if (objective_changed_) {
+        simplex_.primal(1);  // the old basis stays primal feasible: primal simplex from it
+      } else {
+        simplex_.dual(0);  // bounds changed: the old basis stays dual feasible
+      }
+      // A warm start can stall on a degenerate basis; a clean solve settles it.
+      if (simplex_.status() == 4 || simplex_.isAbandoned()) {
+        simplex_.allSlackBasis(true);
+        simplex_.initialSolve();
+      }
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("Clp failed: ") + e.what());
+    } catch (...) {
+      return Status::Internal("Clp failed with an unknown exception");
+    }
+    solved_once_ = true;
+    objective_changed_ = false;
+
+    Solution solution;
+    solution.iterations = simplex_.numberIterations();
+    switch (simplex_.status()) {
+      case 0: solution.outcome = Outcome::kOptimal; break;
+      case 1: solution.outcome = Outcome::kInfeasible; break;
+      case 2: solution.outcome = Outcome::kUnbounded; break;
+      case 3:
+      case 5: solution.outcome = Outcome::kLimitReached; break;
+      default:
+        return Status::Internal("Clp stopped with errors (status " +
+                                std::to_string(simplex_.status()) + ")");
+    }
+    if (solution.outcome == Outcome::kOptimal || solution.outcome == Outcome::kLimitReached) {
+      const int n = simplex_.numberColumns();
+      const int m = simplex_.numberRows();
+      const double* x = simplex_.primalColumnSolution();
+      const double* duals = simplex_.dualRowSolution();
+      const double* reduced = simplex_.dualColumnSolution();
+      const double* obj = simplex_.objective();
+      solution.values.assign(x, x + n);
+      solution.row_duals.assign(duals, duals + m);
+      solution.reduced_costs.assign(reduced, reduced + n);
+      double value = 0.0;
+      for (int j = 0; j < n; ++j) value += obj[j] * x[j];
+      solution.objective = value;
+    }
+    return solution;
+  }
+
+  void SetObjective(int column, double c) override {
+    simplex_.setObjectiveCoefficient(column, c);
+    objective_changed_ = true;
+  }
+  void SetColumnBounds(int column, double lo, double hi) override {
+    simplex_.setColumnBounds(column, ToCoin(lo), ToCoin(hi));
+  }
+  void SetRowBounds(int row, double lo, double hi) override {
+    simplex_.setRowBounds(row, ToCoin(lo), ToCoin(hi));
+  }
+  int AddColumn(double lower, double upper, double objective, std::span<const int> rows,
+                std::span<const double> coefficients) override {
+    simplex_.addColumn(static_cast<int>(rows.size()), rows.data(), coefficients.data(),
+                       ToCoin(lower), ToCoin(upper), objective);
+    objective_changed_ = true;
+    return simplex_.numberColumns() - 1;
+  }
+  int AddRow(double lower, double upper, std::span<const int> columns,
+             std::span<const double> coefficients) override {
+    simplex_.addRow(static_cast<int>(columns.size()), columns.data(), coefficients.data(),
+                    ToCoin(lower), ToCoin(upper));
+    return simplex_.numberRows() - 1;
+  }
+
+ private:
+  ClpSimplex simplex_;
+  Sense sense_;
+  bool solved_once_ = false;
+  bool objective_changed_ = false;
+};
+
+class ClpSolver final : public Solver {
+ public:
+  std::string_view name() const override { return "clp"; }
+  bool SupportsIntegers() const override { return false; }
+  Result<std::unique_ptr<Session>> Load(const Model& model, const SolveOptions& options) override {
+    if (model.HasIntegers()) {
+      return Status::InvalidArgument("Clp solves linear programs only; the model has integers");
+    }
+    try {
+      return std::unique_ptr<Session>(std::make_unique<ClpSession>(model, options));
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("Clp could not load the model: ") + e.what());
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Solver> MakeClpSolver() { return std::make_unique<ClpSolver>(); }
+
+}  // namespace gavel::lp

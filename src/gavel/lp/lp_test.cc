@@ -1,0 +1,123 @@
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "gavel/lp/glpk_solver.h"
+#include "gavel/lp/solver.h"
+
+namespace gavel::lp {
+namespace {
+
+// maximise 3x + 2y  s.t.  x + y <= 4,  x + 3y <= 6,  x <= 3  →  x = 3, y = 1, objective 11.
+Model SmallLp() {
+  Model model(Sense::kMaximize);
+  const int x = model.AddColumn(0.0, 3.0, 3.0);
+  const int y = model.AddColumn(0.0, kInfinity, 2.0);
+  const int c1[] = {x, y};
+  const double a1[] = {1.0, 1.0};
+  model.AddRow(-kInfinity, 4.0, c1, a1);
+  const double a2[] = {1.0, 3.0};
+  model.AddRow(-kInfinity, 6.0, c1, a2);
+  return model;
+}
+
+std::vector<std::shared_ptr<Solver>> AllSolvers() {
+  return {MakeClpSolver(), MakeCbcSolver(), MakeGlpkSolver()};
+}
+
+TEST(LpTest, EverySolverFindsTheHandWorkedOptimum) {
+  for (const auto& solver : AllSolvers()) {
+    SCOPED_TRACE(std::string(solver->name()));
+    const auto solution = solver->Solve(SmallLp());
+    ASSERT_TRUE(solution.ok()) << solution.status().ToString();
+    ASSERT_EQ(solution->outcome, Outcome::kOptimal);
+    EXPECT_NEAR(solution->objective, 11.0, 1e-9);
+    EXPECT_NEAR(solution->values[0], 3.0, 1e-9);
+    EXPECT_NEAR(solution->values[1], 1.0, 1e-9);
+  }
+}
+
+TEST(LpTest, InfeasibleIsAnOutcomeNotAnError) {
+  for (const auto& solver : AllSolvers()) {
+    SCOPED_TRACE(std::string(solver->name()));
+    Model model = SmallLp();
+    const int cols[] = {0, 1};
+    const double ones[] = {1.0, 1.0};
+    model.AddRow(5.0, kInfinity, cols, ones);  // contradicts x + y <= 4
+    const auto solution = solver->Solve(model);
+    ASSERT_TRUE(solution.ok()) << solution.status().ToString();
+    EXPECT_EQ(solution->outcome, Outcome::kInfeasible);
+  }
+}
+
+TEST(LpTest, UnboundedIsAnOutcomeNotAnError) {
+  for (const auto& solver : AllSolvers()) {
+    SCOPED_TRACE(std::string(solver->name()));
+    Model model(Sense::kMaximize);
+    const int x = model.AddColumn(0.0, kInfinity, 1.0);
+    const int cols[] = {x};
+    const double one[] = {1.0};
+    model.AddRow(1.0, kInfinity, cols, one);
+    const auto solution = solver->Solve(model);
+    ASSERT_TRUE(solution.ok()) << solution.status().ToString();
+    EXPECT_EQ(solution->outcome, Outcome::kUnbounded);
+  }
+}
+
+TEST(LpTest, ClpRefusesIntegersButCbcAndGlpkSolveThem) {
+  // maximise x + y s.t. 2x + 2y <= 3, integers → 1 (the LP relaxation gives 1.5).
+  Model model(Sense::kMaximize);
+  const int x = model.AddColumn(0.0, 10.0, 1.0, true);
+  const int y = model.AddColumn(0.0, 10.0, 1.0, true);
+  const int cols[] = {x, y};
+  const double twos[] = {2.0, 2.0};
+  model.AddRow(-kInfinity, 3.0, cols, twos);
+  EXPECT_FALSE(MakeClpSolver()->Solve(model).ok());
+  for (auto solver : {std::shared_ptr<Solver>(MakeCbcSolver()),
+                      std::shared_ptr<Solver>(MakeGlpkSolver())}) {
+    SCOPED_TRACE(std::string(solver->name()));
+    const auto solution = solver->Solve(model);
+    ASSERT_TRUE(solution.ok()) << solution.status().ToString();
+    ASSERT_EQ(solution->outcome, Outcome::kOptimal);
+    EXPECT_NEAR(solution->objective, 1.0, 1e-9);
+  }
+}
+
+TEST(LpTest, SessionsReSolveAfterChangesLikeAFreshSolve) {
+  for (const auto& solver : AllSolvers()) {
+    SCOPED_TRACE(std::string(solver->name()));
+    auto session = solver->Load(SmallLp());
+    ASSERT_TRUE(session.ok());
+    ASSERT_NEAR((*session)->Solve()->objective, 11.0, 1e-9);
+
+    // Tighten a bound: x <= 1 → y = 5/3 from row 2, objective 3 + 10/3.
+    (*session)->SetColumnBounds(0, 0.0, 1.0);
+    EXPECT_NEAR((*session)->Solve()->objective, 3.0 + 10.0 / 3.0, 1e-9);
+    // Change the objective: maximise 3x + 5y → y = 5/3, x = 1 still optimal? 3 + 25/3.
+    (*session)->SetObjective(1, 5.0);
+    EXPECT_NEAR((*session)->Solve()->objective, 3.0 + 25.0 / 3.0, 1e-9);
+    // Add a row y <= 1: x = 1, y = 1 → 8.
+    const int cols[] = {1};
+    const double one[] = {1.0};
+    (*session)->AddRow(-kInfinity, 1.0, cols, one);
+    EXPECT_NEAR((*session)->Solve()->objective, 8.0, 1e-9);
+    // Add a column z in row 0 with objective 10, bounds [0, 1]: x + y + z <= 4 → z = 1, 18.
+    const int rows[] = {0};
+    (*session)->AddColumn(0.0, 1.0, 10.0, rows, one);
+    const auto last = (*session)->Solve();
+    ASSERT_TRUE(last.ok());
+    EXPECT_NEAR(last->objective, 18.0, 1e-9);
+    EXPECT_EQ(last->values.size(), 3u);
+  }
+}
+
+TEST(LpTest, MaxViolationMeasuresRowAndBoundViolations) {
+  const Model model = SmallLp();
+  const double feasible[] = {3.0, 1.0};
+  EXPECT_DOUBLE_EQ(model.MaxViolation(feasible), 0.0);
+  const double over[] = {3.0, 2.0};  // x + 3y = 9 > 6
+  EXPECT_DOUBLE_EQ(model.MaxViolation(over), 3.0);
+}
+
+}  // namespace
+}  // namespace gavel::lp

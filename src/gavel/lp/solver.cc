@@ -1,0 +1,50 @@
+#include "gavel/lp/solver.h"
+
+#include <map>
+
+namespace gavel::lp {
+
+const char* OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kOptimal: return "optimal";
+    case Outcome::kInfeasible: return "infeasible";
+    case Outcome::kUnbounded: return "unbounded";
+    case Outcome::kLimitReached: return "limit_reached";
+  }
+  return "unknown";
+}
+
+Result<Solution> Solver::Solve(const Model& model, const SolveOptions& options) {
+  GAVEL_ASSIGN_OR_RETURN(auto session, Load(model, options));
+  return session->Solve();
+}
+
+int RebuildingSession::AddColumn(double lower, double upper, double objective,
+                                 std::span<const int> rows, std::span<const double> coefficients) {
+  // The model stores rows compressed, so a column with entries in existing rows means
+  // rebuilding it; backends using this session re-solve from scratch anyway.
+  std::map<int, std::vector<std::pair<int, double>>> extra;
+  Model rebuilt(model_.sense());
+  for (const Column& c : model_.columns()) rebuilt.AddColumn(c.lower, c.upper, c.objective, c.integer);
+  const int added = rebuilt.AddColumn(lower, upper, objective);
+  for (std::size_t k = 0; k < rows.size(); ++k) extra[rows[k]].push_back({added, coefficients[k]});
+  for (int i = 0; i < model_.num_rows(); ++i) {
+    std::vector<int> cols;
+    std::vector<double> vals;
+    for (int k = model_.row_start()[static_cast<std::size_t>(i)];
+         k < model_.row_start()[static_cast<std::size_t>(i) + 1]; ++k) {
+      cols.push_back(model_.entry_column()[static_cast<std::size_t>(k)]);
+      vals.push_back(model_.entry_value()[static_cast<std::size_t>(k)]);
+    }
+    for (const auto& [col, val] : extra[i]) {
+      cols.push_back(col);
+      vals.push_back(val);
+    }
+    rebuilt.AddRow(model_.row_lower()[static_cast<std::size_t>(i)],
+                   model_.row_upper()[static_cast<std::size_t>(i)], cols, vals);
+  }
+  model_ = std::move(rebuilt);
+  return added;
+}
+
+}  // namespace gavel::lp

@@ -1,0 +1,16 @@
+// TEMPORARY: replaced by the real implementation before this lands.
+#include "gavel/policy/allox.h"
+
+namespace gavel::policy {
+namespace {
+class NotYet final : public Policy {
+ public:
+  Result<PolicyOutput> Allocate(const PolicyInput&) override {
+    return Status::Unimplemented("allox is not implemented yet");
+  }
+};
+}  // namespace
+
+std::unique_ptr<Policy> MakeAllox(const PolicyOptions&) { return std::make_unique<NotYet>(); }
+
+}  // namespace gavel::policy

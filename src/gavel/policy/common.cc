@@ -1,0 +1,202 @@
+#include "gavel/policy/common.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+namespace gavel::policy {
+
+const char* AllocationStatusName(AllocationStatus status) {
+  switch (status) {
+    case AllocationStatus::kOptimal: return "optimal";
+    case AllocationStatus::kHeuristic: return "heuristic";
+    case AllocationStatus::kFallback: return "fallback";
+  }
+  return "unknown";
+}
+
+Result<BaseProblem> BuildBaseProblem(const PolicyInput& input, const Matrix& throughput,
+                                     lp::Sense sense, const BaseProblemOptions& options) {
+  const std::size_t m = input.num_jobs();
+  const std::size_t n = input.num_types();
+  const std::size_t num_pairs = options.with_pairs ? input.pairs.size() : 0;
+  BaseProblem problem{lp::Model(sense), {}, {}, {}, {}, {}};
+  problem.job_columns.resize(m * n);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const bool runnable = throughput(i, j) > 0.0;
+      const double upper = (options.fix_unrunnable_to_zero && !runnable) ? 0.0 : 1.0;
+      problem.job_columns[i * n + j] = problem.model.AddColumn(0.0, upper);
+    }
+  }
+  problem.pairs_of_job.resize(m);
+  problem.pair_columns.resize(num_pairs * n);
+  for (std::size_t p = 0; p < num_pairs; ++p) {
+    const JobPair& pair = input.pairs[p];
+    problem.pairs_of_job[static_cast<std::size_t>(pair.first)].push_back(static_cast<int>(p));
+    problem.pairs_of_job[static_cast<std::size_t>(pair.second)].push_back(static_cast<int>(p));
+    for (std::size_t j = 0; j < n; ++j) {
+      const bool runnable =
+          input.pair_throughput_first(p, j) > 0.0 || input.pair_throughput_second(p, j) > 0.0;
+      const double upper = (options.fix_unrunnable_to_zero && !runnable) ? 0.0 : 1.0;
+      problem.pair_columns[p * n + j] = problem.model.AddColumn(0.0, upper);
+    }
+  }
+
+  std::vector<int> cols;
+  std::vector<double> coefs;
+  for (std::size_t j = 0; j < n; ++j) {
+    cols.clear();
+    coefs.clear();
+    for (std::size_t i = 0; i < m; ++i) {
+      cols.push_back(problem.job_columns[i * n + j]);
+      coefs.push_back(input.jobs[i].scale_factor);
+    }
+    for (std::size_t p = 0; p < num_pairs; ++p) {
+      const JobPair& pair = input.pairs[p];
+      const int sf_first = input.jobs[static_cast<std::size_t>(pair.first)].scale_factor;
+      const int sf_second = input.jobs[static_cast<std::size_t>(pair.second)].scale_factor;
+      // A pair occupies its (common) scale factor's GPUs once. Mixed pairs are never built.
+      GAVEL_CHECK(sf_first == sf_second);
+      cols.push_back(problem.pair_columns[p * n + j]);
+      coefs.push_back(sf_first);
+    }
+    problem.capacity_rows.push_back(
+        problem.model.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, coefs));
+  }
+
+  if (!options.compat_packed_reshape || num_pairs == 0) {
+    for (std::size_t i = 0; i < m; ++i) {
+      cols.clear();
+      coefs.clear();
+      for (std::size_t j = 0; j < n; ++j) cols.push_back(problem.job_columns[i * n + j]);
+      for (int p : problem.pairs_of_job[i]) {
+        for (std::size_t j = 0; j < n; ++j) {
+          cols.push_back(problem.pair_columns[static_cast<std::size_t>(p) * n + j]);
+        }
+      }
+      coefs.assign(cols.size(), 1.0);
+      problem.time_rows.push_back(problem.model.AddRow(-lp::kInfinity, 1.0, cols, coefs));
+    }
+  } else {
+    // The original gathers every job's relevant rows (its own, then its pairs in row order),
+    // concatenates them and reshapes to (jobs, -1) in C order: job i's constraint sums the
+    // i-th equal-length chunk, which is its own rows only when every job has as many pairs.
+    std::vector<int> flat;
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) flat.push_back(problem.job_columns[i * n + j]);
+      for (int p : problem.pairs_of_job[i]) {
+        for (std::size_t j = 0; j < n; ++j) {
+          flat.push_back(problem.pair_columns[static_cast<std::size_t>(p) * n + j]);
+        }
+      }
+    }
+    if (flat.size() % m != 0) {
+      return Status::FailedPrecondition(
+          "--compat gavel: the original's packed per-job constraint cannot be formed for these "
+          "jobs (their numbers of space-sharing pairs differ; the original crashes here)");
+    }
+    const std::size_t chunk = flat.size() / m;
+    for (std::size_t i = 0; i < m; ++i) {
+      cols.assign(flat.begin() + static_cast<std::ptrdiff_t>(i * chunk),
+                  flat.begin() + static_cast<std::ptrdiff_t>((i + 1) * chunk));
+      coefs.assign(cols.size(), 1.0);
+      problem.time_rows.push_back(problem.model.AddRow(-lp::kInfinity, 1.0, cols, coefs));
+    }
+  }
+  return problem;
+}
+
+PolicyOutput ExtractAllocation(const PolicyInput& input, const BaseProblem& problem,
+                               const lp::Solution& solution) {
+  const std::size_t m = input.num_jobs();
+  const std::size_t n = input.num_types();
+  const std::size_t num_pairs = problem.pair_columns.size() / std::max<std::size_t>(n, 1);
+  PolicyOutput output;
+  output.allocation = Matrix(m, n);
+  output.pair_allocation = Matrix(num_pairs, n);
+  const auto clip = [](double v) { return std::clamp(v, 0.0, 1.0); };
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      output.allocation(i, j) =
+          clip(solution.values[static_cast<std::size_t>(problem.job_columns[i * n + j])]);
+    }
+  }
+  for (std::size_t p = 0; p < num_pairs; ++p) {
+    for (std::size_t j = 0; j < n; ++j) {
+      output.pair_allocation(p, j) =
+          clip(solution.values[static_cast<std::size_t>(problem.pair_columns[p * n + j])]);
+    }
+  }
+  output.status = AllocationStatus::kOptimal;
+  return output;
+}
+
+std::vector<double> ProportionalThroughputs(const PolicyInput& input, const Matrix& throughput) {
+  const double total = std::accumulate(input.gpu_counts.begin(), input.gpu_counts.end(), 0.0);
+  std::vector<double> prop(input.num_jobs(), 0.0);
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      prop[i] += throughput(i, j) * input.gpu_counts[j] / total;
+    }
+  }
+  return prop;
+}
+
+Matrix IsolatedAllocation(const PolicyInput& input) {
+  const std::size_t m = input.num_jobs();
+  const std::size_t n = input.num_types();
+  Matrix x(m, n);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      x(i, j) = input.gpu_counts[j] /
+                (static_cast<double>(m) * static_cast<double>(input.jobs[i].scale_factor));
+    }
+    const double scale = std::max(1.0, x.RowSum(i));
+    for (std::size_t j = 0; j < n; ++j) x(i, j) /= scale;
+  }
+  return x;
+}
+
+std::vector<double> IsolatedThroughputs(const PolicyInput& input, const Matrix& throughput) {
+  const Matrix x = IsolatedAllocation(input);
+  std::vector<double> iso(input.num_jobs(), 0.0);
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) iso[i] += throughput(i, j) * x(i, j);
+  }
+  return iso;
+}
+
+double EffectiveThroughput(const PolicyInput& input, const PolicyOutput& output, std::size_t job) {
+  double total = 0.0;
+  for (std::size_t j = 0; j < input.num_types(); ++j) {
+    total += input.throughput(job, j) * output.allocation(job, j);
+  }
+  for (std::size_t p = 0; p < output.pair_allocation.rows(); ++p) {
+    const JobPair& pair = input.pairs[p];
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      if (static_cast<std::size_t>(pair.first) == job) {
+        total += input.pair_throughput_first(p, j) * output.pair_allocation(p, j);
+      } else if (static_cast<std::size_t>(pair.second) == job) {
+        total += input.pair_throughput_second(p, j) * output.pair_allocation(p, j);
+      }
+    }
+  }
+  return total;
+}
+
+std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options) {
+  return options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
+}
+
+std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options) {
+  return options.milp_solver ? options.milp_solver
+                             : std::shared_ptr<lp::Solver>(lp::MakeCbcSolver());
+}
+
+Status UnexpectedOutcome(const char* policy, lp::Outcome outcome) {
+  return Status::Internal(std::string(policy) + ": the LP ended " + lp::OutcomeName(outcome) +
+                          ", which its formulation cannot produce");
+}
+
+}  // namespace gavel::policy

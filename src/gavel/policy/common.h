@@ -1,0 +1,69 @@
+// Building blocks shared by the LP policies: the base constraints every allocation obeys,
+// the throughput normalisers of the original (proportional and isolated shares), and the
+// conversion of an LP solution back into an allocation. Stateless; thread-compatible.
+//
+// Base constraints (docs/policies.md), over X[i][j] >= 0 for jobs and, when pairs are used,
+// X[p][j] >= 0 for pairs:
+//   capacity:  Σ_i s_i X[i][j] + Σ_p s_p X[p][j] <= c_j       for every type j
+//   time:      Σ_j X[i][j] + Σ_{p ∋ i} Σ_j X[p][j] <= 1       for every job i
+#pragma once
+
+#include <vector>
+
+#include "gavel/core/matrix.h"
+#include "gavel/lp/model.h"
+#include "gavel/lp/solver.h"
+#include "gavel/policy/policy.h"
+#include "gavel/policy/policy_input.h"
+
+namespace gavel::policy {
+
+struct BaseProblemOptions {
+  bool with_pairs = false;
+  // Fix X[i][j] = 0 where the job cannot run (T[i][j] <= 0). The original leaves those free
+  // (they consume capacity and yield nothing); off under --compat gavel.
+  bool fix_unrunnable_to_zero = true;
+  // Reproduce the original's per-job time constraint for packing (a reshape that groups the
+  // wrong rows when jobs have different numbers of pairs). Errors where the original crashed.
+  bool compat_packed_reshape = false;
+};
+
+struct BaseProblem {
+  lp::Model model;
+  std::vector<int> job_columns;   // job i, type j → column job_columns[i * n + j]
+  std::vector<int> pair_columns;  // pair p, type j → column pair_columns[p * n + j]
+  std::vector<int> capacity_rows;  // one per type
+  std::vector<int> time_rows;      // one per job
+  // For each job, the pairs it belongs to (indices into input.pairs), in pair order.
+  std::vector<std::vector<int>> pairs_of_job;
+};
+
+// Builds the variables and base constraints with a zero objective in the given sense.
+// `throughput` decides which cells are unrunnable (normally input.throughput).
+Result<BaseProblem> BuildBaseProblem(const PolicyInput& input, const Matrix& throughput,
+                                     lp::Sense sense, const BaseProblemOptions& options);
+
+// Reads X out of a solution, clipped to [0, 1] as the original does.
+PolicyOutput ExtractAllocation(const PolicyInput& input, const BaseProblem& problem,
+                               const lp::Solution& solution);
+
+// The original's proportional share: prop_i = Σ_j T[i][j] · c_j / Σ_t c_t (spec §2.0).
+std::vector<double> ProportionalThroughputs(const PolicyInput& input, const Matrix& throughput);
+
+// The original's isolated allocation X_iso[i][j] = c_j / (m · s_i), each row divided by
+// max(1, row sum) (spec §2.0, §2.10).
+Matrix IsolatedAllocation(const PolicyInput& input);
+// iso_i = Σ_j T[i][j] · X_iso[i][j].
+std::vector<double> IsolatedThroughputs(const PolicyInput& input, const Matrix& throughput);
+
+// Effective throughput of job i under an allocation (singles and its pairs).
+double EffectiveThroughput(const PolicyInput& input, const PolicyOutput& output, std::size_t job);
+
+// The solvers to use: the injected ones or the defaults (Clp, Cbc).
+std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options);
+std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options);
+
+// An error for a solve that worked but ended neither optimal nor in a case the policy handles.
+Status UnexpectedOutcome(const char* policy, lp::Outcome outcome);
+
+}  // namespace gavel::policy

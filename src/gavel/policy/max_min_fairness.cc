@@ -1,0 +1,123 @@
+#include "gavel/policy/max_min_fairness.h"
+
+#include <vector>
+
+#include "gavel/policy/common.h"
+
+namespace gavel::policy {
+namespace {
+
+// The matrix the policy believes: true throughputs (perf, packed) or "every type equally
+// fast" (agnostic). By default the agnostic view still knows where a job cannot run at all.
+Matrix BelievedThroughput(const PolicyInput& input, Variant variant, bool compat) {
+  if (variant != Variant::kAgnostic) return input.throughput;
+  Matrix ones(input.num_jobs(), input.num_types(), 1.0);
+  if (!compat) {
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        if (input.throughput(i, j) <= 0.0) ones(i, j) = 0.0;
+      }
+    }
+  }
+  return ones;
+}
+
+class MaxMinFairness final : public Policy {
+ public:
+  MaxMinFairness(Variant variant, const PolicyOptions& options)
+      : variant_(variant), options_(options), solver_(LpSolverOf(options)) {}
+
+  Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    const bool packed = variant_ == Variant::kPacked;
+    const Matrix throughput = BelievedThroughput(input, variant_, options_.compat_gavel);
+
+    BaseProblemOptions base_options;
+    base_options.with_pairs = packed;
+    base_options.fix_unrunnable_to_zero = !options_.compat_gavel;
+    base_options.compat_packed_reshape = options_.compat_gavel;
+    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
+                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
+    if (m == 0) return ExtractAllocation(input, problem, lp::Solution{});
+
+    // Agnostic: prop = 1 (the original's T ≡ 1 makes Σ_j c_j / Σ_t c_t = 1).
+    std::vector<double> prop(m, 1.0);
+    if (variant_ != Variant::kAgnostic) prop = ProportionalThroughputs(input, throughput);
+
+    const int level = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
+    // Each job's normalised throughput, as (column, coefficient) terms.
+    std::vector<std::vector<std::pair<int, double>>> terms(m);
+    for (std::size_t i = 0; i < m; ++i) {
+      const PolicyJob& job = input.jobs[i];
+      // A job that can run nowhere has no share to be fair about; it is left out of the min.
+      if (prop[i] <= 0.0) continue;
+      const double scale = job.scale_factor / (job.priority_weight * prop[i]);
+      for (std::size_t j = 0; j < n; ++j) {
+        terms[i].push_back({problem.job_columns[i * n + j], throughput(i, j) * scale});
+      }
+      if (!packed) continue;
+      for (int p : problem.pairs_of_job[i]) {
+        const JobPair& pair = input.pairs[static_cast<std::size_t>(p)];
+        const Matrix& member = static_cast<std::size_t>(pair.first) == i
+                                   ? input.pair_throughput_first
+                                   : input.pair_throughput_second;
+        for (std::size_t j = 0; j < n; ++j) {
+          terms[i].push_back({problem.pair_columns[static_cast<std::size_t>(p) * n + j],
+                              member(static_cast<std::size_t>(p), j) * scale});
+        }
+      }
+    }
+    if (packed && options_.compat_gavel) terms = RegroupLikeOriginal(terms);
+
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (terms[i].empty()) continue;
+      cols.assign({level});
+      coefs.assign({-1.0});
+      for (const auto& [col, coef] : terms[i]) {
+        cols.push_back(col);
+        coefs.push_back(coef);
+      }
+      problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
+    }
+
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solver_->Solve(problem.model));
+    if (solution.outcome != lp::Outcome::kOptimal) {
+      return UnexpectedOutcome("max_min_fairness", solution.outcome);
+    }
+    PolicyOutput output = ExtractAllocation(input, problem, solution);
+    output.objective = solution.values[static_cast<std::size_t>(level)];
+    return output;
+  }
+
+ private:
+  // The original's vectorised packed objective concatenates every job's terms and reshapes
+  // them into equal chunks, one per job (the same quirk as the packed time constraint; the
+  // base problem has already refused inputs where the chunks cannot be equal).
+  static std::vector<std::vector<std::pair<int, double>>> RegroupLikeOriginal(
+      const std::vector<std::vector<std::pair<int, double>>>& terms) {
+    std::vector<std::pair<int, double>> flat;
+    for (const auto& t : terms) flat.insert(flat.end(), t.begin(), t.end());
+    std::vector<std::vector<std::pair<int, double>>> regrouped(terms.size());
+    const std::size_t chunk = flat.size() / terms.size();
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+      regrouped[i].assign(flat.begin() + static_cast<std::ptrdiff_t>(i * chunk),
+                          flat.begin() + static_cast<std::ptrdiff_t>((i + 1) * chunk));
+    }
+    return regrouped;
+  }
+
+  Variant variant_;
+  PolicyOptions options_;
+  std::shared_ptr<lp::Solver> solver_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeMaxMinFairness(Variant variant, const PolicyOptions& options) {
+  return std::make_unique<MaxMinFairness>(variant, options);
+}
+
+}  // namespace gavel::policy

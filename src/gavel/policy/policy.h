@@ -1,0 +1,59 @@
+// Policy: computes an allocation X[job][GPU type] (fractions of wall-clock time) for one
+// PolicyInput. Policies never read a clock, a global or an unseeded random generator:
+// randomness comes from PolicyOptions::seed and solvers are injected.
+//
+// Most policies are pure functions of their input. A few carry state across calls, as the
+// original does, and say so in their header: FIFO (sticky assignments in its heterogeneity-
+// agnostic mode), Gandiva (its random pairing), AlloX (non-preemptive assignments) and
+// finish-time fairness (each job's cumulative isolated time). A Policy object is therefore
+// single-threaded; make one per scheduler.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gavel/core/matrix.h"
+#include "gavel/core/status.h"
+#include "gavel/lp/solver.h"
+#include "gavel/policy/policy_input.h"
+
+namespace gavel::policy {
+
+enum class AllocationStatus {
+  kOptimal,    // the optimum of the policy's formulation
+  kHeuristic,  // a greedy or rule-based policy (FIFO, Gandiva, isolated, ...): no optimum to reach
+  kFallback,   // the formulation had no answer; a documented fallback was used (see note)
+};
+const char* AllocationStatusName(AllocationStatus status);
+
+struct PolicyOutput {
+  Matrix allocation;       // jobs × types, each entry in [0, 1]
+  Matrix pair_allocation;  // pairs × types for packing policies; 0 rows otherwise
+  AllocationStatus status = AllocationStatus::kOptimal;
+  std::optional<double> objective;  // the formulation's optimal value, where it has one
+  std::string note;                 // why a fallback was taken, etc.
+};
+
+struct PolicyOptions {
+  // Reproduce the original implementation's quirks (docs/differences.md) instead of the
+  // corrected behaviour.
+  bool compat_gavel = false;
+  std::uint64_t seed = 0;    // for policies with internal randomness (fifo, gandiva)
+  double allox_alpha = 1.0;  // AlloX's fraction of waiting jobs considered
+  // Solvers; null means COIN-OR Clp for LPs and Cbc for MILPs.
+  std::shared_ptr<lp::Solver> lp_solver;
+  std::shared_ptr<lp::Solver> milp_solver;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  // Computes the allocation. Errors are call failures (a solver crash) or inputs the policy
+  // cannot handle (e.g. AlloX with multi-GPU jobs); "no feasible answer" is reported through
+  // PolicyOutput::status where the policy has a fallback.
+  virtual Result<PolicyOutput> Allocate(const PolicyInput& input) = 0;
+};
+
+}  // namespace gavel::policy

@@ -1,0 +1,72 @@
+// PolicyInput: the immutable problem a policy allocates for, built once per allocation
+// from a snapshot (or by the round scheduler from its job table). Rows are jobs sorted by
+// id, columns are GPU types sorted by name: X[i][j] is the fraction of wall-clock time job i
+// should spend on type j. Plain data; thread-compatible; policies only read it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gavel/core/ids.h"
+#include "gavel/core/matrix.h"
+#include "gavel/core/snapshot.h"
+#include "gavel/core/status.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/core/units.h"
+
+namespace gavel::policy {
+
+struct PolicyJob {
+  JobId id;
+  int scale_factor = 1;           // s_i: GPUs needed at once
+  double priority_weight = 1.0;   // w_i
+  double steps_remaining = 0.0;   // 0 when unknown (only for policies that do not plan with it)
+  Seconds time_since_start{0.0};  // now − arrival
+  std::optional<Seconds> slo_time_left;  // deadline − now
+  int entity = -1;                // index into PolicyInput::entities; -1 = none
+};
+
+// Two jobs that may share the same GPU(s) (space sharing). `first < second` (job indices).
+struct JobPair {
+  int first = 0;
+  int second = 0;
+};
+
+struct PolicyInput {
+  std::vector<std::string> gpu_types;  // sorted; every type has at least one GPU
+  std::vector<double> gpu_counts;      // c_j
+  std::vector<int> gpus_per_server;    // per type
+  std::vector<PolicyJob> jobs;         // sorted by id
+  // T[i][j]: steps/s of job i alone on type j (whole job, all its GPUs). 0 = cannot run there,
+  // also when the job needs more GPUs than the type has.
+  Matrix throughput;
+  // Space-sharing candidates (packing policies only), sorted by (first, second): every two
+  // jobs of equal scale factor whose co-located throughputs are known and not all zero.
+  std::vector<JobPair> pairs;
+  Matrix pair_throughput_first;   // pairs × types: steps/s of pair.first while sharing
+  Matrix pair_throughput_second;  // pairs × types: steps/s of pair.second while sharing
+  std::vector<std::string> entities;   // sorted
+  std::vector<double> entity_weights;  // parallel to entities (1.0 where not given)
+  std::vector<double> instance_costs;  // $/GPU-hour per type; empty when not given
+
+  std::size_t num_jobs() const { return jobs.size(); }
+  std::size_t num_types() const { return gpu_types.size(); }
+  // Index of `gpu_type` in gpu_types, or -1.
+  int TypeIndex(const std::string& gpu_type) const;
+};
+
+struct InputRequirements {
+  bool pairs = false;                // build space-sharing pairs
+  bool keep_unusable_pairs = false;  // keep pairs whose co-located throughputs are all zero
+  bool steps_remaining = false;      // every job must give steps_remaining
+  bool instance_costs = false;       // every GPU type must have a price
+};
+
+// Builds the problem from a snapshot. `table` supplies throughputs for jobs that name a
+// job_type (it may be null when every job gives its own throughputs). Errors name the job
+// and field: an unknown job type, a missing required value.
+Result<PolicyInput> BuildPolicyInput(const ClusterSnapshot& snapshot, const ThroughputTable* table,
+                                     const InputRequirements& requirements);
+
+}  // namespace gavel::policy

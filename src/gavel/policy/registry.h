@@ -1,0 +1,34 @@
+// The explicit list of every policy, by the name users type (`max_min_fairness_perf`, ...),
+// with the traits the round scheduler needs. No static self-registration: adding a policy
+// means adding a line to registry.cc. Immutable; thread-safe.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "gavel/core/status.h"
+#include "gavel/policy/policy.h"
+
+namespace gavel::policy {
+
+struct PolicyInfo {
+  std::string_view name;
+  std::string_view description;  // one line, for `gavel policies`
+  bool packing = false;                  // uses space-sharing pairs
+  bool shuffles_gpu_type_order = false;  // the original shuffles type order each round for it
+  bool skips_zero_priority = false;      // FIFO-like: never runs a job with priority 0
+  bool needs_steps_remaining = false;
+  bool needs_instance_costs = false;
+  std::unique_ptr<Policy> (*make)(const PolicyOptions&) = nullptr;
+};
+
+std::span<const PolicyInfo> AllPolicies();
+
+// Finds a policy by name. `allox_alpha=<float>` names AlloX with that alpha.
+Result<const PolicyInfo*> FindPolicy(std::string_view name);
+
+// Creates a policy by name; `allox_alpha=<float>` sets options.allox_alpha.
+Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, PolicyOptions options);
+
+}  // namespace gavel::policy

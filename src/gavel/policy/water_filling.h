@@ -1,0 +1,16 @@
+// Hierarchical max-min fairness by water filling (spec §2.3, §7): repeatedly maximise the
+// minimum normalised throughput of the jobs not yet bottlenecked, then find the bottlenecked
+// jobs with a MILP and freeze them, until none is left. Entity weights split among an entity's
+// unfrozen jobs ('fairness' reweighting). Stateless across calls.
+#pragma once
+
+#include <memory>
+
+#include "gavel/policy/policy.h"
+#include "gavel/policy/variant.h"
+
+namespace gavel::policy {
+
+std::unique_ptr<Policy> MakeMaxMinFairnessWaterFilling(Variant variant, const PolicyOptions& options);
+
+}  // namespace gavel::policy
