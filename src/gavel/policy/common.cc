@@ -185,6 +185,42 @@ double EffectiveThroughput(const PolicyInput& input, const PolicyOutput& output,
   return total;
 }
 
+Matrix UnitThroughput(const PolicyInput& input, bool compat) {
+  Matrix ones(input.num_jobs(), input.num_types(), 1.0);
+  if (compat) return ones;
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      if (input.throughput(i, j) <= 0.0) ones(i, j) = 0.0;
+    }
+  }
+  return ones;
+}
+
+Result<Matrix> AverageThroughput(const PolicyInput& input, bool compat) {
+  Matrix believed(input.num_jobs(), input.num_types());
+  if (compat) {
+    const int v100 = input.TypeIndex("v100");
+    if (v100 < 0) {
+      return Status::FailedPrecondition(
+          "--compat gavel: the original's heterogeneity-agnostic policy reads the v100 column, "
+          "and the cluster has no v100");
+    }
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        believed(i, j) = input.throughput(i, static_cast<std::size_t>(v100));
+      }
+    }
+    return believed;
+  }
+  const std::vector<double> average = ProportionalThroughputs(input, input.throughput);
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      believed(i, j) = input.throughput(i, j) > 0.0 ? average[i] : 0.0;
+    }
+  }
+  return believed;
+}
+
 std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options) {
   return options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
 }

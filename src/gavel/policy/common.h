@@ -59,6 +59,16 @@ std::vector<double> IsolatedThroughputs(const PolicyInput& input, const Matrix& 
 // Effective throughput of job i under an allocation (singles and its pairs).
 double EffectiveThroughput(const PolicyInput& input, const PolicyOutput& output, std::size_t job);
 
+// What a heterogeneity-agnostic policy believes about speed (docs/differences.md):
+// UnitThroughput: every type equally fast, T ≡ 1 (max-min fairness, water filling).
+// AverageThroughput: every type runs the job at one speed, its cluster-wide average
+//   prop_i = Σ_j T[i][j] c_j / Σ_t c_t (finish-time fairness, makespan). Under --compat gavel
+//   the original's hard-coded v100 column instead (an error when the cluster has no v100).
+// By default both still know where a job cannot run at all (T[i][j] = 0 stays 0); under
+// --compat gavel UnitThroughput is 1 everywhere, as in the original.
+Matrix UnitThroughput(const PolicyInput& input, bool compat);
+Result<Matrix> AverageThroughput(const PolicyInput& input, bool compat);
+
 // The solvers to use: the injected ones or the defaults (Clp, Cbc).
 std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options);
 std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options);

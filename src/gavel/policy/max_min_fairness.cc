@@ -7,21 +7,6 @@
 namespace gavel::policy {
 namespace {
 
-// The matrix the policy believes: true throughputs (perf, packed) or "every type equally
-// fast" (agnostic). By default the agnostic view still knows where a job cannot run at all.
-Matrix BelievedThroughput(const PolicyInput& input, Variant variant, bool compat) {
-  if (variant != Variant::kAgnostic) return input.throughput;
-  Matrix ones(input.num_jobs(), input.num_types(), 1.0);
-  if (!compat) {
-    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-      for (std::size_t j = 0; j < input.num_types(); ++j) {
-        if (input.throughput(i, j) <= 0.0) ones(i, j) = 0.0;
-      }
-    }
-  }
-  return ones;
-}
-
 class MaxMinFairness final : public Policy {
  public:
   MaxMinFairness(Variant variant, const PolicyOptions& options)
@@ -31,7 +16,9 @@ class MaxMinFairness final : public Policy {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const bool packed = variant_ == Variant::kPacked;
-    const Matrix throughput = BelievedThroughput(input, variant_, options_.compat_gavel);
+    const Matrix throughput = variant_ == Variant::kAgnostic
+                                  ? UnitThroughput(input, options_.compat_gavel)
+                                  : input.throughput;
 
     BaseProblemOptions base_options;
     base_options.with_pairs = packed;

@@ -1,0 +1,1 @@
+// Tests are being written; this file is filled in before it lands.
