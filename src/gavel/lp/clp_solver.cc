@@ -1,5 +1,6 @@
 // Adapter onto COIN-OR Clp. The only file (with cbc_solver.cc) that includes COIN headers.
 #include <ClpSimplex.hpp>
+#include <ClpSolve.hpp>
 #include <CoinPackedMatrix.hpp>
 
 #include <cmath>
@@ -19,7 +20,8 @@ double ToCoin(double v) {
 
 class ClpSession final : public Session {
  public:
-  ClpSession(const Model& model, const SolveOptions& options) : sense_(model.sense()) {
+  ClpSession(const Model& model, const SolveOptions& options)
+      : sense_(model.sense()), central_(options.algorithm == Algorithm::kCentral) {
     simplex_.setLogLevel(options.verbose ? 1 : 0);
     if (options.time_limit_seconds > 0) simplex_.setMaximumSeconds(options.time_limit_seconds);
     const int n = model.num_columns();
@@ -54,7 +56,13 @@ class ClpSession final : public Session {
 
   Result<Solution> Solve() override {
     try {
-      if (!solved_once_) {
+      if (central_) {
+        ClpSolve barrier;
+        barrier.setSolveType(ClpSolve::useBarrierNoCross);
+        // Presolve would remove the very degrees of freedom whose centre we want.
+        barrier.setPresolveType(ClpSolve::presolveOff);
+        simplex_.initialSolve(barrier);
+      } else if (!solved_once_) {
         simplex_.initialSolve();
       } else if (objective_changed_) {
         simplex_.primal(1);  // the old basis stays primal feasible: primal simplex from it
@@ -130,6 +138,7 @@ class ClpSession final : public Session {
  private:
   ClpSimplex simplex_;
   Sense sense_;
+  bool central_;
   bool solved_once_ = false;
   bool objective_changed_ = false;
 };

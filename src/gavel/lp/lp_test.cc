@@ -111,6 +111,36 @@ TEST(LpTest, SessionsReSolveAfterChangesLikeAFreshSolve) {
   }
 }
 
+// maximise t s.t. x_a + x_b >= t for jobs 1..3, each type a/b holds at most 1.5 in total,
+// x <= 1: the optimum t = 1 is reached by many allocations. By symmetry (jobs and types are
+// interchangeable) the analytic centre of the optimal face gives every x the value 1/2; a
+// simplex vertex puts whole units on one type.
+TEST(LpTest, CentralAlgorithmReturnsTheSymmetricInteriorPointOfATiedOptimum) {
+  Model model(Sense::kMaximize);
+  std::vector<int> x;
+  for (int k = 0; k < 6; ++k) x.push_back(model.AddColumn(0.0, 1.0));
+  const int t = model.AddColumn(0.0, kInfinity, 1.0);
+  for (int type = 0; type < 2; ++type) {
+    const int cols[] = {x[static_cast<std::size_t>(type)], x[static_cast<std::size_t>(2 + type)],
+                        x[static_cast<std::size_t>(4 + type)]};
+    const double ones[] = {1.0, 1.0, 1.0};
+    model.AddRow(-kInfinity, 1.5, cols, ones);
+  }
+  for (int job = 0; job < 3; ++job) {
+    const int cols[] = {x[static_cast<std::size_t>(2 * job)],
+                        x[static_cast<std::size_t>(2 * job + 1)], t};
+    const double coefs[] = {1.0, 1.0, -1.0};
+    model.AddRow(0.0, kInfinity, cols, coefs);
+  }
+  SolveOptions central;
+  central.algorithm = Algorithm::kCentral;
+  const auto solution = MakeClpSolver()->Solve(model, central);
+  ASSERT_TRUE(solution.ok());
+  ASSERT_EQ(solution->outcome, Outcome::kOptimal);
+  EXPECT_NEAR(solution->objective, 1.0, 1e-6);
+  for (int k = 0; k < 6; ++k) EXPECT_NEAR(solution->values[static_cast<std::size_t>(k)], 0.5, 1e-4);
+}
+
 TEST(LpTest, MaxViolationMeasuresRowAndBoundViolations) {
   const Model model = SmallLp();
   const double feasible[] = {3.0, 1.0};

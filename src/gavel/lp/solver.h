@@ -32,9 +32,20 @@ struct Solution {
   long iterations = 0;
 };
 
+enum class Algorithm {
+  // Simplex: an optimal vertex; warm re-solves from the previous basis.
+  kSimplex,
+  // Interior point without crossover: a point in the relative interior of the optimal face,
+  // near its analytic centre. When the optimum is not unique this is the point an
+  // interior-point solver (the original's ECOS) returns, rather than a vertex. Re-solves
+  // start from scratch. Backends without it use simplex.
+  kCentral,
+};
+
 struct SolveOptions {
   double time_limit_seconds = 0.0;  // 0 = none
   bool verbose = false;
+  Algorithm algorithm = Algorithm::kSimplex;
 };
 
 class Session {

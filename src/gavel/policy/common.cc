@@ -221,8 +221,35 @@ Result<Matrix> AverageThroughput(const PolicyInput& input, bool compat) {
   return believed;
 }
 
+namespace {
+
+// Under --compat gavel every LP is solved to a central optimal point, as the original's
+// interior-point solver (ECOS) does: when the optimum is not unique, a simplex vertex and the
+// centre of the optimal face are different allocations, and the mechanism turns that
+// difference into different schedules.
+class CentralSolutionSolver final : public lp::Solver {
+ public:
+  explicit CentralSolutionSolver(std::shared_ptr<lp::Solver> inner) : inner_(std::move(inner)) {}
+  std::string_view name() const override { return inner_->name(); }
+  bool SupportsIntegers() const override { return inner_->SupportsIntegers(); }
+  Result<std::unique_ptr<lp::Session>> Load(const lp::Model& model,
+                                            const lp::SolveOptions& options) override {
+    lp::SolveOptions central = options;
+    central.algorithm = lp::Algorithm::kCentral;
+    return inner_->Load(model, central);
+  }
+
+ private:
+  std::shared_ptr<lp::Solver> inner_;
+};
+
+}  // namespace
+
 std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options) {
-  return options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
+  std::shared_ptr<lp::Solver> solver =
+      options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
+  if (options.compat_gavel) return std::make_shared<CentralSolutionSolver>(std::move(solver));
+  return solver;
 }
 
 std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options) {

@@ -69,7 +69,9 @@ double EffectiveThroughput(const PolicyInput& input, const PolicyOutput& output,
 Matrix UnitThroughput(const PolicyInput& input, bool compat);
 Result<Matrix> AverageThroughput(const PolicyInput& input, bool compat);
 
-// The solvers to use: the injected ones or the defaults (Clp, Cbc).
+// The solvers to use: the injected ones or the defaults (Clp, Cbc). Under --compat gavel the
+// LP solver returns central optimal points (lp::Algorithm::kCentral), like the original's
+// interior-point solver, instead of vertices.
 std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options);
 std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options);
 
