@@ -3,7 +3,9 @@
 #include <ClpSolve.hpp>
 #include <CoinPackedMatrix.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <exception>
 #include <string>
 
@@ -56,13 +58,7 @@ class ClpSession final : public Session {
 
   Result<Solution> Solve() override {
     try {
-      if (central_) {
-        ClpSolve barrier;
-        barrier.setSolveType(ClpSolve::useBarrierNoCross);
-        // Presolve would remove the very degrees of freedom whose centre we want.
-        barrier.setPresolveType(ClpSolve::presolveOff);
-        simplex_.initialSolve(barrier);
-      } else if (!solved_once_) {
+      if (!solved_once_) {
         simplex_.initialSolve();
       } else if (objective_changed_) {
         simplex_.primal(1);  // the old basis stays primal feasible: primal simplex from it
@@ -94,19 +90,20 @@ class ClpSession final : public Session {
         return Status::Internal("Clp stopped with errors (status " +
                                 std::to_string(simplex_.status()) + ")");
     }
-    if (solution.outcome == Outcome::kOptimal || solution.outcome == Outcome::kLimitReached) {
-      const int n = simplex_.numberColumns();
-      const int m = simplex_.numberRows();
-      const double* x = simplex_.primalColumnSolution();
-      const double* duals = simplex_.dualRowSolution();
-      const double* reduced = simplex_.dualColumnSolution();
-      const double* obj = simplex_.objective();
-      solution.values.assign(x, x + n);
-      solution.row_duals.assign(duals, duals + m);
-      solution.reduced_costs.assign(reduced, reduced + n);
-      double value = 0.0;
-      for (int j = 0; j < n; ++j) value += obj[j] * x[j];
-      solution.objective = value;
+    if (solution.outcome != Outcome::kOptimal && solution.outcome != Outcome::kLimitReached) {
+      return solution;
+    }
+    const int n = simplex_.numberColumns();
+    const int m = simplex_.numberRows();
+    const double* x = simplex_.primalColumnSolution();
+    const double* duals = simplex_.dualRowSolution();
+    const double* reduced = simplex_.dualColumnSolution();
+    solution.values.assign(x, x + n);
+    solution.row_duals.assign(duals, duals + m);
+    solution.reduced_costs.assign(reduced, reduced + n);
+    solution.objective = ObjectiveOf(solution.values);
+    if (central_ && solution.outcome == Outcome::kOptimal) {
+      if (auto centre = CentralOptimum(solution.objective)) solution.values = std::move(*centre);
     }
     return solution;
   }
@@ -136,6 +133,77 @@ class ClpSession final : public Session {
   }
 
  private:
+  double ObjectiveOf(const std::vector<double>& values) const {
+    const double* obj = simplex_.objective();
+    double value = 0.0;
+    for (std::size_t j = 0; j < values.size(); ++j) value += obj[j] * values[j];
+    return value;
+  }
+
+  // A point near the analytic centre of the optimal face: barrier without crossover on a copy
+  // of the model. Simplex has already decided the outcome and the optimal value, because the
+  // barrier alone can call an infeasible model optimal. Rows that constrain nothing (free, or
+  // without entries) are dropped from the copy: Clp's barrier aborts on them. Returns nothing
+  // (keep the vertex) unless the barrier's point is feasible and optimal within 1e-7.
+  std::optional<std::vector<double>> CentralOptimum(double optimal_value) const {
+    ClpSimplex copy(simplex_);
+    copy.setLogLevel(0);
+    std::vector<int> idle_rows;
+    std::vector<int> entries(static_cast<std::size_t>(copy.numberRows()), 0);
+    const CoinPackedMatrix* matrix = copy.matrix();
+    if (matrix == nullptr) return std::nullopt;
+    const int* row_index = matrix->getIndices();
+    const double* value = matrix->getElements();
+    const CoinBigIndex* start = matrix->getVectorStarts();
+    const int* length = matrix->getVectorLengths();
+    for (int col = 0; col < copy.numberColumns(); ++col) {
+      for (CoinBigIndex k = start[col]; k < start[col] + length[col]; ++k) {
+        if (value[k] != 0.0) ++entries[static_cast<std::size_t>(row_index[k])];
+      }
+    }
+    for (int row = 0; row < copy.numberRows(); ++row) {
+      const bool free_row = copy.getRowLower()[row] <= -COIN_DBL_MAX / 2 &&
+                            copy.getRowUpper()[row] >= COIN_DBL_MAX / 2;
+      if (free_row || entries[static_cast<std::size_t>(row)] == 0) idle_rows.push_back(row);
+    }
+    if (!idle_rows.empty()) copy.deleteRows(static_cast<int>(idle_rows.size()), idle_rows.data());
+    try {
+      ClpSolve barrier;
+      barrier.setSolveType(ClpSolve::useBarrierNoCross);
+      // Presolve would remove the very degrees of freedom whose centre we want.
+      barrier.setPresolveType(ClpSolve::presolveOff);
+      copy.initialSolve(barrier);
+    } catch (...) {
+      return std::nullopt;
+    }
+    if (copy.status() != 0) return std::nullopt;
+    const double* x = copy.primalColumnSolution();
+    std::vector<double> centre(x, x + copy.numberColumns());
+    if (std::abs(ObjectiveOf(centre) - optimal_value) >
+        1e-7 * std::max(1.0, std::abs(optimal_value))) {
+      return std::nullopt;
+    }
+    if (MaxViolation(centre) > 1e-7) return std::nullopt;
+    return centre;
+  }
+
+  // Largest violation of the session's current bounds and rows by `x`.
+  double MaxViolation(const std::vector<double>& x) const {
+    double worst = 0.0;
+    const double* col_lo = simplex_.getColLower();
+    const double* col_up = simplex_.getColUpper();
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      worst = std::max({worst, col_lo[j] - x[j], x[j] - col_up[j]});
+    }
+    std::vector<double> activity(static_cast<std::size_t>(simplex_.numberRows()), 0.0);
+    simplex_.matrix()->times(x.data(), activity.data());
+    for (std::size_t i = 0; i < activity.size(); ++i) {
+      worst = std::max({worst, simplex_.getRowLower()[i] - activity[i],
+                        activity[i] - simplex_.getRowUpper()[i]});
+    }
+    return worst;
+  }
+
   ClpSimplex simplex_;
   Sense sense_;
   bool central_;

@@ -141,6 +141,31 @@ TEST(LpTest, CentralAlgorithmReturnsTheSymmetricInteriorPointOfATiedOptimum) {
   for (int k = 0; k < 6; ++k) EXPECT_NEAR(solution->values[static_cast<std::size_t>(k)], 0.5, 1e-4);
 }
 
+// Regressions: the barrier alone called an infeasible model optimal, and aborted the process
+// on a row without entries.
+TEST(LpTest, CentralAlgorithmStillReportsInfeasibilityAndToleratesEmptyRows) {
+  SolveOptions central;
+  central.algorithm = Algorithm::kCentral;
+  Model infeasible(Sense::kMaximize);
+  const int x = infeasible.AddColumn(0.0, 1.0, 1.0);
+  const int cols[] = {x};
+  const double one[] = {1.0};
+  infeasible.AddRow(133.0, kInfinity, cols, one);
+  const auto verdict = MakeClpSolver()->Solve(infeasible, central);
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->outcome, Outcome::kInfeasible);
+
+  Model with_empty_row = SmallLp();
+  with_empty_row.AddRow(-kInfinity, kInfinity, {}, {});
+  const double zero[] = {0.0};
+  const int first[] = {0};
+  with_empty_row.AddRow(-kInfinity, kInfinity, first, zero);
+  const auto solution = MakeClpSolver()->Solve(with_empty_row, central);
+  ASSERT_TRUE(solution.ok());
+  ASSERT_EQ(solution->outcome, Outcome::kOptimal);
+  EXPECT_NEAR(solution->objective, 11.0, 1e-6);
+}
+
 TEST(LpTest, MaxViolationMeasuresRowAndBoundViolations) {
   const Model model = SmallLp();
   const double feasible[] = {3.0, 1.0};
