@@ -1,16 +1,391 @@
-// TEMPORARY: replaced by the real implementation before this lands.
 #include "gavel/policy/finish_time_fairness.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gavel/policy/common.h"
 
 namespace gavel::policy {
 namespace {
-class NotYet final : public Policy {
- public:
-  Result<PolicyOutput> Allocate(const PolicyInput&) override {
-    return Status::Unimplemented("finish_time_fairness is not implemented yet");
-  }
+
+// Finish-time fairness (spec §2.4, docs/policies.md). For job k with remaining steps R_k,
+// time since arrival a_k, weight w_k (see below), cumulative isolated time C_k and isolated
+// throughput iso_k:
+//   t_iso_k  = C_k + R_k / iso_k
+//   rho_k(X) = (a_k + R_k w_k / thr_k(X)) / t_iso_k
+//   minimise max_k rho_k(X)  s.t. the base constraints.
+// For a fixed r, rho_k <= r is linear: thr_k(X) >= R_k w_k / (r t_iso_k - a_k) (impossible
+// when r t_iso_k <= a_k). So r* is found by bisection over feasibility LPs that differ only
+// in row bounds, re-solved warm in one session (simplex). Among the allocations meeting the
+// final r, the default prefers the one with the largest Σ_k thr_k / thr_max_k (spare capacity
+// goes to the jobs that are not the bottleneck), which does not change r*; --compat gavel
+// returns the central point of that set instead, as the original's interior-point solver.
+// The answer is exact up to the LP feasibility tolerance (about 1e-7 relative).
+
+// Relative width of the final bracket on r*.
+constexpr double kRelativeGap = 1e-9;
+// Doublings of the upper end of the bracket tried when the isolated allocation's rho is not
+// feasible (only under --compat gavel's packed reshape, or numerically).
+constexpr int kMaxBracketDoublings = 60;
+// The largest row or bound violation (rows are scaled to O(1)) accepted from a central point.
+constexpr double kCentralPointTolerance = 1e-6;
+
+struct Term {
+  int column = 0;
+  double steps_per_second = 0.0;
 };
+
+// Job k's throughput thr_k(X) = Σ_terms steps_per_second · X[column]: its own columns and,
+// when packed, its share of every space-sharing pair it belongs to.
+std::vector<std::vector<Term>> ThroughputTerms(const PolicyInput& input, const BaseProblem& problem,
+                                               const Matrix& throughput, bool packed) {
+  const std::size_t n = input.num_types();
+  std::vector<std::vector<Term>> terms(input.num_jobs());
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (throughput(i, j) > 0.0)
+        terms[i].push_back({problem.job_columns[i * n + j], throughput(i, j)});
+    }
+    if (!packed) continue;
+    for (int p : problem.pairs_of_job[i]) {
+      const auto pair = static_cast<std::size_t>(p);
+      const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == i
+                                 ? input.pair_throughput_first
+                                 : input.pair_throughput_second;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (member(pair, j) > 0.0)
+          terms[i].push_back({problem.pair_columns[pair * n + j], member(pair, j)});
+      }
+    }
+  }
+  return terms;
+}
+
+// The most throughput job k can get under the (correct) base constraints: alone in the
+// cluster, on its fastest types first, at most c_j / s_k of type j and 1 in total.
+double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
+                          const BaseProblem& problem, bool packed, std::size_t job) {
+  std::vector<std::pair<double, double>> speed_and_time;
+  for (std::size_t j = 0; j < input.num_types(); ++j) {
+    double best = throughput(job, j);
+    if (packed) {
+      for (int p : problem.pairs_of_job[job]) {
+        const auto pair = static_cast<std::size_t>(p);
+        const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == job
+                                   ? input.pair_throughput_first
+                                   : input.pair_throughput_second;
+        best = std::max(best, member(pair, j));
+      }
+    }
+    speed_and_time.emplace_back(
+        best, input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));
+  }
+  std::sort(speed_and_time.begin(), speed_and_time.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  double time_left = 1.0;
+  double total = 0.0;
+  for (const auto& [speed, time] : speed_and_time) {
+    const double used = std::min(time, time_left);
+    total += speed * used;
+    time_left -= used;
+  }
+  return total;
+}
+
+// The quantities rho_k depends on, for a job in the max.
+struct FairnessRow {
+  std::size_t job = 0;
+  int row = -1;
+  double remaining = 0.0;            // R_k
+  double time_since_start = 0.0;     // a_k
+  double weight = 1.0;               // w_k
+  double isolated_time = 0.0;        // t_iso_k
+  double isolated_throughput = 0.0;  // iso_k (unweighted)
+  double max_raw_throughput = 0.0;   // thr_max_k (unweighted), the row's scale
+};
+
+double Rho(const FairnessRow& f, double raw_throughput) {
+  return (f.time_since_start + f.remaining * f.weight / raw_throughput) / f.isolated_time;
+}
+
+// The lower bound of row k for rho_k <= r; nullopt when no throughput is enough.
+std::optional<double> RowLowerBound(const FairnessRow& f, double r) {
+  const double slack = r * f.isolated_time - f.time_since_start;
+  if (slack <= 0.0) return std::nullopt;
+  return f.remaining * f.weight / (slack * f.max_raw_throughput);
+}
+
+PolicyOptions WithoutCompat(PolicyOptions options) {
+  options.compat_gavel = false;
+  return options;
+}
+
+class FinishTimeFairness final : public Policy {
+ public:
+  FinishTimeFairness(Variant variant, const PolicyOptions& options)
+      : variant_(variant),
+        options_(options),
+        solver_(LpSolverOf(options)),
+        simplex_solver_(LpSolverOf(WithoutCompat(options))) {}
+
+  Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    const std::size_t m = input.num_jobs();
+    const bool packed = variant_ == Variant::kPacked;
+    const bool compat = options_.compat_gavel;
+    Matrix throughput = input.throughput;
+    if (variant_ == Variant::kAgnostic) {
+      GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
+    }
+
+    BaseProblemOptions base_options;
+    base_options.with_pairs = packed;
+    base_options.fix_unrunnable_to_zero = !compat;
+    base_options.compat_packed_reshape = compat;
+    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
+                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
+    if (m == 0) {
+      previous_remaining_.clear();
+      previous_isolated_throughput_.clear();
+      return ExtractAllocation(input, problem, lp::Solution{});
+    }
+
+    // Isolated throughputs come from the unweighted single-job throughputs in every variant.
+    const std::vector<double> isolated = IsolatedThroughputs(input, throughput);
+    const std::vector<double> cumulative = AdvanceIsolatedTime(input, isolated);
+
+    // The original divides throughputs by the priority weight only in the packed variant;
+    // by default every variant does (docs/differences.md).
+    const bool use_weights = packed || !compat;
+    const std::vector<std::vector<Term>> terms =
+        ThroughputTerms(input, problem, throughput, packed);
+    std::vector<FairnessRow> rows;
+    for (std::size_t k = 0; k < m; ++k) {
+      const PolicyJob& job = input.jobs[k];
+      // A job with nothing left, or that can run nowhere (no isolated share, so no finish
+      // time to be fair about), is left out of the max.
+      if (job.steps_remaining <= 0.0 || isolated[k] <= 0.0 || terms[k].empty()) continue;
+      FairnessRow f;
+      f.job = k;
+      f.remaining = job.steps_remaining;
+      f.time_since_start = job.time_since_start.value();
+      f.weight = use_weights ? job.priority_weight : 1.0;
+      f.isolated_time = cumulative[k] + job.steps_remaining / isolated[k];
+      f.isolated_throughput = isolated[k];
+      f.max_raw_throughput = MaxThroughputAlone(input, throughput, problem, packed, k);
+      rows.push_back(f);
+    }
+    if (rows.empty()) {
+      PolicyOutput output;
+      output.allocation = Matrix(m, input.num_types());
+      output.pair_allocation = Matrix(packed ? input.pairs.size() : 0, input.num_types());
+      output.note = "no job has steps left on a GPU type it can run on";
+      return output;
+    }
+
+    // Row k: Σ_terms (T / thr_max_k) X >= R_k w_k / ((r t_iso_k - a_k) thr_max_k), its lower
+    // bound set per r. By default the secondary objective is Σ_k thr_k / thr_max_k; under
+    // --compat gavel there is none and the centre of the optimal face is returned instead,
+    // as the original's interior-point solver does.
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (FairnessRow& f : rows) {
+      cols.clear();
+      coefs.clear();
+      for (const Term& t : terms[f.job]) {
+        cols.push_back(t.column);
+        coefs.push_back(t.steps_per_second / f.max_raw_throughput);
+        if (compat) continue;
+        const double objective =
+            problem.model.columns()[static_cast<std::size_t>(t.column)].objective;
+        problem.model.SetObjective(t.column, objective + t.steps_per_second / f.max_raw_throughput);
+      }
+      f.row = problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
+    }
+    // Feasibility is decided by simplex: an interior-point solve without crossover does not
+    // reliably tell an infeasible LP from a feasible one.
+    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session,
+                           simplex_solver_->Load(problem.model));
+
+    Bisection bisection{rows, terms, *session};
+    GAVEL_ASSIGN_OR_RETURN(
+        std::optional<Bisection::Point> best,
+        bisection.Solve(/*throughput_bound_is_exact=*/!(compat && packed && !input.pairs.empty())));
+    if (!best.has_value()) return Fallback(input, throughput, packed);
+    if (compat) GAVEL_RETURN_IF_ERROR(MoveToCentre(rows, problem.model, *best));
+    PolicyOutput output = ExtractAllocation(input, problem, best->solution);
+    output.objective = best->rho;
+    return output;
+  }
+
+ private:
+  // Bisection on r over feasibility LPs that share one warm session.
+  class Bisection {
+   public:
+    struct Point {
+      double rho = 0.0;
+      lp::Solution solution;
+    };
+
+    Bisection(const std::vector<FairnessRow>& rows, const std::vector<std::vector<Term>>& terms,
+              lp::Session& session)
+        : rows_(rows), terms_(terms), session_(session) {}
+
+    // The smallest feasible r (within kRelativeGap) and its allocation; nullopt when no r
+    // could be shown feasible. `throughput_bound_is_exact`: thr_max_k bounds thr_k from above
+    // (false when --compat gavel's packed reshape builds other time constraints).
+    Result<std::optional<Point>> Solve(bool throughput_bound_is_exact) {
+      // Below max_k a_k / t_iso_k no r is feasible; below max_k rho_k(thr_max_k) neither.
+      double lo = 0.0;
+      for (const FairnessRow& f : rows_) {
+        lo = std::max(lo, throughput_bound_is_exact ? Rho(f, f.max_raw_throughput)
+                                                    : f.time_since_start / f.isolated_time);
+      }
+      // The isolated allocation gives thr_k = iso_k to every job at once: its max rho is
+      // feasible.
+      double hi = 0.0;
+      for (const FairnessRow& f : rows_) hi = std::max(hi, Rho(f, f.isolated_throughput));
+      hi = std::max(hi, lo);
+      std::optional<Point> best;
+      for (int attempt = 0; attempt <= kMaxBracketDoublings; ++attempt) {
+        GAVEL_ASSIGN_OR_RETURN(best, TryRho(hi));
+        if (best.has_value()) break;
+        lo = hi;
+        hi = 2.0 * hi + 1.0;
+      }
+      if (!best.has_value()) return best;
+      hi = best->rho;
+      if (throughput_bound_is_exact && lo < hi) {
+        // Often the bound is met: every job gets its fastest GPUs at once.
+        GAVEL_ASSIGN_OR_RETURN(std::optional<Point> at_lo, TryRho(lo));
+        if (at_lo.has_value()) return at_lo;
+      }
+      while (hi - lo > kRelativeGap * hi) {
+        const double mid = 0.5 * (lo + hi);
+        GAVEL_ASSIGN_OR_RETURN(std::optional<Point> point, TryRho(mid));
+        if (point.has_value()) {
+          best = std::move(point);
+          hi = best->rho;
+        } else {
+          lo = mid;
+        }
+      }
+      return best;
+    }
+
+   private:
+    // Feasibility of max_k rho_k <= r. The returned point's rho is the smaller of r and the
+    // largest rho its allocation actually reaches.
+    Result<std::optional<Point>> TryRho(double r) {
+      for (const FairnessRow& f : rows_) {
+        const std::optional<double> lower = RowLowerBound(f, r);
+        if (!lower.has_value()) return std::optional<Point>();
+        session_.SetRowBounds(f.row, *lower, lp::kInfinity);
+      }
+      GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session_.Solve());
+      if (solution.outcome != lp::Outcome::kOptimal) return std::optional<Point>();
+      double reached = 0.0;
+      for (const FairnessRow& f : rows_) {
+        double raw = 0.0;
+        for (const Term& t : terms_[f.job]) {
+          raw += t.steps_per_second *
+                 std::clamp(solution.values[static_cast<std::size_t>(t.column)], 0.0, 1.0);
+        }
+        reached = raw > 0.0 ? std::max(reached, Rho(f, raw)) : lp::kInfinity;
+      }
+      return std::optional<Point>(Point{std::min(r, reached), std::move(solution)});
+    }
+
+    const std::vector<FairnessRow>& rows_;
+    const std::vector<std::vector<Term>>& terms_;
+    lp::Session& session_;
+  };
+
+  // Replaces the point's vertex by the central point of {X : max_k rho_k(X) <= point.rho},
+  // when the interior-point solve settles on one; otherwise keeps the vertex.
+  Status MoveToCentre(const std::vector<FairnessRow>& rows, lp::Model& model,
+                      Bisection::Point& point) const {
+    for (const FairnessRow& f : rows) {
+      const std::optional<double> lower = RowLowerBound(f, point.rho);
+      if (!lower.has_value()) return Status::Ok();
+      model.SetRowBounds(f.row, *lower, lp::kInfinity);
+    }
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solver_->Solve(model));
+    if (central.outcome == lp::Outcome::kOptimal &&
+        model.MaxViolation(central.values) <= kCentralPointTolerance) {
+      point.solution = std::move(central);
+    }
+    return Status::Ok();
+  }
+
+  // Credits each job seen in the previous call with the isolated time its progress since
+  // then is worth, forgets the previous call, and remembers this one (as the original).
+  // Returns C_k per job.
+  std::vector<double> AdvanceIsolatedTime(const PolicyInput& input,
+                                          const std::vector<double>& isolated) {
+    std::vector<double> cumulative(input.num_jobs(), 0.0);
+    for (std::size_t k = 0; k < input.num_jobs(); ++k) {
+      const JobId id = input.jobs[k].id;
+      double& total = cumulative_isolated_time_[id];
+      const auto previous = previous_remaining_.find(id);
+      const auto previous_isolated = previous_isolated_throughput_.find(id);
+      // The original divides by a zero isolated throughput here (a job that could run
+      // nowhere); such progress is impossible, so nothing is credited.
+      if (previous != previous_remaining_.end() &&
+          previous_isolated != previous_isolated_throughput_.end() &&
+          previous_isolated->second > 0.0) {
+        total += (previous->second - input.jobs[k].steps_remaining) / previous_isolated->second;
+      }
+      cumulative[k] = total;
+    }
+    previous_remaining_.clear();
+    previous_isolated_throughput_.clear();
+    for (std::size_t k = 0; k < input.num_jobs(); ++k) {
+      previous_remaining_[input.jobs[k].id] = input.jobs[k].steps_remaining;
+      previous_isolated_throughput_[input.jobs[k].id] = isolated[k];
+    }
+    return cumulative;
+  }
+
+  // The isolated allocation (the original's fallback when its solver gives no answer).
+  PolicyOutput Fallback(const PolicyInput& input, const Matrix& throughput, bool packed) const {
+    PolicyOutput output;
+    output.allocation = IsolatedAllocation(input);
+    if (!options_.compat_gavel) {
+      for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+        for (std::size_t j = 0; j < input.num_types(); ++j) {
+          if (throughput(i, j) <= 0.0) output.allocation(i, j) = 0.0;
+        }
+      }
+    }
+    output.pair_allocation = Matrix(packed ? input.pairs.size() : 0, input.num_types());
+    output.status = AllocationStatus::kFallback;
+    output.note =
+        "finish_time_fairness: no finish-time ratio could be shown feasible; using "
+        "the isolated allocation";
+    return output;
+  }
+
+  Variant variant_;
+  PolicyOptions options_;
+  std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
+  std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
+  // Keyed by job id and never pruned, as in the original: a job that leaves for a call and
+  // comes back keeps its credit (one double per job ever seen).
+  std::map<JobId, double> cumulative_isolated_time_;
+  std::map<JobId, double> previous_remaining_;
+  std::map<JobId, double> previous_isolated_throughput_;
+};
+
 }  // namespace
 
-std::unique_ptr<Policy> MakeFinishTimeFairness(Variant, const PolicyOptions&) { return std::make_unique<NotYet>(); }
+std::unique_ptr<Policy> MakeFinishTimeFairness(Variant variant, const PolicyOptions& options) {
+  return std::make_unique<FinishTimeFairness>(variant, options);
+}
 
 }  // namespace gavel::policy

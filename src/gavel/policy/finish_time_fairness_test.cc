@@ -1,1 +1,460 @@
-// Tests are being written; this file is filled in before it lands.
+#include "gavel/policy/finish_time_fairness.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gavel/lp/glpk_solver.h"
+#include "gavel/lp/model.h"
+#include "gavel/lp/solver.h"
+#include "gavel/policy/policy_input.h"
+
+namespace gavel::policy {
+namespace {
+
+// The bisection stops at a relative gap of 1e-9, but each feasibility LP is decided within
+// the simplex's feasibility tolerance (about 1e-7 on the scaled rows), so optima agree to
+// about that: these tests allow 1e-6 on rho (values of order 1) and 1e-5 on shares.
+constexpr double kRhoTol = 1e-6;
+constexpr double kShareTol = 1e-5;
+
+PolicyJob Job(std::uint64_t id, double remaining, double since_start = 0.0, double weight = 1.0,
+              int scale_factor = 1) {
+  PolicyJob job;
+  job.id = JobId(id);
+  job.scale_factor = scale_factor;
+  job.priority_weight = weight;
+  job.steps_remaining = remaining;
+  job.time_since_start = Seconds(since_start);
+  return job;
+}
+
+PolicyInput MakeInput(std::vector<std::string> types, std::vector<double> counts,
+                      std::vector<PolicyJob> jobs, const std::vector<std::vector<double>>& rows) {
+  PolicyInput input;
+  input.gpu_types = std::move(types);
+  input.gpu_counts = std::move(counts);
+  input.gpus_per_server.assign(input.gpu_types.size(), 1);
+  input.jobs = std::move(jobs);
+  input.throughput = Matrix(input.jobs.size(), input.gpu_types.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    for (std::size_t j = 0; j < rows[i].size(); ++j) input.throughput(i, j) = rows[i][j];
+  }
+  input.pair_throughput_first = Matrix(0, input.gpu_types.size());
+  input.pair_throughput_second = Matrix(0, input.gpu_types.size());
+  return input;
+}
+
+std::unique_ptr<Policy> Ftf(Variant variant, bool compat = false,
+                            std::shared_ptr<lp::Solver> solver = nullptr) {
+  PolicyOptions options;
+  options.compat_gavel = compat;
+  options.lp_solver = std::move(solver);
+  return MakeFinishTimeFairness(variant, options);
+}
+
+// Capacity per type, time per job (singles and pairs), entries in [0, 1].
+void ExpectValidAllocation(const PolicyInput& input, const PolicyOutput& out) {
+  ASSERT_EQ(out.allocation.rows(), input.num_jobs());
+  ASSERT_EQ(out.allocation.cols(), input.num_types());
+  std::vector<double> time(input.num_jobs(), 0.0);
+  std::vector<double> used(input.num_types(), 0.0);
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      const double x = out.allocation(i, j);
+      EXPECT_GE(x, 0.0);
+      EXPECT_LE(x, 1.0);
+      time[i] += x;
+      used[j] += input.jobs[i].scale_factor * x;
+    }
+  }
+  for (std::size_t p = 0; p < out.pair_allocation.rows(); ++p) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      const double x = out.pair_allocation(p, j);
+      EXPECT_GE(x, 0.0);
+      EXPECT_LE(x, 1.0);
+      time[static_cast<std::size_t>(input.pairs[p].first)] += x;
+      time[static_cast<std::size_t>(input.pairs[p].second)] += x;
+      used[j] += input.jobs[static_cast<std::size_t>(input.pairs[p].first)].scale_factor * x;
+    }
+  }
+  for (double t : time) EXPECT_LE(t, 1.0 + 1e-6);
+  for (std::size_t j = 0; j < input.num_types(); ++j) {
+    EXPECT_LE(used[j], input.gpu_counts[j] + 1e-6);
+  }
+}
+
+// Everything rho_k needs, computed here from the spec's formulas (first call: no cumulative
+// isolated time). `believed` is the throughput matrix the variant plans with.
+struct Truth {
+  std::vector<double> isolated_time;  // t_iso_k (0 when the job is left out)
+  std::vector<double> weight;
+  std::vector<std::vector<std::pair<int, double>>> thr;  // job k's (column, steps/s)
+  lp::Model base{lp::Sense::kMaximize};
+};
+
+Truth BuildTruth(const PolicyInput& input, const Matrix& believed, bool packed, bool weighted) {
+  const std::size_t m = input.num_jobs();
+  const std::size_t n = input.num_types();
+  Truth truth;
+  truth.thr.resize(m);
+  std::vector<std::vector<int>> time_cols(m);
+  std::vector<std::vector<std::pair<int, double>>> cap(n);
+  for (std::size_t i = 0; i < m; ++i) {
+    // X_iso[i][j] = c_j / (m s_i), the row divided by max(1, its sum).
+    double row = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+      row += input.gpu_counts[j] / (static_cast<double>(m) * input.jobs[i].scale_factor);
+    }
+    double iso = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+      iso += believed(i, j) * input.gpu_counts[j] /
+             (static_cast<double>(m) * input.jobs[i].scale_factor) / std::max(1.0, row);
+    }
+    const double remaining = input.jobs[i].steps_remaining;
+    truth.isolated_time.push_back(remaining > 0 && iso > 0 ? remaining / iso : 0.0);
+    truth.weight.push_back(weighted ? input.jobs[i].priority_weight : 1.0);
+    for (std::size_t j = 0; j < n; ++j) {
+      const int c = truth.base.AddColumn(0.0, 1.0);
+      truth.thr[i].push_back({c, believed(i, j)});
+      time_cols[i].push_back(c);
+      cap[j].push_back({c, input.jobs[i].scale_factor});
+    }
+  }
+  if (packed) {
+    for (std::size_t p = 0; p < input.pairs.size(); ++p) {
+      const auto a = static_cast<std::size_t>(input.pairs[p].first);
+      const auto b = static_cast<std::size_t>(input.pairs[p].second);
+      for (std::size_t j = 0; j < n; ++j) {
+        const int c = truth.base.AddColumn(0.0, 1.0);
+        truth.thr[a].push_back({c, input.pair_throughput_first(p, j)});
+        truth.thr[b].push_back({c, input.pair_throughput_second(p, j)});
+        time_cols[a].push_back(c);
+        time_cols[b].push_back(c);
+        cap[j].push_back({c, input.jobs[a].scale_factor});
+      }
+    }
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (auto [c, s] : cap[j]) {
+      cols.push_back(c);
+      coefs.push_back(s);
+    }
+    truth.base.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, coefs);
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::vector<double> ones(time_cols[i].size(), 1.0);
+    truth.base.AddRow(-lp::kInfinity, 1.0, time_cols[i], ones);
+  }
+  return truth;
+}
+
+// An independent optimum: bisection on r with GLPK over rows written here as
+// Σ T (r t_iso - a) / (R w) X >= 1 (right-hand side 1 for scaling).
+double GlpkOptimalRho(const PolicyInput& input, const Truth& truth) {
+  const std::size_t m = input.num_jobs();
+  double lo = 0.0;
+  for (std::size_t i = 0; i < m; ++i) {
+    if (truth.isolated_time[i] <= 0) continue;
+    lo = std::max(lo, input.jobs[i].time_since_start.value() / truth.isolated_time[i]);
+  }
+  auto feasible = [&](double r) {
+    lp::Model model = truth.base;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (truth.isolated_time[i] <= 0) continue;
+      const double slack = r * truth.isolated_time[i] - input.jobs[i].time_since_start.value();
+      if (slack <= 0) return false;
+      std::vector<int> cols;
+      std::vector<double> coefs;
+      for (auto [c, t] : truth.thr[i]) {
+        cols.push_back(c);
+        coefs.push_back(t * slack / (input.jobs[i].steps_remaining * truth.weight[i]));
+      }
+      model.AddRow(1.0, lp::kInfinity, cols, coefs);
+    }
+    const auto solution = lp::MakeGlpkSolver()->Solve(model);
+    EXPECT_TRUE(solution.ok());
+    return solution.ok() && solution->outcome == lp::Outcome::kOptimal;
+  };
+  double hi = std::max(1.0, 2 * lo);
+  while (!feasible(hi)) hi *= 2;
+  while (hi - lo > 1e-11 * hi) {
+    const double mid = 0.5 * (lo + hi);
+    (feasible(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+// max_k rho_k of an allocation, from the spec's formula.
+double MaxRho(const PolicyInput& input, const Truth& truth, const PolicyOutput& out) {
+  const std::size_t n = input.num_types();
+  double worst = 0.0;
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    if (truth.isolated_time[i] <= 0) continue;
+    // Columns were laid out jobs × types, then pairs × types (as in BuildTruth).
+    double thr = 0.0;
+    for (auto [c, t] : truth.thr[i]) {
+      const auto col = static_cast<std::size_t>(c);
+      const double x = col < input.num_jobs() * n
+                           ? out.allocation(col / n, col % n)
+                           : out.pair_allocation((col - input.num_jobs() * n) / n, col % n);
+      thr += t * x;
+    }
+    worst = std::max(worst, (input.jobs[i].time_since_start.value() +
+                             input.jobs[i].steps_remaining * truth.weight[i] / thr) /
+                                truth.isolated_time[i]);
+  }
+  return worst;
+}
+
+// One job, k80 and v100 with one GPU each, 1 and 4 steps/s, 1000 steps, 100 s since arrival.
+// Isolated share X_iso = (1/2, 1/2): iso = 2.5 steps/s, t_iso = 400 s. Best: all v100,
+// 4 steps/s: rho = (100 + 250) / 400 = 0.875.
+TEST(FinishTimeFairnessTest, HandWorkedSingleJob) {
+  const PolicyInput input = MakeInput({"k80", "v100"}, {1, 1}, {Job(0, 1000, 100)}, {{1, 4}});
+  const auto out = Ftf(Variant::kPerf)->Allocate(input);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ExpectValidAllocation(input, *out);
+  ASSERT_TRUE(out->objective.has_value());
+  EXPECT_NEAR(*out->objective, 0.875, 1e-9);
+  EXPECT_NEAR(out->allocation(0, 1), 1.0, 1e-9);
+  EXPECT_EQ(out->status, AllocationStatus::kOptimal);
+}
+
+// One GPU, two jobs of 1 step/s and 100 steps; A arrived 100 s ago, B just now. Isolated:
+// half the GPU each, t_iso = 200 s. With shares a and 1 - a:
+// rho_A = (100 + 100/a) / 200, rho_B = (100/(1-a)) / 200. Equal at 1 + 1/a = 1/(1-a), i.e.
+// a² + a - 1 = 0, a = (√5 - 1)/2 (the golden ratio's inverse), rho = 1/(2(1-a)) = (3+√5)/4.
+TEST(FinishTimeFairnessTest, HandWorkedGoldenRatio) {
+  const PolicyInput input =
+      MakeInput({"v100"}, {1}, {Job(0, 100, 100), Job(1, 100, 0)}, {{1}, {1}});
+  for (bool compat : {false, true}) {
+    SCOPED_TRACE(compat);
+    const auto out = Ftf(Variant::kPerf, compat)->Allocate(input);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectValidAllocation(input, *out);
+    EXPECT_NEAR(*out->objective, (3 + std::sqrt(5.0)) / 4, kRhoTol);
+    EXPECT_NEAR(out->allocation(0, 0), (std::sqrt(5.0) - 1) / 2, kShareTol);
+    EXPECT_NEAR(out->allocation(1, 0), 1 - (std::sqrt(5.0) - 1) / 2, kShareTol);
+  }
+}
+
+// One GPU, two jobs of 1 step/s and 100 steps, A with weight 2. Isolated: t_iso = 200 s each.
+// Weighted (default, and the original's packed variant): rho_A = (2 · 100/a) / 200 = 1/a,
+// rho_B = 1/(2(1-a)); equal at a = 2/3, rho = 1.5. The original's perf variant ignores the
+// weight: a = 1/2, rho = 1.
+TEST(FinishTimeFairnessTest, PriorityWeightsDivideThroughput) {
+  const PolicyInput input =
+      MakeInput({"v100"}, {1}, {Job(0, 100, 0, /*weight=*/2), Job(1, 100)}, {{1}, {1}});
+  struct Case {
+    Variant variant;
+    bool compat;
+    double rho;
+    double share_a;
+  };
+  for (const Case& c :
+       {Case{Variant::kPerf, false, 1.5, 2.0 / 3}, Case{Variant::kPerf, true, 1, 0.5},
+        Case{Variant::kPacked, false, 1.5, 2.0 / 3}, Case{Variant::kPacked, true, 1.5, 2.0 / 3}}) {
+    SCOPED_TRACE(static_cast<int>(c.variant) * 10 + c.compat);
+    const auto out = Ftf(c.variant, c.compat)->Allocate(input);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectValidAllocation(input, *out);
+    EXPECT_NEAR(*out->objective, c.rho, kRhoTol);
+    EXPECT_NEAR(out->allocation(0, 0), c.share_a, kShareTol);
+  }
+}
+
+// State across calls, on one GPU type with one GPU (each job 2 steps/s alone).
+// Call 1: A alone, 1000 steps, just arrived: iso_A = 2, t_iso = 500, best 2 steps/s: rho = 1.
+// Call 2: A (800 left, 300 s since arrival) and B (100 steps, new). A is credited
+//   (1000 - 800) / 2 = 100 s of isolated time (the previous call's iso, 2, not this call's).
+//   iso = 1 each now (half the GPU): t_iso_A = 100 + 800 = 900, t_iso_B = 100.
+//   rho_A = (300 + 800/(2a)) / 900, rho_B = (100/(2b))/100 = 1/(2b), a + b = 1. Equal:
+//   (1 - a)(300 + 400/a) = 450 → 6a² + 11a - 8 = 0 → a = (√313 - 11)/12, rho = 1/(2(1-a)).
+// Call 3: B alone (50 left, 400 s): credited (100 - 50)/1 = 50; iso_B = 2, t_iso = 75;
+//   rho = (400 + 25)/75 = 17/3.
+// Call 4: A back alone (700 left, 1000 s). A was not in call 3, so nothing is credited for
+//   800 → 700 (the previous call's remaining steps are replaced, not merged): C_A stays 100,
+//   t_iso = 100 + 350 = 450, rho = (1000 + 350)/450 = 3.
+TEST(FinishTimeFairnessTest, CumulativeIsolatedTimeAcrossCalls) {
+  for (bool compat : {false, true}) {
+    SCOPED_TRACE(compat);
+    auto policy = Ftf(Variant::kPerf, compat);
+    const auto first = policy->Allocate(MakeInput({"v100"}, {1}, {Job(0, 1000)}, {{2}}));
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_NEAR(*first->objective, 1.0, 1e-9);
+
+    const PolicyInput second_input =
+        MakeInput({"v100"}, {1}, {Job(0, 800, 300), Job(1, 100)}, {{2}, {2}});
+    const auto second = policy->Allocate(second_input);
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    ExpectValidAllocation(second_input, *second);
+    const double a = (std::sqrt(313.0) - 11) / 12;
+    EXPECT_NEAR(*second->objective, 1 / (2 * (1 - a)), kRhoTol);
+    EXPECT_NEAR(second->allocation(0, 0), a, kShareTol);
+
+    const auto third = policy->Allocate(MakeInput({"v100"}, {1}, {Job(1, 50, 400)}, {{2}}));
+    ASSERT_TRUE(third.ok());
+    EXPECT_NEAR(*third->objective, 17.0 / 3, kRhoTol);
+
+    const auto fourth = policy->Allocate(MakeInput({"v100"}, {1}, {Job(0, 700, 1000)}, {{2}}));
+    ASSERT_TRUE(fourth.ok());
+    EXPECT_NEAR(*fourth->objective, 3.0, kRhoTol);
+
+    // An empty call forgets the previous call: A is not credited for 700 → 600.
+    ASSERT_TRUE(policy->Allocate(MakeInput({"v100"}, {1}, {}, {})).ok());
+    const auto sixth = policy->Allocate(MakeInput({"v100"}, {1}, {Job(0, 600, 1100)}, {{2}}));
+    ASSERT_TRUE(sixth.ok());
+    // C_A = 100, t_iso = 100 + 300 = 400, rho = (1100 + 300)/400 = 3.5.
+    EXPECT_NEAR(*sixth->objective, 3.5, kRhoTol);
+  }
+}
+
+// A job with nothing left and a job that can run nowhere stay out of the max, though they
+// count in the isolated share (m = 3): one GPU, A has 1 step/s and 100 steps, iso_A = 1/3,
+// t_iso = 300 s, best alone 1 step/s: rho = 100/300.
+TEST(FinishTimeFairnessTest, FinishedAndUnrunnableJobsAreLeftOut) {
+  const PolicyInput input =
+      MakeInput({"v100"}, {1}, {Job(0, 100), Job(1, 0), Job(2, 100)}, {{1}, {1}, {0}});
+  for (bool compat : {false, true}) {
+    SCOPED_TRACE(compat);
+    const auto out = Ftf(Variant::kPerf, compat)->Allocate(input);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectValidAllocation(input, *out);
+    EXPECT_NEAR(*out->objective, 1.0 / 3, 1e-9);
+  }
+}
+
+// A solver that never finds a feasible point: the policy falls back to the isolated
+// allocation. Two jobs on k80 × 2 and v100 × 1: X_iso = (2/2, 1/2) / 1.5 = (2/3, 1/3).
+class NeverFeasibleSolver final : public lp::Solver {
+ public:
+  std::string_view name() const override { return "never-feasible"; }
+  bool SupportsIntegers() const override { return false; }
+  Result<std::unique_ptr<lp::Session>> Load(const lp::Model& model,
+                                            const lp::SolveOptions& options) override {
+    return std::unique_ptr<lp::Session>(
+        std::make_unique<lp::RebuildingSession>(model, options, &Infeasible));
+  }
+
+ private:
+  static Result<lp::Solution> Infeasible(const lp::Model&, const lp::SolveOptions&) {
+    lp::Solution solution;
+    solution.outcome = lp::Outcome::kInfeasible;
+    return solution;
+  }
+};
+
+TEST(FinishTimeFairnessTest, FallsBackToIsolatedAllocation) {
+  const PolicyInput input =
+      MakeInput({"k80", "v100"}, {2, 1}, {Job(0, 100), Job(1, 500)}, {{1, 2}, {1, 3}});
+  for (Variant variant : {Variant::kAgnostic, Variant::kPerf, Variant::kPacked}) {
+    SCOPED_TRACE(static_cast<int>(variant));
+    const auto out = Ftf(variant, false, std::make_shared<NeverFeasibleSolver>())->Allocate(input);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->status, AllocationStatus::kFallback);
+    EXPECT_FALSE(out->note.empty());
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_NEAR(out->allocation(i, 0), 2.0 / 3, 1e-12);
+      EXPECT_NEAR(out->allocation(i, 1), 1.0 / 3, 1e-12);
+    }
+    ExpectValidAllocation(input, *out);
+  }
+}
+
+// Random tiny instances (2-3 jobs, 2 types, weights, arrival times, a few zero throughputs)
+// against the GLPK bisection; the returned allocation reaches the reported rho.
+TEST(FinishTimeFairnessTest, MatchesIndependentBisectionOnRandomInstances) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> speed(0.5, 8.0);
+  std::uniform_real_distribution<double> steps(100.0, 1e5);
+  std::uniform_real_distribution<double> since(0.0, 5000.0);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double weights[] = {1, 2, 5};
+  for (int trial = 0; trial < 36; ++trial) {
+    SCOPED_TRACE(trial);
+    const std::size_t m = 2 + static_cast<std::size_t>(rng() % 2);
+    const Variant variant = trial % 3 == 0   ? Variant::kAgnostic
+                            : trial % 3 == 1 ? Variant::kPerf
+                                             : Variant::kPacked;
+    const bool packed = variant == Variant::kPacked;
+    const bool compat = trial % 4 >= 2;
+    const std::vector<double> counts = {static_cast<double>(1 + rng() % 3),
+                                        static_cast<double>(1 + rng() % 3)};
+    std::vector<PolicyJob> jobs;
+    std::vector<std::vector<double>> rows(m, std::vector<double>(2));
+    for (std::size_t i = 0; i < m; ++i) {
+      jobs.push_back(Job(i, steps(rng), since(rng), weights[rng() % 3]));
+      for (std::size_t j = 0; j < 2; ++j) {
+        // The v100 column stays positive so the compat agnostic view is defined everywhere.
+        rows[i][j] = (j == 1 || unit(rng) > 0.25) ? speed(rng) : 0.0;
+      }
+    }
+    PolicyInput input = MakeInput({"k80", "v100"}, counts, jobs, rows);
+    if (packed) {
+      for (std::size_t a = 0; a < m; ++a) {
+        for (std::size_t b = a + 1; b < m; ++b) {
+          input.pairs.push_back(JobPair{static_cast<int>(a), static_cast<int>(b)});
+        }
+      }
+      input.pair_throughput_first = Matrix(input.pairs.size(), 2);
+      input.pair_throughput_second = Matrix(input.pairs.size(), 2);
+      for (std::size_t p = 0; p < input.pairs.size(); ++p) {
+        for (std::size_t j = 0; j < 2; ++j) {
+          input.pair_throughput_first(p, j) =
+              rows[static_cast<std::size_t>(input.pairs[p].first)][j] * unit(rng);
+          input.pair_throughput_second(p, j) =
+              rows[static_cast<std::size_t>(input.pairs[p].second)][j] * unit(rng);
+        }
+      }
+    }
+    // What the variant believes: the cluster-wide average by default, the v100 column under
+    // --compat gavel, for the agnostic variant.
+    Matrix believed = input.throughput;
+    if (variant == Variant::kAgnostic) {
+      for (std::size_t i = 0; i < m; ++i) {
+        const double average =
+            (rows[i][0] * counts[0] + rows[i][1] * counts[1]) / (counts[0] + counts[1]);
+        for (std::size_t j = 0; j < 2; ++j) {
+          believed(i, j) = compat ? rows[i][1] : (rows[i][j] > 0 ? average : 0.0);
+        }
+      }
+    }
+    const bool weighted = packed || !compat;
+    const Truth truth = BuildTruth(input, believed, packed, weighted);
+    const double expected = GlpkOptimalRho(input, truth);
+
+    const auto out = Ftf(variant, compat)->Allocate(input);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectValidAllocation(input, *out);
+    EXPECT_EQ(out->status, AllocationStatus::kOptimal);
+    EXPECT_NEAR(*out->objective / expected, 1.0, 1e-6);
+    EXPECT_LE(MaxRho(input, truth, *out), expected * (1 + 1e-6));
+  }
+}
+
+TEST(FinishTimeFairnessTest, AgnosticCompatNeedsAV100Column) {
+  const PolicyInput input = MakeInput({"k80", "p100"}, {1, 1}, {Job(0, 100)}, {{1, 2}});
+  EXPECT_FALSE(Ftf(Variant::kAgnostic, /*compat=*/true)->Allocate(input).ok());
+  EXPECT_TRUE(Ftf(Variant::kAgnostic)->Allocate(input).ok());
+}
+
+TEST(FinishTimeFairnessTest, NoJobsGiveAnEmptyAllocation) {
+  const PolicyInput input = MakeInput({"k80", "v100"}, {1, 1}, {}, {});
+  for (Variant v : {Variant::kAgnostic, Variant::kPerf, Variant::kPacked}) {
+    const auto out = Ftf(v)->Allocate(input);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->allocation.rows(), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace gavel::policy

@@ -1,16 +1,182 @@
-// TEMPORARY: replaced by the real implementation before this lands.
 #include "gavel/policy/max_sum_throughput.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gavel/policy/common.h"
 
 namespace gavel::policy {
 namespace {
-class NotYet final : public Policy {
- public:
-  Result<PolicyOutput> Allocate(const PolicyInput&) override {
-    return Status::Unimplemented("max_sum_throughput is not implemented yet");
-  }
+
+// Max sum throughput (spec §2.6, docs/policies.md):
+//   maximise Σ_i Σ_j T[i][j] / cost_j · X[i][j] (+ Σ_p Σ_j (T_p,first + T_p,second) / cost_j
+//   · X[p][j] when packed), cost_j = 1 unless per_cost,
+//   s.t. the base constraints and, with SLOs, for every job i with a deadline still ahead
+//   (slo_time_left_i > 0): thr_i(X) >= R_i / slo_time_left_i.
+// If the SLO rows make it infeasible, it re-solves without them (status fallback).
+
+// The largest row or bound violation accepted from a central point.
+constexpr double kCentralPointTolerance = 1e-6;
+
+PolicyOptions WithoutCompat(PolicyOptions options) {
+  options.compat_gavel = false;
+  return options;
+}
+
+struct Term {
+  int column = 0;
+  std::size_t type = 0;
+  double steps_per_second = 0.0;
 };
+
+class MaxSumThroughput final : public Policy {
+ public:
+  MaxSumThroughput(const MaxSumThroughputOptions& variant, const PolicyOptions& options)
+      : variant_(variant),
+        options_(options),
+        solver_(LpSolverOf(options)),
+        simplex_solver_(LpSolverOf(WithoutCompat(options))) {}
+
+  Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    GAVEL_ASSIGN_OR_RETURN(const std::vector<double> costs, CostsOf(input));
+
+    BaseProblemOptions base_options;
+    base_options.with_pairs = variant_.packed;
+    base_options.fix_unrunnable_to_zero = !options_.compat_gavel;
+    base_options.compat_packed_reshape = options_.compat_gavel;
+    GAVEL_ASSIGN_OR_RETURN(
+        BaseProblem problem,
+        BuildBaseProblem(input, input.throughput, lp::Sense::kMaximize, base_options));
+    if (m == 0) return ExtractAllocation(input, problem, lp::Solution{});
+
+    // Each job's throughput thr_i(X) as terms; the objective sums them over jobs.
+    std::vector<std::vector<Term>> terms(m);
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        terms[i].push_back({problem.job_columns[i * n + j], j, input.throughput(i, j)});
+      }
+      if (!variant_.packed) continue;
+      for (int p : problem.pairs_of_job[i]) {
+        const auto pair = static_cast<std::size_t>(p);
+        const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == i
+                                   ? input.pair_throughput_first
+                                   : input.pair_throughput_second;
+        for (std::size_t j = 0; j < n; ++j) {
+          terms[i].push_back({problem.pair_columns[pair * n + j], j, member(pair, j)});
+        }
+      }
+    }
+    for (const auto& job_terms : terms) {
+      for (const Term& t : job_terms) {
+        const double objective =
+            problem.model.columns()[static_cast<std::size_t>(t.column)].objective;
+        problem.model.SetObjective(t.column, objective + t.steps_per_second / costs[t.type]);
+      }
+    }
+
+    // SLO rows on a copy, each scaled by the job's largest throughput coefficient: dropping
+    // them means going back to the model without them (an interior-point solve, used under
+    // --compat gavel, must not see rows left free or empty).
+    lp::Model with_slos = problem.model;
+    bool any_slo = false;
+    bool unmeetable = false;  // a job with a deadline ahead can run nowhere
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    if (variant_.slos) {
+      for (std::size_t i = 0; i < m; ++i) {
+        const PolicyJob& job = input.jobs[i];
+        if (!job.slo_time_left.has_value()) continue;
+        const double time_left = job.slo_time_left->value();
+        // A deadline already passed can no longer be met; the original's constraint is
+        // vacuous then too (a negative right-hand side).
+        if (time_left <= 0.0 || job.steps_remaining <= 0.0) continue;
+        double largest = 0.0;
+        for (const Term& t : terms[i]) largest = std::max(largest, t.steps_per_second);
+        if (largest <= 0.0) {
+          unmeetable = true;
+          break;
+        }
+        cols.clear();
+        coefs.clear();
+        for (const Term& t : terms[i]) {
+          if (t.steps_per_second <= 0.0) continue;
+          cols.push_back(t.column);
+          coefs.push_back(t.steps_per_second / largest);
+        }
+        with_slos.AddRow(job.steps_remaining / time_left / largest, lp::kInfinity, cols, coefs);
+        any_slo = true;
+      }
+    }
+
+    // Whether the SLOs can be met is decided by simplex: an interior-point solve without
+    // crossover (the solver under --compat gavel) does not reliably detect infeasibility.
+    const lp::Model* model = any_slo && !unmeetable ? &with_slos : &problem.model;
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, simplex_solver_->Solve(*model));
+    std::string note;
+    AllocationStatus status = AllocationStatus::kOptimal;
+    if (unmeetable || (solution.outcome == lp::Outcome::kInfeasible && model == &with_slos)) {
+      if (model != &problem.model) {
+        model = &problem.model;
+        GAVEL_ASSIGN_OR_RETURN(solution, simplex_solver_->Solve(*model));
+      }
+      status = AllocationStatus::kFallback;
+      note = "the SLOs cannot all be met; allocated without them";
+    }
+    if (solution.outcome != lp::Outcome::kOptimal) {
+      return UnexpectedOutcome("max_sum_throughput", solution.outcome);
+    }
+    if (options_.compat_gavel) {
+      // The central point of the optimal face, as the original's interior-point solver gives,
+      // when the interior-point solve settles on one.
+      GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solver_->Solve(*model));
+      if (central.outcome == lp::Outcome::kOptimal &&
+          model->MaxViolation(central.values) <= kCentralPointTolerance) {
+        solution = std::move(central);
+      }
+    }
+    PolicyOutput output = ExtractAllocation(input, problem, solution);
+    output.status = status;
+    output.note = std::move(note);
+    output.objective = solution.objective;
+    return output;
+  }
+
+ private:
+  Result<std::vector<double>> CostsOf(const PolicyInput& input) const {
+    std::vector<double> costs(input.num_types(), 1.0);
+    if (!variant_.per_cost) return costs;
+    if (input.instance_costs.size() != input.num_types()) {
+      return Status::InvalidArgument(
+          "max_sum_throughput_normalized_by_cost: every GPU type needs a price");
+    }
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      const double cost = input.instance_costs[j];
+      if (!std::isfinite(cost) || cost <= 0.0) {
+        return Status::InvalidArgument("max_sum_throughput_normalized_by_cost: the price of " +
+                                       input.gpu_types[j] + " must be positive");
+      }
+      costs[j] = cost;
+    }
+    return costs;
+  }
+
+  MaxSumThroughputOptions variant_;
+  PolicyOptions options_;
+  std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
+  std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
+};
+
 }  // namespace
 
-std::unique_ptr<Policy> MakeMaxSumThroughput(const MaxSumThroughputOptions&, const PolicyOptions&) { return std::make_unique<NotYet>(); }
+std::unique_ptr<Policy> MakeMaxSumThroughput(const MaxSumThroughputOptions& variant,
+                                             const PolicyOptions& options) {
+  return std::make_unique<MaxSumThroughput>(variant, options);
+}
 
 }  // namespace gavel::policy

@@ -1,16 +1,265 @@
-// TEMPORARY: replaced by the real implementation before this lands.
 #include "gavel/policy/min_total_duration.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "gavel/policy/common.h"
 
 namespace gavel::policy {
 namespace {
-class NotYet final : public Policy {
- public:
-  Result<PolicyOutput> Allocate(const PolicyInput&) override {
-    return Status::Unimplemented("min_total_duration is not implemented yet");
-  }
+
+// Makespan (spec §2.5, docs/policies.md). For every job k with R_k > 0 remaining steps that
+// can run somewhere, thr_k(X) >= R_k / M must hold for makespan M.
+//   default: one LP, maximise θ s.t. thr_k(X) >= R_k θ and the base constraints; M* = 1/θ*.
+//   --compat gavel: the original's bisection on M (feasibility LPs, stop within 5%).
+// Scaling: θ = φ / L with L = max_k R_k / thr_max_k (a lower bound on M), and row k divided
+// by thr_max_k, so every coefficient lies in [0, 1] and φ* = L / M* in (0, 1].
+
+// The original's search (min_total_duration.py).
+constexpr double kCompatMinMakespan = 100.0;
+constexpr double kCompatMaxMakespan = 1e6;
+constexpr double kCompatStopRatio = 1.05;
+// The original widens its bracket tenfold until some makespan is feasible, forever; here a
+// bracket beyond 10^(6+kCompatMaxWidenings) seconds is an error.
+constexpr int kCompatMaxWidenings = 60;
+
+// The largest row or bound violation (rows are scaled to O(1)) accepted from a central point.
+constexpr double kCentralPointTolerance = 1e-6;
+
+PolicyOptions WithoutCompat(PolicyOptions options) {
+  options.compat_gavel = false;
+  return options;
+}
+
+struct Term {
+  int column = 0;
+  double steps_per_second = 0.0;
 };
+
+// Job k's throughput thr_k(X) = Σ_terms steps_per_second · X[column]: its own columns and,
+// when packed, its share of every space-sharing pair it belongs to.
+std::vector<std::vector<Term>> ThroughputTerms(const PolicyInput& input, const BaseProblem& problem,
+                                               const Matrix& throughput, bool packed) {
+  const std::size_t n = input.num_types();
+  std::vector<std::vector<Term>> terms(input.num_jobs());
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (throughput(i, j) > 0.0) {
+        terms[i].push_back({problem.job_columns[i * n + j], throughput(i, j)});
+      }
+    }
+    if (!packed) continue;
+    for (int p : problem.pairs_of_job[i]) {
+      const auto pair = static_cast<std::size_t>(p);
+      const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == i
+                                 ? input.pair_throughput_first
+                                 : input.pair_throughput_second;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (member(pair, j) > 0.0) {
+          terms[i].push_back({problem.pair_columns[pair * n + j], member(pair, j)});
+        }
+      }
+    }
+  }
+  return terms;
+}
+
+// The most throughput job k can get under the (correct) base constraints: alone in the
+// cluster, on its fastest types first, at most c_j / s_k of type j and 1 in total.
+double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
+                          const BaseProblem& problem, bool packed, std::size_t job) {
+  std::vector<std::pair<double, double>> speed_and_time;
+  for (std::size_t j = 0; j < input.num_types(); ++j) {
+    double best = throughput(job, j);
+    if (packed) {
+      for (int p : problem.pairs_of_job[job]) {
+        const auto pair = static_cast<std::size_t>(p);
+        const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == job
+                                   ? input.pair_throughput_first
+                                   : input.pair_throughput_second;
+        best = std::max(best, member(pair, j));
+      }
+    }
+    speed_and_time.emplace_back(
+        best, input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));
+  }
+  std::sort(speed_and_time.begin(), speed_and_time.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  double time_left = 1.0;
+  double total = 0.0;
+  for (const auto& [speed, time] : speed_and_time) {
+    const double used = std::min(time, time_left);
+    total += speed * used;
+    time_left -= used;
+  }
+  return total;
+}
+
+// A job that must finish: R_k > 0 and some positive throughput.
+struct DemandRow {
+  std::size_t job = 0;
+  int row = -1;
+  double remaining = 0.0;           // R_k
+  double max_raw_throughput = 0.0;  // thr_max_k, the row's scale
+};
+
+class MinTotalDuration final : public Policy {
+ public:
+  MinTotalDuration(Variant variant, const PolicyOptions& options)
+      : variant_(variant),
+        options_(options),
+        solver_(LpSolverOf(options)),
+        simplex_solver_(LpSolverOf(WithoutCompat(options))) {}
+
+  Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    const std::size_t m = input.num_jobs();
+    const bool packed = variant_ == Variant::kPacked;
+    const bool compat = options_.compat_gavel;
+    Matrix throughput = input.throughput;
+    if (variant_ == Variant::kAgnostic) {
+      GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
+    }
+
+    BaseProblemOptions base_options;
+    base_options.with_pairs = packed;
+    base_options.fix_unrunnable_to_zero = !compat;
+    base_options.compat_packed_reshape = compat;
+    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
+                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
+    if (m == 0) return ExtractAllocation(input, problem, lp::Solution{});
+
+    const std::vector<std::vector<Term>> terms =
+        ThroughputTerms(input, problem, throughput, packed);
+    std::vector<DemandRow> demands;
+    for (std::size_t k = 0; k < m; ++k) {
+      // A job that can run nowhere can never finish; the original's search never ends on it.
+      if (input.jobs[k].steps_remaining <= 0.0 || terms[k].empty()) continue;
+      demands.push_back({k, -1, input.jobs[k].steps_remaining,
+                         MaxThroughputAlone(input, throughput, problem, packed, k)});
+    }
+    if (demands.empty()) {
+      PolicyOutput output;
+      output.allocation = Matrix(m, input.num_types());
+      output.pair_allocation = Matrix(packed ? input.pairs.size() : 0, input.num_types());
+      output.objective = 0.0;
+      output.note = "no job has steps left on a GPU type it can run on";
+      return output;
+    }
+    return compat ? Bisect(input, std::move(problem), terms, demands)
+                  : SolveExactly(input, std::move(problem), terms, demands);
+  }
+
+ private:
+  // Adds row k: Σ_terms (T / thr_max_k) X [- (R_k / (thr_max_k L)) φ] >= lower.
+  static void AddDemandRows(BaseProblem& problem, const std::vector<std::vector<Term>>& terms,
+                            std::vector<DemandRow>& demands, int phi, double scale) {
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (DemandRow& d : demands) {
+      cols.clear();
+      coefs.clear();
+      for (const Term& t : terms[d.job]) {
+        cols.push_back(t.column);
+        coefs.push_back(t.steps_per_second / d.max_raw_throughput);
+      }
+      if (phi >= 0) {
+        cols.push_back(phi);
+        coefs.push_back(-d.remaining / (d.max_raw_throughput * scale));
+      }
+      d.row = problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
+    }
+  }
+
+  Result<PolicyOutput> SolveExactly(const PolicyInput& input, BaseProblem problem,
+                                    const std::vector<std::vector<Term>>& terms,
+                                    std::vector<DemandRow> demands) const {
+    double scale = 0.0;  // L
+    for (const DemandRow& d : demands) {
+      scale = std::max(scale, d.remaining / d.max_raw_throughput);
+    }
+    const int phi = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
+    AddDemandRows(problem, terms, demands, phi, scale);
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solver_->Solve(problem.model));
+    if (solution.outcome != lp::Outcome::kOptimal) {
+      return UnexpectedOutcome("min_total_duration", solution.outcome);
+    }
+    const double phi_value = solution.values[static_cast<std::size_t>(phi)];
+    if (!(phi_value > 0.0)) {
+      return Status::Internal(
+          "min_total_duration: the LP found no positive rate at which "
+          "every job progresses, which its formulation cannot produce");
+    }
+    PolicyOutput output = ExtractAllocation(input, problem, solution);
+    output.objective = scale / phi_value;
+    return output;
+  }
+
+  // The original's search: halve [min, max] until 1.05 min >= max, keeping the allocation of
+  // the last feasible makespan; if none was feasible, retry on the next decade. Feasibility is
+  // decided by simplex (an interior-point solve without crossover does not reliably tell an
+  // infeasible LP from a feasible one); the allocation returned is then the central point of
+  // the last feasible makespan's feasible set, as the original's interior-point solver gives.
+  Result<PolicyOutput> Bisect(const PolicyInput& input, BaseProblem problem,
+                              const std::vector<std::vector<Term>>& terms,
+                              std::vector<DemandRow> demands) const {
+    AddDemandRows(problem, terms, demands, /*phi=*/-1, /*scale=*/1.0);
+    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session,
+                           simplex_solver_->Load(problem.model));
+    double max_makespan = kCompatMaxMakespan;
+    double min_makespan = kCompatMinMakespan;
+    double last_max_makespan = max_makespan;
+    std::optional<lp::Solution> last_feasible;
+    double last_feasible_makespan = 0.0;
+    for (int widening = 0; !last_feasible.has_value(); ++widening) {
+      if (widening > kCompatMaxWidenings) {
+        return Status::Internal("min_total_duration: no makespan below 1e66 s is feasible");
+      }
+      while (kCompatStopRatio * min_makespan < max_makespan) {
+        const double makespan = (min_makespan + max_makespan) / 2.0;
+        for (const DemandRow& d : demands) {
+          session->SetRowBounds(d.row, d.remaining / (makespan * d.max_raw_throughput),
+                                lp::kInfinity);
+        }
+        GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session->Solve());
+        if (solution.outcome == lp::Outcome::kOptimal) {
+          last_feasible = std::move(solution);
+          last_feasible_makespan = makespan;
+          max_makespan = makespan;
+        } else {
+          min_makespan = makespan;
+        }
+      }
+      max_makespan = last_max_makespan * 10.0;
+      min_makespan = last_max_makespan;
+      last_max_makespan *= 10.0;
+    }
+    for (const DemandRow& d : demands) {
+      problem.model.SetRowBounds(
+          d.row, d.remaining / (last_feasible_makespan * d.max_raw_throughput), lp::kInfinity);
+    }
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solver_->Solve(problem.model));
+    if (central.outcome == lp::Outcome::kOptimal &&
+        problem.model.MaxViolation(central.values) <= kCentralPointTolerance) {
+      last_feasible = std::move(central);
+    }
+    PolicyOutput output = ExtractAllocation(input, problem, *last_feasible);
+    output.objective = last_feasible_makespan;
+    return output;
+  }
+
+  Variant variant_;
+  PolicyOptions options_;
+  std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
+  std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
+};
+
 }  // namespace
 
-std::unique_ptr<Policy> MakeMinTotalDuration(Variant, const PolicyOptions&) { return std::make_unique<NotYet>(); }
+std::unique_ptr<Policy> MakeMinTotalDuration(Variant variant, const PolicyOptions& options) {
+  return std::make_unique<MinTotalDuration>(variant, options);
+}
 
 }  // namespace gavel::policy
