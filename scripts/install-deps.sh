@@ -8,6 +8,8 @@ packages=(
   coinor-libclp-dev coinor-libcbc-dev libglpk-dev
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
+  python3
 )
 
 missing=()
