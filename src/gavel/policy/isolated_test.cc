@@ -1,1 +1,109 @@
-// Tests are being written; this file is filled in before it lands.
+// Tests of the two closed-form policies: isolated and proportional.
+#include "gavel/policy/isolated.h"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gavel/policy/proportional.h"
+
+namespace gavel::policy {
+namespace {
+
+PolicyInput MakeInput(const std::vector<std::string>& types, const std::vector<double>& counts,
+                      const std::vector<int>& scale_factors) {
+  PolicyInput input;
+  input.gpu_types = types;
+  input.gpu_counts = counts;
+  input.gpus_per_server.assign(types.size(), 1);
+  input.throughput = Matrix(scale_factors.size(), types.size(), 1.0);
+  for (std::size_t i = 0; i < scale_factors.size(); ++i) {
+    PolicyJob job;
+    job.id = JobId(static_cast<std::uint64_t>(i + 1));
+    job.scale_factor = scale_factors[i];
+    input.jobs.push_back(job);
+  }
+  input.pair_throughput_first = Matrix(0, types.size());
+  input.pair_throughput_second = Matrix(0, types.size());
+  return input;
+}
+
+PolicyOutput Allocated(std::unique_ptr<Policy> policy, const PolicyInput& input) {
+  auto result = policy->Allocate(input);
+  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  return std::move(result).value();
+}
+
+// 2 k80 and 4 v100; jobs of 1, 4 and 1 GPUs (m = 3). Each job first gets c_j / (3 s_i):
+// the 1-GPU jobs (2/3, 4/3), summing to 2, scaled to (1/3, 2/3); the 4-GPU job (1/6, 1/3),
+// summing to 1/2, unchanged. GPUs used: k80 1/3 + 4/6 + 1/3 = 4/3 <= 2,
+// v100 2/3 + 4/3 + 2/3 = 8/3 <= 4.
+TEST(IsolatedTest, HandWorkedAllocation) {
+  const PolicyOutput out =
+      Allocated(MakeIsolated(PolicyOptions{}), MakeInput({"k80", "v100"}, {2, 4}, {1, 4, 1}));
+  EXPECT_DOUBLE_EQ(out.allocation(0, 0), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(out.allocation(0, 1), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(out.allocation(1, 0), 1.0 / 6.0);
+  EXPECT_DOUBLE_EQ(out.allocation(1, 1), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(out.allocation(2, 0), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(out.allocation(2, 1), 2.0 / 3.0);
+  EXPECT_EQ(out.status, AllocationStatus::kHeuristic);
+  EXPECT_FALSE(out.objective.has_value());
+  EXPECT_EQ(out.pair_allocation.rows(), 0u);
+}
+
+// Rows never exceed 1 and no type is over its GPU count: Σ_i s_i c_j / (m s_i) / r_i <= c_j
+// because every r_i >= 1.
+TEST(IsolatedTest, FeasibleOnRandomClusters) {
+  std::mt19937 rng(8);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::vector<double> counts = {static_cast<double>(1 + rng() % 8),
+                                        static_cast<double>(1 + rng() % 8),
+                                        static_cast<double>(1 + rng() % 8)};
+    std::vector<int> scale_factors(1 + rng() % 12);
+    for (int& s : scale_factors) s = 1 << (rng() % 4);
+    const PolicyInput input = MakeInput({"k80", "p100", "v100"}, counts, scale_factors);
+    const PolicyOutput out = Allocated(MakeIsolated(PolicyOptions{}), input);
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      EXPECT_LE(out.allocation.RowSum(i), 1.0 + 1e-12);
+      for (std::size_t j = 0; j < 3; ++j) EXPECT_GE(out.allocation(i, j), 0.0);
+    }
+    for (std::size_t j = 0; j < 3; ++j) {
+      double used = 0.0;
+      for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+        used += scale_factors[i] * out.allocation(i, j);
+      }
+      EXPECT_LE(used, counts[j] + 1e-9);
+    }
+  }
+}
+
+// Proportional: every job gets c_j / Σ_t c_t of each type whatever its scale factor and the
+// number of jobs: (2/6, 4/6) here, rows summing to exactly 1.
+TEST(ProportionalTest, HandWorkedAllocation) {
+  for (const std::vector<int>& scale_factors :
+       {std::vector<int>{1}, std::vector<int>{1, 4, 1}, std::vector<int>(7, 2)}) {
+    const PolicyOutput out = Allocated(MakeProportional(PolicyOptions{}),
+                                       MakeInput({"k80", "v100"}, {2, 4}, scale_factors));
+    ASSERT_EQ(out.allocation.rows(), scale_factors.size());
+    for (std::size_t i = 0; i < scale_factors.size(); ++i) {
+      EXPECT_DOUBLE_EQ(out.allocation(i, 0), 1.0 / 3.0);
+      EXPECT_DOUBLE_EQ(out.allocation(i, 1), 2.0 / 3.0);
+      EXPECT_DOUBLE_EQ(out.allocation.RowSum(i), 1.0);
+    }
+    EXPECT_EQ(out.status, AllocationStatus::kHeuristic);
+  }
+}
+
+TEST(ClosedFormTest, EmptyInputGivesEmptyAllocation) {
+  const PolicyInput input = MakeInput({"k80", "v100"}, {2, 4}, {});
+  EXPECT_EQ(Allocated(MakeIsolated(PolicyOptions{}), input).allocation.rows(), 0u);
+  EXPECT_EQ(Allocated(MakeProportional(PolicyOptions{}), input).allocation.rows(), 0u);
+}
+
+}  // namespace
+}  // namespace gavel::policy

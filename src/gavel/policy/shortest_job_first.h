@@ -1,6 +1,6 @@
 // Shortest job first, preemptive (shortest remaining time first): jobs ordered by estimated
 // remaining time take whole GPUs until none fits. agnostic: time estimated at the job's mean
-// throughput over the cluster's GPUs, types tried in a fixed order; perf: time estimated on
+// throughput over the cluster's GPUs, each job on the type with the most free GPUs; perf: time estimated on
 // the job's fastest type and each job placed on its fastest fitting type. Stateless.
 #pragma once
 
