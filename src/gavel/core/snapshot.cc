@@ -169,6 +169,9 @@ Result<ClusterSnapshot> ParseSnapshot(std::string_view json_text, const std::str
     // A type with no GPUs is never registered (as in the original): it cannot run anything.
     if (gpus > 0) snapshot.gpu_types.push_back(GpuTypeSpec{name, gpus, 1});
   }
+  if (snapshot.gpu_types.empty()) {
+    return Status::InvalidArgument(source_name + ": cluster: no GPU type has any GPUs");
+  }
   if (root.contains("gpus_per_server")) {
     const json& per_server = root.at("gpus_per_server");
     if (!per_server.is_object()) {

@@ -133,7 +133,11 @@ Result<ThroughputTable> ThroughputTable::Parse(std::string_view json_text,
         }
         GAVEL_ASSIGN_OR_RETURN(const double mine, ReadThroughput(entry[0], entry_where + "[0]"));
         GAVEL_ASSIGN_OR_RETURN(const double theirs, ReadThroughput(entry[1], entry_where + "[1]"));
-        const auto b = static_cast<std::uint64_t>(table.key_index_.at(partner->ToString()));
+        const auto partner_index = table.key_index_.find(partner->ToString());
+        if (partner_index == table.key_index_.end()) {
+          return Status::InvalidArgument(entry_where + ": not a job type of this file");
+        }
+        const auto b = static_cast<std::uint64_t>(partner_index->second);
         per_type.colocated[static_cast<std::uint64_t>(a) * num_keys + b] = {mine, theirs};
       }
     }
