@@ -20,8 +20,9 @@ using nlohmann::ordered_json;
 using policy::PolicyInput;
 using policy::PolicyOutput;
 
-// Entries below this are printed as 0 (solver round-off).
-constexpr double kPrintEpsilon = 1e-9;
+// Entries below this are printed as 0: solver round-off (the barrier solves of --compat gavel
+// leave noise around 1e-8).
+constexpr double kPrintEpsilon = 1e-7;
 
 double Clean(double v) { return v < kPrintEpsilon ? 0.0 : v; }
 

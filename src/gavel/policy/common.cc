@@ -167,6 +167,21 @@ std::vector<double> IsolatedThroughputs(const PolicyInput& input, const Matrix& 
   return iso;
 }
 
+void ZeroUnrunnableCells(const PolicyInput& input, PolicyOutput& output) {
+  for (std::size_t i = 0; i < output.allocation.rows(); ++i) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      if (input.throughput(i, j) <= 0.0) output.allocation(i, j) = 0.0;
+    }
+  }
+  for (std::size_t p = 0; p < output.pair_allocation.rows(); ++p) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      if (input.pair_throughput_first(p, j) <= 0.0 && input.pair_throughput_second(p, j) <= 0.0) {
+        output.pair_allocation(p, j) = 0.0;
+      }
+    }
+  }
+}
+
 double EffectiveThroughput(const PolicyInput& input, const PolicyOutput& output, std::size_t job) {
   double total = 0.0;
   for (std::size_t j = 0; j < input.num_types(); ++j) {

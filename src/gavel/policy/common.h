@@ -56,6 +56,11 @@ Matrix IsolatedAllocation(const PolicyInput& input);
 // iso_i = Σ_j T[i][j] · X_iso[i][j].
 std::vector<double> IsolatedThroughputs(const PolicyInput& input, const Matrix& throughput);
 
+// Sets to 0 every cell where the job (or pair) cannot run: T[i][j] = 0 (both members' shared
+// throughputs 0 for a pair). Rule-based policies that split time evenly use it by default, so
+// no allocation promises time that could never be used; zeroing keeps every constraint.
+void ZeroUnrunnableCells(const PolicyInput& input, PolicyOutput& output);
+
 // Effective throughput of job i under an allocation (singles and its pairs).
 double EffectiveThroughput(const PolicyInput& input, const PolicyOutput& output, std::size_t job);
 

@@ -1,5 +1,7 @@
 #include "gavel/policy/gandiva.h"
 
+#include "gavel/policy/common.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <map>
@@ -18,9 +20,18 @@ constexpr double kKeepPairThreshold = 1.0;
 
 class Gandiva final : public Policy {
  public:
-  explicit Gandiva(const PolicyOptions& options) : rng_(options.seed) {}
+  explicit Gandiva(const PolicyOptions& options)
+      : compat_(options.compat_gavel), rng_(options.seed) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    PolicyOutput output = AllocateAsOriginal(input);
+    // The original's equal shares include types where a job or pair cannot run.
+    if (!compat_) ZeroUnrunnableCells(input, output);
+    return output;
+  }
+
+ private:
+  PolicyOutput AllocateAsOriginal(const PolicyInput& input) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     PolicyOutput output;
@@ -76,7 +87,6 @@ class Gandiva final : public Policy {
     return output;
   }
 
- private:
   // Row `row` of `x` gets 1/count of every type, divided by the scale factor of `job`, then
   // scaled to sum to at most 1 (spec §2.8 step 2).
   static void SetEqualShare(const PolicyInput& input, std::size_t count, std::size_t job,
@@ -169,6 +179,7 @@ class Gandiva final : public Policy {
     for (const std::size_t i : unassigned) assigned_[input.jobs[i].id] = std::nullopt;
   }
 
+  bool compat_;
   PyRandom rng_;  // the original's random.Random(seed)
   // Each job's current combination: its partner, or nullopt when it runs alone.
   std::map<JobId, std::optional<JobId>> assigned_;

@@ -82,12 +82,14 @@ TEST(IsolatedTest, FeasibleOnRandomClusters) {
   }
 }
 
-// Proportional: every job gets c_j / Σ_t c_t of each type whatever its scale factor and the
-// number of jobs: (2/6, 4/6) here, rows summing to exactly 1.
-TEST(ProportionalTest, HandWorkedAllocation) {
+// Proportional, as the original: every job gets c_j / Σ_t c_t of each type whatever its scale
+// factor and the number of jobs: (2/6, 4/6) here, rows summing to exactly 1.
+TEST(ProportionalTest, HandWorkedAllocationUnderCompat) {
+  PolicyOptions compat;
+  compat.compat_gavel = true;
   for (const std::vector<int>& scale_factors :
        {std::vector<int>{1}, std::vector<int>{1, 4, 1}, std::vector<int>(7, 2)}) {
-    const PolicyOutput out = Allocated(MakeProportional(PolicyOptions{}),
+    const PolicyOutput out = Allocated(MakeProportional(compat),
                                        MakeInput({"k80", "v100"}, {2, 4}, scale_factors));
     ASSERT_EQ(out.allocation.rows(), scale_factors.size());
     for (std::size_t i = 0; i < scale_factors.size(); ++i) {
@@ -96,6 +98,23 @@ TEST(ProportionalTest, HandWorkedAllocation) {
       EXPECT_DOUBLE_EQ(out.allocation.RowSum(i), 1.0);
     }
     EXPECT_EQ(out.status, AllocationStatus::kHeuristic);
+  }
+}
+
+// By default the shares are scaled by min(1, C / Σ s_k) so the cluster can honour them. With
+// 6 GPUs: one 1-GPU job or {1, 4, 1} (demand 1 or 6) keep (1/3, 2/3); seven 2-GPU jobs demand
+// 14, so every row is scaled by 6/14 = 3/7 to (1/7, 2/7): k80 then holds 7·2·(1/7) = 2 GPUs
+// and v100 7·2·(2/7) = 4, exactly full.
+TEST(ProportionalTest, HandWorkedAllocationFitsCapacityByDefault) {
+  const std::vector<std::pair<std::vector<int>, double>> cases = {
+      {{1}, 1.0}, {{1, 4, 1}, 1.0}, {std::vector<int>(7, 2), 3.0 / 7.0}};
+  for (const auto& [scale_factors, fit] : cases) {
+    const PolicyOutput out = Allocated(MakeProportional(PolicyOptions{}),
+                                       MakeInput({"k80", "v100"}, {2, 4}, scale_factors));
+    for (std::size_t i = 0; i < scale_factors.size(); ++i) {
+      EXPECT_DOUBLE_EQ(out.allocation(i, 0), fit / 3.0);
+      EXPECT_DOUBLE_EQ(out.allocation(i, 1), 2.0 * fit / 3.0);
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "gavel/policy/max_min_fairness.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "gavel/policy/common.h"
@@ -28,9 +29,16 @@ class MaxMinFairness final : public Policy {
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
     if (m == 0) return ExtractAllocation(input, problem, lp::Solution{});
 
-    // Agnostic: prop = 1 (the original's T ≡ 1 makes Σ_j c_j / Σ_t c_t = 1).
+    // Agnostic: prop = 1 (the original's T ≡ 1 makes Σ_j c_j / Σ_t c_t = 1), except for a job
+    // that can run nowhere, which has no share to be fair about (prop = 0 leaves it out).
     std::vector<double> prop(m, 1.0);
-    if (variant_ != Variant::kAgnostic) prop = ProportionalThroughputs(input, throughput);
+    if (variant_ != Variant::kAgnostic) {
+      prop = ProportionalThroughputs(input, throughput);
+    } else {
+      for (std::size_t i = 0; i < m; ++i) {
+        if (throughput.RowSum(i) <= 0.0) prop[i] = 0.0;
+      }
+    }
 
     const int level = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
     // Each job's normalised throughput, as (column, coefficient) terms.
@@ -56,6 +64,16 @@ class MaxMinFairness final : public Policy {
       }
     }
     if (packed && options_.compat_gavel) terms = RegroupLikeOriginal(terms);
+
+    // With no job that can run anywhere there is no minimum to raise (the LP would be
+    // unbounded): nobody gets anything.
+    if (std::all_of(terms.begin(), terms.end(), [](const auto& t) { return t.empty(); })) {
+      lp::Solution nothing;
+      nothing.values.assign(static_cast<std::size_t>(problem.model.num_columns()), 0.0);
+      PolicyOutput output = ExtractAllocation(input, problem, nothing);
+      output.objective = 0.0;
+      return output;
+    }
 
     std::vector<int> cols;
     std::vector<double> coefs;
