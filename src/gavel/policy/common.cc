@@ -8,9 +8,12 @@ namespace gavel::policy {
 
 const char* AllocationStatusName(AllocationStatus status) {
   switch (status) {
-    case AllocationStatus::kOptimal: return "optimal";
-    case AllocationStatus::kHeuristic: return "heuristic";
-    case AllocationStatus::kFallback: return "fallback";
+    case AllocationStatus::kOptimal:
+      return "optimal";
+    case AllocationStatus::kHeuristic:
+      return "heuristic";
+    case AllocationStatus::kFallback:
+      return "fallback";
   }
   return "unknown";
 }
@@ -167,6 +170,62 @@ std::vector<double> IsolatedThroughputs(const PolicyInput& input, const Matrix& 
   return iso;
 }
 
+std::vector<std::vector<ThroughputTerm>> ThroughputTerms(const PolicyInput& input,
+                                                         const BaseProblem& problem,
+                                                         const Matrix& throughput, bool packed) {
+  const std::size_t n = input.num_types();
+  std::vector<std::vector<ThroughputTerm>> terms(input.num_jobs());
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (throughput(i, j) > 0.0) {
+        terms[i].push_back({problem.job_columns[i * n + j], throughput(i, j)});
+      }
+    }
+    if (!packed) continue;
+    for (int p : problem.pairs_of_job[i]) {
+      const auto pair = static_cast<std::size_t>(p);
+      const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == i
+                                 ? input.pair_throughput_first
+                                 : input.pair_throughput_second;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (member(pair, j) > 0.0) {
+          terms[i].push_back({problem.pair_columns[pair * n + j], member(pair, j)});
+        }
+      }
+    }
+  }
+  return terms;
+}
+
+double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
+                          const BaseProblem& problem, bool packed, std::size_t job) {
+  std::vector<std::pair<double, double>> speed_and_time;
+  for (std::size_t j = 0; j < input.num_types(); ++j) {
+    double best = throughput(job, j);
+    if (packed) {
+      for (int p : problem.pairs_of_job[job]) {
+        const auto pair = static_cast<std::size_t>(p);
+        const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == job
+                                   ? input.pair_throughput_first
+                                   : input.pair_throughput_second;
+        best = std::max(best, member(pair, j));
+      }
+    }
+    speed_and_time.emplace_back(
+        best, input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));
+  }
+  std::sort(speed_and_time.begin(), speed_and_time.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  double time_left = 1.0;
+  double total = 0.0;
+  for (const auto& [speed, time] : speed_and_time) {
+    const double used = std::min(time, time_left);
+    total += speed * used;
+    time_left -= used;
+  }
+  return total;
+}
+
 void ZeroUnrunnableCells(const PolicyInput& input, PolicyOutput& output) {
   for (std::size_t i = 0; i < output.allocation.rows(); ++i) {
     for (std::size_t j = 0; j < input.num_types(); ++j) {
@@ -265,6 +324,10 @@ std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options) {
       options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
   if (options.compat_gavel) return std::make_shared<CentralSolutionSolver>(std::move(solver));
   return solver;
+}
+
+std::shared_ptr<lp::Solver> SimplexSolverOf(const PolicyOptions& options) {
+  return options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
 }
 
 std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options) {

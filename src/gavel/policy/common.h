@@ -30,8 +30,8 @@ struct BaseProblemOptions {
 
 struct BaseProblem {
   lp::Model model;
-  std::vector<int> job_columns;   // job i, type j → column job_columns[i * n + j]
-  std::vector<int> pair_columns;  // pair p, type j → column pair_columns[p * n + j]
+  std::vector<int> job_columns;    // job i, type j → column job_columns[i * n + j]
+  std::vector<int> pair_columns;   // pair p, type j → column pair_columns[p * n + j]
   std::vector<int> capacity_rows;  // one per type
   std::vector<int> time_rows;      // one per job
   // For each job, the pairs it belongs to (indices into input.pairs), in pair order.
@@ -56,6 +56,25 @@ Matrix IsolatedAllocation(const PolicyInput& input);
 // iso_i = Σ_j T[i][j] · X_iso[i][j].
 std::vector<double> IsolatedThroughputs(const PolicyInput& input, const Matrix& throughput);
 
+// One term of a job's effective throughput: steps/s gained per unit of time on a column.
+struct ThroughputTerm {
+  int column = 0;
+  double steps_per_second = 0.0;
+};
+
+// Job k's throughput thr_k(X) = Σ_terms steps_per_second · X[column], for every job: its own
+// columns and, when `packed`, its share of every space-sharing pair it belongs to. Terms with
+// zero throughput are left out.
+std::vector<std::vector<ThroughputTerm>> ThroughputTerms(const PolicyInput& input,
+                                                         const BaseProblem& problem,
+                                                         const Matrix& throughput, bool packed);
+
+// The most throughput job k can get under the base constraints: alone in the cluster, on its
+// fastest types first (its best pair share counts when `packed`), at most c_j / s_k of type j
+// and 1 in total. Used to scale a job's rows to O(1).
+double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
+                          const BaseProblem& problem, bool packed, std::size_t job);
+
 // Sets to 0 every cell where the job (or pair) cannot run: T[i][j] = 0 (both members' shared
 // throughputs 0 for a pair). Rule-based policies that split time evenly use it by default, so
 // no allocation promises time that could never be used; zeroing keeps every constraint.
@@ -78,6 +97,9 @@ Result<Matrix> AverageThroughput(const PolicyInput& input, bool compat);
 // LP solver returns central optimal points (lp::Algorithm::kCentral), like the original's
 // interior-point solver, instead of vertices.
 std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options);
+// The LP solver returning simplex vertices even under --compat gavel: for the decisions
+// (feasible or not, the optimal value) that a central solve must not make on its own.
+std::shared_ptr<lp::Solver> SimplexSolverOf(const PolicyOptions& options);
 std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options);
 
 // An error for a solve that worked but ended neither optimal nor in a case the policy handles.

@@ -36,68 +36,6 @@ constexpr int kMaxBracketDoublings = 60;
 // The largest row or bound violation (rows are scaled to O(1)) accepted from a central point.
 constexpr double kCentralPointTolerance = 1e-6;
 
-struct Term {
-  int column = 0;
-  double steps_per_second = 0.0;
-};
-
-// Job k's throughput thr_k(X) = Σ_terms steps_per_second · X[column]: its own columns and,
-// when packed, its share of every space-sharing pair it belongs to.
-std::vector<std::vector<Term>> ThroughputTerms(const PolicyInput& input, const BaseProblem& problem,
-                                               const Matrix& throughput, bool packed) {
-  const std::size_t n = input.num_types();
-  std::vector<std::vector<Term>> terms(input.num_jobs());
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    for (std::size_t j = 0; j < n; ++j) {
-      if (throughput(i, j) > 0.0)
-        terms[i].push_back({problem.job_columns[i * n + j], throughput(i, j)});
-    }
-    if (!packed) continue;
-    for (int p : problem.pairs_of_job[i]) {
-      const auto pair = static_cast<std::size_t>(p);
-      const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == i
-                                 ? input.pair_throughput_first
-                                 : input.pair_throughput_second;
-      for (std::size_t j = 0; j < n; ++j) {
-        if (member(pair, j) > 0.0)
-          terms[i].push_back({problem.pair_columns[pair * n + j], member(pair, j)});
-      }
-    }
-  }
-  return terms;
-}
-
-// The most throughput job k can get under the (correct) base constraints: alone in the
-// cluster, on its fastest types first, at most c_j / s_k of type j and 1 in total.
-double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
-                          const BaseProblem& problem, bool packed, std::size_t job) {
-  std::vector<std::pair<double, double>> speed_and_time;
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    double best = throughput(job, j);
-    if (packed) {
-      for (int p : problem.pairs_of_job[job]) {
-        const auto pair = static_cast<std::size_t>(p);
-        const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == job
-                                   ? input.pair_throughput_first
-                                   : input.pair_throughput_second;
-        best = std::max(best, member(pair, j));
-      }
-    }
-    speed_and_time.emplace_back(
-        best, input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));
-  }
-  std::sort(speed_and_time.begin(), speed_and_time.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
-  double time_left = 1.0;
-  double total = 0.0;
-  for (const auto& [speed, time] : speed_and_time) {
-    const double used = std::min(time, time_left);
-    total += speed * used;
-    time_left -= used;
-  }
-  return total;
-}
-
 // The quantities rho_k depends on, for a job in the max.
 struct FairnessRow {
   std::size_t job = 0;
@@ -121,18 +59,13 @@ std::optional<double> RowLowerBound(const FairnessRow& f, double r) {
   return f.remaining * f.weight / (slack * f.max_raw_throughput);
 }
 
-PolicyOptions WithoutCompat(PolicyOptions options) {
-  options.compat_gavel = false;
-  return options;
-}
-
 class FinishTimeFairness final : public Policy {
  public:
   FinishTimeFairness(Variant variant, const PolicyOptions& options)
       : variant_(variant),
         options_(options),
         solver_(LpSolverOf(options)),
-        simplex_solver_(LpSolverOf(WithoutCompat(options))) {}
+        simplex_solver_(SimplexSolverOf(options)) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
@@ -162,7 +95,7 @@ class FinishTimeFairness final : public Policy {
     // The original divides throughputs by the priority weight only in the packed variant;
     // by default every variant does (docs/differences.md).
     const bool use_weights = packed || !compat;
-    const std::vector<std::vector<Term>> terms =
+    const std::vector<std::vector<ThroughputTerm>> terms =
         ThroughputTerms(input, problem, throughput, packed);
     std::vector<FairnessRow> rows;
     for (std::size_t k = 0; k < m; ++k) {
@@ -197,7 +130,7 @@ class FinishTimeFairness final : public Policy {
     for (FairnessRow& f : rows) {
       cols.clear();
       coefs.clear();
-      for (const Term& t : terms[f.job]) {
+      for (const ThroughputTerm& t : terms[f.job]) {
         cols.push_back(t.column);
         coefs.push_back(t.steps_per_second / f.max_raw_throughput);
         if (compat) continue;
@@ -232,8 +165,8 @@ class FinishTimeFairness final : public Policy {
       lp::Solution solution;
     };
 
-    Bisection(const std::vector<FairnessRow>& rows, const std::vector<std::vector<Term>>& terms,
-              lp::Session& session)
+    Bisection(const std::vector<FairnessRow>& rows,
+              const std::vector<std::vector<ThroughputTerm>>& terms, lp::Session& session)
         : rows_(rows), terms_(terms), session_(session) {}
 
     // The smallest feasible r (within kRelativeGap) and its allocation; nullopt when no r
@@ -292,7 +225,7 @@ class FinishTimeFairness final : public Policy {
       double reached = 0.0;
       for (const FairnessRow& f : rows_) {
         double raw = 0.0;
-        for (const Term& t : terms_[f.job]) {
+        for (const ThroughputTerm& t : terms_[f.job]) {
           raw += t.steps_per_second *
                  std::clamp(solution.values[static_cast<std::size_t>(t.column)], 0.0, 1.0);
         }
@@ -302,7 +235,7 @@ class FinishTimeFairness final : public Policy {
     }
 
     const std::vector<FairnessRow>& rows_;
-    const std::vector<std::vector<Term>>& terms_;
+    const std::vector<std::vector<ThroughputTerm>>& terms_;
     lp::Session& session_;
   };
 

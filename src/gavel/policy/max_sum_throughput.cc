@@ -22,11 +22,6 @@ namespace {
 // The largest row or bound violation accepted from a central point.
 constexpr double kCentralPointTolerance = 1e-6;
 
-PolicyOptions WithoutCompat(PolicyOptions options) {
-  options.compat_gavel = false;
-  return options;
-}
-
 struct Term {
   int column = 0;
   std::size_t type = 0;
@@ -39,7 +34,7 @@ class MaxSumThroughput final : public Policy {
       : variant_(variant),
         options_(options),
         solver_(LpSolverOf(options)),
-        simplex_solver_(LpSolverOf(WithoutCompat(options))) {}
+        simplex_solver_(SimplexSolverOf(options)) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();

@@ -29,75 +29,6 @@ constexpr int kCompatMaxWidenings = 60;
 // The largest row or bound violation (rows are scaled to O(1)) accepted from a central point.
 constexpr double kCentralPointTolerance = 1e-6;
 
-PolicyOptions WithoutCompat(PolicyOptions options) {
-  options.compat_gavel = false;
-  return options;
-}
-
-struct Term {
-  int column = 0;
-  double steps_per_second = 0.0;
-};
-
-// Job k's throughput thr_k(X) = Σ_terms steps_per_second · X[column]: its own columns and,
-// when packed, its share of every space-sharing pair it belongs to.
-std::vector<std::vector<Term>> ThroughputTerms(const PolicyInput& input, const BaseProblem& problem,
-                                               const Matrix& throughput, bool packed) {
-  const std::size_t n = input.num_types();
-  std::vector<std::vector<Term>> terms(input.num_jobs());
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    for (std::size_t j = 0; j < n; ++j) {
-      if (throughput(i, j) > 0.0) {
-        terms[i].push_back({problem.job_columns[i * n + j], throughput(i, j)});
-      }
-    }
-    if (!packed) continue;
-    for (int p : problem.pairs_of_job[i]) {
-      const auto pair = static_cast<std::size_t>(p);
-      const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == i
-                                 ? input.pair_throughput_first
-                                 : input.pair_throughput_second;
-      for (std::size_t j = 0; j < n; ++j) {
-        if (member(pair, j) > 0.0) {
-          terms[i].push_back({problem.pair_columns[pair * n + j], member(pair, j)});
-        }
-      }
-    }
-  }
-  return terms;
-}
-
-// The most throughput job k can get under the (correct) base constraints: alone in the
-// cluster, on its fastest types first, at most c_j / s_k of type j and 1 in total.
-double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
-                          const BaseProblem& problem, bool packed, std::size_t job) {
-  std::vector<std::pair<double, double>> speed_and_time;
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    double best = throughput(job, j);
-    if (packed) {
-      for (int p : problem.pairs_of_job[job]) {
-        const auto pair = static_cast<std::size_t>(p);
-        const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == job
-                                   ? input.pair_throughput_first
-                                   : input.pair_throughput_second;
-        best = std::max(best, member(pair, j));
-      }
-    }
-    speed_and_time.emplace_back(
-        best, input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));
-  }
-  std::sort(speed_and_time.begin(), speed_and_time.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
-  double time_left = 1.0;
-  double total = 0.0;
-  for (const auto& [speed, time] : speed_and_time) {
-    const double used = std::min(time, time_left);
-    total += speed * used;
-    time_left -= used;
-  }
-  return total;
-}
-
 // A job that must finish: R_k > 0 and some positive throughput.
 struct DemandRow {
   std::size_t job = 0;
@@ -112,7 +43,7 @@ class MinTotalDuration final : public Policy {
       : variant_(variant),
         options_(options),
         solver_(LpSolverOf(options)),
-        simplex_solver_(LpSolverOf(WithoutCompat(options))) {}
+        simplex_solver_(SimplexSolverOf(options)) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
@@ -131,7 +62,7 @@ class MinTotalDuration final : public Policy {
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
     if (m == 0) return ExtractAllocation(input, problem, lp::Solution{});
 
-    const std::vector<std::vector<Term>> terms =
+    const std::vector<std::vector<ThroughputTerm>> terms =
         ThroughputTerms(input, problem, throughput, packed);
     std::vector<DemandRow> demands;
     for (std::size_t k = 0; k < m; ++k) {
@@ -154,14 +85,15 @@ class MinTotalDuration final : public Policy {
 
  private:
   // Adds row k: Σ_terms (T / thr_max_k) X [- (R_k / (thr_max_k L)) φ] >= lower.
-  static void AddDemandRows(BaseProblem& problem, const std::vector<std::vector<Term>>& terms,
+  static void AddDemandRows(BaseProblem& problem,
+                            const std::vector<std::vector<ThroughputTerm>>& terms,
                             std::vector<DemandRow>& demands, int phi, double scale) {
     std::vector<int> cols;
     std::vector<double> coefs;
     for (DemandRow& d : demands) {
       cols.clear();
       coefs.clear();
-      for (const Term& t : terms[d.job]) {
+      for (const ThroughputTerm& t : terms[d.job]) {
         cols.push_back(t.column);
         coefs.push_back(t.steps_per_second / d.max_raw_throughput);
       }
@@ -174,7 +106,7 @@ class MinTotalDuration final : public Policy {
   }
 
   Result<PolicyOutput> SolveExactly(const PolicyInput& input, BaseProblem problem,
-                                    const std::vector<std::vector<Term>>& terms,
+                                    const std::vector<std::vector<ThroughputTerm>>& terms,
                                     std::vector<DemandRow> demands) const {
     double scale = 0.0;  // L
     for (const DemandRow& d : demands) {
@@ -203,7 +135,7 @@ class MinTotalDuration final : public Policy {
   // infeasible LP from a feasible one); the allocation returned is then the central point of
   // the last feasible makespan's feasible set, as the original's interior-point solver gives.
   Result<PolicyOutput> Bisect(const PolicyInput& input, BaseProblem problem,
-                              const std::vector<std::vector<Term>>& terms,
+                              const std::vector<std::vector<ThroughputTerm>>& terms,
                               std::vector<DemandRow> demands) const {
     AddDemandRows(problem, terms, demands, /*phi=*/-1, /*scale=*/1.0);
     GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session,
