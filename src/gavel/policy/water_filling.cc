@@ -1,16 +1,597 @@
-// TEMPORARY: replaced by the real implementation before this lands.
 #include "gavel/policy/water_filling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gavel/policy/common.h"
+
+// Formulation (docs/policies.md). Job k's normalised effective throughput is
+//   NET_k(X) = (Σ_j T[k][j] X[k][j] + Σ_{p ∋ k} Σ_j T_k[p][j] X[p][j]) / prop_k,
+// pw_k its weight this iteration, rate_k = pw_k / s_k, and level_k its level so far (0 at
+// first; a frozen job keeps its level). A job is active when it is neither frozen nor of zero
+// weight. Each iteration:
+//
+//   LP  maximise t  s.t.  base constraints,  NET_k >= level_k + rate_k t   (active jobs)
+//                                            NET_k >= level_k              (the others)
+//       then level_k += rate_k t, and the active jobs that cannot rise any further while
+//       every job keeps its level are frozen.
+//
+// The loop ends when no job is active or an iteration froze none. The answer is the last
+// LP's X; the objective, the first LP's t (the weighted max-min level).
+//
+// Which jobs cannot rise (default). By LP duality, the optimal multipliers μ_k >= 0 on the
+// job rows give Σ_k μ_k (NET_k(X) − level_k) <= 0 for every X meeting the base constraints
+// (levels already raised), so while every job keeps its level a job with μ_k > 0 cannot
+// exceed it; and Σ_k μ_k rate_k = 1, so some job has one. A degenerate optimum can leave a
+// stuck job at μ_k = 0: it stays active, and when the next LP cannot raise t, the remaining
+// jobs are also put to "maximise the sum of their NETs with every level kept": one that ends
+// above its level can rise; if none does, none can (one rising would raise the sum), so all
+// are frozen; otherwise the question is asked again of those that did not. That test also
+// serves when the solver gives no multipliers.
+//
+// Under --compat gavel, the original's test instead (spec §2.3): a MILP maximising Σ z_k over
+// binaries z_k, with big-M rows that let z_k = 1 only when job k reaches 1.0001 · level_k
+// while the others keep their levels, and that demand NET_k <= 1.0001 · level_k − 1e-5 when
+// z_k = 0; a MILP without an optimum freezes every active job.
+//
+// The LP stays loaded in one solver session, written over cumulative clocks so that an
+// iteration changes only the rows of newly frozen jobs and of reweighted entities (LevelLp). Solver
+// tolerances: where a job runs almost equally fast on two types, breaking its level by the
+// solver's feasibility tolerance (1e-7) lets it move time between the types and free far more
+// capacity for the others, so an answer that leans on that raises levels past what is
+// feasible and later LPs fail. Every LP answer is therefore checked, and solved again (from
+// its basis, then in a fresh session) when it breaks a row by more than 1e-9.
 
 namespace gavel::policy {
 namespace {
-class NotYet final : public Policy {
- public:
-  Result<PolicyOutput> Allocate(const PolicyInput&) override {
-    return Status::Unimplemented("water_filling is not implemented yet");
-  }
+
+using Terms = std::vector<std::pair<int, double>>;
+
+// The most an LP answer may break a row or a level by to be trusted (see the top), at first;
+// and the most that may ever be tolerated.
+constexpr double kCleanViolation = 1e-9;
+constexpr double kMostTolerated = 1e-6;
+// A multiplier above this marks a job that cannot rise. The multipliers sum (weighted by
+// rate) to 1, so those of binding jobs are far above it; a stuck job below it is caught by a
+// later iteration.
+constexpr double kBindingMultiplier = 1e-7;
+// A job counts as able to rise only if it can exceed its level by this much (relative, and
+// absolute below 1): smaller rises are within what the solvers resolve.
+constexpr double kMinimumRise = 1e-7;
+// The original's slack and epsilon in its bottleneck MILP (compat only).
+constexpr double kCompatRiseFactor = 1.0001;
+constexpr double kCompatEpsilon = 1e-5;
+
+// What every iteration shares.
+struct Formulation {
+  BaseProblem base;
+  std::vector<Terms> net;      // NET_k as (column, coefficient); empty for excluded jobs
+  std::vector<bool> included;  // the job can run somewhere (prop_k > 0)
+  double big_m = 0.0;          // the original's M = max_k s_k · max coefficient of NET_k
 };
+
+// Where the filling stands.
+struct Levels {
+  Levels(std::size_t m, std::size_t num_entities)
+      : level(m, 0.0), frozen(m, false), rate(m, 0.0), active(m), share(num_entities, 0.0) {}
+  std::vector<double> level;
+  std::vector<bool> frozen;
+  std::vector<double> rate;  // pw_k / s_k this iteration for active jobs, 0 for the others
+  std::vector<bool> active;  // included, not frozen, weight > 0
+  // Per entity, W_e / Σ_{unfrozen included l in e} w_l (0 when none is left): a job's rate is
+  // its own w_k / s_k times its entity's share.
+  std::vector<double> share;
+};
+
+// Σ coefficient · value over `terms`.
+double Evaluate(const Terms& terms, std::span<const double> values) {
+  double total = 0.0;
+  for (const auto& [col, coef] : terms) total += coef * values[static_cast<std::size_t>(col)];
+  return total;
+}
+
+std::vector<int> ColumnsOf(const Terms& terms) {
+  std::vector<int> cols;
+  for (const auto& term : terms) cols.push_back(term.first);
+  return cols;
+}
+
+std::vector<double> CoefficientsOf(const Terms& terms) {
+  std::vector<double> coefs;
+  for (const auto& term : terms) coefs.push_back(term.second);
+  return coefs;
+}
+
+// Sets each job's rate from its weight pw_k for this iteration (spec §7, 'fairness'
+// reweighting): a job of entity e gets W_e · w_k / Σ_{unfrozen included l in e} w_l while
+// unfrozen and 0 once frozen; a job without an entity keeps w_k; an excluded job gets 0.
+// Returns whether any job is active.
+bool UpdateWeights(const PolicyInput& input, const Formulation& f, Levels& s) {
+  const std::size_t m = input.num_jobs();
+  std::vector<double> entity_total(input.entities.size(), 0.0);
+  for (std::size_t k = 0; k < m; ++k) {
+    const int e = input.jobs[k].entity;
+    if (e >= 0 && f.included[k] && !s.frozen[k]) {
+      entity_total[static_cast<std::size_t>(e)] += input.jobs[k].priority_weight;
+    }
+  }
+  for (std::size_t e = 0; e < entity_total.size(); ++e) {
+    s.share[e] = entity_total[e] > 0.0 ? input.entity_weights[e] / entity_total[e] : 0.0;
+  }
+  bool any_active = false;
+  for (std::size_t k = 0; k < m; ++k) {
+    const PolicyJob& job = input.jobs[k];
+    double weight = 0.0;
+    if (f.included[k] && !s.frozen[k]) {
+      weight = job.priority_weight;
+      if (job.entity >= 0) weight *= s.share[static_cast<std::size_t>(job.entity)];
+    }
+    s.active[k] = weight > 0.0;
+    s.rate[k] = weight / job.scale_factor;
+    any_active = any_active || s.active[k];
+  }
+  return any_active;
+}
+
+struct Raised {
+  lp::Solution solution;
+  double gain = 0.0;  // t, when the solution is optimal
+};
+
+// The LP of every iteration, kept loaded in one solver session. Refers to the Formulation it
+// was loaded from, which must outlive it.
+//
+// It is written over clocks rather than each iteration's gain t, so that an iteration changes
+// only the rows of the jobs just frozen. The global clock τ grows by t; entity e's clock σ_e
+// by share_e · t, through the link row σ_e − share_e τ = σ_e⁰ − share_e τ⁰ (⁰: before the
+// solve); an active job's level row reads NET_k − b_k c >= level_k − b_k c⁰, where
+// b_k = w_k / s_k and c is its entity's clock (τ for a job without one). When level_k then
+// grows by b_k (c − c⁰) = rate_k t and the clocks advance, the row's bound stays the same;
+// a freeze that changes an entity's share replaces only its link row.
+class LevelLp {
+ public:
+  static Result<LevelLp> Load(const PolicyInput& input, const Formulation& f, lp::Solver& solver) {
+    LevelLp lp(input, f, solver);
+    GAVEL_RETURN_IF_ERROR(lp.Reload());
+    return lp;
+  }
+
+  double Net(std::size_t k, const lp::Solution& solution) const {
+    return Evaluate(f_->net[k], solution.values);
+  }
+
+  // maximise t s.t. NET_k >= level_k + rate_k t for active jobs, NET_k >= level_k for the
+  // others, 0 <= t <= t_cap. Advances the clocks by the gain t.
+  Result<Raised> Raise(const Levels& s, double t_cap) {
+    const auto required = [&](std::size_t k, const lp::Solution& solution) {
+      return s.level[k] + s.rate[k] * (solution.values[static_cast<std::size_t>(tau_)] - clock_);
+    };
+    const auto set_up = [&] {
+      SetLevels(s);
+      session_->SetColumnBounds(tau_, clock_, clock_ + t_cap);
+    };
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, SolveWithRetry(required, set_up));
+    double gain = 0.0;
+    if (solution.outcome == lp::Outcome::kOptimal) {
+      gain = std::max(0.0, solution.values[static_cast<std::size_t>(tau_)] - clock_);
+      clock_ += gain;
+      for (std::size_t e = 0; e < entity_clock_.size(); ++e) entity_clock_[e] += s.share[e] * gain;
+    }
+    return Raised{std::move(solution), gain};
+  }
+
+  // The multiplier on job k's rows in `solution`, the last answer of Raise; nullopt when the
+  // solver gave none.
+  std::optional<double> Multiplier(std::size_t k, const lp::Solution& solution) const {
+    const std::vector<double>& duals = solution.row_duals;
+    if (duals.empty()) return std::nullopt;
+    const auto dual = [&](int row) {
+      return row >= 0 && static_cast<std::size_t>(row) < duals.size()
+                 ? std::abs(duals[static_cast<std::size_t>(row)])
+                 : 0.0;
+    };
+    return dual(level_rows_[k]) + dual(floor_rows_[k]);
+  }
+
+  // maximise Σ_{k ∈ jobs} NET_k s.t. NET_l >= level_l for every job.
+  Result<lp::Solution> MaximiseSum(const std::vector<std::size_t>& jobs, const Levels& s) {
+    std::map<int, double> objective;
+    for (std::size_t k : jobs) {
+      for (const auto& [col, coef] : f_->net[k]) objective[col] += coef;
+    }
+    const auto required = [&](std::size_t l, const lp::Solution&) { return s.level[l]; };
+    const auto set_up = [&] {
+      SetLevels(s);
+      session_->SetColumnBounds(tau_, clock_, clock_);
+      session_->SetObjective(tau_, 0.0);
+      for (const auto& [col, coef] : objective) session_->SetObjective(col, coef);
+    };
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, SolveWithRetry(required, set_up));
+    for (const auto& term : objective) session_->SetObjective(term.first, 0.0);
+    session_->SetObjective(tau_, 1.0);
+    return solution;
+  }
+
+ private:
+  struct LinkRow {
+    int row = -1;
+    double share = 0.0;
+  };
+
+  LevelLp(const PolicyInput& input, const Formulation& f, lp::Solver& solver)
+      : input_(&input), f_(&f), solver_(&solver), entity_clock_(input.entities.size(), 0.0) {}
+
+  // (Re)loads the base problem, the clocks and the floor rows NET_k >= 0 into a fresh
+  // session; level and link rows are added by SetLevels as needed.
+  Status Reload() {
+    lp::Model model = f_->base.model;
+    model.SetSense(lp::Sense::kMaximize);
+    tau_ = model.AddColumn(clock_, lp::kInfinity, 1.0);
+    entity_columns_.clear();
+    for (double clock : entity_clock_) entity_columns_.push_back(model.AddColumn(clock, clock));
+    floor_rows_.assign(f_->net.size(), -1);
+    for (std::size_t k = 0; k < f_->net.size(); ++k) {
+      if (!f_->included[k]) continue;
+      floor_rows_[k] =
+          model.AddRow(0.0, lp::kInfinity, ColumnsOf(f_->net[k]), CoefficientsOf(f_->net[k]));
+    }
+    level_rows_.assign(f_->net.size(), -1);
+    link_rows_.assign(entity_clock_.size(), LinkRow{});
+    GAVEL_ASSIGN_OR_RETURN(session_, solver_->Load(model));
+    return Status::Ok();
+  }
+
+  // Ties each entity's clock to τ by its share (or holds it still when it has no active job),
+  // holds every inactive job at its level by its floor row, and raises every active job with
+  // its clock by its level row (an active job's floor is implied, and left as it was).
+  void SetLevels(const Levels& s) {
+    for (std::size_t e = 0; e < entity_clock_.size(); ++e) {
+      LinkRow& link = link_rows_[e];
+      if (link.row >= 0 && link.share == s.share[e]) continue;
+      if (link.row >= 0) session_->SetRowBounds(link.row, -lp::kInfinity, lp::kInfinity);
+      link = LinkRow{};
+      const int column = entity_columns_[e];
+      if (s.share[e] <= 0.0) {
+        session_->SetColumnBounds(column, entity_clock_[e], entity_clock_[e]);
+        continue;
+      }
+      session_->SetColumnBounds(column, -lp::kInfinity, lp::kInfinity);
+      const double bound = entity_clock_[e] - s.share[e] * clock_;
+      const std::vector<int> cols = {column, tau_};
+      const std::vector<double> coefs = {1.0, -s.share[e]};
+      link = LinkRow{session_->AddRow(bound, bound, cols, coefs), s.share[e]};
+    }
+    for (std::size_t k = 0; k < s.level.size(); ++k) {
+      if (!f_->included[k]) continue;
+      int& row = level_rows_[k];
+      if (!s.active[k]) {
+        session_->SetRowBounds(floor_rows_[k], s.level[k], lp::kInfinity);
+        if (row >= 0) session_->SetRowBounds(row, -lp::kInfinity, lp::kInfinity);
+        row = -1;
+        continue;
+      }
+      if (row >= 0) continue;
+      const int entity = input_->jobs[k].entity;
+      const int column = entity < 0 ? tau_ : entity_columns_[static_cast<std::size_t>(entity)];
+      const double clock = entity < 0 ? clock_ : entity_clock_[static_cast<std::size_t>(entity)];
+      const double own_rate = input_->jobs[k].priority_weight / input_->jobs[k].scale_factor;
+      std::vector<int> cols = ColumnsOf(f_->net[k]);
+      std::vector<double> coefs = CoefficientsOf(f_->net[k]);
+      cols.push_back(column);
+      coefs.push_back(-own_rate);
+      row = session_->AddRow(s.level[k] - own_rate * clock, lp::kInfinity, cols, coefs);
+    }
+  }
+
+  // Applies `set_up` to the session and solves from the previous basis. An answer that is
+  // not clean (see the top) is solved again from its own basis, which often recomputes it
+  // cleanly, and if that does not help, or the answer is not optimal, in a fresh session. The
+  // levels may themselves overshoot what is feasible by a hair, so a fresh answer's
+  // violation, doubled, becomes the tolerance for later answers. `required(k, solution)` is
+  // the least NET_k the problem demands.
+  template <class Required, class SetUp>
+  Result<lp::Solution> SolveWithRetry(const Required& required, const SetUp& set_up) {
+    set_up();
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session_->Solve());
+    if (solution.outcome == lp::Outcome::kOptimal) {
+      if (Clean(solution, required)) return solution;
+      GAVEL_ASSIGN_OR_RETURN(solution, session_->Solve());
+      if (solution.outcome == lp::Outcome::kOptimal && Clean(solution, required)) {
+        return solution;
+      }
+    }
+    GAVEL_RETURN_IF_ERROR(Reload());
+    set_up();
+    GAVEL_ASSIGN_OR_RETURN(solution, session_->Solve());
+    if (solution.outcome == lp::Outcome::kOptimal) {
+      tolerated_violation_ =
+          std::clamp(2.0 * Violation(solution, required), tolerated_violation_, kMostTolerated);
+    }
+    return solution;
+  }
+
+  template <class Required>
+  bool Clean(const lp::Solution& solution, const Required& required) const {
+    return Violation(solution, required) <= tolerated_violation_;
+  }
+
+  // How far `solution` breaks a base row (capacity, time) or a job's required NET. Column
+  // bounds are left to the solver's own tolerance: a time fraction a hair below 0 or above 1
+  // cannot free more than that hair of capacity.
+  template <class Required>
+  double Violation(const lp::Solution& solution, const Required& required) const {
+    const lp::Model& base = f_->base.model;
+    double worst = 0.0;
+    for (int i = 0; i < base.num_rows(); ++i) {
+      const auto row = static_cast<std::size_t>(i);
+      double activity = 0.0;
+      for (int e = base.row_start()[row]; e < base.row_start()[row + 1]; ++e) {
+        const auto entry = static_cast<std::size_t>(e);
+        activity += base.entry_value()[entry] *
+                    solution.values[static_cast<std::size_t>(base.entry_column()[entry])];
+      }
+      worst = std::max({worst, base.row_lower()[row] - activity, activity - base.row_upper()[row]});
+    }
+    for (std::size_t k = 0; k < f_->net.size(); ++k) {
+      if (!f_->included[k]) continue;
+      worst = std::max(worst, required(k, solution) - Evaluate(f_->net[k], solution.values));
+    }
+    return worst;
+  }
+
+  const PolicyInput* input_;
+  const Formulation* f_;
+  lp::Solver* solver_;
+  std::unique_ptr<lp::Session> session_;
+  int tau_ = -1;
+  double clock_ = 0.0;                // τ after the last Raise
+  std::vector<int> entity_columns_;   // σ_e
+  std::vector<double> entity_clock_;  // σ_e after the last Raise
+  std::vector<int> floor_rows_;       // per job
+  std::vector<int> level_rows_;       // per job; -1 while it has none
+  std::vector<LinkRow> link_rows_;    // per entity
+  double tolerated_violation_ = kCleanViolation;
+};
+
+// The original's bottleneck MILP (compat only): maximise Σ z_k s.t. the base constraints,
+// NET_k >= level_k for every job, and for every job, z_k binary (fixed at 0 unless active),
+//   NET_k − M z_k >= 1.0001 level_k − M   and   NET_k − M z_k <= 1.0001 level_k − 1e-5.
+// `rises[k]` is z_k's column.
+struct CompatMilp {
+  lp::Model model;
+  std::vector<int> rises;
+};
+
+CompatMilp BuildCompatMilp(const Formulation& f, const Levels& s) {
+  CompatMilp milp{f.base.model, std::vector<int>(s.level.size(), -1)};
+  milp.model.SetSense(lp::Sense::kMaximize);
+  for (std::size_t k = 0; k < s.level.size(); ++k) {
+    if (!f.included[k]) continue;
+    std::vector<int> cols = ColumnsOf(f.net[k]);
+    std::vector<double> coefs = CoefficientsOf(f.net[k]);
+    milp.model.AddRow(s.level[k], lp::kInfinity, cols, coefs);
+    milp.rises[k] = milp.model.AddColumn(0.0, s.active[k] ? 1.0 : 0.0, 1.0, /*integer=*/true);
+    cols.push_back(milp.rises[k]);
+    coefs.push_back(-f.big_m);
+    const double rise = kCompatRiseFactor * s.level[k];
+    milp.model.AddRow(rise - f.big_m, lp::kInfinity, cols, coefs);
+    milp.model.AddRow(-lp::kInfinity, rise - kCompatEpsilon, cols, coefs);
+  }
+  return milp;
+}
+
+class WaterFilling final : public Policy {
+ public:
+  WaterFilling(Variant variant, const PolicyOptions& options)
+      : variant_(variant),
+        options_(options),
+        lp_solver_(LpSolverOf(options)),
+        milp_solver_(MilpSolverOf(options)) {}
+
+  Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input));
+    const bool compat = options_.compat_gavel;
+    GAVEL_ASSIGN_OR_RETURN(LevelLp lp, LevelLp::Load(input, f, *lp_solver_));
+    Levels s(input.num_jobs(), input.entities.size());
+    lp::Solution last;  // the last LP's answer
+    std::optional<double> objective;
+    std::string note;  // why the filling stopped early, if it did
+
+    while (UpdateWeights(input, f, s)) {
+      // Raise the active jobs. The original takes the minimum over every job, adding M for
+      // inactive ones: under compat, t cannot exceed M once a job is inactive.
+      GAVEL_ASSIGN_OR_RETURN(Raised raised,
+                             lp.Raise(s, compat && AnyInactive(f, s) ? f.big_m : lp::kInfinity));
+      const lp::Outcome outcome = raised.solution.outcome;
+      if (outcome != lp::Outcome::kOptimal) {
+        if (!objective.has_value()) return UnexpectedOutcome("water_filling", outcome);
+        // Keep the previous allocation, as the original does.
+        note = std::string("water filling stopped early: an LP ended ") + lp::OutcomeName(outcome) +
+               "; the previous iteration's allocation is kept";
+        break;
+      }
+      if (!objective.has_value()) objective = raised.gain;
+      bool progress = false;
+      for (std::size_t k = 0; k < s.level.size(); ++k) {
+        const double rise = raised.gain * s.rate[k];
+        progress = progress || rise > kMinimumRise * std::max(1.0, s.level[k]);
+        s.level[k] += rise;
+      }
+      last = std::move(raised.solution);
+
+      GAVEL_ASSIGN_OR_RETURN(const int newly_frozen,
+                             compat ? FreezeLikeOriginal(f, s, note)
+                                    : FreezeStuck(lp, last, /*thorough=*/!progress, s));
+      if (newly_frozen == 0) break;
+    }
+
+    if (!objective.has_value()) return NothingToAllocate(input, f);
+    PolicyOutput output = ExtractAllocation(input, f.base, last);
+    output.objective = objective;
+    output.status = note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
+    output.note = note;
+    return output;
+  }
+
+ private:
+  Result<Formulation> Formulate(const PolicyInput& input) const {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    const bool packed = variant_ == Variant::kPacked;
+    const bool agnostic = variant_ == Variant::kAgnostic;
+    const Matrix throughput =
+        agnostic ? UnitThroughput(input, options_.compat_gavel) : input.throughput;
+
+    BaseProblemOptions base_options;
+    base_options.with_pairs = packed;
+    base_options.fix_unrunnable_to_zero = !options_.compat_gavel;
+    base_options.compat_packed_reshape = options_.compat_gavel;
+    GAVEL_ASSIGN_OR_RETURN(BaseProblem base,
+                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
+
+    // Agnostic: prop = 1 (the original's T ≡ 1 gives Σ_j c_j / Σ_t c_t = 1), as max-min
+    // fairness does; a job that can run nowhere still gets 0.
+    std::vector<double> prop = ProportionalThroughputs(input, throughput);
+    if (agnostic) {
+      for (double& p : prop) p = p > 0.0 ? 1.0 : 0.0;
+    }
+
+    Formulation f{std::move(base), std::vector<Terms>(m), std::vector<bool>(m, false), 0.0};
+    for (std::size_t k = 0; k < m; ++k) {
+      // A job that can run nowhere has no share to be fair about: it is left out at 0, and so
+      // are its pairs.
+      if (prop[k] <= 0.0) {
+        for (std::size_t j = 0; j < n; ++j) {
+          f.base.model.SetColumnBounds(f.base.job_columns[k * n + j], 0.0, 0.0);
+        }
+        for (int p : f.base.pairs_of_job[k]) {
+          for (std::size_t j = 0; j < n; ++j) {
+            f.base.model.SetColumnBounds(f.base.pair_columns[static_cast<std::size_t>(p) * n + j],
+                                         0.0, 0.0);
+          }
+        }
+        continue;
+      }
+      f.included[k] = true;
+      Terms& terms = f.net[k];
+      for (std::size_t j = 0; j < n; ++j) {
+        terms.push_back({f.base.job_columns[k * n + j], throughput(k, j) / prop[k]});
+      }
+      if (packed) {
+        for (int p : f.base.pairs_of_job[k]) {
+          const JobPair& pair = input.pairs[static_cast<std::size_t>(p)];
+          const Matrix& member = static_cast<std::size_t>(pair.first) == k
+                                     ? input.pair_throughput_first
+                                     : input.pair_throughput_second;
+          for (std::size_t j = 0; j < n; ++j) {
+            terms.push_back({f.base.pair_columns[static_cast<std::size_t>(p) * n + j],
+                             member(static_cast<std::size_t>(p), j) / prop[k]});
+          }
+        }
+      }
+      for (const auto& term : terms) {
+        f.big_m = std::max(f.big_m, term.second * input.jobs[k].scale_factor);
+      }
+    }
+    return f;
+  }
+
+  // The allocation when no job can be raised: none can run, or none has a positive weight.
+  static PolicyOutput NothingToAllocate(const PolicyInput& input, const Formulation& f) {
+    lp::Solution zero;
+    zero.values.assign(static_cast<std::size_t>(f.base.model.num_columns()), 0.0);
+    PolicyOutput output = ExtractAllocation(input, f.base, zero);
+    if (input.num_jobs() > 0) output.note = "no job with a positive weight can run anywhere";
+    return output;
+  }
+
+  static bool AnyInactive(const Formulation& f, const Levels& s) {
+    for (std::size_t k = 0; k < s.active.size(); ++k) {
+      if (f.included[k] && !s.active[k]) return true;
+    }
+    return false;
+  }
+
+  // Freezes the active jobs that cannot rise while every job keeps its level; returns how
+  // many. First those whose multiplier in `raised` (the LP just solved) is positive. If that
+  // finds none, or `thorough` (the LP could not raise t, so some stuck job has a zero
+  // multiplier), also the rest that cannot rise, by asking "maximise the sum of their NETs
+  // with every level kept": a job that ends above its level can rise; if none does, none can
+  // (any one rising would raise the sum), so all are frozen; otherwise the question is asked
+  // again of those that did not. (Otherwise a stuck job with a zero multiplier stays active,
+  // and the next LP, unable to raise t, finds it.)
+  static Result<int> FreezeStuck(LevelLp& lp, const lp::Solution& raised, bool thorough,
+                                 Levels& s) {
+    int frozen = 0;
+    std::vector<std::size_t> undecided;
+    for (std::size_t k = 0; k < s.level.size(); ++k) {
+      if (!s.active[k]) continue;
+      const std::optional<double> multiplier = lp.Multiplier(k, raised);
+      if (multiplier.has_value() && *multiplier > kBindingMultiplier) {
+        s.frozen[k] = true;
+        ++frozen;
+      } else {
+        undecided.push_back(k);
+      }
+    }
+    if (frozen > 0 && !thorough) return frozen;
+    while (!undecided.empty()) {
+      GAVEL_ASSIGN_OR_RETURN(const lp::Solution best, lp.MaximiseSum(undecided, s));
+      std::vector<std::size_t> not_rising;
+      for (std::size_t k : undecided) {
+        // Without an optimum (numerics) no job is shown to rise.
+        const bool rises = best.outcome == lp::Outcome::kOptimal &&
+                           lp.Net(k, best) > s.level[k] + kMinimumRise * std::max(1.0, s.level[k]);
+        if (!rises) not_rising.push_back(k);
+      }
+      if (not_rising.size() == undecided.size()) {
+        for (std::size_t k : not_rising) s.frozen[k] = true;
+        frozen += static_cast<int>(not_rising.size());
+        break;
+      }
+      undecided = std::move(not_rising);
+    }
+    return frozen;
+  }
+
+  // The original's bottleneck test (compat): the MILP, and every active job frozen when it has
+  // no optimum (it then says so in `note`). Returns how many jobs were frozen.
+  Result<int> FreezeLikeOriginal(const Formulation& f, Levels& s, std::string& note) const {
+    const CompatMilp milp = BuildCompatMilp(f, s);
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution z, milp_solver_->Solve(milp.model));
+    const bool optimal = z.outcome == lp::Outcome::kOptimal;
+    if (!optimal) {
+      note = std::string("water filling stopped early: the bottleneck MILP ended ") +
+             lp::OutcomeName(z.outcome) + "; every remaining job was frozen";
+    }
+    int frozen = 0;
+    for (std::size_t k = 0; k < s.level.size(); ++k) {
+      if (!s.active[k]) continue;
+      if (optimal && z.values[static_cast<std::size_t>(milp.rises[k])] > 0.5) continue;
+      s.frozen[k] = true;
+      ++frozen;
+    }
+    return frozen;
+  }
+
+  Variant variant_;
+  PolicyOptions options_;
+  std::shared_ptr<lp::Solver> lp_solver_;
+  std::shared_ptr<lp::Solver> milp_solver_;
+};
+
 }  // namespace
 
-std::unique_ptr<Policy> MakeMaxMinFairnessWaterFilling(Variant, const PolicyOptions&) { return std::make_unique<NotYet>(); }
+std::unique_ptr<Policy> MakeMaxMinFairnessWaterFilling(Variant variant,
+                                                       const PolicyOptions& options) {
+  return std::make_unique<WaterFilling>(variant, options);
+}
 
 }  // namespace gavel::policy

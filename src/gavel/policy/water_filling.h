@@ -1,7 +1,8 @@
 // Hierarchical max-min fairness by water filling (spec §2.3, §7): repeatedly maximise the
-// minimum normalised throughput of the jobs not yet bottlenecked, then find the bottlenecked
-// jobs with a MILP and freeze them, until none is left. Entity weights split among an entity's
-// unfrozen jobs ('fairness' reweighting). Stateless across calls.
+// minimum normalised throughput of the jobs not yet bottlenecked, then freeze the jobs that
+// cannot rise any further (exactly, from the LP's multipliers and a sum test; under --compat
+// gavel with the original's MILP on Cbc), until none is left. Entity weights split among an
+// entity's unfrozen jobs ('fairness' reweighting). Stateless across calls.
 #pragma once
 
 #include <memory>
