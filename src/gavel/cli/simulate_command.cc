@@ -1,0 +1,242 @@
+#include "gavel/cli/simulate_command.h"
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include "gavel/core/snapshot.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/policy/registry.h"
+#include "gavel/sim/simulator.h"
+#include "gavel/workload/generator.h"
+#include "gavel/workload/trace_io.h"
+
+namespace gavel::cli {
+namespace {
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, separator)) parts.push_back(part);
+  if (!text.empty() && text.back() == separator) parts.emplace_back();
+  return parts;
+}
+
+Result<double> ParseNumber(const std::string& text, const std::string& what) {
+  try {
+    std::size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(value)) return value;
+  } catch (const std::exception&) {
+  }
+  return Status::InvalidArgument(what + ": \"" + text + "\" is not a number");
+}
+
+Result<int> ParseCount(const std::string& text, const std::string& what) {
+  GAVEL_ASSIGN_OR_RETURN(const double value, ParseNumber(text, what));
+  if (value < 0.0 || value != std::floor(value) || value > 1e9) {
+    return Status::InvalidArgument(what + ": \"" + text + "\" is not a non-negative integer");
+  }
+  return static_cast<int>(value);
+}
+
+// "36:36:36" with types "v100,p100,k80" -> specs in the user's order.
+Result<std::vector<GpuTypeSpec>> ParseCluster(const SimulateOptions& o) {
+  const std::vector<std::string> types = Split(o.worker_types, ',');
+  const std::vector<std::string> counts = Split(o.cluster, ':');
+  const std::vector<std::string> per_server = Split(o.gpus_per_server, ':');
+  if (types.empty()) return Status::InvalidArgument("--worker-types: no GPU type given");
+  if (counts.size() != types.size()) {
+    return Status::InvalidArgument("--cluster \"" + o.cluster + "\": expected " +
+                                   std::to_string(types.size()) + " counts (" + o.worker_types +
+                                   "), separated by ':'");
+  }
+  if (per_server.size() != types.size()) {
+    return Status::InvalidArgument("--num-gpus-per-server \"" + o.gpus_per_server +
+                                   "\": expected " + std::to_string(types.size()) + " values (" +
+                                   o.worker_types + "), separated by ':'");
+  }
+  std::vector<GpuTypeSpec> specs;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    GpuTypeSpec spec;
+    spec.name = types[i];
+    GAVEL_ASSIGN_OR_RETURN(spec.count, ParseCount(counts[i], "--cluster"));
+    GAVEL_ASSIGN_OR_RETURN(spec.gpus_per_server,
+                           ParseCount(per_server[i], "--num-gpus-per-server"));
+    if (spec.gpus_per_server < 1) {
+      return Status::InvalidArgument("--num-gpus-per-server: each type needs at least 1");
+    }
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+Result<std::map<std::string, double>> ParseCosts(const SimulateOptions& o) {
+  std::map<std::string, double> costs;
+  if (o.instance_costs.empty()) return costs;
+  const std::vector<std::string> types = Split(o.worker_types, ',');
+  const std::vector<std::string> prices = Split(o.instance_costs, ':');
+  if (prices.size() != types.size()) {
+    return Status::InvalidArgument("--instance-costs \"" + o.instance_costs + "\": expected " +
+                                   std::to_string(types.size()) + " prices (" + o.worker_types +
+                                   "), separated by ':'");
+  }
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    GAVEL_ASSIGN_OR_RETURN(const double price, ParseNumber(prices[i], "--instance-costs"));
+    if (price < 0.0) return Status::InvalidArgument("--instance-costs: prices must be >= 0");
+    costs[types[i]] = price;
+  }
+  return costs;
+}
+
+Status WriteOutput(const std::string& path, const std::string& text, std::ostream& out) {
+  if (path == "-") {
+    out << text;
+    return Status::Ok();
+  }
+  std::ofstream file(path);
+  if (!file) return Status::IoError(path + ": cannot open for writing");
+  file << text;
+  if (!file.good()) return Status::IoError(path + ": write failed");
+  return Status::Ok();
+}
+
+void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
+  out << std::fixed << std::setprecision(3);
+  out << "Policy " << r.policy << ", seed " << r.seed;
+  if (r.compat.all()) {
+    out << ", compat gavel";
+  } else {
+    for (const std::string& name : r.compat.Names()) out << ", compat " << name;
+  }
+  out << (r.ideal ? ", ideal" : "") << "\n";
+  out << "Window jobs [" << r.window_start << ", " << r.window_end
+      << "): " << r.window_jobs_completed << " completed, " << r.window_jobs_dropped
+      << " dropped\n";
+  out << "Average job completion time: " << r.average_jct_seconds << " seconds ("
+      << std::setprecision(2) << r.average_jct_seconds / 3600.0 << " hours)\n";
+  out << std::setprecision(3);
+  out << "JCT p50/p90/p99: " << r.jct_p50_seconds << " / " << r.jct_p90_seconds << " / "
+      << r.jct_p99_seconds << " seconds\n";
+  out << "Total duration: " << r.makespan_seconds << " seconds (" << std::setprecision(2)
+      << r.makespan_seconds / 3600.0 << " hours)\n";
+  out << std::setprecision(3);
+  out << "Cluster utilization: " << r.utilization << " (window " << r.window_utilization << ")\n";
+  if (r.total_cost > 0.0) out << "Total cost: $" << std::setprecision(2) << r.total_cost << "\n";
+  if (r.slo_jobs > 0) {
+    out << "Number of SLO violations: " << r.slo_violations << " of " << r.slo_jobs << "\n";
+  }
+  out << std::setprecision(2);
+  if (r.lease_extension_opportunities > 0) {
+    out << "Extended leases "
+        << 100.0 * static_cast<double>(r.lease_extensions) /
+               static_cast<double>(r.lease_extension_opportunities)
+        << "% of the time (" << r.lease_extensions << "/" << r.lease_extension_opportunities
+        << ")\n";
+  }
+  if (r.fairness) {
+    out << std::setprecision(3) << "Finish-time fairness vs isolated: mean rho "
+        << r.fairness->mean_rho << ", max " << r.fairness->max_rho << ", p90 "
+        << r.fairness->p90_rho << "\n";
+  }
+  out << std::setprecision(3);
+  out << "Rounds: " << r.rounds << ", policy solves: " << r.policy_solves << " ("
+      << r.policy_solve_seconds << " s), wall time: " << r.wall_seconds << " s\n";
+  out.unsetf(std::ios::fixed);
+}
+
+}  // namespace
+
+Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
+  sim::SimulationOptions options;
+  GAVEL_ASSIGN_OR_RETURN(options.cluster, ParseCluster(o));
+  GAVEL_ASSIGN_OR_RETURN(options.instance_costs, ParseCosts(o));
+  {
+    const Result<const policy::PolicyInfo*> info = policy::FindPolicy(o.policy);
+    if (!info.ok()) return Status::InvalidArgument("--policy: " + info.status().message());
+  }
+  options.policy = o.policy;
+  options.seed = o.seed;
+  if (!(o.round_seconds > 0.0) || !std::isfinite(o.round_seconds)) {
+    return Status::InvalidArgument("--round-seconds must be a positive number");
+  }
+  options.round_length = Seconds(o.round_seconds);
+  {
+    Result<mechanism::Compat> compat = mechanism::Compat::Parse(o.compat);
+    if (!compat.ok()) return Status::InvalidArgument("--compat: " + compat.status().message());
+    options.compat = *compat;
+  }
+  options.ideal = o.ideal;
+  options.fairness = o.fairness;
+  options.window_start = o.window_start;
+  options.window_end = o.window_end;
+  if (o.time_limit) options.time_limit = Seconds(*o.time_limit);
+
+  const std::string table_path =
+      o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
+  GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
+  options.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
+
+  if (!o.trace_file.empty()) {
+    if (o.lam || o.jobs_per_hour) {
+      return Status::InvalidArgument("--trace and --lam/--jobs-per-hour exclude each other");
+    }
+    GAVEL_ASSIGN_OR_RETURN(const workload::TraceFormat format,
+                           workload::ParseTraceFormat(o.trace_format));
+    GAVEL_ASSIGN_OR_RETURN(options.trace, workload::ReadTraceFile(o.trace_file, format));
+    if (options.trace.empty()) return Status::InvalidArgument(o.trace_file + ": no jobs");
+  } else {
+    if (o.lam.has_value() == o.jobs_per_hour.has_value()) {
+      return Status::InvalidArgument(
+          "give the arrival rate with exactly one of --lam (mean inter-arrival seconds; 0 = "
+          "all jobs at time 0) and --jobs-per-hour, or a --trace");
+    }
+    double lam = 0.0;
+    if (o.lam) {
+      lam = *o.lam;
+      if (!(lam >= 0.0) || !std::isfinite(lam)) {
+        return Status::InvalidArgument("--lam must be a non-negative number of seconds");
+      }
+    } else {
+      if (!(*o.jobs_per_hour > 0.0) || !std::isfinite(*o.jobs_per_hour)) {
+        return Status::InvalidArgument("--jobs-per-hour must be a positive number");
+      }
+      lam = 3600.0 / *o.jobs_per_hour;
+    }
+    workload::GeneratorOptions g;
+    g.seed = o.seed;
+    g.mean_interarrival = Seconds(lam);
+    g.generate_multi_gpu_jobs = o.multi_gpu;
+    g.generate_multi_priority_jobs = o.multi_priority;
+    g.assign_slos = o.assign_slos;
+    if (o.fixed_duration) {
+      if (!(*o.fixed_duration >= 0.0)) {
+        return Status::InvalidArgument("--fixed-job-duration must be >= 0 seconds");
+      }
+      g.fixed_duration = Seconds(*o.fixed_duration);
+    }
+    if (o.steady_state) {
+      for (const GpuTypeSpec& spec : options.cluster)
+        g.steady_state_cluster[spec.name] = spec.count;
+    }
+    options.generator = g;
+    if (!options.window_end) options.window_end = 5000;
+  }
+
+  GAVEL_ASSIGN_OR_RETURN(const sim::SimulationResult result, sim::Simulate(options));
+  if (!o.json_path.empty()) {
+    GAVEL_RETURN_IF_ERROR(WriteOutput(o.json_path, sim::ResultToJson(result), out));
+  }
+  if (!o.jobs_csv_path.empty()) {
+    GAVEL_RETURN_IF_ERROR(WriteOutput(o.jobs_csv_path, sim::JobsToCsv(result), out));
+  }
+  if (o.json_path != "-" && o.jobs_csv_path != "-") PrintSummary(result, out);
+  return Status::Ok();
+}
+
+}  // namespace gavel::cli

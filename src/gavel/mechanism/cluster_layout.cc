@@ -1,0 +1,72 @@
+#include "gavel/mechanism/cluster_layout.h"
+
+#include <algorithm>
+#include <set>
+
+namespace gavel::mechanism {
+
+Result<ClusterLayout> ClusterLayout::Create(const std::vector<GpuTypeSpec>& types) {
+  std::set<std::string> seen;
+  for (const GpuTypeSpec& spec : types) {
+    if (spec.name.empty()) return Status::InvalidArgument("cluster: a GPU type has no name");
+    if (!seen.insert(spec.name).second) {
+      return Status::InvalidArgument("cluster: GPU type \"" + spec.name + "\" listed twice");
+    }
+    if (spec.count < 0) {
+      return Status::InvalidArgument("cluster: GPU type \"" + spec.name +
+                                     "\" has a negative GPU count");
+    }
+    if (spec.gpus_per_server < 1) {
+      return Status::InvalidArgument("cluster: GPU type \"" + spec.name +
+                                     "\" needs at least 1 GPU per server");
+    }
+  }
+
+  ClusterLayout layout;
+  // Registered types, sorted by name; a type keeps whole servers only.
+  std::vector<const GpuTypeSpec*> sorted;
+  for (const GpuTypeSpec& spec : types) {
+    if (spec.count / spec.gpus_per_server > 0) sorted.push_back(&spec);
+  }
+  if (sorted.empty()) return Status::InvalidArgument("cluster: no GPUs");
+  std::sort(sorted.begin(), sorted.end(),
+            [](const GpuTypeSpec* a, const GpuTypeSpec* b) { return a->name < b->name; });
+
+  std::uint64_t next_worker = 0;
+  for (const GpuTypeSpec* spec : sorted) {
+    const int type = static_cast<int>(layout.names_.size());
+    const int num_servers = spec->count / spec->gpus_per_server;
+    layout.names_.push_back(spec->name);
+    layout.counts_.push_back(num_servers * spec->gpus_per_server);
+    layout.per_server_.push_back(spec->gpus_per_server);
+    std::vector<std::vector<WorkerId>> servers(static_cast<std::size_t>(num_servers));
+    for (auto& server : servers) {
+      for (int g = 0; g < spec->gpus_per_server; ++g) {
+        server.push_back(WorkerId(next_worker++));
+        layout.type_of_worker_.push_back(type);
+      }
+    }
+    layout.servers_.push_back(std::move(servers));
+  }
+  for (const GpuTypeSpec& spec : types) {
+    const int index = layout.TypeIndex(spec.name);
+    if (index >= 0) layout.preference_.push_back(index);
+  }
+  return layout;
+}
+
+int ClusterLayout::TypeIndex(const std::string& name) const {
+  const auto it = std::find(names_.begin(), names_.end(), name);
+  return it == names_.end() ? -1 : static_cast<int>(it - names_.begin());
+}
+
+std::vector<GpuTypeSpec> ClusterLayout::Specs() const {
+  std::vector<GpuTypeSpec> specs;
+  for (int t = 0; t < num_types(); ++t) {
+    specs.push_back(
+        GpuTypeSpec{names_[static_cast<std::size_t>(t)], gpu_count(t), gpus_per_server(t)});
+  }
+  return specs;
+}
+
+}  // namespace gavel::mechanism

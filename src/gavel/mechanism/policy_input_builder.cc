@@ -1,0 +1,102 @@
+#include "gavel/mechanism/policy_input_builder.h"
+
+namespace gavel::mechanism {
+
+Result<std::vector<int>> TableTypesOf(const ClusterLayout& layout, const ThroughputTable& table) {
+  std::vector<int> table_types;
+  for (int t = 0; t < layout.num_types(); ++t) {
+    const auto index = table.GpuTypeIndex(layout.type_name(t));
+    if (!index) {
+      return Status::InvalidArgument("GPU type \"" + layout.type_name(t) +
+                                     "\" is not in the throughput table");
+    }
+    table_types.push_back(*index);
+  }
+  return table_types;
+}
+
+std::vector<double> IsolatedThroughputs(const ThroughputTable& table,
+                                        const std::vector<int>& table_types, int table_key) {
+  std::vector<double> result;
+  result.reserve(table_types.size());
+  for (int tt : table_types) result.push_back(table.Isolated(tt, table_key).value_or(0.0));
+  return result;
+}
+
+std::vector<std::array<double, 2>> ColocatedThroughputs(const ThroughputTable& table,
+                                                        const std::vector<int>& table_types,
+                                                        int key_a, int key_b) {
+  std::vector<std::array<double, 2>> result;
+  result.reserve(table_types.size());
+  for (int tt : table_types) {
+    result.push_back(table.Colocated(tt, key_a, key_b).value_or(std::array<double, 2>{0.0, 0.0}));
+  }
+  return result;
+}
+
+policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
+                                            const ThroughputTable& table,
+                                            const std::vector<int>& table_types,
+                                            std::span<const ActiveJobInfo> jobs, Seconds now,
+                                            const PolicyInputOptions& options) {
+  policy::PolicyInput input;
+  const std::size_t n = static_cast<std::size_t>(layout.num_types());
+  for (int t = 0; t < layout.num_types(); ++t) {
+    input.gpu_types.push_back(layout.type_name(t));
+    input.gpu_counts.push_back(layout.gpu_count(t));
+    input.gpus_per_server.push_back(layout.gpus_per_server(t));
+  }
+  input.instance_costs = options.instance_costs;
+
+  const std::size_t m = jobs.size();
+  input.throughput = Matrix(m, n);
+  input.jobs.reserve(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    const ActiveJobInfo& job = jobs[i];
+    GAVEL_CHECK(i == 0 || jobs[i - 1].id < job.id);
+    policy::PolicyJob row;
+    row.id = job.id;
+    row.scale_factor = job.scale_factor;
+    row.priority_weight = job.priority_weight;
+    row.steps_remaining = job.steps_remaining;
+    row.time_since_start = now - job.arrival;
+    if (job.deadline) row.slo_time_left = *job.deadline - now;
+    input.jobs.push_back(row);
+    for (std::size_t j = 0; j < n; ++j) {
+      double tput = table.Isolated(table_types[j], job.table_key).value_or(0.0);
+      if (options.zero_oversized && job.scale_factor > layout.gpu_count(static_cast<int>(j))) {
+        tput = 0.0;
+      }
+      input.throughput(i, j) = tput;
+    }
+  }
+
+  std::vector<double> first;
+  std::vector<double> second;
+  if (options.pairs) {
+    for (std::size_t a = 0; a < m; ++a) {
+      for (std::size_t b = a + 1; b < m; ++b) {
+        if (jobs[a].scale_factor != jobs[b].scale_factor) continue;
+        const auto co =
+            ColocatedThroughputs(table, table_types, jobs[a].table_key, jobs[b].table_key);
+        bool useful = false;
+        for (std::size_t j = 0; j < n; ++j) useful = useful || co[j][0] > 0.0 || co[j][1] > 0.0;
+        if (!useful && !options.keep_unusable_pairs) continue;
+        input.pairs.push_back(policy::JobPair{static_cast<int>(a), static_cast<int>(b)});
+        for (std::size_t j = 0; j < n; ++j) {
+          const bool oversized = options.zero_oversized &&
+                                 jobs[a].scale_factor > layout.gpu_count(static_cast<int>(j));
+          first.push_back(oversized ? 0.0 : co[j][0]);
+          second.push_back(oversized ? 0.0 : co[j][1]);
+        }
+      }
+    }
+  }
+  input.pair_throughput_first = Matrix(input.pairs.size(), n);
+  input.pair_throughput_second = Matrix(input.pairs.size(), n);
+  input.pair_throughput_first.data() = std::move(first);
+  input.pair_throughput_second.data() = std::move(second);
+  return input;
+}
+
+}  // namespace gavel::mechanism

@@ -1,0 +1,50 @@
+// What flows between the round scheduler and whoever runs the jobs (design.md, "one
+// scheduler core, two worlds"):
+//   * RoundPlan: the scheduler's decision for one round — which combination runs on which
+//     GPUs (worker ids) of which type, and the lease each member gets (a step budget and a
+//     duration). The simulator's executor turns it into completion events; the cluster
+//     daemon's executor sends it to worker agents.
+//   * WorkerReport: one GPU's account of a finished micro-task (steps done per member and
+//     elapsed time). A multi-GPU micro-task is complete once every one of its GPUs reported.
+// Plain data; thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gavel/core/ids.h"
+#include "gavel/core/units.h"
+#include "gavel/mechanism/combination.h"
+
+namespace gavel::mechanism {
+
+struct Assignment {
+  Combination combination;
+  int gpu_type = 0;               // index into ClusterLayout::type_names() (sorted by name)
+  std::vector<WorkerId> workers;  // as many as the combination's scale factor
+  // Per member, in Combination order: the lease's step budget for this round (the whole job,
+  // summed over its GPUs) and the steps/s the scheduler expects on this GPU type.
+  std::vector<double> max_steps;
+  std::vector<double> expected_throughput;
+  Seconds lease_duration{0.0};
+  // The combination keeps exactly last round's GPUs (the lease is extended, no restart).
+  bool lease_extended = false;
+};
+
+struct RoundPlan {
+  Seconds start{0.0};
+  std::vector<Assignment> assignments;
+  // The allocation was recomputed by the policy before this round was planned.
+  bool allocation_recomputed = false;
+};
+
+struct WorkerReport {
+  Combination combination;
+  WorkerId worker;
+  std::vector<double> steps;     // per member: steps this GPU completed
+  std::vector<Seconds> elapsed;  // per member: time the micro-task took on this GPU
+  // When the micro-task ended; a job that finishes its last step here completes at this time.
+  Seconds finished_at{0.0};
+};
+
+}  // namespace gavel::mechanism

@@ -1,0 +1,757 @@
+#include "gavel/mechanism/round_scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "gavel/policy/registry.h"
+
+namespace gavel::mechanism {
+
+namespace {
+
+double HalfRound(const SchedulerOptions& options) { return options.round_length.value() / 2.0; }
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Construction.
+
+Result<std::unique_ptr<RoundScheduler>> RoundScheduler::Create(
+    ClusterLayout layout, std::shared_ptr<const ThroughputTable> throughputs,
+    SchedulerOptions options, const Clock* clock) {
+  GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
+  policy::PolicyOptions policy_options;
+  policy_options.compat_gavel = options.compat.policy;
+  policy_options.seed = options.seed;
+  policy_options.lp_solver = options.lp_solver;
+  policy_options.milp_solver = options.milp_solver;
+  GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> policy,
+                         policy::MakePolicy(options.policy, policy_options));
+  PolicyTraits traits;
+  traits.packing = info->packing;
+  traits.shuffles_gpu_type_order = info->shuffles_gpu_type_order;
+  traits.skips_zero_priority = info->skips_zero_priority;
+  traits.needs_instance_costs = info->needs_instance_costs;
+  return CreateWithPolicy(std::move(layout), std::move(throughputs), std::move(options), clock,
+                          std::move(policy), traits);
+}
+
+Result<std::unique_ptr<RoundScheduler>> RoundScheduler::CreateWithPolicy(
+    ClusterLayout layout, std::shared_ptr<const ThroughputTable> throughputs,
+    SchedulerOptions options, const Clock* clock, std::unique_ptr<policy::Policy> policy,
+    PolicyTraits traits) {
+  GAVEL_CHECK(clock != nullptr && policy != nullptr && throughputs != nullptr);
+  if (!(options.round_length.value() > 0.0) || !std::isfinite(options.round_length.value())) {
+    return Status::InvalidArgument("the round length must be a positive number of seconds");
+  }
+  if (options.min_reset_interval.value() < 0.0) {
+    return Status::InvalidArgument("the minimum time between allocation resets is negative");
+  }
+  if (options.max_failed_attempts < 1) {
+    return Status::InvalidArgument("max_failed_attempts must be at least 1");
+  }
+  if (!options.instance_costs.empty() &&
+      options.instance_costs.size() != static_cast<std::size_t>(layout.num_types())) {
+    return Status::InvalidArgument("instance costs: expected one price per GPU type (" +
+                                   std::to_string(layout.num_types()) + "), got " +
+                                   std::to_string(options.instance_costs.size()));
+  }
+  for (double price : options.instance_costs) {
+    if (!std::isfinite(price) || price < 0.0) {
+      return Status::InvalidArgument("instance costs must be non-negative numbers");
+    }
+  }
+  if (traits.needs_instance_costs && options.instance_costs.empty()) {
+    return Status::InvalidArgument("policy \"" + options.policy +
+                                   "\" needs instance prices for every GPU type");
+  }
+  GAVEL_ASSIGN_OR_RETURN(std::vector<int> table_types, TableTypesOf(layout, *throughputs));
+  return std::unique_ptr<RoundScheduler>(
+      new RoundScheduler(std::move(layout), std::move(throughputs), std::move(table_types),
+                         std::move(options), clock, std::move(policy), traits));
+}
+
+RoundScheduler::RoundScheduler(ClusterLayout layout,
+                               std::shared_ptr<const ThroughputTable> throughputs,
+                               std::vector<int> table_types, SchedulerOptions options,
+                               const Clock* clock, std::unique_ptr<policy::Policy> policy,
+                               PolicyTraits traits)
+    : layout_(std::move(layout)),
+      throughputs_(std::move(throughputs)),
+      table_types_(std::move(table_types)),
+      options_(std::move(options)),
+      clock_(clock),
+      policy_(std::move(policy)),
+      traits_(traits),
+      type_shuffler_(options_.seed + 5),
+      num_types_(layout_.num_types()),
+      worker_time_(static_cast<std::size_t>(num_types_), 0.0),
+      worker_busy_(static_cast<std::size_t>(layout_.num_workers()), 0.0) {}
+
+RoundScheduler::~RoundScheduler() = default;
+
+RoundScheduler::ComboState& RoundScheduler::combo(int slot) {
+  return combos_[static_cast<std::size_t>(slot)];
+}
+const RoundScheduler::ComboState& RoundScheduler::combo(int slot) const {
+  return combos_[static_cast<std::size_t>(slot)];
+}
+
+RoundScheduler::ActiveJob* RoundScheduler::FindActive(JobId job) {
+  const auto it = active_.find(job);
+  return it == active_.end() ? nullptr : &it->second;
+}
+
+int RoundScheduler::SlotOf(const Combination& c) const {
+  if (c.is_pair()) {
+    const auto it = pair_slots_.find(c);
+    return it == pair_slots_.end() ? -1 : it->second;
+  }
+  const auto it = active_.find(c.member(0));
+  return it == active_.end() ? -1 : it->second.single_slot;
+}
+
+double RoundScheduler::ComboThroughput(const ComboState& c, int member, int type) const {
+  const auto t = static_cast<std::size_t>(type);
+  return member == 0 ? c.tput_a[t] : c.tput_b[t];
+}
+
+// ------------------------------------------------------------------------------------------
+// Events.
+
+Result<JobId> RoundScheduler::AddJob(const JobDescription& job) {
+  const auto key = throughputs_->KeyIndex(job.type);
+  if (!key) {
+    return Status::NotFound("job type " + job.type.ToString() + " is not in the throughput table");
+  }
+  if (job.type.scale_factor < 1) return Status::InvalidArgument("scale factor must be >= 1");
+  if (!std::isfinite(job.total_steps) || !(job.total_steps > 0.0)) {
+    return Status::InvalidArgument("job of type " + job.type.ToString() +
+                                   ": total steps must be a positive number");
+  }
+  if (!std::isfinite(job.priority_weight) || !(job.priority_weight > 0.0)) {
+    return Status::InvalidArgument("job of type " + job.type.ToString() +
+                                   ": priority weight must be a positive number");
+  }
+  {
+    // A job no GPU type can run would wait forever (the original hangs or crashes on it).
+    const std::vector<double> tput = IsolatedThroughputs(*throughputs_, table_types_, *key);
+    bool runnable = false;
+    for (int t = 0; t < num_types_; ++t) {
+      runnable = runnable || (tput[static_cast<std::size_t>(t)] > 0.0 &&
+                              job.type.scale_factor <= layout_.gpu_count(t));
+    }
+    if (!runnable) {
+      return Status::FailedPrecondition(
+          "job " + std::to_string(records_.size()) + " of type " + job.type.ToString() +
+          " can never run on this cluster: no GPU type has " +
+          std::to_string(job.type.scale_factor) + " GPUs and a positive throughput for it");
+    }
+  }
+  const JobId id(records_.size());
+  JobRecord record;
+  record.table_key = *key;
+  record.scale_factor = job.type.scale_factor;
+  record.priority_weight = job.priority_weight;
+  record.total_steps = job.total_steps;
+  record.arrival = job.arrival;
+  record.deadline = job.deadline;
+  records_.push_back(record);
+  job_stamp_.push_back(0);
+  gpu_seconds_.resize(gpu_seconds_.size() + static_cast<std::size_t>(num_types_), 0.0);
+
+  ActiveJob& active = active_[id];
+  active.id = id;
+  active.table_key = *key;
+  active.scale_factor = job.type.scale_factor;
+
+  // The job itself first, then its pairs with every earlier active job of the same scale
+  // factor: the original's insertion order, which breaks ties in the per-type queues.
+  const int single = NewCombo(Combination::Single(id), active.scale_factor);
+  active.single_slot = single;
+  ComboState& s = combo(single);
+  s.tput_a = IsolatedThroughputs(*throughputs_, table_types_, *key);
+  for (int t = 0; t < num_types_; ++t) {
+    if (!options_.compat.raw_policy_input && active.scale_factor > layout_.gpu_count(t)) {
+      s.tput_a[static_cast<std::size_t>(t)] = 0.0;
+    }
+  }
+  std::fill(s.job_time.begin(), s.job_time.end(), HalfRound(options_));
+
+  if (traits_.packing) {
+    for (auto& [other_id, other] : active_) {
+      if (other_id == id || other.scale_factor != active.scale_factor) continue;
+      const Combination pair = Combination::Pair(other_id, id);
+      const int slot = NewCombo(pair, active.scale_factor);
+      ComboState& p = combo(slot);
+      const auto co = ColocatedThroughputs(*throughputs_, table_types_, other.table_key, *key);
+      for (int t = 0; t < num_types_; ++t) {
+        const auto ut = static_cast<std::size_t>(t);
+        const bool oversized =
+            !options_.compat.raw_policy_input && active.scale_factor > layout_.gpu_count(t);
+        p.tput_a[ut] = oversized ? 0.0 : co[ut][0];
+        p.tput_b[ut] = oversized ? 0.0 : co[ut][1];
+      }
+      pair_slots_[pair] = slot;
+      other.pair_slots.push_back(slot);
+      active.pair_slots.push_back(slot);
+    }
+  }
+  need_reallocation_ = true;
+  return id;
+}
+
+int RoundScheduler::NewCombo(const Combination& id, int scale_factor) {
+  int slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int>(combos_.size());
+    combos_.emplace_back();
+  }
+  ComboState& c = combo(slot);
+  const auto n = static_cast<std::size_t>(num_types_);
+  c.id = id;
+  c.alive = true;
+  c.scale_factor = scale_factor;
+  c.in_allocation = false;
+  c.tput_a.assign(n, 0.0);
+  c.tput_b.assign(id.is_pair() ? n : 0, 0.0);
+  c.allocation.assign(n, 0.0);
+  c.job_time.assign(n, 0.0);
+  c.deficit.assign(n, 0.0);
+  c.priority.assign(n, 0.0);
+  c.last_round = -1;
+  c.last_workers.clear();
+  c.running = false;
+  c.reports.clear();
+  c.placed_round = -1;
+  order_.push_back(slot);
+  return slot;
+}
+
+void RoundScheduler::RemoveJob(JobId job, bool dropped) {
+  ActiveJob* active = FindActive(job);
+  GAVEL_CHECK(active != nullptr);
+  records_[static_cast<std::size_t>(job.value())].dropped = dropped;
+  auto kill = [&](int slot) {
+    GAVEL_CHECK_MSG(!combo(slot).running, "a combination was removed while it ran");
+    combo(slot).alive = false;
+    ++dead_in_order_;
+  };
+  kill(active->single_slot);
+  for (int slot : active->pair_slots) {
+    const Combination pair = combo(slot).id;
+    const JobId other = pair.member(pair.member(0) == job ? 1 : 0);
+    ActiveJob* partner = FindActive(other);
+    GAVEL_CHECK(partner != nullptr);
+    auto& list = partner->pair_slots;
+    list.erase(std::find(list.begin(), list.end(), slot));
+    pair_slots_.erase(pair);
+    kill(slot);
+  }
+  active_.erase(job);
+  need_reallocation_ = true;
+  if (dead_in_order_ > 64 && dead_in_order_ * 2 > order_.size()) CompactOrder();
+}
+
+// Drops dead slots from the insertion order; only then may they be reused (a reused slot
+// must not appear twice in the order).
+void RoundScheduler::CompactOrder() {
+  std::vector<int> live;
+  live.reserve(order_.size() - dead_in_order_);
+  for (int slot : order_) {
+    if (combo(slot).alive) {
+      live.push_back(slot);
+    } else {
+      free_slots_.push_back(slot);
+    }
+  }
+  order_ = std::move(live);
+  dead_in_order_ = 0;
+}
+
+Result<ReportOutcome> RoundScheduler::OnWorkerDone(const WorkerReport& report) {
+  const int slot = SlotOf(report.combination);
+  if (slot < 0 || !combo(slot).running) {
+    return Status::FailedPrecondition("no micro-task of " + report.combination.ToString() +
+                                      " is running");
+  }
+  ComboState& c = combo(slot);
+  const int members = report.combination.size();
+  if (std::find(c.last_workers.begin(), c.last_workers.end(), report.worker) ==
+      c.last_workers.end()) {
+    return Status::InvalidArgument("worker " + report.worker.ToString() + " does not run " +
+                                   report.combination.ToString());
+  }
+  for (const WorkerReport& earlier : c.reports) {
+    if (earlier.worker == report.worker) {
+      return Status::InvalidArgument("worker " + report.worker.ToString() + " reported twice for " +
+                                     report.combination.ToString());
+    }
+  }
+  if (static_cast<int>(report.steps.size()) != members ||
+      static_cast<int>(report.elapsed.size()) != members) {
+    return Status::InvalidArgument("report for " + report.combination.ToString() +
+                                   " must give steps and elapsed time per member");
+  }
+  // A one-GPU micro-task completes with its only report; others wait for every GPU.
+  if (c.last_workers.size() == 1) return CompleteMicroTask(c, std::span(&report, 1));
+  c.reports.push_back(report);
+  if (c.reports.size() < c.last_workers.size()) return ReportOutcome{};
+  std::sort(c.reports.begin(), c.reports.end(),
+            [](const WorkerReport& a, const WorkerReport& b) { return a.worker < b.worker; });
+  std::vector<WorkerReport> reports = std::move(c.reports);
+  c.reports.clear();
+  return CompleteMicroTask(c, reports);
+}
+
+Result<ReportOutcome> RoundScheduler::OnMicroTaskFailed(const Combination& combination,
+                                                        Seconds at) {
+  const int slot = SlotOf(combination);
+  if (slot < 0 || !combo(slot).running) {
+    return Status::FailedPrecondition("no micro-task of " + combination.ToString() + " is running");
+  }
+  ComboState& c = combo(slot);
+  c.reports.clear();
+  std::vector<WorkerReport> reports(c.last_workers.size());
+  for (std::size_t g = 0; g < reports.size(); ++g) {
+    reports[g].combination = combination;
+    reports[g].worker = c.last_workers[g];
+    reports[g].steps.assign(static_cast<std::size_t>(combination.size()), 0.0);
+    reports[g].elapsed.assign(static_cast<std::size_t>(combination.size()), Seconds(0.0));
+    reports[g].finished_at = at;
+  }
+  return CompleteMicroTask(c, reports);
+}
+
+// Spec §3.8, once every GPU of the micro-task reported (`reports` in worker-id order).
+Result<ReportOutcome> RoundScheduler::CompleteMicroTask(ComboState& c,
+                                                        std::span<const WorkerReport> reports) {
+  c.running = false;
+  --num_running_;
+  ReportOutcome outcome;
+  outcome.micro_task_complete = true;
+  const Combination id = c.id;
+  const int members = id.size();
+  const int type = c.last_type;
+  const auto ut = static_cast<std::size_t>(type);
+
+  std::array<bool, 2> is_active{false, false};
+  bool any_active = false;
+  for (int i = 0; i < members; ++i) {
+    is_active[static_cast<std::size_t>(i)] = IsActive(id.member(i));
+    any_active = any_active || is_active[static_cast<std::size_t>(i)];
+  }
+  if (!any_active) return outcome;
+
+  bool succeeded = true;
+  std::array<double, 2> steps{0.0, 0.0};
+  std::array<double, 2> elapsed{0.0, 0.0};
+  Seconds finished_at = reports.front().finished_at;
+  for (const WorkerReport& r : reports) {
+    for (int i = 0; i < members; ++i) {
+      const auto ui = static_cast<std::size_t>(i);
+      if (is_active[ui] && (r.steps[ui] <= 0.0 || r.elapsed[ui].value() <= 0.0)) {
+        succeeded = false;
+      }
+      steps[ui] += r.steps[ui];
+      elapsed[ui] = std::max(elapsed[ui], r.elapsed[ui].value());
+    }
+    finished_at = std::max(finished_at, r.finished_at);
+  }
+  outcome.succeeded = succeeded;
+
+  std::array<JobId, 2> to_remove;
+  int num_to_remove = 0;
+  if (!succeeded) {
+    ++stats_.failed_micro_tasks;
+    if (!id.is_pair() && is_active[0]) {
+      ActiveJob& job = active_.at(id.member(0));
+      if (++job.failures >= options_.max_failed_attempts) {
+        to_remove[static_cast<std::size_t>(num_to_remove++)] = job.id;
+        outcome.dropped.push_back(job.id);
+      }
+    }
+    need_reallocation_ = true;
+  } else {
+    const int scale_factor = static_cast<int>(reports.size());
+    if (!id.is_pair()) active_.at(id.member(0)).failures = 0;
+    const double max_elapsed = members == 2 ? std::max(elapsed[0], elapsed[1]) : elapsed[0];
+    for (int i = 0; i < members; ++i) {
+      const auto ui = static_cast<std::size_t>(i);
+      if (!is_active[ui]) continue;
+      const JobId job = id.member(i);
+      JobRecord& record = records_[static_cast<std::size_t>(job.value())];
+      if (!options_.instance_costs.empty()) {
+        record.cost += options_.instance_costs[ut] * elapsed[ui] / 3600.0 * scale_factor;
+      }
+      gpu_seconds_[static_cast<std::size_t>(job.value()) * static_cast<std::size_t>(num_types_) +
+                   ut] += max_elapsed * scale_factor;
+      record.steps_run += steps[ui];
+      if (record.total_steps - record.steps_run <= 0.0) {
+        record.finish = finished_at;
+        to_remove[static_cast<std::size_t>(num_to_remove++)] = job;
+        outcome.completed.push_back(job);
+      }
+    }
+    c.job_time[ut] += max_elapsed;
+    worker_time_[ut] += max_elapsed;
+    for (const WorkerReport& r : reports) {
+      worker_busy_[static_cast<std::size_t>(r.worker.value())] += max_elapsed;
+    }
+  }
+  for (int k = 0; k < num_to_remove; ++k) {
+    RemoveJob(to_remove[static_cast<std::size_t>(k)], /*dropped=*/!succeeded);
+  }
+  return outcome;
+}
+
+void RoundScheduler::OpenResetGate() {
+  // The original sets its last reset time to 0, which also makes the next reset book the whole
+  // run so far as elapsed time.
+  if (options_.compat.reset_at_zero_means_never) {
+    sentinel_last_reset_ = 0.0;
+  } else {
+    force_reset_ = true;
+  }
+}
+
+std::vector<double> RoundScheduler::AllocationOf(JobId job) const {
+  const auto it = active_.find(job);
+  if (it == active_.end()) return std::vector<double>(static_cast<std::size_t>(num_types_), 0.0);
+  const ComboState& c = combo(it->second.single_slot);
+  if (!c.in_allocation) return std::vector<double>(static_cast<std::size_t>(num_types_), 0.0);
+  return c.allocation;
+}
+
+// ------------------------------------------------------------------------------------------
+// The round.
+
+Result<RoundPlan> RoundScheduler::PlanRound() {
+  GAVEL_CHECK_MSG(num_running_ == 0, "PlanRound while micro-tasks of the last round still run");
+  const Seconds now = clock_->Now();
+  GAVEL_ASSIGN_OR_RETURN(const bool recomputed, MaybeRecomputeAllocation(now));
+  UpdatePriorities();
+  const std::vector<int> type_order = RoundTypeOrder();
+  const std::vector<Chosen> chosen = ChooseCombinations(type_order);
+  GAVEL_ASSIGN_OR_RETURN(std::vector<Placed> placed, PlaceOnGpus(type_order, chosen));
+  return EmitPlan(now, std::move(placed), recomputed);
+}
+
+// Spec §3.3. With compat.gated_reallocation the original's rule: recompute only when the
+// reset is due. Otherwise recompute whenever something changed, resetting the time
+// accounting only when it is due.
+Result<bool> RoundScheduler::MaybeRecomputeAllocation(Seconds now) {
+  if (!need_reallocation_) return false;
+  const bool reset_due = ResetDue(now);
+  if (options_.compat.gated_reallocation && !reset_due) return false;
+  if (reset_due) ResetTimeAccounting(now);
+  GAVEL_RETURN_IF_ERROR(RecomputeAllocation(now));
+  return true;
+}
+
+bool RoundScheduler::ResetDue(Seconds now) const {
+  if (force_reset_) return true;
+  const double interval = options_.min_reset_interval.value();
+  if (options_.compat.reset_at_zero_means_never) {
+    return now.value() - sentinel_last_reset_ >= interval || sentinel_last_reset_ == 0.0;
+  }
+  return !last_reset_ || (now - *last_reset_).value() >= interval;
+}
+
+void RoundScheduler::ResetTimeAccounting(Seconds now) {
+  const double last = options_.compat.reset_at_zero_means_never
+                          ? sentinel_last_reset_
+                          : last_reset_.value_or(Seconds(0.0)).value();
+  const double elapsed = now.value() - last;
+  const double half = HalfRound(options_);
+  for (int t = 0; t < num_types_; ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    worker_time_[ut] = 0.0;
+    for (int slot : order_) {
+      ComboState& c = combo(slot);
+      if (!c.alive) continue;
+      const double received = c.job_time[ut] - half;
+      const double should = c.in_allocation ? c.allocation[ut] * elapsed : 0.0;
+      c.deficit[ut] += should - received;
+      c.job_time[ut] = half;
+      worker_time_[ut] += half;
+    }
+  }
+  sentinel_last_reset_ = now.value();
+  last_reset_ = now;
+  force_reset_ = false;
+}
+
+Status RoundScheduler::RecomputeAllocation(Seconds now) {
+  ++stats_.allocation_recomputations;
+  need_reallocation_ = false;
+  for (int slot : order_) {
+    ComboState& c = combo(slot);
+    c.in_allocation = false;
+    std::fill(c.allocation.begin(), c.allocation.end(), 0.0);
+  }
+  if (active_.empty()) return Status::Ok();
+
+  std::vector<ActiveJobInfo> jobs;
+  jobs.reserve(active_.size());
+  for (const auto& [id, job] : active_) {
+    const JobRecord& record = records_[static_cast<std::size_t>(id.value())];
+    jobs.push_back(ActiveJobInfo{id, job.table_key, job.scale_factor, record.priority_weight,
+                                 record.total_steps - record.steps_run, record.arrival,
+                                 record.deadline});
+  }
+  PolicyInputOptions input_options;
+  input_options.pairs = traits_.packing;
+  input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
+  input_options.zero_oversized = !options_.compat.raw_policy_input;
+  input_options.instance_costs = options_.instance_costs;
+  const policy::PolicyInput input =
+      BuildPolicyInputForJobs(layout_, *throughputs_, table_types_, jobs, now, input_options);
+
+  const auto start = std::chrono::steady_clock::now();
+  Result<policy::PolicyOutput> output = policy_->Allocate(input);
+  stats_.policy_solve_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++stats_.policy_solves;
+  if (!output.ok()) {
+    return output.status().WithContext("policy " + options_.policy +
+                                       " at t=" + std::to_string(now.value()) + " s");
+  }
+  const Matrix& x = output->allocation;
+  if (x.rows() != input.num_jobs() || x.cols() != input.num_types()) {
+    return Status::Internal("policy " + options_.policy + " returned a " +
+                            std::to_string(x.rows()) + "x" + std::to_string(x.cols()) +
+                            " allocation for " + std::to_string(input.num_jobs()) + " jobs");
+  }
+  const auto n = static_cast<std::size_t>(num_types_);
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    ComboState& c = combo(active_.at(input.jobs[i].id).single_slot);
+    c.in_allocation = true;
+    for (std::size_t j = 0; j < n; ++j) c.allocation[j] = x(i, j);
+  }
+  const Matrix& xp = output->pair_allocation;
+  const bool has_pairs = xp.rows() == input.pairs.size() && xp.cols() == n;
+  for (std::size_t p = 0; p < input.pairs.size(); ++p) {
+    const policy::JobPair& pair = input.pairs[p];
+    const Combination id = Combination::Pair(input.jobs[static_cast<std::size_t>(pair.first)].id,
+                                             input.jobs[static_cast<std::size_t>(pair.second)].id);
+    ComboState& c = combo(pair_slots_.at(id));
+    c.in_allocation = true;
+    for (std::size_t j = 0; j < n; ++j) c.allocation[j] = has_pairs ? xp(p, j) : 0.0;
+  }
+  return Status::Ok();
+}
+
+// Spec §3.4: priority = allocation / share of the type's time received since the last reset.
+void RoundScheduler::UpdatePriorities() {
+  for (int t = 0; t < num_types_; ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    const double worker_time = worker_time_[ut];
+    for (int slot : order_) {
+      ComboState& c = combo(slot);
+      if (!c.alive) continue;
+      const double fraction = worker_time == 0.0 ? 0.0 : c.job_time[ut] / worker_time;
+      double priority = 0.0;
+      if (c.in_allocation) {
+        const double a = c.allocation[ut];
+        priority = a * 1e9;
+        if (a == 0.0 || c.tput_a[ut] == 0.0 || (c.id.is_pair() && c.tput_b[ut] == 0.0)) {
+          priority = 0.0;
+        } else if (fraction > 0.0) {
+          priority = a / fraction;
+        }
+      }
+      c.priority[ut] = priority;
+    }
+  }
+}
+
+// The user's type order (the original's ["v100", "p100", "k80"]), shuffled every round for
+// the policies that do (spec §3.5).
+std::vector<int> RoundScheduler::RoundTypeOrder() {
+  std::vector<int> order = layout_.preference_order();
+  if (traits_.shuffles_gpu_type_order) type_shuffler_.Shuffle(order);
+  return order;
+}
+
+// Spec §3.5: per-type queues sorted by (priority, deficit, allocation) descending, ties in
+// insertion order, concatenated in type order; a greedy scan takes what fits.
+std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
+    const std::vector<int>& type_order) {
+  struct Entry {
+    double priority;
+    double deficit;
+    double allocation;
+    int position;  // in order_
+  };
+  std::vector<int> left(static_cast<std::size_t>(num_types_));
+  int total_left = 0;
+  for (int t = 0; t < num_types_; ++t) {
+    left[static_cast<std::size_t>(t)] = layout_.gpu_count(t);
+    total_left += layout_.gpu_count(t);
+  }
+  ++stamp_;  // job_stamp_[j] == stamp_: job j was chosen this round
+  auto taken = [&](JobId j) { return job_stamp_[static_cast<std::size_t>(j.value())] == stamp_; };
+  std::vector<Chosen> chosen;
+  std::vector<Entry> entries;
+  entries.reserve(order_.size());
+  for (int t : type_order) {
+    const auto ut = static_cast<std::size_t>(t);
+    entries.clear();
+    for (std::size_t pos = 0; pos < order_.size(); ++pos) {
+      const ComboState& c = combo(order_[pos]);
+      if (!c.alive) continue;
+      entries.push_back(Entry{c.priority[ut], c.deficit[ut],
+                              c.in_allocation ? c.allocation[ut] : 0.0, static_cast<int>(pos)});
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      if (a.priority != b.priority) return a.priority > b.priority;
+      if (a.deficit != b.deficit) return a.deficit > b.deficit;
+      if (a.allocation != b.allocation) return a.allocation > b.allocation;
+      return a.position < b.position;
+    });
+    for (const Entry& e : entries) {
+      if (left[ut] == 0) break;
+      const int slot = order_[static_cast<std::size_t>(e.position)];
+      const ComboState& c = combo(slot);
+      if (taken(c.id.member(0)) || (c.id.is_pair() && taken(c.id.member(1)))) continue;
+      if (c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0)) continue;
+      if (traits_.skips_zero_priority && e.priority <= 0.0) continue;
+      if (c.scale_factor > left[ut]) continue;
+      left[ut] -= c.scale_factor;
+      total_left -= c.scale_factor;
+      for (int i = 0; i < c.id.size(); ++i) {
+        job_stamp_[static_cast<std::size_t>(c.id.member(i).value())] = stamp_;
+      }
+      chosen.push_back(Chosen{slot, t, c.scale_factor});
+    }
+    if (total_left == 0) break;
+  }
+  return chosen;
+}
+
+// Spec §3.6: per type, largest scale factor first; keep last round's GPUs where they are all
+// still free, then fill from the first server with free GPUs onwards (consolidation).
+Result<std::vector<RoundScheduler::Placed>> RoundScheduler::PlaceOnGpus(
+    const std::vector<int>& type_order, const std::vector<Chosen>& chosen) {
+  const std::int64_t round = stats_.rounds;
+  std::vector<Placed> placed;
+  worker_assigned_.assign(static_cast<std::size_t>(layout_.num_workers()), 0);
+  auto is_assigned = [&](WorkerId w) {
+    return worker_assigned_[static_cast<std::size_t>(w.value())] != 0;
+  };
+  auto mark = [&](WorkerId w) { worker_assigned_[static_cast<std::size_t>(w.value())] = 1; };
+
+  std::vector<Chosen> list;
+  for (int t : type_order) {
+    list.clear();
+    for (const Chosen& c : chosen) {
+      if (c.type == t) list.push_back(c);
+    }
+    if (list.empty()) continue;
+    std::stable_sort(list.begin(), list.end(), [](const Chosen& a, const Chosen& b) {
+      return a.scale_factor > b.scale_factor;
+    });
+    const auto& servers = layout_.servers(t);
+    std::vector<std::size_t> next(servers.size(), 0);  // first unexamined GPU of each server
+    std::size_t server = 0;
+
+    for (std::size_t begin = 0; begin < list.size();) {
+      const int sf = list[begin].scale_factor;
+      std::size_t end = begin;
+      while (end < list.size() && list[end].scale_factor == sf) ++end;
+      // Keep last round's GPUs.
+      for (std::size_t k = begin; k < end; ++k) {
+        ComboState& c = combo(list[k].slot);
+        if (c.last_round < 0 || c.last_round != round - 1 || c.last_type != t) continue;
+        if (std::any_of(c.last_workers.begin(), c.last_workers.end(), is_assigned)) continue;
+        for (WorkerId w : c.last_workers) mark(w);
+        c.placed_round = round;
+        placed.push_back(Placed{list[k].slot, t, c.last_workers});
+      }
+      // Fill the rest.
+      for (std::size_t k = begin; k < end; ++k) {
+        ComboState& c = combo(list[k].slot);
+        if (c.placed_round == round) continue;
+        // The original silently leaves jobs that are not in the allocation unplaced.
+        if (options_.compat.unallocated_stay_idle && !c.in_allocation) continue;
+        std::vector<WorkerId> workers;
+        workers.reserve(static_cast<std::size_t>(sf));
+        while (static_cast<int>(workers.size()) < sf && server < servers.size()) {
+          if (next[server] == servers[server].size()) {
+            ++server;
+            continue;
+          }
+          const WorkerId w = servers[server][next[server]++];
+          if (!is_assigned(w)) {
+            mark(w);
+            workers.push_back(w);
+          }
+        }
+        if (static_cast<int>(workers.size()) != sf) {
+          return Status::Internal("could not place " + c.id.ToString() + " on " +
+                                  std::to_string(sf) + " " + layout_.type_name(t) + " GPUs");
+        }
+        c.placed_round = round;
+        placed.push_back(Placed{list[k].slot, t, std::move(workers)});
+      }
+      begin = end;
+    }
+  }
+  return placed;
+}
+
+RoundPlan RoundScheduler::EmitPlan(Seconds now, std::vector<Placed> placed, bool recomputed) {
+  const std::int64_t round = stats_.rounds;
+  // Lease statistics (spec §3.6): last round's combinations that still have an active member
+  // could have kept their GPUs; count those that did.
+  for (const Combination& id : last_round_combos_) {
+    if (IsActive(id.member(0)) || (id.is_pair() && IsActive(id.member(1)))) {
+      ++stats_.lease_extension_opportunities;
+    }
+  }
+  last_round_combos_.clear();
+
+  RoundPlan plan;
+  plan.start = now;
+  plan.allocation_recomputed = recomputed;
+  plan.assignments.reserve(placed.size());
+  const double round_seconds = options_.round_length.value();
+  for (Placed& p : placed) {
+    ComboState& c = combo(p.slot);
+    Assignment a;
+    a.combination = c.id;
+    a.gpu_type = p.type;
+    a.lease_duration = options_.round_length;
+    a.lease_extended =
+        c.last_round >= 0 && c.last_round == round - 1 &&
+        c.last_workers.size() == p.workers.size() &&
+        std::is_permutation(p.workers.begin(), p.workers.end(), c.last_workers.begin());
+    if (a.lease_extended) ++stats_.lease_extensions;
+    for (int i = 0; i < c.id.size(); ++i) {
+      JobRecord& record = records_[static_cast<std::size_t>(c.id.member(i).value())];
+      const double tput = ComboThroughput(c, i, p.type);
+      const double remaining = record.total_steps - record.steps_run;
+      a.max_steps.push_back(std::min(std::trunc(tput * round_seconds), remaining));
+      a.expected_throughput.push_back(tput);
+      if (!record.first_start) record.first_start = now;
+    }
+    c.last_round = round;
+    c.last_type = p.type;
+    c.last_workers = p.workers;
+    c.running = true;
+    ++num_running_;
+    last_round_combos_.push_back(c.id);
+    a.workers = std::move(p.workers);
+    plan.assignments.push_back(std::move(a));
+  }
+  ++stats_.rounds;
+  stats_.micro_tasks += static_cast<std::int64_t>(plan.assignments.size());
+  return plan;
+}
+
+}  // namespace gavel::mechanism

@@ -1,0 +1,310 @@
+// RoundScheduler: Gavel's round-based scheduling mechanism (spec §3), the one component the
+// simulator drives now and the cluster daemon will drive unchanged later.
+//
+// It owns the job table (every admitted job, numbered 0, 1, ... in arrival order), the policy,
+// the current allocation X[combination][GPU type], the per-type time accounting behind the
+// priorities, and the placement of combinations on GPUs. It is fed events —
+//   AddJob        a job arrived;
+//   OnWorkerDone  one GPU finished its part of a micro-task (zero steps = the micro-task
+//                 failed; a job that fails max_failed_attempts times in a row is dropped);
+// — and each PlanRound call, at the clock's current time, runs the round's phases:
+//   recompute the allocation if due → update priorities → choose what runs → place on GPUs
+//   → emit the RoundPlan (which the caller hands to an Executor).
+//
+// Two behaviours (SchedulerOptions::compat, compat.h; docs/differences.md):
+//   compat   the original exactly: the allocation is recomputed (and the time accounting
+//            reset) only when something changed AND 1,920 s passed since the last reset — or
+//            the last reset happened at time 0, so every event at time 0 and the first one
+//            after it recompute; jobs that arrived since the last recomputation are not in
+//            the allocation and are never placed (their GPUs idle) until the next one.
+//   default  the allocation is recomputed at every round boundary where something changed,
+//            so a new job runs from the next round on; the time accounting is reset at most
+//            every 1,920 s, measured from the first reset (none = never reset).
+// Everything else — the priority score with its half-round pseudo-credit, per-type queues
+// sorted by (priority, deficit, allocation) with ties in insertion order, the per-round
+// shuffle of the type order (PyRandom(seed + 5)) for the policies that shuffle, the skip rules,
+// placement with consolidation and keeping last round's GPUs, pairs, lease statistics — is the
+// same in both.
+//
+// Cost: a round is O(C · T · log C) for C combinations (jobs, plus pairs for packing policies)
+// and T GPU types; per-job records of finished jobs are kept compactly for metrics.
+//
+// Thread-safety: none; one thread feeds events and plans rounds (the daemon serialises its
+// RPC handlers onto that thread). The clock must outlive the scheduler.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gavel/core/ids.h"
+#include "gavel/core/py_random.h"
+#include "gavel/core/status.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/core/units.h"
+#include "gavel/mechanism/cluster_layout.h"
+#include "gavel/mechanism/combination.h"
+#include "gavel/mechanism/compat.h"
+#include "gavel/mechanism/policy_input_builder.h"
+#include "gavel/mechanism/ports.h"
+#include "gavel/mechanism/round_plan.h"
+#include "gavel/policy/policy.h"
+
+namespace gavel::mechanism {
+
+struct SchedulerOptions {
+  std::string policy;  // a name from the policy registry, e.g. "max_min_fairness_perf"
+  // Which of the original's quirks to reproduce (see the file comment and compat.h).
+  Compat compat;
+  std::uint64_t seed = 0;  // the simulation seed: policy randomness, type shuffle (seed + 5)
+  Seconds round_length{360.0};
+  Seconds min_reset_interval{1920.0};
+  int max_failed_attempts = 5;
+  // $/GPU-hour per GPU type in ClusterLayout order (sorted names); empty = no prices. Used for
+  // job costs and by the cost policies (which require it).
+  std::vector<double> instance_costs;
+  // Solvers for the policy; null = the defaults (policy::PolicyOptions).
+  std::shared_ptr<lp::Solver> lp_solver;
+  std::shared_ptr<lp::Solver> milp_solver;
+};
+
+// The policy traits the mechanism acts on (policy::PolicyInfo carries them for named policies).
+struct PolicyTraits {
+  bool packing = false;                  // schedule space-sharing pairs
+  bool shuffles_gpu_type_order = false;  // shuffle the type order each round
+  bool skips_zero_priority = false;      // never run a combination whose priority is 0 (FIFO)
+  bool needs_instance_costs = false;
+};
+
+// A job as it arrives.
+struct JobDescription {
+  JobTypeKey type;  // throughput-table key (model, scale factor)
+  double total_steps = 0.0;
+  double priority_weight = 1.0;
+  Seconds arrival{0.0};
+  std::optional<Seconds> deadline;  // absolute SLO deadline; none = no SLO
+};
+
+// Everything the scheduler remembers about a job, finished or not (for metrics).
+struct JobRecord {
+  int table_key = -1;  // index into ThroughputTable::job_types()
+  int scale_factor = 1;
+  double priority_weight = 1.0;
+  double total_steps = 0.0;
+  double steps_run = 0.0;
+  Seconds arrival{0.0};
+  std::optional<Seconds> deadline;
+  std::optional<Seconds> first_start;  // start of the first round it was placed in
+  std::optional<Seconds> finish;       // end of the micro-task that completed it
+  bool dropped = false;                // removed after too many failed micro-tasks
+  double cost = 0.0;                   // $ (only with instance costs)
+  bool done() const { return finish.has_value() || dropped; }
+  std::optional<Seconds> jct() const {
+    if (!finish || dropped) return std::nullopt;
+    return *finish - arrival;
+  }
+};
+
+struct SchedulerStats {
+  std::int64_t rounds = 0;
+  std::int64_t allocation_recomputations = 0;  // including those with no active job
+  std::int64_t policy_solves = 0;              // Policy::Allocate calls
+  double policy_solve_seconds = 0.0;
+  std::int64_t lease_extensions = 0;
+  std::int64_t lease_extension_opportunities = 0;
+  std::int64_t micro_tasks = 0;
+  std::int64_t failed_micro_tasks = 0;
+};
+
+// What a worker report changed.
+struct ReportOutcome {
+  bool micro_task_complete = false;  // every GPU of the micro-task has reported
+  bool succeeded = false;
+  std::vector<JobId> completed;  // jobs that finished their last step
+  std::vector<JobId> dropped;    // jobs removed after max_failed_attempts failures
+};
+
+class RoundScheduler {
+ public:
+  // Makes the policy named in options.policy from the registry.
+  static Result<std::unique_ptr<RoundScheduler>> Create(
+      ClusterLayout layout, std::shared_ptr<const ThroughputTable> throughputs,
+      SchedulerOptions options, const Clock* clock);
+  // With a given policy (tests, or a policy not in the registry).
+  static Result<std::unique_ptr<RoundScheduler>> CreateWithPolicy(
+      ClusterLayout layout, std::shared_ptr<const ThroughputTable> throughputs,
+      SchedulerOptions options, const Clock* clock, std::unique_ptr<policy::Policy> policy,
+      PolicyTraits traits);
+
+  RoundScheduler(const RoundScheduler&) = delete;
+  RoundScheduler& operator=(const RoundScheduler&) = delete;
+  ~RoundScheduler();
+
+  // ---- Events ----
+  // Admits a job; ids are 0, 1, 2, ... in call order. Errors: a job type the throughput
+  // table lacks, a scale factor < 1, steps or weight that are not positive and finite, a job
+  // no GPU type of the cluster can run (too few GPUs, or throughput 0 everywhere).
+  Result<JobId> AddJob(const JobDescription& job);
+  // One GPU's report for a running micro-task. Errors: no such micro-task is running, or the
+  // worker is not one of its GPUs, or the report's shape does not match the combination.
+  Result<ReportOutcome> OnWorkerDone(const WorkerReport& report);
+  // The whole micro-task failed (a worker died, the job crashed), whatever its GPUs reported so
+  // far: one failed attempt, no progress credited. Error: no such micro-task is running.
+  Result<ReportOutcome> OnMicroTaskFailed(const Combination& combination, Seconds at);
+  // The original's trace-mode rule (spec §3.3): with no arrival left and nothing running,
+  // let the next round recompute the allocation regardless of the minimum reset interval.
+  void OpenResetGate();
+  // Forces a recomputation at the next round (e.g. after a price change).
+  void RequestReallocation() { need_reallocation_ = true; }
+
+  // ---- The round ----
+  // Plans the round that starts at clock->Now(). Every combination in the plan is running
+  // from then until all its GPUs reported. Errors: the policy failed (e.g. Unimplemented).
+  // Precondition: no micro-task is still running (rounds are back to back).
+  Result<RoundPlan> PlanRound();
+
+  // ---- Queries ----
+  const ClusterLayout& layout() const { return layout_; }
+  const ThroughputTable& throughputs() const { return *throughputs_; }
+  const PolicyTraits& traits() const { return traits_; }
+  std::size_t num_jobs() const { return records_.size(); }  // admitted so far
+  std::size_t num_active_jobs() const { return active_.size(); }
+  bool IsActive(JobId job) const { return active_.contains(job); }
+  bool HasRunningMicroTasks() const { return num_running_ > 0; }
+  const JobRecord& record(JobId job) const {
+    return records_.at(static_cast<std::size_t>(job.value()));
+  }
+  // GPU-seconds the job used on a type (elapsed time × GPUs of each successful micro-task).
+  double gpu_seconds(JobId job, int type) const {
+    return gpu_seconds_.at(static_cast<std::size_t>(job.value()) *
+                               static_cast<std::size_t>(layout_.num_types()) +
+                           static_cast<std::size_t>(type));
+  }
+  // Busy seconds per worker id (the original's cumulative worker time).
+  const std::vector<double>& worker_busy_seconds() const { return worker_busy_; }
+  const SchedulerStats& stats() const { return stats_; }
+  // The current allocation of a job alone on each type (0 where it has none).
+  std::vector<double> AllocationOf(JobId job) const;
+
+ private:
+  // An admitted job that has not finished.
+  struct ActiveJob {
+    JobId id;
+    int table_key = -1;
+    int scale_factor = 1;
+    int failures = 0;  // consecutive failed micro-tasks
+    int single_slot = -1;
+    std::vector<int> pair_slots;  // pairs containing this job
+  };
+
+  // A single job or a pair, with its per-type state (spec §3.2). Vectors are indexed by layout
+  // type. `tput_b` is empty for singles.
+  struct ComboState {
+    Combination id;
+    bool alive = false;
+    int scale_factor = 1;
+    bool in_allocation = false;  // present in the last computed allocation
+    std::vector<double> tput_a;
+    std::vector<double> tput_b;
+    std::vector<double> allocation;
+    std::vector<double> job_time;  // seconds run on each type since the last reset (+ credit)
+    std::vector<double> deficit;
+    std::vector<double> priority;
+    // Placement: the last round it ran in (-1 = none), on which type and GPUs. While its
+    // micro-task runs, `running` is set and multi-GPU reports wait in `reports`.
+    std::int64_t last_round = -1;
+    int last_type = 0;
+    std::vector<WorkerId> last_workers;
+    bool running = false;
+    std::vector<WorkerReport> reports;
+    std::int64_t placed_round = -1;  // scratch for PlaceOnGpus
+  };
+  struct Chosen {
+    int slot;
+    int type;
+    int scale_factor;
+  };
+  struct Placed {
+    int slot;
+    int type;
+    std::vector<WorkerId> workers;
+  };
+  Result<ReportOutcome> CompleteMicroTask(ComboState& c, std::span<const WorkerReport> reports);
+
+  RoundScheduler(ClusterLayout layout, std::shared_ptr<const ThroughputTable> throughputs,
+                 std::vector<int> table_types, SchedulerOptions options, const Clock* clock,
+                 std::unique_ptr<policy::Policy> policy, PolicyTraits traits);
+
+  // Round phases.
+  Result<bool> MaybeRecomputeAllocation(Seconds now);
+  bool ResetDue(Seconds now) const;
+  void ResetTimeAccounting(Seconds now);
+  Status RecomputeAllocation(Seconds now);
+  void UpdatePriorities();
+  std::vector<int> RoundTypeOrder();
+  std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
+  Result<std::vector<Placed>> PlaceOnGpus(const std::vector<int>& type_order,
+                                          const std::vector<Chosen>& chosen);
+  RoundPlan EmitPlan(Seconds now, std::vector<Placed> placed, bool recomputed);
+
+  // Job table upkeep.
+  int NewCombo(const Combination& id, int scale_factor);
+  void RemoveJob(JobId job, bool dropped);
+  void CompactOrder();
+  ComboState& combo(int slot);
+  const ComboState& combo(int slot) const;
+  ActiveJob* FindActive(JobId job);
+  int SlotOf(const Combination& c) const;
+  double ComboThroughput(const ComboState& c, int member, int type) const;
+
+  ClusterLayout layout_;
+  std::shared_ptr<const ThroughputTable> throughputs_;
+  std::vector<int> table_types_;  // table GPU type index per layout type
+  SchedulerOptions options_;
+  const Clock* clock_;
+  std::unique_ptr<policy::Policy> policy_;
+  PolicyTraits traits_;
+  PyRandom type_shuffler_;
+  int num_types_;
+
+  // Active jobs by id (ordered: the policy's row order).
+  std::map<JobId, ActiveJob> active_;
+  // Every combination ever created lives in a slot; dead slots are reused.
+  std::vector<ComboState> combos_;
+  std::vector<int> free_slots_;
+  // Live slots in insertion order (the original's dict order: the tie-break of the queues).
+  std::vector<int> order_;
+  std::size_t dead_in_order_ = 0;
+  std::unordered_map<Combination, int> pair_slots_;
+
+  // Allocation state.
+  bool need_reallocation_ = false;
+  double sentinel_last_reset_ = 0.0;  // compat.reset_at_zero_means_never: 0 = "never"
+  std::optional<Seconds> last_reset_;
+  bool force_reset_ = false;  // OpenResetGate() without the sentinel
+  bool allocation_ever_computed_ = false;
+
+  // Micro-tasks of the current round, and last round's combinations (for lease statistics;
+  // a pair's slot may be gone by the next round while a member is still active).
+  int num_running_ = 0;
+  std::vector<Combination> last_round_combos_;
+  // Per-round scratch, kept to reuse its memory.
+  std::vector<std::uint32_t> job_stamp_;  // by job id: chosen in round (stamp)
+  std::uint32_t stamp_ = 0;
+  std::vector<char> worker_assigned_;
+
+  // Time accounting per type since the last reset.
+  std::vector<double> worker_time_;  // per type
+  std::vector<double> worker_busy_;  // per worker id, whole run
+
+  std::vector<JobRecord> records_;   // by job id
+  std::vector<double> gpu_seconds_;  // by job id × type
+  SchedulerStats stats_;
+};
+
+}  // namespace gavel::mechanism

@@ -1,0 +1,520 @@
+#include "gavel/mechanism/round_scheduler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "gavel/core/py_random.h"
+#include "gavel/core/snapshot.h"
+
+namespace gavel::mechanism {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A hand-made table: models A and B at scale factor 1 (and A at 2) on v100 and k80.
+constexpr char kTable[] = R"json({
+  "v100": {
+    "('A', 1)": {"null": 2.0, "('A', 1)": [1.0, 1.0], "('B', 1)": [1.5, 0.5]},
+    "('B', 1)": {"null": 1.0, "('A', 1)": [0.5, 1.5], "('B', 1)": [0.6, 0.6]},
+    "('A', 2)": {"null": 3.0, "('A', 2)": [0.0, 0.0]}
+  },
+  "k80": {
+    "('A', 1)": {"null": 1.0, "('A', 1)": [0.5, 0.5], "('B', 1)": [0.0, 0.0]},
+    "('B', 1)": {"null": 0.5, "('A', 1)": [0.0, 0.0], "('B', 1)": [0.3, 0.3]},
+    "('A', 2)": {"null": 1.5, "('A', 2)": [0.0, 0.0]}
+  }
+})json";
+
+std::shared_ptr<const ThroughputTable> SmallTable() {
+  auto table = ThroughputTable::Parse(kTable, "test table");
+  GAVEL_CHECK_MSG(table.ok(), table.status().ToString().c_str());
+  return std::make_shared<const ThroughputTable>(std::move(*table));
+}
+
+// A policy whose allocation is a function of the input; counts its calls.
+class FakePolicy final : public policy::Policy {
+ public:
+  using Rule = std::function<void(const policy::PolicyInput&, policy::PolicyOutput&)>;
+  FakePolicy(Rule rule, int* calls) : rule_(std::move(rule)), calls_(calls) {}
+  Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input) override {
+    ++*calls_;
+    policy::PolicyOutput out;
+    out.allocation = Matrix(input.num_jobs(), input.num_types());
+    out.pair_allocation = Matrix(input.pairs.size(), input.num_types());
+    rule_(input, out);
+    return out;
+  }
+
+ private:
+  Rule rule_;
+  int* calls_;
+};
+
+// Every job gets `share` of every type.
+FakePolicy::Rule Share(double share) {
+  return [share](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    for (std::size_t i = 0; i < in.num_jobs(); ++i) {
+      for (std::size_t j = 0; j < in.num_types(); ++j) out.allocation(i, j) = share;
+    }
+  };
+}
+
+struct Fixture {
+  ManualClock clock;
+  int policy_calls = 0;
+  std::unique_ptr<RoundScheduler> scheduler;
+
+  Fixture(std::vector<GpuTypeSpec> cluster, FakePolicy::Rule rule, Compat compat = {},
+          PolicyTraits traits = {}) {
+    auto layout = ClusterLayout::Create(cluster);
+    GAVEL_CHECK(layout.ok());
+    SchedulerOptions options;
+    options.policy = "fake";
+    options.compat = compat;
+    auto created = RoundScheduler::CreateWithPolicy(
+        std::move(*layout), SmallTable(), options, &clock,
+        std::make_unique<FakePolicy>(std::move(rule), &policy_calls), traits);
+    GAVEL_CHECK_MSG(created.ok(), created.status().ToString().c_str());
+    scheduler = std::move(*created);
+  }
+
+  JobId Add(const std::string& model, int sf, double steps, double arrival) {
+    JobDescription d;
+    d.type = JobTypeKey{model, sf};
+    d.total_steps = steps;
+    d.arrival = Seconds(arrival);
+    auto id = scheduler->AddJob(d);
+    GAVEL_CHECK_MSG(id.ok(), id.status().ToString().c_str());
+    return *id;
+  }
+
+  RoundPlan Plan(double now) {
+    clock.Set(Seconds(now));
+    auto plan = scheduler->PlanRound();
+    GAVEL_CHECK_MSG(plan.ok(), plan.status().ToString().c_str());
+    return *plan;
+  }
+
+  // Every GPU of every assignment reports its share of the lease after `elapsed` seconds.
+  std::vector<ReportOutcome> Finish(const RoundPlan& plan, double elapsed) {
+    std::vector<ReportOutcome> outcomes;
+    for (const Assignment& a : plan.assignments) {
+      const double gpus = static_cast<double>(a.workers.size());
+      for (std::size_t g = 0; g < a.workers.size(); ++g) {
+        WorkerReport r;
+        r.combination = a.combination;
+        r.worker = a.workers[g];
+        for (double s : a.max_steps) r.steps.push_back(s / gpus);
+        r.elapsed.assign(a.max_steps.size(), Seconds(elapsed));
+        r.finished_at = plan.start + Seconds(elapsed);
+        auto outcome = scheduler->OnWorkerDone(r);
+        GAVEL_CHECK_MSG(outcome.ok(), outcome.status().ToString().c_str());
+        outcomes.push_back(*outcome);
+      }
+    }
+    return outcomes;
+  }
+};
+
+std::vector<JobId> RunningJobs(const RoundPlan& plan) {
+  std::vector<JobId> jobs;
+  for (const Assignment& a : plan.assignments) {
+    for (int i = 0; i < a.combination.size(); ++i) jobs.push_back(a.combination.member(i));
+  }
+  std::sort(jobs.begin(), jobs.end());
+  return jobs;
+}
+
+TEST(ClusterLayoutTest, NumbersWorkersTypeAfterTypeInSortedOrder) {
+  auto layout = ClusterLayout::Create({{"v100", 4, 2}, {"p100", 3, 1}, {"k80", 5, 2}});
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  EXPECT_EQ(layout->type_names(), (std::vector<std::string>{"k80", "p100", "v100"}));
+  // k80 keeps two whole servers of two (the fifth GPU is dropped, as in the original).
+  EXPECT_EQ(layout->gpu_count(0), 4);
+  EXPECT_EQ(layout->servers(0), (std::vector<std::vector<WorkerId>>{{WorkerId(0), WorkerId(1)},
+                                                                    {WorkerId(2), WorkerId(3)}}));
+  EXPECT_EQ(layout->servers(1).size(), 3u);
+  EXPECT_EQ(layout->servers(1)[0], std::vector<WorkerId>{WorkerId(4)});
+  EXPECT_EQ(layout->servers(2)[1], (std::vector<WorkerId>{WorkerId(9), WorkerId(10)}));
+  EXPECT_EQ(layout->num_workers(), 11);
+  EXPECT_EQ(layout->TypeOf(WorkerId(9)), 2);
+  // The user's order: v100, p100, k80.
+  EXPECT_THAT(layout->preference_order(), ElementsAre(2, 1, 0));
+}
+
+TEST(ClusterLayoutTest, RejectsBadClusters) {
+  EXPECT_FALSE(ClusterLayout::Create({}).ok());
+  EXPECT_FALSE(ClusterLayout::Create({{"v100", 0, 1}}).ok());
+  EXPECT_FALSE(ClusterLayout::Create({{"v100", 2, 1}, {"v100", 2, 1}}).ok());
+  EXPECT_FALSE(ClusterLayout::Create({{"v100", -1, 1}, {"k80", 2, 1}}).ok());
+  EXPECT_FALSE(ClusterLayout::Create({{"v100", 2, 0}}).ok());
+  // A type with no whole server leaves the cluster.
+  auto layout = ClusterLayout::Create({{"v100", 1, 2}, {"k80", 2, 1}});
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(layout->type_names(), std::vector<std::string>{"k80"});
+}
+
+TEST(CombinationTest, SinglesSortBeforePairsAndPairsLexicographically) {
+  const Combination s3 = Combination::Single(JobId(3));
+  const Combination s9 = Combination::Single(JobId(9));
+  const Combination p12 = Combination::Pair(JobId(2), JobId(1));
+  const Combination p13 = Combination::Pair(JobId(1), JobId(3));
+  const Combination p20 = Combination::Pair(JobId(2), JobId(0));
+  EXPECT_TRUE(s3 < s9);
+  EXPECT_TRUE(s9 < p12);
+  EXPECT_FALSE(p12 < s9);
+  EXPECT_TRUE(p20 < p12);  // (0, 2) < (1, 2)
+  EXPECT_TRUE(p12 < p13);  // (1, 2) < (1, 3)
+  EXPECT_EQ(p12.member(0), JobId(1));
+  EXPECT_EQ(p12.ToString(), "(1, 2)");
+  EXPECT_EQ(s3.ToString(), "3");
+  EXPECT_EQ(p13.IndexOf(JobId(3)), 1);
+  EXPECT_EQ(p13.IndexOf(JobId(2)), -1);
+}
+
+TEST(CompatTest, ParsesNamesAndGavel) {
+  EXPECT_TRUE(Compat::Parse("gavel")->all());
+  EXPECT_FALSE(Compat::Parse("none")->any());
+  auto some = Compat::Parse("floor_step_split,idle_gap_booking");
+  ASSERT_TRUE(some.ok());
+  EXPECT_TRUE(some->floor_step_split && some->idle_gap_booking && !some->policy);
+  EXPECT_THAT(some->Names(), ElementsAre("idle_gap_booking", "floor_step_split"));
+  auto all_but = Compat::Parse("gavel,-policy");
+  ASSERT_TRUE(all_but.ok());
+  EXPECT_TRUE(!all_but->policy && all_but->floor_step_split && all_but->any() && !all_but->all());
+  auto bad = Compat::Parse("policy,nonsense");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("nonsense"));
+}
+
+// Spec §3.4 worked by hand: two jobs with allocation 0.5 on one GPU. Round 0: both have the
+// 180 s credit out of 360 s, priority 1 each, the tie goes to the first job. Then the job that
+// ran has 540/720 (priority 0.67) and the other 180/720 (priority 2), and so on: they alternate.
+TEST(RoundSchedulerTest, TwoHalfSharesAlternateOnOneGpu) {
+  Fixture f({{"v100", 1, 1}}, Share(0.5));
+  const JobId a = f.Add("A", 1, 1e6, 0.0);
+  const JobId b = f.Add("B", 1, 1e6, 0.0);
+  std::vector<JobId> ran;
+  for (int round = 0; round < 6; ++round) {
+    const RoundPlan plan = f.Plan(360.0 * round);
+    ASSERT_EQ(plan.assignments.size(), 1u);
+    ran.push_back(plan.assignments[0].combination.member(0));
+    f.Finish(plan, 360.0);
+  }
+  EXPECT_THAT(ran, ElementsAre(a, b, a, b, a, b));
+  EXPECT_EQ(f.policy_calls, 1);  // nothing changed after the first round
+  EXPECT_EQ(f.scheduler->stats().rounds, 6);
+}
+
+TEST(RoundSchedulerTest, LeaseIsTheRoundsWholeStepsCappedByWhatRemains) {
+  Fixture f({{"v100", 1, 1}}, Share(1.0));
+  // A runs 2 steps/s on v100: 720 steps a round; 1000.5 steps need two rounds.
+  const JobId a = f.Add("A", 1, 1000.5, 0.0);
+  RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_THAT(plan.assignments[0].max_steps, ElementsAre(720.0));
+  EXPECT_THAT(plan.assignments[0].expected_throughput, ElementsAre(2.0));
+  EXPECT_EQ(plan.assignments[0].lease_duration, Seconds(360.0));
+  f.Finish(plan, 360.0);
+  plan = f.Plan(360.0);
+  EXPECT_THAT(plan.assignments[0].max_steps, ElementsAre(280.5));
+  const auto outcomes = f.Finish(plan, 140.25);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_THAT(outcomes[0].completed, ElementsAre(a));
+  const JobRecord& r = f.scheduler->record(a);
+  EXPECT_EQ(r.steps_run, 1000.5);
+  EXPECT_EQ(r.finish, Seconds(500.25));
+  EXPECT_EQ(r.jct(), Seconds(500.25));
+  EXPECT_EQ(r.first_start, Seconds(0.0));
+  EXPECT_FALSE(f.scheduler->IsActive(a));
+  // Busy time: 360 + 140.25 on the one GPU.
+  EXPECT_DOUBLE_EQ(f.scheduler->worker_busy_seconds()[0], 500.25);
+  EXPECT_DOUBLE_EQ(f.scheduler->gpu_seconds(a, 0), 500.25);
+}
+
+// Spec §3.3: under the original's rule a job that arrives between resets has no allocation and
+// is not placed, though a GPU is free; by default it runs from the next round.
+TEST(RoundSchedulerTest, NewJobWaitsForTheNextResetOnlyUnderCompat) {
+  for (const bool compat : {true, false}) {
+    SCOPED_TRACE(compat ? "compat" : "default");
+    Fixture f({{"v100", 3, 1}}, Share(1.0 / 3.0), compat ? Compat::Gavel() : Compat::None());
+    f.Add("A", 1, 1e7, 0.0);
+    RoundPlan plan = f.Plan(0.0);  // resets at 0
+    f.Finish(plan, 360.0);
+    f.Add("A", 1, 1e7, 300.0);
+    plan = f.Plan(360.0);  // compat: a reset at 0 counts as none, so this one resets too
+    EXPECT_EQ(plan.assignments.size(), 2u);
+    f.Finish(plan, 360.0);
+    const JobId late = f.Add("B", 1, 1e7, 400.0);
+    double t = 720.0;
+    std::optional<double> started;
+    while (!started && t < 5000.0) {
+      plan = f.Plan(t);
+      for (JobId j : RunningJobs(plan)) {
+        if (j == late) started = t;
+      }
+      f.Finish(plan, 360.0);
+      t += 360.0;
+    }
+    ASSERT_TRUE(started.has_value());
+    // Compat: the next reset is due 1920 s after the one at 360, at the round at 2520.
+    EXPECT_EQ(*started, compat ? 2520.0 : 720.0);
+    EXPECT_EQ(f.policy_calls, 3);  // compat: at 0, 360, 2520; default: at 0, 360, 720
+  }
+}
+
+TEST(RoundSchedulerTest, MultiGpuJobsGoFirstOntoWholeServersAndKeepTheirGpus) {
+  Fixture f({{"v100", 4, 2}}, Share(1.0));
+  const JobId s1 = f.Add("A", 1, 1e7, 0.0);
+  const JobId big = f.Add("A", 2, 1e7, 0.0);
+  const JobId s2 = f.Add("B", 1, 1e7, 0.0);
+  RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 3u);
+  std::map<JobId, std::vector<WorkerId>> placed;
+  for (const Assignment& a : plan.assignments) placed[a.combination.member(0)] = a.workers;
+  EXPECT_EQ(placed[big], (std::vector<WorkerId>{WorkerId(0), WorkerId(1)}));
+  EXPECT_EQ(placed[s1], std::vector<WorkerId>{WorkerId(2)});
+  EXPECT_EQ(placed[s2], std::vector<WorkerId>{WorkerId(3)});
+  const auto outcomes = f.Finish(plan, 360.0);
+  // The 2-GPU micro-task completes with its second report only.
+  int complete = 0;
+  for (const ReportOutcome& o : outcomes) complete += o.micro_task_complete ? 1 : 0;
+  EXPECT_EQ(complete, 3);
+  EXPECT_EQ(f.scheduler->record(big).steps_run, std::trunc(3.0 * 360.0));
+
+  plan = f.Plan(360.0);
+  for (const Assignment& a : plan.assignments) {
+    EXPECT_EQ(a.workers, placed[a.combination.member(0)]);
+    EXPECT_TRUE(a.lease_extended);
+  }
+  EXPECT_EQ(f.scheduler->stats().lease_extensions, 3);
+  EXPECT_EQ(f.scheduler->stats().lease_extension_opportunities, 3);
+}
+
+TEST(RoundSchedulerTest, AJobThatFailsFiveTimesInARowIsDropped) {
+  Fixture f({{"v100", 1, 1}}, Share(1.0));
+  const JobId a = f.Add("A", 1, 1e6, 0.0);
+  auto fail = [&](const RoundPlan& plan) {
+    WorkerReport r;
+    r.combination = plan.assignments.at(0).combination;
+    r.worker = plan.assignments.at(0).workers.at(0);
+    r.steps = {0.0};
+    r.elapsed = {Seconds(360.0)};
+    r.finished_at = plan.start + Seconds(360.0);
+    auto outcome = f.scheduler->OnWorkerDone(r);
+    GAVEL_CHECK(outcome.ok());
+    return *outcome;
+  };
+  double t = 0.0;
+  for (int i = 0; i < 4; ++i, t += 360.0) EXPECT_FALSE(fail(f.Plan(t)).succeeded);
+  f.Finish(f.Plan(t), 360.0);  // a success resets the count
+  t += 360.0;
+  ReportOutcome last;
+  for (int i = 0; i < 5; ++i, t += 360.0) last = fail(f.Plan(t));
+  EXPECT_THAT(last.dropped, ElementsAre(a));
+  EXPECT_TRUE(f.scheduler->record(a).dropped);
+  EXPECT_FALSE(f.scheduler->record(a).jct().has_value());
+  EXPECT_EQ(f.scheduler->stats().failed_micro_tasks, 9);
+  EXPECT_FALSE(f.scheduler->IsActive(a));
+}
+
+TEST(RoundSchedulerTest, AFailedMultiGpuMicroTaskCreditsNothing) {
+  Fixture f({{"v100", 2, 1}}, Share(1.0));
+  const JobId big = f.Add("A", 2, 1e6, 0.0);
+  RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  // One GPU reported progress, then the micro-task failed as a whole.
+  WorkerReport r;
+  r.combination = plan.assignments[0].combination;
+  r.worker = plan.assignments[0].workers[0];
+  r.steps = {100.0};
+  r.elapsed = {Seconds(360.0)};
+  r.finished_at = Seconds(360.0);
+  ASSERT_TRUE(f.scheduler->OnWorkerDone(r).ok());
+  auto failed = f.scheduler->OnMicroTaskFailed(r.combination, Seconds(360.0));
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+  EXPECT_TRUE(failed->micro_task_complete);
+  EXPECT_FALSE(failed->succeeded);
+  EXPECT_EQ(f.scheduler->record(big).steps_run, 0.0);
+  EXPECT_FALSE(f.scheduler->HasRunningMicroTasks());
+  EXPECT_EQ(f.scheduler->OnMicroTaskFailed(r.combination, Seconds(360.0)).status().code(),
+            StatusCode::kFailedPrecondition);
+  // The next round runs it again on the same GPUs.
+  plan = f.Plan(360.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_TRUE(plan.assignments[0].lease_extended);
+}
+
+TEST(RoundSchedulerTest, FifoLikePoliciesNeverRunAZeroPriorityJob) {
+  auto first_only = [](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    out.allocation(0, 0) = 1.0;  // type 0 = v100 (the only type)
+    (void)in;
+  };
+  for (const bool skips : {true, false}) {
+    PolicyTraits traits;
+    traits.skips_zero_priority = skips;
+    Fixture f({{"v100", 2, 1}}, first_only, Compat::None(), traits);
+    f.Add("A", 1, 1e6, 0.0);
+    f.Add("A", 1, 1e6, 0.0);
+    const RoundPlan plan = f.Plan(0.0);
+    // Without the FIFO rule, the job with no allocation fills the idle GPU.
+    EXPECT_EQ(plan.assignments.size(), skips ? 1u : 2u);
+  }
+}
+
+TEST(RoundSchedulerTest, PackedPairsRunTogetherAtTheirColocatedThroughputs) {
+  auto pair_only = [](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    ASSERT_EQ(in.pairs.size(), 1u);
+    out.pair_allocation(0, 0) = 1.0;
+  };
+  PolicyTraits traits;
+  traits.packing = true;
+  Fixture f({{"v100", 1, 1}}, pair_only, Compat::None(), traits);
+  const JobId a = f.Add("A", 1, 1e6, 0.0);
+  const JobId b = f.Add("B", 1, 1e6, 0.0);
+  const RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  const Assignment& pair = plan.assignments[0];
+  EXPECT_EQ(pair.combination, Combination::Pair(a, b));
+  EXPECT_THAT(pair.expected_throughput, ElementsAre(1.5, 0.5));
+  EXPECT_THAT(pair.max_steps, ElementsAre(540.0, 180.0));
+  f.Finish(plan, 360.0);
+  EXPECT_EQ(f.scheduler->record(a).steps_run, 540.0);
+  EXPECT_EQ(f.scheduler->record(b).steps_run, 180.0);
+}
+
+TEST(RoundSchedulerTest, RejectsBadJobsAndReports) {
+  Fixture f({{"v100", 2, 1}}, Share(0.5));
+  JobDescription unknown;
+  unknown.type = JobTypeKey{"C", 1};
+  unknown.total_steps = 10;
+  EXPECT_EQ(f.scheduler->AddJob(unknown).status().code(), StatusCode::kNotFound);
+  JobDescription no_steps;
+  no_steps.type = JobTypeKey{"A", 1};
+  no_steps.total_steps = 0.0;
+  EXPECT_EQ(f.scheduler->AddJob(no_steps).status().code(), StatusCode::kInvalidArgument);
+  JobDescription too_big;
+  too_big.type = JobTypeKey{"A", 2};
+  too_big.total_steps = 10;
+  Fixture one_gpu({{"v100", 1, 1}}, Share(1.0));
+  EXPECT_THAT(one_gpu.scheduler->AddJob(too_big).status().message(),
+              HasSubstr("can never run on this cluster"));
+
+  f.Add("A", 1, 1e6, 0.0);
+  const RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  WorkerReport r;
+  r.combination = Combination::Single(JobId(7));
+  r.worker = WorkerId(0);
+  r.steps = {1.0};
+  r.elapsed = {Seconds(1.0)};
+  EXPECT_EQ(f.scheduler->OnWorkerDone(r).status().code(), StatusCode::kFailedPrecondition);
+  r.combination = plan.assignments[0].combination;
+  r.worker = WorkerId(plan.assignments[0].workers[0].value() == 0 ? 1 : 0);
+  EXPECT_EQ(f.scheduler->OnWorkerDone(r).status().code(), StatusCode::kInvalidArgument);
+  r.worker = plan.assignments[0].workers[0];
+  r.steps = {1.0, 2.0};
+  EXPECT_EQ(f.scheduler->OnWorkerDone(r).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(RoundSchedulerTest, RegistryPolicyNeedsPricesWhenItSaysSo) {
+  ManualClock clock;
+  auto layout = ClusterLayout::Create({{"v100", 1, 1}});
+  ASSERT_TRUE(layout.ok());
+  SchedulerOptions options;
+  options.policy = "max_sum_throughput_normalized_by_cost_perf";
+  auto s = RoundScheduler::Create(*layout, SmallTable(), options, &clock);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("prices"));
+  options.policy = "no_such_policy";
+  EXPECT_EQ(RoundScheduler::Create(*layout, SmallTable(), options, &clock).status().code(),
+            StatusCode::kNotFound);
+}
+
+// Invariants over random workloads with a real policy: no GPU is booked twice in a round, every
+// assignment uses GPUs of its own type and as many as its scale factor, and a job that
+// completes has run exactly its total steps.
+TEST(RoundSchedulerTest, RandomWorkloadsKeepTheInvariants) {
+  auto table_or = ThroughputTable::LoadFile(DefaultThroughputsFile());
+  ASSERT_TRUE(table_or.ok()) << table_or.status().ToString();
+  auto table = std::make_shared<const ThroughputTable>(std::move(*table_or));
+  std::vector<JobTypeKey> keys;
+  for (const JobTypeKey& k : table->job_types()) {
+    if (k.scale_factor <= 2) keys.push_back(k);
+  }
+  for (const bool compat : {false, true}) {
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + (compat ? " compat" : ""));
+      PyRandom rng(seed);
+      ManualClock clock;
+      auto layout = ClusterLayout::Create({{"v100", 4, 2}, {"p100", 3, 1}, {"k80", 2, 1}});
+      ASSERT_TRUE(layout.ok());
+      SchedulerOptions options;
+      options.policy = "max_min_fairness_perf";
+      options.compat = compat ? Compat::Gavel() : Compat::None();
+      options.seed = seed;
+      auto created = RoundScheduler::Create(*layout, table, options, &clock);
+      ASSERT_TRUE(created.ok()) << created.status().ToString();
+      RoundScheduler& s = **created;
+      double now = 0.0;
+      std::set<JobId> completed;
+      for (int round = 0; round < 300; ++round) {
+        clock.Set(Seconds(now));
+        if (round < 40 && rng.Random() < 0.5) {
+          JobDescription d;
+          d.type = keys[rng.ChoiceIndex(keys.size())];
+          d.total_steps = 50.0 + 5000.0 * rng.Random();
+          d.arrival = Seconds(now);
+          ASSERT_TRUE(s.AddJob(d).ok());
+        }
+        auto plan = s.PlanRound();
+        ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+        std::set<WorkerId> booked;
+        double round_end = now;
+        for (const Assignment& a : plan->assignments) {
+          EXPECT_EQ(static_cast<int>(a.workers.size()),
+                    s.record(a.combination.member(0)).scale_factor);
+          for (WorkerId w : a.workers) {
+            EXPECT_TRUE(booked.insert(w).second) << "worker " << w.value() << " booked twice";
+            EXPECT_EQ(s.layout().TypeOf(w), a.gpu_type);
+          }
+          double finish = now;
+          for (std::size_t i = 0; i < a.max_steps.size(); ++i) {
+            EXPECT_GE(a.max_steps[i], 0.0);
+            finish = std::max(finish, now + a.max_steps[i] / a.expected_throughput[i]);
+          }
+          round_end = std::max(round_end, finish);
+          for (std::size_t g = 0; g < a.workers.size(); ++g) {
+            WorkerReport r;
+            r.combination = a.combination;
+            r.worker = a.workers[g];
+            for (double steps : a.max_steps) {
+              r.steps.push_back(steps / static_cast<double>(a.workers.size()));
+            }
+            r.elapsed.assign(a.max_steps.size(), Seconds(finish - now));
+            r.finished_at = Seconds(finish);
+            auto outcome = s.OnWorkerDone(r);
+            ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+            for (JobId j : outcome->completed) completed.insert(j);
+          }
+        }
+        now = round_end > now ? round_end : now + 360.0;
+      }
+      EXPECT_GT(completed.size(), 5u);
+      for (JobId j : completed) {
+        const JobRecord& r = s.record(j);
+        EXPECT_NEAR(r.steps_run, r.total_steps, 1e-9 * r.total_steps);
+        EXPECT_GE(r.jct()->value(), 0.0);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gavel::mechanism

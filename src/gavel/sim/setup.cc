@@ -1,0 +1,153 @@
+#include "gavel/sim/setup.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace gavel::sim::internal {
+
+Result<RunSetup> PrepareRun(const SimulationOptions& options) {
+  if (options.throughputs == nullptr) return Status::InvalidArgument("no throughput table");
+  if (options.policy.empty()) return Status::InvalidArgument("no policy given");
+  if (options.generator.has_value() == !options.trace.empty()) {
+    return Status::InvalidArgument(
+        "give exactly one workload: generated jobs or a non-empty trace");
+  }
+  if (!(options.round_length.value() > 0.0) || !std::isfinite(options.round_length.value())) {
+    return Status::InvalidArgument("the round length must be a positive number of seconds");
+  }
+  RunSetup setup;
+  GAVEL_ASSIGN_OR_RETURN(setup.layout, mechanism::ClusterLayout::Create(options.cluster));
+
+  if (!options.instance_costs.empty()) {
+    for (const auto& [name, price] : options.instance_costs) {
+      if (setup.layout.TypeIndex(name) < 0) {
+        return Status::InvalidArgument("instance cost given for GPU type \"" + name +
+                                       "\", which the cluster does not have");
+      }
+    }
+    for (const std::string& name : setup.layout.type_names()) {
+      const auto it = options.instance_costs.find(name);
+      if (it == options.instance_costs.end()) {
+        return Status::InvalidArgument("no instance cost for GPU type \"" + name + "\"");
+      }
+      setup.instance_costs.push_back(it->second);
+    }
+  }
+
+  setup.window_start = options.window_start;
+  if (options.generator) {
+    if (!options.window_end) {
+      return Status::InvalidArgument("a generated workload needs a window end (-e)");
+    }
+    setup.window_end = *options.window_end;
+    workload::GeneratorOptions generator = *options.generator;
+    // Static workload: exactly window_end jobs, all at time 0.
+    if (generator.mean_interarrival.value() == 0.0) generator.max_jobs = setup.window_end;
+    GAVEL_ASSIGN_OR_RETURN(auto stream,
+                           workload::GeneratedJobStream::Create(generator, *options.throughputs));
+    setup.stream = std::move(stream);
+  } else {
+    GAVEL_RETURN_IF_ERROR(workload::ValidateArrivalOrder(options.trace));
+    setup.is_trace = true;
+    setup.window_end = options.window_end.value_or(options.trace.size());
+    if (setup.window_end > options.trace.size()) {
+      return Status::InvalidArgument("window end " + std::to_string(setup.window_end) +
+                                     " is beyond the trace's " +
+                                     std::to_string(options.trace.size()) + " jobs");
+    }
+    setup.stream = std::make_unique<workload::TraceJobStream>(options.trace);
+  }
+  if (setup.window_start >= setup.window_end) {
+    return Status::InvalidArgument("the measurement window [" + std::to_string(setup.window_start) +
+                                   ", " + std::to_string(setup.window_end) + ") holds no job");
+  }
+  return setup;
+}
+
+mechanism::JobDescription ToDescription(const workload::TraceJob& job, Seconds admitted_at,
+                                        const mechanism::Compat& compat) {
+  mechanism::JobDescription d;
+  d.type = job.key();
+  d.total_steps = job.total_steps;
+  d.priority_weight = job.priority_weight;
+  d.arrival = job.arrival_time;
+  if (job.slo_multiplier && job.duration) {
+    const double base = compat.slo_quirks ? admitted_at.value() : job.arrival_time.value();
+    d.deadline = Seconds(*job.slo_multiplier * job.duration->value() + base);
+  }
+  return d;
+}
+
+void FinishResult(const SimulationOptions& options, const RunSetup& setup,
+                  const ThroughputTable& table, const std::vector<mechanism::JobRecord>& records,
+                  const std::vector<std::vector<double>>& gpu_seconds, Seconds end,
+                  SimulationResult& result) {
+  result.policy = options.policy;
+  result.seed = options.seed;
+  result.compat = options.compat;
+  result.ideal = options.ideal;
+  result.gpu_types = setup.layout.type_names();
+  result.gpu_counts.clear();
+  for (int t = 0; t < setup.layout.num_types(); ++t) {
+    result.gpu_counts.push_back(setup.layout.gpu_count(t));
+  }
+  result.window_start = setup.window_start;
+  result.window_end = setup.window_end;
+  result.makespan_seconds = end.value();
+  result.jobs_admitted = records.size();
+
+  std::vector<double> window_jcts;
+  result.jobs.clear();
+  result.jobs.reserve(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const mechanism::JobRecord& r = records[i];
+    JobResult job;
+    job.id = JobId(i);
+    job.job_type = table.job_types()[static_cast<std::size_t>(r.table_key)].model;
+    job.scale_factor = r.scale_factor;
+    job.priority_weight = r.priority_weight;
+    job.arrival = r.arrival;
+    job.first_start = r.first_start;
+    job.finish = r.finish;
+    job.jct = r.jct();
+    job.deadline = r.deadline;
+    job.dropped = r.dropped;
+    job.in_window = i >= setup.window_start && i < setup.window_end;
+    job.gpu_seconds = gpu_seconds[i];
+    job.cost = r.cost;
+    result.total_cost += r.cost;
+    if (r.dropped) ++result.jobs_dropped;
+    if (job.jct) ++result.jobs_completed;
+    if (job.in_window) {
+      if (r.dropped) ++result.window_jobs_dropped;
+      if (job.jct) {
+        ++result.window_jobs_completed;
+        window_jcts.push_back(job.jct->value());
+      }
+      if (i == setup.window_start) result.window_start_time = r.arrival;
+    }
+    if (r.deadline && r.done()) {
+      ++result.slo_jobs;
+      bool violated;
+      if (options.compat.slo_quirks) {
+        // The original compares the JCT (a duration) with the deadline (a point in time).
+        violated = job.jct && job.jct->value() > r.deadline->value();
+      } else {
+        violated = r.dropped || (r.finish && *r.finish > *r.deadline);
+      }
+      if (violated) ++result.slo_violations;
+    }
+    result.jobs.push_back(std::move(job));
+  }
+  if (!window_jcts.empty()) {
+    double sum = 0.0;
+    for (double v : window_jcts) sum += v;
+    result.average_jct_seconds = sum / static_cast<double>(window_jcts.size());
+  }
+  result.jct_p50_seconds = Percentile(window_jcts, 50.0);
+  result.jct_p90_seconds = Percentile(window_jcts, 90.0);
+  result.jct_p99_seconds = Percentile(window_jcts, 99.0);
+}
+
+}  // namespace gavel::sim::internal

@@ -1,0 +1,413 @@
+#include "gavel/sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+#include "gavel/mechanism/ports.h"
+#include "gavel/mechanism/round_scheduler.h"
+#include "gavel/sim/event_queue.h"
+#include "gavel/sim/ideal.h"
+#include "gavel/sim/setup.h"
+#include "gavel/sim/sim_executor.h"
+
+namespace gavel::sim {
+namespace {
+
+using mechanism::RoundScheduler;
+
+// One run of the round-based mechanism (see simulator.h for the loop).
+class RoundSimulation {
+ public:
+  RoundSimulation(const SimulationOptions& options, internal::RunSetup setup)
+      : options_(options), setup_(std::move(setup)), executor_(&queue_) {}
+
+  Result<SimulationResult> Run() {
+    GAVEL_RETURN_IF_ERROR(CreateScheduler());
+    int idle_rounds = 0;
+    while (window_done_ < setup_.window_end - setup_.window_start) {
+      if (options_.time_limit && now_ > *options_.time_limit) {
+        return Status::FailedPrecondition(
+            "simulated time passed the limit of " + std::to_string(options_.time_limit->value()) +
+            " s with " + std::to_string(setup_.window_end - setup_.window_start - window_done_) +
+            " window jobs unfinished (is the cluster overloaded?): " + UnfinishedWindowJobs());
+      }
+      AdvanceClock();
+      GAVEL_RETURN_IF_ERROR(DeliverMicroTaskEnds());
+      GAVEL_RETURN_IF_ERROR(AdmitArrivals());
+      GAVEL_ASSIGN_OR_RETURN(const bool launched, PlanAndLaunchRound());
+      // Nothing runs, nothing will arrive, yet window jobs wait: give the allocation one more
+      // chance, then give up rather than spin (the original spins forever here).
+      if (!launched && queue_.empty() && !setup_.stream->PeekArrival() &&
+          window_done_ < setup_.window_end - setup_.window_start) {
+        if (++idle_rounds > 1) return Stuck();
+        scheduler_->RequestReallocation();
+        scheduler_->OpenResetGate();
+      } else {
+        idle_rounds = 0;
+      }
+    }
+    return Finish();
+  }
+
+ private:
+  Status CreateScheduler() {
+    mechanism::SchedulerOptions so;
+    so.policy = options_.policy;
+    so.compat = options_.compat;
+    so.seed = options_.seed;
+    so.round_length = options_.round_length;
+    so.min_reset_interval = options_.min_reset_interval;
+    so.instance_costs = setup_.instance_costs;
+    so.lp_solver = options_.lp_solver;
+    GAVEL_ASSIGN_OR_RETURN(
+        scheduler_, RoundScheduler::Create(setup_.layout, options_.throughputs, so, &clock_));
+    total_gpus_ = 0;
+    for (int t = 0; t < setup_.layout.num_types(); ++t) total_gpus_ += setup_.layout.gpu_count(t);
+    return Status::Ok();
+  }
+
+  // Spec §3.7 step 2: to the end of the running round, else to the next arrival.
+  void AdvanceClock() {
+    const std::optional<Seconds> next_arrival = setup_.stream->PeekArrival();
+    // The original's trace-mode rule: nothing queued and nothing running forces a reset.
+    if (options_.compat.gated_reallocation && setup_.is_trace && !next_arrival && queue_.empty()) {
+      scheduler_->OpenResetGate();
+    }
+    if (!queue_.empty()) {
+      now_ = round_end_;
+    } else if (next_arrival) {
+      now_ = *next_arrival;
+    }
+    clock_.Set(now_);
+  }
+
+  // Spec §3.7 step 4 and §3.8: every micro-task of the round ends and reports per GPU.
+  Status DeliverMicroTaskEnds() {
+    batch_.clear();
+    while (!queue_.empty() && queue_.Top().time <= now_) batch_.push_back(queue_.Pop().event);
+    if (batch_.empty()) return Status::Ok();
+    order_.resize(batch_.size());
+    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    if (options_.compat.latest_first_delivery) {
+      // The original pops its heap of (-finish, combination): latest-finishing first.
+      std::sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+        const MicroTaskEnd& x = batch_[a];
+        const MicroTaskEnd& y = batch_[b];
+        if (x.finish != y.finish) return x.finish > y.finish;
+        if (x.combination < y.combination || y.combination < x.combination) {
+          return x.combination < y.combination;
+        }
+        return a < b;
+      });
+    }
+    // The original books every micro-task from the end of the previous round that ran anything.
+    const Seconds booked_from = previous_round_end_.value_or(Seconds(0.0));
+    previous_round_end_ = now_;
+    last_batch_.clear();
+    for (std::size_t i : order_) {
+      const MicroTaskEnd& end = batch_[i];
+      const Seconds elapsed =
+          end.finish - (options_.compat.idle_gap_booking ? booked_from : end.start);
+      SplitIntoReports(end, elapsed, options_.compat.floor_step_split, reports_);
+      for (const mechanism::WorkerReport& report : reports_) {
+        GAVEL_ASSIGN_OR_RETURN(const mechanism::ReportOutcome outcome,
+                               scheduler_->OnWorkerDone(report));
+        for (JobId job : outcome.completed) CountIfInWindow(job);
+        for (JobId job : outcome.dropped) CountIfInWindow(job);
+      }
+      const double gpus = static_cast<double>(end.workers.size());
+      if (window_start_time_) {
+        window_busy_ +=
+            gpus * std::max(0.0, (end.finish - std::max(end.start, *window_start_time_)).value());
+      } else {
+        last_batch_.push_back({end.start, end.finish, gpus});
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Spec §3.7 step 5: jobs that arrived by now, in arrival order.
+  Status AdmitArrivals() {
+    while (true) {
+      const std::optional<Seconds> arrival = setup_.stream->PeekArrival();
+      if (!arrival || *arrival > now_) break;
+      const workload::TraceJob job = setup_.stream->Pop();
+      GAVEL_ASSIGN_OR_RETURN(
+          const JobId id, scheduler_->AddJob(internal::ToDescription(job, now_, options_.compat)));
+      if (id.value() == setup_.window_start) StartWindow(job.arrival_time);
+    }
+    return Status::Ok();
+  }
+
+  // Spec §3.5-3.7 step 6. Returns whether anything runs this round.
+  Result<bool> PlanAndLaunchRound() {
+    GAVEL_ASSIGN_OR_RETURN(const mechanism::RoundPlan plan, scheduler_->PlanRound());
+    GAVEL_RETURN_IF_ERROR(executor_.Execute(plan));
+    round_end_ = now_;
+    // The queue holds exactly this round's micro-task ends.
+    for (const mechanism::Assignment& a : plan.assignments) {
+      for (std::size_t i = 0; i < a.max_steps.size(); ++i) {
+        round_end_ =
+            std::max(round_end_, now_ + Seconds(a.max_steps[i] / a.expected_throughput[i]));
+      }
+    }
+    return !plan.assignments.empty();
+  }
+
+  void CountIfInWindow(JobId job) {
+    if (job.value() >= setup_.window_start && job.value() < setup_.window_end) ++window_done_;
+  }
+
+  // The window opens when its first job arrives; count the part of the round that just ended
+  // which lies inside it.
+  void StartWindow(Seconds start) {
+    window_start_time_ = start;
+    for (const BusyInterval& b : last_batch_) {
+      window_busy_ += b.gpus * std::max(0.0, (b.finish - std::max(b.start, start)).value());
+    }
+    last_batch_.clear();
+  }
+
+  // Up to 10 unfinished window jobs, with their progress.
+  std::string UnfinishedWindowJobs() const {
+    std::string text;
+    int listed = 0;
+    for (std::size_t i = setup_.window_start;
+         i < std::min(setup_.window_end, scheduler_->num_jobs()) && listed < 10; ++i) {
+      const mechanism::JobRecord& r = scheduler_->record(JobId(i));
+      if (r.done()) continue;
+      text += (listed++ ? "; job " : "job ") + std::to_string(i) + " (" +
+              options_.throughputs->job_types()[static_cast<std::size_t>(r.table_key)].ToString() +
+              ", " + std::to_string(r.steps_run) + " of " + std::to_string(r.total_steps) +
+              " steps)";
+    }
+    return text;
+  }
+
+  Status Stuck() const {
+    std::string jobs;
+    int listed = 0;
+    for (std::size_t i = 0; i < scheduler_->num_jobs() && listed < 10; ++i) {
+      if (!scheduler_->IsActive(JobId(i))) continue;
+      jobs += (listed++ ? ", " : "") + std::to_string(i);
+    }
+    return Status::FailedPrecondition(
+        std::to_string(scheduler_->num_active_jobs()) +
+        " jobs can never be scheduled on this cluster (e.g. job(s) " + jobs +
+        "): they need more GPUs than a type has, or no GPU type runs them");
+  }
+
+  Result<SimulationResult> Finish() {
+    SimulationResult result;
+    std::vector<mechanism::JobRecord> records;
+    std::vector<std::vector<double>> gpu_seconds;
+    records.reserve(scheduler_->num_jobs());
+    gpu_seconds.reserve(scheduler_->num_jobs());
+    const int types = setup_.layout.num_types();
+    for (std::size_t i = 0; i < scheduler_->num_jobs(); ++i) {
+      records.push_back(scheduler_->record(JobId(i)));
+      std::vector<double> per_type;
+      for (int t = 0; t < types; ++t) per_type.push_back(scheduler_->gpu_seconds(JobId(i), t));
+      gpu_seconds.push_back(std::move(per_type));
+    }
+    internal::FinishResult(options_, setup_, *options_.throughputs, records, gpu_seconds, now_,
+                           result);
+    // The original's utilization: mean over GPUs of booked busy time / run time.
+    const std::vector<double>& busy = scheduler_->worker_busy_seconds();
+    if (now_.value() > 0.0 && !busy.empty()) {
+      double sum = 0.0;
+      for (double b : busy) sum += b / now_.value();
+      result.utilization = sum / static_cast<double>(busy.size());
+    }
+    if (window_start_time_ && now_ > *window_start_time_) {
+      result.window_utilization =
+          window_busy_ / (static_cast<double>(total_gpus_) * (now_ - *window_start_time_).value());
+    }
+    const mechanism::SchedulerStats& stats = scheduler_->stats();
+    result.lease_extensions = stats.lease_extensions;
+    result.lease_extension_opportunities = stats.lease_extension_opportunities;
+    result.rounds = stats.rounds;
+    result.allocation_recomputations = stats.allocation_recomputations;
+    result.policy_solves = stats.policy_solves;
+    result.policy_solve_seconds = stats.policy_solve_seconds;
+    result.micro_tasks = stats.micro_tasks;
+    result.failed_micro_tasks = stats.failed_micro_tasks;
+    return result;
+  }
+
+  struct BusyInterval {
+    Seconds start;
+    Seconds finish;
+    double gpus;
+  };
+
+  const SimulationOptions& options_;
+  internal::RunSetup setup_;
+  mechanism::ManualClock clock_;
+  EventQueue<MicroTaskEnd> queue_;
+  SimExecutor executor_;
+  std::unique_ptr<RoundScheduler> scheduler_;
+  Seconds now_{0.0};
+  Seconds round_end_{0.0};
+  std::optional<Seconds> previous_round_end_;  // compat time booking
+  std::size_t window_done_ = 0;
+  std::optional<Seconds> window_start_time_;
+  double window_busy_ = 0.0;
+  std::vector<BusyInterval> last_batch_;
+  int total_gpus_ = 0;
+  // Scratch reused every round.
+  std::vector<MicroTaskEnd> batch_;
+  std::vector<std::size_t> order_;
+  std::vector<mechanism::WorkerReport> reports_;
+};
+
+void AddFairness(const SimulationResult& isolated, SimulationResult& result) {
+  std::vector<double> rhos;
+  for (JobResult& job : result.jobs) {
+    const std::size_t i = static_cast<std::size_t>(job.id.value());
+    if (i >= isolated.jobs.size() || !job.jct || !isolated.jobs[i].jct) continue;
+    if (!(isolated.jobs[i].jct->value() > 0.0)) continue;
+    job.rho = job.jct->value() / isolated.jobs[i].jct->value();
+    if (job.in_window) rhos.push_back(*job.rho);
+  }
+  FairnessSummary summary;
+  summary.jobs = rhos.size();
+  if (!rhos.empty()) {
+    double sum = 0.0;
+    std::size_t above = 0;
+    for (double r : rhos) {
+      sum += r;
+      summary.max_rho = std::max(summary.max_rho, r);
+      if (r > 1.0) ++above;
+    }
+    summary.mean_rho = sum / static_cast<double>(rhos.size());
+    summary.fraction_above_one = static_cast<double>(above) / static_cast<double>(rhos.size());
+  }
+  summary.p50_rho = Percentile(rhos, 50.0);
+  summary.p90_rho = Percentile(rhos, 90.0);
+  summary.p99_rho = Percentile(rhos, 99.0);
+  result.fairness = summary;
+}
+
+}  // namespace
+
+double Percentile(std::vector<double> values, double percent) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const double position = (static_cast<double>(values.size()) - 1.0) * percent / 100.0;
+  const auto lo = static_cast<std::size_t>(std::floor(position));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (position - static_cast<double>(lo));
+}
+
+Result<SimulationResult> Simulate(const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  GAVEL_ASSIGN_OR_RETURN(internal::RunSetup setup, internal::PrepareRun(options));
+  Result<SimulationResult> result = options.ideal
+                                        ? internal::SimulateIdeal(options, std::move(setup))
+                                        : RoundSimulation(options, std::move(setup)).Run();
+  if (!result.ok()) return result.status();
+  if (options.fairness) {
+    SimulationOptions isolated = options;
+    isolated.policy = "isolated";
+    isolated.fairness = false;
+    GAVEL_ASSIGN_OR_RETURN(const SimulationResult reference, Simulate(isolated));
+    AddFairness(reference, *result);
+  }
+  result->wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+std::string ResultToJson(const SimulationResult& r) {
+  nlohmann::ordered_json j;
+  j["policy"] = r.policy;
+  j["seed"] = r.seed;
+  if (r.compat.all()) {
+    j["compat"] = "gavel";
+  } else if (!r.compat.any()) {
+    j["compat"] = "none";
+  } else {
+    j["compat"] = r.compat.Names();
+  }
+  j["ideal"] = r.ideal;
+  nlohmann::ordered_json cluster = nlohmann::ordered_json::object();
+  for (std::size_t t = 0; t < r.gpu_types.size(); ++t) cluster[r.gpu_types[t]] = r.gpu_counts[t];
+  j["cluster"] = cluster;
+  j["window"] = {{"start", r.window_start},
+                 {"end", r.window_end},
+                 {"start_time_seconds", r.window_start_time
+                                            ? nlohmann::ordered_json(r.window_start_time->value())
+                                            : nlohmann::ordered_json(nullptr)},
+                 {"jobs_completed", r.window_jobs_completed},
+                 {"jobs_dropped", r.window_jobs_dropped}};
+  j["average_jct_seconds"] = r.average_jct_seconds;
+  j["jct_p50_seconds"] = r.jct_p50_seconds;
+  j["jct_p90_seconds"] = r.jct_p90_seconds;
+  j["jct_p99_seconds"] = r.jct_p99_seconds;
+  j["makespan_seconds"] = r.makespan_seconds;
+  j["utilization"] = r.utilization;
+  j["window_utilization"] = r.window_utilization;
+  j["total_cost"] = r.total_cost;
+  j["slo_jobs"] = r.slo_jobs;
+  j["slo_violations"] = r.slo_violations;
+  j["lease_extensions"] = r.lease_extensions;
+  j["lease_extension_opportunities"] = r.lease_extension_opportunities;
+  j["lease_extension_percent"] = r.lease_extension_opportunities > 0
+                                     ? 100.0 * static_cast<double>(r.lease_extensions) /
+                                           static_cast<double>(r.lease_extension_opportunities)
+                                     : 0.0;
+  j["rounds"] = r.rounds;
+  j["allocation_recomputations"] = r.allocation_recomputations;
+  j["policy_solves"] = r.policy_solves;
+  j["policy_solve_seconds"] = r.policy_solve_seconds;
+  j["micro_tasks"] = r.micro_tasks;
+  j["failed_micro_tasks"] = r.failed_micro_tasks;
+  j["jobs_admitted"] = r.jobs_admitted;
+  j["jobs_completed"] = r.jobs_completed;
+  j["jobs_dropped"] = r.jobs_dropped;
+  j["wall_seconds"] = r.wall_seconds;
+  if (r.fairness) {
+    const FairnessSummary& f = *r.fairness;
+    j["fairness"] = {
+        {"reference_policy", "isolated"}, {"jobs", f.jobs},
+        {"mean_rho", f.mean_rho},         {"max_rho", f.max_rho},
+        {"p50_rho", f.p50_rho},           {"p90_rho", f.p90_rho},
+        {"p99_rho", f.p99_rho},           {"fraction_above_one", f.fraction_above_one}};
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string JobsToCsv(const SimulationResult& r) {
+  std::ostringstream out;
+  out << std::setprecision(17);
+  out << "id,job_type,scale_factor,priority_weight,arrival,first_start,finish,jct,in_window,"
+         "dropped";
+  for (const std::string& t : r.gpu_types) out << ",gpu_seconds_" << t;
+  out << ",cost,rho\n";
+  auto opt = [&](const std::optional<Seconds>& v) {
+    if (v) out << v->value();
+  };
+  for (const JobResult& job : r.jobs) {
+    out << job.id.value() << ",\"" << job.job_type << "\"," << job.scale_factor << ","
+        << job.priority_weight << "," << job.arrival.value() << ",";
+    opt(job.first_start);
+    out << ",";
+    opt(job.finish);
+    out << ",";
+    opt(job.jct);
+    out << "," << (job.in_window ? 1 : 0) << "," << (job.dropped ? 1 : 0);
+    for (double g : job.gpu_seconds) out << "," << g;
+    out << "," << job.cost << ",";
+    if (job.rho) out << *job.rho;
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace gavel::sim

@@ -1,0 +1,163 @@
+// The simulator: runs a workload through the RoundScheduler on a simulated cluster and
+// measures the outcome (spec §3.7, §4).
+//
+// The loop (one round per iteration; rounds are back to back, as in the original):
+//   advance the clock to the end of the running round (its longest micro-task), or to the
+//   next arrival when nothing runs → deliver the micro-task ends (per-GPU reports) → admit the
+//   jobs that arrived → plan the next round → hand it to the SimExecutor, which schedules its
+//   micro-task ends in the event queue, ordered by (time, sequence number).
+// With `ideal`, allocations are applied exactly between events instead (a fluid model, spec
+// §3.11): each job progresses at Σ_t X[j][t]·T[j][t] (plus its pairs), the allocation is
+// recomputed at every arrival and completion, and a job completes at the exact time its
+// remaining steps run out.
+//
+// Under compat (the sim's switches) the simulator also reproduces the original's accounting quirks:
+// a round's micro-tasks are all delivered at the round's end, latest-finishing first, and each is
+// booked from the end of the previous round that ran anything (so an idle gap inflates the next
+// round's elapsed time); the per-GPU step split lets a multi-GPU job's last micro-task fail; a
+// job's SLO deadline counts from when it was admitted, and an SLO is "violated" when its JCT (a
+// duration) exceeds the deadline (a time). By default micro-tasks are delivered in the order they
+// end, booked from their real start, split evenly, and an SLO is violated when the job finishes
+// after its deadline. docs/differences.md lists all.
+//
+// Free function; a run owns all its state. Thread-safe (runs do not share state).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gavel/core/ids.h"
+#include "gavel/core/snapshot.h"
+#include "gavel/core/status.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/core/units.h"
+#include "gavel/lp/solver.h"
+#include "gavel/mechanism/compat.h"
+#include "gavel/workload/generator.h"
+#include "gavel/workload/trace_job.h"
+
+namespace gavel::sim {
+
+struct SimulationOptions {
+  // GPU types in the user's order (the scheduler's per-round type order).
+  std::vector<GpuTypeSpec> cluster;
+  std::shared_ptr<const ThroughputTable> throughputs;
+  std::string policy;
+  std::uint64_t seed = 0;
+  Seconds round_length{360.0};
+  Seconds min_reset_interval{1920.0};
+  // Which of the original's quirks to reproduce (mechanism/compat.h); Compat::Gavel() = all.
+  mechanism::Compat compat;
+  bool ideal = false;
+
+  // The workload: generated jobs (the stream's own seed and lam are in `generator`) or a
+  // fixed list of jobs (a trace), in arrival order.
+  std::optional<workload::GeneratorOptions> generator;
+  std::vector<workload::TraceJob> trace;
+
+  // Measurement window: jobs with ids in [window_start, window_end). The run ends when all of
+  // them are done. For a trace, no window_end means every job of the trace. A generated
+  // workload needs window_end; with lam = 0 (static) exactly window_end jobs are generated.
+  std::size_t window_start = 0;
+  std::optional<std::size_t> window_end;
+
+  // $/GPU-hour by GPU type name; empty = no prices (no cost, and cost policies refuse).
+  std::map<std::string, double> instance_costs;
+  // Also run the `isolated` policy on the same workload and report each job's finish-time
+  // fairness rho = JCT / JCT under isolated (spec §4.4).
+  bool fairness = false;
+  // Stop with an error once simulated time passes this (a guard for overloaded clusters).
+  std::optional<Seconds> time_limit;
+  // The policy's LP solver; null = the default (policy::PolicyOptions::lp_solver).
+  std::shared_ptr<lp::Solver> lp_solver;
+};
+
+struct JobResult {
+  JobId id;
+  std::string job_type;
+  int scale_factor = 1;
+  double priority_weight = 1.0;
+  Seconds arrival{0.0};
+  std::optional<Seconds> first_start;
+  std::optional<Seconds> finish;
+  std::optional<Seconds> jct;
+  std::optional<Seconds> deadline;
+  bool dropped = false;
+  bool in_window = false;
+  std::vector<double> gpu_seconds;  // per GPU type, in SimulationResult::gpu_types order
+  double cost = 0.0;
+  std::optional<double> rho;  // finish-time fairness, with `fairness`
+};
+
+struct FairnessSummary {
+  std::size_t jobs = 0;  // window jobs finished under both policies
+  double mean_rho = 0.0;
+  double max_rho = 0.0;
+  double p50_rho = 0.0;
+  double p90_rho = 0.0;
+  double p99_rho = 0.0;
+  double fraction_above_one = 0.0;
+};
+
+struct SimulationResult {
+  // Configuration echo.
+  std::string policy;
+  std::uint64_t seed = 0;
+  mechanism::Compat compat;
+  bool ideal = false;
+  std::vector<std::string> gpu_types;  // sorted names
+  std::vector<int> gpu_counts;         // parallel to gpu_types
+
+  // Window.
+  std::size_t window_start = 0;
+  std::size_t window_end = 0;
+  std::optional<Seconds> window_start_time;  // arrival of the first window job
+  std::size_t window_jobs_completed = 0;
+  std::size_t window_jobs_dropped = 0;
+
+  // JCT over the window's completed jobs (dropped jobs excluded, as in the original).
+  double average_jct_seconds = 0.0;
+  double jct_p50_seconds = 0.0;
+  double jct_p90_seconds = 0.0;
+  double jct_p99_seconds = 0.0;
+  double makespan_seconds = 0.0;  // simulated time at the end of the run
+  // The original's: mean over GPUs of busy time / run time (compat: busy time as booked).
+  double utilization = 0.0;
+  // GPU-busy seconds inside the window (real intervals) / (GPUs × window duration).
+  double window_utilization = 0.0;
+  double total_cost = 0.0;
+  std::size_t slo_jobs = 0;
+  std::size_t slo_violations = 0;
+  std::int64_t lease_extensions = 0;
+  std::int64_t lease_extension_opportunities = 0;
+  std::int64_t rounds = 0;
+  std::int64_t allocation_recomputations = 0;
+  std::int64_t policy_solves = 0;
+  double policy_solve_seconds = 0.0;
+  std::int64_t micro_tasks = 0;
+  std::int64_t failed_micro_tasks = 0;
+  std::size_t jobs_admitted = 0;
+  std::size_t jobs_completed = 0;
+  std::size_t jobs_dropped = 0;
+  double wall_seconds = 0.0;
+
+  std::optional<FairnessSummary> fairness;
+  std::vector<JobResult> jobs;  // every admitted job, by id
+};
+
+Result<SimulationResult> Simulate(const SimulationOptions& options);
+
+// The result as JSON (docs/formats.md), without the per-job list.
+std::string ResultToJson(const SimulationResult& result);
+// The per-job CSV: id, job_type, scale_factor, priority_weight, arrival, first_start, finish,
+// jct, in_window, dropped, gpu_seconds_<type>..., cost, rho (empty cells where unknown).
+std::string JobsToCsv(const SimulationResult& result);
+
+// numpy.percentile's default (linear interpolation); `values` need not be sorted; 0 if empty.
+double Percentile(std::vector<double> values, double percent);
+
+}  // namespace gavel::sim

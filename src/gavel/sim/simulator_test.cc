@@ -1,0 +1,276 @@
+#include "gavel/sim/simulator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "gavel/core/snapshot.h"
+#include "gavel/sim/event_queue.h"
+#include "gavel/sim/sim_executor.h"
+
+namespace gavel::sim {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::shared_ptr<const ThroughputTable> Table() {
+  static const std::shared_ptr<const ThroughputTable> table = [] {
+    auto t = ThroughputTable::LoadFile(DefaultThroughputsFile());
+    GAVEL_CHECK_MSG(t.ok(), t.status().ToString().c_str());
+    return std::make_shared<const ThroughputTable>(std::move(*t));
+  }();
+  return table;
+}
+
+double V100(const std::string& model, int sf) {
+  return *Table()->Isolated("v100", JobTypeKey{model, sf});
+}
+
+constexpr char kResNet[] = "ResNet-18 (batch size 64)";
+
+workload::TraceJob Job(const std::string& model, int sf, double steps, double arrival) {
+  workload::TraceJob job;
+  job.job_type = model;
+  job.scale_factor = sf;
+  job.total_steps = steps;
+  job.arrival_time = Seconds(arrival);
+  return job;
+}
+
+SimulationOptions OnV100s(int gpus, std::vector<workload::TraceJob> trace,
+                          const std::string& policy = "max_min_fairness_perf") {
+  SimulationOptions o;
+  o.cluster = {{"v100", gpus, 1}};
+  o.throughputs = Table();
+  o.policy = policy;
+  o.trace = std::move(trace);
+  return o;
+}
+
+SimulationResult MustSimulate(const SimulationOptions& options) {
+  auto result = Simulate(options);
+  GAVEL_CHECK_MSG(result.ok(), result.status().ToString().c_str());
+  return *result;
+}
+
+TEST(EventQueueTest, OrdersByTimeThenByPushOrder) {
+  EventQueue<char> q;
+  q.Push(Seconds(5.0), 'a');
+  q.Push(Seconds(1.0), 'b');
+  q.Push(Seconds(5.0), 'c');
+  q.Push(Seconds(1.0), 'd');
+  std::string order;
+  while (!q.empty()) order += q.Pop().event;
+  EXPECT_EQ(order, "bdac");
+}
+
+TEST(SplitIntoReportsTest, FloorSplitStarvesEarlyGpusEvenSplitDoesNot) {
+  MicroTaskEnd end;
+  end.combination = mechanism::Combination::Single(JobId(0));
+  end.workers = {WorkerId(4), WorkerId(5), WorkerId(6), WorkerId(7)};
+  end.steps = {7.0};
+  end.finish = Seconds(100.0);
+  auto steps_of = [](const std::vector<mechanism::WorkerReport>& reports) {
+    std::vector<double> s;
+    for (const auto& r : reports) s.push_back(r.steps[0]);
+    return s;
+  };
+  EXPECT_THAT(steps_of(SplitIntoReports(end, Seconds(50.0), true)), ElementsAre(1, 1, 1, 4));
+  EXPECT_THAT(steps_of(SplitIntoReports(end, Seconds(50.0), false)),
+              ElementsAre(1.75, 1.75, 1.75, 1.75));
+  end.steps = {2.5};
+  EXPECT_THAT(steps_of(SplitIntoReports(end, Seconds(50.0), true)), ElementsAre(0, 0, 0, 2.5));
+  const auto reports = SplitIntoReports(end, Seconds(50.0), false);
+  EXPECT_EQ(reports[2].worker, WorkerId(6));
+  EXPECT_EQ(reports[2].elapsed[0], Seconds(50.0));
+  EXPECT_EQ(reports[2].finished_at, Seconds(100.0));
+}
+
+TEST(PercentileTest, InterpolatesLikeNumpy) {
+  EXPECT_DOUBLE_EQ(Percentile({4, 1, 3, 2}, 50), 2.5);
+  EXPECT_DOUBLE_EQ(Percentile({4, 1, 3, 2}, 90), 3.7);
+  EXPECT_DOUBLE_EQ(Percentile({4, 1, 3, 2}, 100), 4.0);
+  EXPECT_DOUBLE_EQ(Percentile({7}, 99), 7.0);
+  EXPECT_EQ(Percentile({}, 50), 0.0);
+}
+
+// One job alone: its micro-tasks run back to back, so it finishes after exactly steps / T.
+TEST(SimulatorTest, ALoneJobTakesItsStepsOverItsThroughput) {
+  for (const bool compat : {false, true}) {
+    SCOPED_TRACE(compat ? "compat" : "default");
+    SimulationOptions o = OnV100s(1, {Job(kResNet, 1, 10000.0, 100.0)});
+    o.compat = compat ? mechanism::Compat::Gavel() : mechanism::Compat::None();
+    const SimulationResult r = MustSimulate(o);
+    ASSERT_EQ(r.jobs.size(), 1u);
+    EXPECT_NEAR(r.jobs[0].jct->value(), 10000.0 / V100(kResNet, 1), 1e-6);
+    EXPECT_EQ(r.jobs[0].first_start, Seconds(100.0));
+    EXPECT_NEAR(r.average_jct_seconds, r.jobs[0].jct->value(), 1e-9);
+    EXPECT_NEAR(r.makespan_seconds, 100.0 + r.jobs[0].jct->value(), 1e-6);
+    // 10000 / (trunc(24.09 * 360) = 8673) steps: two rounds.
+    EXPECT_EQ(r.rounds, 2 + 1);  // plus the empty round planned when the job is done
+    EXPECT_EQ(r.window_jobs_completed, 1u);
+  }
+}
+
+// Spec §3.7 QUIRK: after an idle gap the original books the next micro-task from the end of the
+// previous round, so the GPU looks busy through the gap.
+TEST(SimulatorTest, IdleGapInflatesBookedTimeOnlyUnderCompat) {
+  const double t = V100(kResNet, 1);
+  for (const bool compat : {false, true}) {
+    SCOPED_TRACE(compat ? "compat" : "default");
+    SimulationOptions o =
+        OnV100s(1, {Job(kResNet, 1, 1000.0 * t, 0.0), Job(kResNet, 1, 500.0 * t, 5000.0)});
+    o.compat = compat ? mechanism::Compat::Gavel() : mechanism::Compat::None();
+    const SimulationResult r = MustSimulate(o);
+    EXPECT_NEAR(r.makespan_seconds, 5500.0, 1e-6);
+    EXPECT_NEAR(r.jobs[1].jct->value(), 500.0, 1e-6);
+    EXPECT_NEAR(r.utilization, compat ? 1.0 : 1500.0 / 5500.0, 1e-9);
+    // The window measure uses real intervals in both modes.
+    EXPECT_NEAR(r.window_utilization, 1500.0 / 5500.0, 1e-9);
+    EXPECT_NEAR(r.jobs[1].gpu_seconds[0], compat ? 4500.0 : 500.0, 1e-6);
+  }
+}
+
+// Spec §3.8 QUIRK: a 4-GPU job with fewer than 4 steps left gets 0 steps on three GPUs, fails,
+// and after 5 failures is dropped. By default the even split lets it finish.
+TEST(SimulatorTest, MultiGpuLastRoundFailsOnlyUnderCompat) {
+  const double per_round = std::trunc(V100(kResNet, 4) * 360.0);
+  for (const bool compat : {false, true}) {
+    SCOPED_TRACE(compat ? "compat" : "default");
+    SimulationOptions o = OnV100s(4, {Job(kResNet, 4, per_round + 2.0, 0.0)});
+    o.compat = compat ? mechanism::Compat::Gavel() : mechanism::Compat::None();
+    const SimulationResult r = MustSimulate(o);
+    ASSERT_EQ(r.jobs.size(), 1u);
+    EXPECT_EQ(r.jobs[0].dropped, compat);
+    EXPECT_EQ(r.jobs[0].jct.has_value(), !compat);
+    EXPECT_EQ(r.failed_micro_tasks, compat ? 5 : 0);
+    EXPECT_EQ(r.window_jobs_dropped, compat ? 1u : 0u);
+  }
+}
+
+TEST(SimulatorTest, IdealModeAppliesTheAllocationExactly) {
+  const double t = V100(kResNet, 1);
+  SimulationOptions o =
+      OnV100s(1, {Job(kResNet, 1, 3600.0 * t, 0.0), Job(kResNet, 1, 3600.0 * t, 0.0)});
+  o.ideal = true;
+  const SimulationResult r = MustSimulate(o);
+  // Max-min fairness halves the GPU: both finish after 2 × 3600 s.
+  EXPECT_NEAR(r.jobs[0].jct->value(), 7200.0, 1e-6);
+  EXPECT_NEAR(r.jobs[1].jct->value(), 7200.0, 1e-6);
+  EXPECT_NEAR(r.utilization, 1.0, 1e-9);
+  EXPECT_NEAR(r.jobs[0].gpu_seconds[0], 3600.0, 1e-6);
+  EXPECT_EQ(r.rounds, 0);
+  EXPECT_EQ(r.policy_solves, 1);  // at time 0; both complete together, the run ends
+}
+
+TEST(SimulatorTest, IdealModeRecomputesWhenAJobLeaves) {
+  const double t = V100(kResNet, 1);
+  SimulationOptions o =
+      OnV100s(1, {Job(kResNet, 1, 1000.0 * t, 0.0), Job(kResNet, 1, 3000.0 * t, 0.0)});
+  o.ideal = true;
+  const SimulationResult r = MustSimulate(o);
+  // Half each until the short job is done at 2000 s, then the long one alone: 2000 + 2000.
+  EXPECT_NEAR(r.jobs[0].jct->value(), 2000.0, 1e-6);
+  EXPECT_NEAR(r.jobs[1].jct->value(), 4000.0, 1e-6);
+}
+
+TEST(SimulatorTest, FairnessComparesWithTheIsolatedPolicy) {
+  SimulationOptions o = OnV100s(2, {Job(kResNet, 1, 5000.0, 0.0), Job(kResNet, 1, 9000.0, 0.0)});
+  o.fairness = true;
+  const SimulationResult r = MustSimulate(o);
+  ASSERT_TRUE(r.fairness.has_value());
+  EXPECT_EQ(r.fairness->jobs, 2u);
+  // Two jobs on two GPUs: every policy gives each its own GPU, as isolated does.
+  EXPECT_NEAR(r.fairness->mean_rho, 1.0, 1e-9);
+  EXPECT_NEAR(*r.jobs[1].rho, 1.0, 1e-9);
+}
+
+TEST(SimulatorTest, StaticWorkloadPutsEveryJobAtTimeZero) {
+  SimulationOptions o;
+  o.cluster = {{"v100", 2, 1}, {"p100", 2, 1}, {"k80", 2, 1}};
+  o.throughputs = Table();
+  o.policy = "max_min_fairness_perf";
+  workload::GeneratorOptions g;
+  g.mean_interarrival = Seconds(0.0);
+  o.generator = g;
+  o.window_end = 12;
+  const SimulationResult r = MustSimulate(o);
+  EXPECT_EQ(r.jobs_admitted, 12u);
+  EXPECT_EQ(r.window_jobs_completed, 12u);
+  double last_finish = 0.0;
+  for (const JobResult& job : r.jobs) {
+    EXPECT_EQ(job.arrival, Seconds(0.0));
+    last_finish = std::max(last_finish, job.finish->value());
+  }
+  EXPECT_DOUBLE_EQ(r.makespan_seconds, last_finish);
+}
+
+// Accounting invariants on a generated workload: GPU-seconds booked to jobs add up to the
+// GPUs' busy time, and utilization is a fraction.
+TEST(SimulatorTest, GpuTimeAddsUp) {
+  SimulationOptions o;
+  o.cluster = {{"v100", 8, 1}, {"p100", 4, 2}, {"k80", 2, 1}};
+  o.throughputs = Table();
+  o.policy = "max_min_fairness_perf";
+  workload::GeneratorOptions g;
+  g.seed = 3;
+  g.mean_interarrival = Seconds(20000.0);
+  g.generate_multi_gpu_jobs = true;
+  o.generator = g;
+  o.window_start = 5;
+  o.window_end = 30;
+  o.time_limit = Seconds(1e8);
+  const SimulationResult r = MustSimulate(o);
+  double booked = 0.0;
+  for (const JobResult& job : r.jobs) {
+    for (double s : job.gpu_seconds) booked += s;
+  }
+  EXPECT_NEAR(booked, r.utilization * 14.0 * r.makespan_seconds, 1e-6 * booked);
+  EXPECT_GT(r.utilization, 0.0);
+  EXPECT_LE(r.utilization, 1.0);
+  EXPECT_LE(r.window_utilization, 1.0 + 1e-12);
+  EXPECT_EQ(r.window_jobs_completed + r.window_jobs_dropped, 25u);
+  EXPECT_LE(r.jct_p50_seconds, r.jct_p90_seconds);
+  EXPECT_LE(r.jct_p90_seconds, r.jct_p99_seconds);
+
+  const auto json = nlohmann::json::parse(ResultToJson(r));
+  for (const char* key : {"average_jct_seconds", "makespan_seconds", "utilization", "rounds",
+                          "policy_solves", "wall_seconds", "jct_p99_seconds"}) {
+    EXPECT_TRUE(json.contains(key)) << key;
+  }
+  const std::string csv = JobsToCsv(r);
+  EXPECT_THAT(csv, HasSubstr("id,job_type,scale_factor,priority_weight,arrival,first_start,"
+                             "finish,jct,in_window,dropped,gpu_seconds_k80,gpu_seconds_p100,"
+                             "gpu_seconds_v100,cost,rho\n"));
+}
+
+TEST(SimulatorTest, RejectsBadOptionsAndUnschedulableJobs) {
+  SimulationOptions o = OnV100s(2, {Job(kResNet, 1, 100.0, 0.0)});
+  o.window_start = 1;
+  EXPECT_EQ(Simulate(o).status().code(), StatusCode::kInvalidArgument);
+  o.window_start = 0;
+  o.window_end = 5;
+  EXPECT_THAT(Simulate(o).status().message(), HasSubstr("beyond the trace"));
+  o.window_end.reset();
+  o.policy = "no_such_policy";
+  EXPECT_FALSE(Simulate(o).ok());
+
+  for (const bool compat : {false, true}) {
+    SimulationOptions big = OnV100s(2, {Job(kResNet, 4, 100.0, 0.0)});
+    big.compat = compat ? mechanism::Compat::Gavel() : mechanism::Compat::None();
+    const auto r = Simulate(big);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), HasSubstr("can never run on this cluster"));
+  }
+  SimulationOptions generated = OnV100s(2, {});
+  workload::GeneratorOptions g;
+  g.mean_interarrival = Seconds(100.0);
+  generated.generator = g;
+  EXPECT_THAT(Simulate(generated).status().message(), HasSubstr("window end"));
+}
+
+}  // namespace
+}  // namespace gavel::sim

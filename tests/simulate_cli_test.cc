@@ -1,0 +1,129 @@
+// `gavel simulate` end to end: the binary's exit status, error messages, the JSON result and
+// the per-job CSV.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Ran {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class SimulateCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("gavel_simulate_test_" + std::to_string(::getpid()) + "_" + test->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+
+  Ran Simulate(const std::string& args) const {
+    const fs::path out = dir_ / "stdout.txt";
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string command = "cd " + Quoted(dir_.string()) + " && " + Quoted(GAVEL_BINARY) +
+                                " simulate " + args + " >" + Quoted(out.string()) + " 2>" +
+                                Quoted(err.string());
+    const int status = std::system(command.c_str());
+    Ran ran;
+    ran.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    ran.out = ReadText(out);
+    ran.err = ReadText(err);
+    return ran;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(SimulateCliTest, WritesTheJsonResultAndTheJobsCsv) {
+  const Ran ran = Simulate(
+      "-c 2:2:2 -p max_min_fairness_perf --seed 1 -l 20000 -s 2 -e 12 --json - "
+      "--jobs-csv jobs.csv");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  const nlohmann::json result = nlohmann::json::parse(ran.out);
+  for (const char* key : {"average_jct_seconds", "makespan_seconds", "utilization", "rounds",
+                          "policy_solves", "wall_seconds"}) {
+    EXPECT_TRUE(result.contains(key)) << key;
+  }
+  EXPECT_GT(result["average_jct_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(result["window"]["jobs_completed"].get<int>(), 10);
+  EXPECT_EQ(result["compat"], "none");
+  const std::string csv = ReadText(dir_ / "jobs.csv");
+  EXPECT_THAT(csv, HasSubstr("id,job_type,scale_factor"));
+  EXPECT_GE(std::count(csv.begin(), csv.end(), '\n'), 13);
+}
+
+TEST_F(SimulateCliTest, StaticRunReportsItsMakespanInTheSummary) {
+  const Ran ran = Simulate("-c 2:2:2 -p fifo_perf -l 0 -e 8 --compat gavel");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_THAT(ran.out, HasSubstr("Total duration: "));
+  EXPECT_THAT(ran.out, HasSubstr("Average job completion time: "));
+  EXPECT_THAT(ran.out, HasSubstr("compat gavel"));
+}
+
+TEST_F(SimulateCliTest, BadInputFailsWithAClearMessage) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"-c 2:2 -p fifo -l 100", "--cluster"},
+           Case{"-c 2:x:2 -p fifo -l 100", "--cluster: \"x\" is not a number"},
+           Case{"-p no_such_policy -l 100", "unknown policy"},
+           Case{"-p fifo", "exactly one of --lam"},
+           Case{"-p fifo -l 100 --jobs-per-hour 3", "exactly one of --lam"},
+           Case{"-p fifo -l -5", "--lam"},
+           Case{"-p fifo -l 100 -s 10 -e 10", "holds no job"},
+           Case{"-p fifo -l 100 --compat nonsense", "unknown compat switch"},
+           Case{"-p fifo --trace no_such_file.trace", "no_such_file.trace"},
+           Case{"-p fifo -l 100 --throughputs missing.json", "missing.json"},
+           Case{"-p max_sum_throughput_normalized_by_cost_perf -l 100 -e 5", "prices"},
+       }) {
+    SCOPED_TRACE(c.args);
+    const Ran ran = Simulate(c.args);
+    EXPECT_NE(ran.exit_code, 0);
+    EXPECT_THAT(ran.err, HasSubstr(c.message));
+  }
+}
+
+TEST_F(SimulateCliTest, RunsATraceFile) {
+  std::ofstream(dir_ / "small.trace")
+      << "A3C\tpython3 main.py\trl\t--max-steps\t0\t5000\t1\t1\t-1.000000\t0.000000\n"
+         "LM (batch size 20)\tpython main.py\tlanguage_modeling\t--steps\t1\t90000\t1\t1"
+         "\t-1.000000\t120.000000\n";
+  const Ran ran = Simulate("-c 1:1:0 -p max_min_fairness_perf --trace small.trace --json out.json");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadText(dir_ / "out.json"));
+  EXPECT_EQ(result["window"]["jobs_completed"].get<int>(), 2);
+  EXPECT_EQ(result["window"]["end"].get<int>(), 2);
+}
+
+}  // namespace
