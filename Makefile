@@ -10,10 +10,11 @@ build: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS)
 
-# The main job: allocate GPUs for the shipped example snapshot and print a readable table.
+# The main job: simulate the paper's 36:36:36 cluster at 2 jobs/hour under max_min_fairness vs
+# max_min_fairness_perf and fifo vs fifo_perf; prints the JCT table and writes
+# build/headline/report.html (scripts/headline.sh).
 run: build
-	@./build/release/src/gavel/cli/gavel allocate --policy max_min_fairness_perf \
-	  --snapshot examples/snapshot.json --format table
+	@scripts/headline.sh
 
 # Every test: the optimised build, then the unit tests again under ASan and UBSan.
 test: test-release test-debug

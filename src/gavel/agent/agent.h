@@ -1,0 +1,216 @@
+// Agent: the worker agent's core (`gavel worker`), a state machine over the GPUs of one host.
+//
+// It speaks three ways, all through ports (ports.h), so that it can be driven whole by tests:
+//   * to the scheduler (SchedulerClient): RegisterWorker, Heartbeat, ReportDone — issued only
+//     from Tick(), with one backoff for the whole connection (the scheduler may restart at any
+//     time; the agent keeps its jobs running and reattaches by registering again);
+//   * from the scheduler (StartRound, KillJob, served over gRPC by agent_server.h);
+//   * from the job processes' iterators (Init, Progress, Done; iterator.proto, served as
+//     proto3 JSON over HTTP by iterator_endpoint.h).
+//
+// Per GPU ("slot": a local GPU index, its scheduler worker id and its CUDA device) it holds at
+// most one job process (a "run") and at most one task waiting to start there. A run moves
+// through three phases:
+//     running ──Done(LEASE_REACHED)──▶ paused ──next round keeps it──▶ running (lease extended)
+//        │                               └──next round drops it / hold timeout──▶ stopping
+//        └──displaced, KillJob, lease overrun, shutdown: SIGTERM──▶ stopping ──exit──▶ (gone)
+// and every micro-task (one run on one GPU for one round) is reported to the scheduler exactly
+// once, with the checkpointed step count the process last reported (worker.proto, TaskOutcome):
+// LEASE_EXPIRED when the process checkpointed at its lease end (or when a still-running job's
+// lease is extended into a new round, which closes the old round's micro-task), COMPLETED,
+// CRASHED (with the exit code and the tail of stderr), KILLED, LAUNCH_FAILED. Reports wait in
+// an outbox and are resent until the scheduler acknowledges them.
+//
+// Processes are started, signalled and reaped only from Tick() (the monitor thread), so that a
+// job's PR_SET_PDEATHSIG is tied to a thread that lives as long as the agent. A process is
+// ended with SIGTERM to its process group, then SIGKILL after kill_grace.
+//
+// Thread-safety: every public method may be called from any thread; one mutex guards the state.
+// Tick() must be called from one thread at a time (the monitor thread); it never holds the
+// mutex while calling the scheduler. Done's reply callback is never invoked with the mutex
+// held, and may be invoked from the calling thread or from Tick's or StartRound's.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gavel/agent/ports.h"
+#include "gavel/core/ids.h"
+#include "gavel/core/status.h"
+#include "gavel/core/units.h"
+#include "gavel/wire/iterator.pb.h"
+#include "gavel/wire/worker.pb.h"
+
+namespace gavel::agent {
+
+struct AgentOptions {
+  // Stable across restarts of the agent (kept in its work directory by the CLI), so that the
+  // scheduler gives the same worker ids back.
+  std::string agent_id;
+  std::string gpu_type;  // e.g. "v100"
+  int num_gpus = 1;
+  // CUDA_VISIBLE_DEVICES value per local GPU; empty = "0", "1", ... num_gpus - 1.
+  std::vector<std::string> visible_devices;
+
+  std::string log_dir;          // job logs: <log_dir>/job-<id>.out and .err (appended)
+  std::string checkpoint_root;  // job checkpoints: <checkpoint_root>/job-<id>/
+  std::string run_dir;          // working directory of jobs that name none (absolute)
+  std::string address;          // where the WorkerAgent service listens, sent to the scheduler
+  std::string iterator_url;     // GAVEL_AGENT_URL of the jobs
+  std::string token;            // given to jobs as GAVEL_TOKEN; empty = none
+  // The agent's own environment, inherited by jobs (GAVEL_* and CUDA_VISIBLE_DEVICES are
+  // dropped from it and set per job), and the PATH that resolves a job's argv[0].
+  std::vector<std::pair<std::string, std::string>> base_env;
+  std::string program_path = "/usr/local/bin:/usr/bin:/bin";
+
+  // Overrides the scheduler's heartbeat interval when set.
+  std::optional<Seconds> heartbeat_interval;
+  Seconds kill_grace{10.0};           // SIGTERM → SIGKILL
+  Seconds lease_overrun_grace{30.0};  // a running job is ended this long after its lease
+  // How long a Done(LEASE_REACHED) is held open waiting for the next round; unset = the
+  // round duration from the registration, at least 10 s.
+  std::optional<Seconds> hold_timeout;
+  Seconds backoff_initial{0.2};  // scheduler unreachable: retry after this, doubling...
+  Seconds backoff_max{5.0};      // ...up to this
+  // Where the agent's log lines go; unset = stderr with a timestamp.
+  std::function<void(const std::string&)> log;
+};
+
+// A read-only view of the agent's state (tests, `gavel worker` status lines).
+struct AgentSnapshot {
+  enum class Phase { kIdle, kStarting, kRunning, kPaused, kStopping };
+  struct Gpu {
+    std::optional<WorkerId> worker_id;
+    Phase phase = Phase::kIdle;
+    std::optional<std::uint64_t> job_id;  // the run's job (or the waiting task's when starting)
+    std::uint64_t round_id = 0;
+    int pid = 0;
+    std::uint64_t checkpointed_steps = 0;
+  };
+  bool registered = false;
+  bool shutting_down = false;
+  std::vector<Gpu> gpus;
+  std::size_t reports_pending = 0;
+  std::int64_t registrations = 0;  // successful RegisterWorker calls
+  std::int64_t heartbeats = 0;     // successful Heartbeat calls
+  std::int64_t reports_sent = 0;   // acknowledged ReportDone calls
+};
+
+class Agent {
+ public:
+  using DoneReply = std::function<void(Result<wire::DoneResponse>)>;
+
+  // The ports are borrowed and must outlive the agent. Options are checked by the caller
+  // (CheckAgentOptions).
+  Agent(AgentOptions options, SchedulerClient* scheduler, ProcessLauncher* launcher,
+        const Clock* clock);
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+  ~Agent();
+
+  // ---- From the scheduler ----
+  // Applies a round's assignment (worker.proto, StartRoundRequest). Idempotent: a round id not
+  // above the last one applied changes nothing (until the agent registers again, after which
+  // any round id is accepted: the scheduler may have restarted without its numbering). Errors
+  // (nothing is applied): not registered yet, shutting down, a task naming a GPU that is not this
+  // agent's, two tasks for one GPU, an empty command; messages name the field (e.g.
+  // "tasks[1].worker_id").
+  Status StartRound(const wire::StartRoundRequest& request);
+  // Ends every process and waiting task of the job (each reported KILLED). Unknown job: OK.
+  Status KillJob(const wire::KillJobRequest& request);
+
+  // ---- From the job processes (iterator.proto) ----
+  // Errors: kNotFound when this agent runs no such job on that GPU.
+  Result<wire::InitResponse> Init(const wire::InitRequest& request);
+  Result<wire::ProgressResponse> Progress(const wire::ProgressRequest& request);
+  // Answers through `reply`, at once or — for LEASE_REACHED — once the next round decided
+  // whether the job keeps its GPU (or the hold timed out, or the process went away).
+  void Done(const wire::DoneRequest& request, DoneReply reply);
+
+  // ---- The monitor loop ----
+  // One step: reap exited processes, enforce deadlines (SIGKILL after the grace, lease
+  // overruns, hold timeouts), start waiting tasks, then talk to the scheduler (register,
+  // heartbeat, send reports) when its backoff allows.
+  void Tick();
+  // Sleeps until an event needs a Tick or `max_wait` passed (real time; the monitor thread).
+  void WaitForWork(Seconds max_wait);
+
+  // Ends every job (SIGTERM, SIGKILL after kill_grace; each reported KILLED) and refuses new
+  // rounds. Keep calling Tick() until ShutdownComplete().
+  void BeginShutdown();
+  // True once no process is left and every report was sent (or the scheduler is unreachable).
+  bool ShutdownComplete() const;
+
+  AgentSnapshot Snapshot() const;
+
+ private:
+  struct Run;
+  struct Slot;
+  using Deferred = std::vector<std::pair<DoneReply, Result<wire::DoneResponse>>>;
+
+  // Locked helpers (the caller holds mu_).
+  Slot* FindSlotByWorker(std::uint64_t worker_id);
+  Run* FindRun(std::uint64_t job_id, std::uint64_t worker_id);
+  wire::Lease DeliverLease(Run& run, Seconds now);
+  void ApplyTask(Slot& slot, const wire::Task* task, std::uint64_t round_id, Seconds now,
+                 Deferred& deferred);
+  void StopRun(Slot& slot, wire::TaskOutcome outcome, const std::string& reason, Seconds now,
+               Deferred& deferred);
+  void DropPending(Slot& slot, const std::string& reason);
+  void ReapAndEnforce(Seconds now, Deferred& deferred);
+  void StartPending(Seconds now);
+  void StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id, Seconds now);
+  void Report(const Slot& slot, Run& run, wire::TaskOutcome outcome, int exit_code,
+              const std::string& message, Seconds now);
+  void ReportNeverStarted(const wire::Task& task, std::uint64_t round_id, wire::TaskOutcome outcome,
+                          const std::string& message);
+  wire::GpuState GpuStateOf(const Slot& slot) const;
+  Seconds HoldTimeout() const;
+  void Log(const std::string& line) const;
+
+  // Unlocked: the scheduler conversation of one Tick.
+  void TalkToScheduler();
+
+  static void Invoke(Deferred& deferred);
+
+  const AgentOptions options_;
+  SchedulerClient* const scheduler_;
+  ProcessLauncher* const launcher_;
+  const Clock* const clock_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  bool work_pending_ = false;
+  std::vector<Slot> slots_;
+  std::optional<std::uint64_t> last_round_;
+  bool shutting_down_ = false;
+
+  // Scheduler connection (guarded by mu_; the RPCs themselves run without it).
+  bool registered_ = false;
+  Seconds round_duration_{360.0};
+  Seconds heartbeat_interval_{5.0};
+  Seconds next_heartbeat_{0.0};
+  Seconds next_contact_{0.0};  // backoff: no call to the scheduler before this
+  Seconds backoff_{0.0};
+  bool scheduler_unreachable_ = false;
+  std::deque<wire::ReportDoneRequest> outbox_;
+  std::int64_t registrations_ = 0;
+  std::int64_t heartbeats_ = 0;
+  std::int64_t reports_sent_ = 0;
+};
+
+// Checks options before an Agent is made; errors name the option.
+Status CheckAgentOptions(const AgentOptions& options);
+
+// The last `max_bytes` of a file, cut to whole lines where possible ("" when unreadable).
+std::string ReadTail(const std::string& path, std::size_t max_bytes);
+
+}  // namespace gavel::agent

@@ -1,0 +1,570 @@
+#include "gavel/cli/client_commands.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gavel/rpc/auth.h"
+#include "gavel/rpc/grpc_util.h"
+#include "gavel/wire/scheduler.grpc.pb.h"
+
+namespace gavel::cli {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A connected stub and the caller's token.
+struct Connection {
+  std::unique_ptr<wire::Scheduler::Stub> stub;
+  std::string token;
+  Seconds timeout{30.0};
+  void Prepare(grpc::ClientContext* context) const {
+    rpc::PrepareContext(context, timeout, token);
+    // The channel is connected (Connect); should it drop, wait for it to come back rather
+    // than fail at once. A call is only sent on a ready connection, so nothing is sent twice.
+    context->set_wait_for_ready(true);
+  }
+};
+
+Result<Connection> Connect(const ClientOptions& client) {
+  GAVEL_RETURN_IF_ERROR(rpc::ParseAddress(client.scheduler).status().WithContext("--scheduler"));
+  Connection c;
+  if (!client.token_file.empty()) {
+    GAVEL_ASSIGN_OR_RETURN(c.token, rpc::ReadClientToken(client.token_file));
+  }
+  auto channel = rpc::MakeChannel(client.scheduler);
+  // Fail fast, with a clear message, when nothing answers at the address.
+  const double connect_s = std::min(client.timeout_seconds, 5.0);
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                 std::chrono::milliseconds(
+                                     static_cast<std::int64_t>(connect_s * 1000.0)))) {
+    return Status::IoError("cannot reach the scheduler at " + client.scheduler + " within " +
+                           std::to_string(static_cast<int>(connect_s)) +
+                           " s (is `gavel serve` running there?)");
+  }
+  c.stub = wire::Scheduler::NewStub(channel);
+  c.timeout = Seconds(client.timeout_seconds);
+  return c;
+}
+
+std::string Duration(double seconds) {
+  if (seconds < 0.0 || !std::isfinite(seconds)) return "-";
+  auto s = static_cast<long long>(std::llround(seconds));
+  std::ostringstream out;
+  if (s >= 86400) {
+    out << s / 86400 << "d" << (s % 86400) / 3600 << "h";
+  } else if (s >= 3600) {
+    out << s / 3600 << "h" << std::setw(2) << std::setfill('0') << (s % 3600) / 60 << "m";
+  } else if (s >= 60) {
+    out << s / 60 << "m" << std::setw(2) << std::setfill('0') << s % 60 << "s";
+  } else {
+    out << s << "s";
+  }
+  return out.str();
+}
+
+std::string Fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+// Aligned columns, two spaces apart, the header in capitals.
+void PrintTable(const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      text += cells[c];
+      if (c + 1 < cells.size()) text += std::string(width[c] - cells[c].size() + 2, ' ');
+    }
+    out << text << "\n";
+  };
+  line(header);
+  for (const auto& row : rows) line(row);
+}
+
+Result<std::pair<std::string, std::string>> SplitPair(const std::string& text,
+                                                      const std::string& flag) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Status::InvalidArgument(flag + " " + text + ": expected KEY=VALUE");
+  }
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+Result<double> ParseRate(const std::string& text, const std::string& where) {
+  try {
+    std::size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used != text.size() || !std::isfinite(value) || value < 0.0) throw std::invalid_argument("");
+    return value;
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(where + ": `" + text + "` is not a non-negative number");
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Job specs.
+
+Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& o) {
+  wire::JobSpec spec;
+  if (o.command.empty()) {
+    return Status::InvalidArgument("no command: put the program after `--`, e.g. "
+                                   "`gavel submit --steps 100 -- python3 train.py`");
+  }
+  for (const std::string& arg : o.command) spec.add_command(arg);
+  if (o.steps == 0) return Status::InvalidArgument("--steps: must be at least 1");
+  spec.set_total_steps(o.steps);
+  spec.set_scale_factor(o.scale_factor);
+  spec.set_job_type(o.job_type);
+  spec.set_priority_weight(o.priority_weight);
+  spec.set_entity(o.entity);
+  spec.set_name(o.name);
+  spec.set_working_directory(o.working_directory);
+  for (const std::string& t : o.throughputs) {
+    GAVEL_ASSIGN_OR_RETURN(auto pair, SplitPair(t, "--throughput"));
+    GAVEL_ASSIGN_OR_RETURN(const double rate, ParseRate(pair.second, "--throughput " + t));
+    (*spec.mutable_throughputs())[pair.first] = rate;
+  }
+  for (const std::string& e : o.env) {
+    GAVEL_ASSIGN_OR_RETURN(auto pair, SplitPair(e, "--env"));
+    (*spec.mutable_env())[pair.first] = pair.second;
+  }
+  return spec;
+}
+
+Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
+                                                const std::string& source_name) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(source_name + ": not JSON: " + e.what());
+  }
+  if (doc.is_object() && doc.contains("jobs")) doc = doc["jobs"];
+  if (doc.is_object()) doc = json::array({doc});
+  if (!doc.is_array() || doc.empty()) {
+    return Status::InvalidArgument(source_name +
+                                   ": expected a job object, a list of them, or {\"jobs\": [...]}");
+  }
+  std::vector<wire::JobSpec> specs;
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    const json& job = doc[i];
+    const std::string where = source_name + ": job " + std::to_string(i);
+    if (!job.is_object()) return Status::InvalidArgument(where + ": not an object");
+    wire::JobSpec spec;
+    spec.set_scale_factor(1);
+    spec.set_priority_weight(1.0);
+    spec.set_job_type("ResNet-18 (batch size 64)");
+    auto field_error = [&](const std::string& key, const std::string& want) {
+      return Status::InvalidArgument(where + ", field " + key + ": expected " + want);
+    };
+    for (const auto& [key, value] : job.items()) {
+      if (key == "command") {
+        if (!value.is_array() || value.empty()) return field_error(key, "a list of strings");
+        for (const json& arg : value) {
+          if (!arg.is_string()) return field_error(key, "a list of strings");
+          spec.add_command(arg.get<std::string>());
+        }
+      } else if (key == "steps" || key == "total_steps") {
+        if (!value.is_number_integer() || value.get<std::int64_t>() < 1) {
+          return field_error(key, "a positive integer");
+        }
+        spec.set_total_steps(value.get<std::uint64_t>());
+      } else if (key == "scale_factor") {
+        if (!value.is_number_integer() || value.get<std::int64_t>() < 1) {
+          return field_error(key, "a positive integer");
+        }
+        spec.set_scale_factor(value.get<std::uint32_t>());
+      } else if (key == "job_type" || key == "name" || key == "entity" ||
+                 key == "working_directory") {
+        if (!value.is_string()) return field_error(key, "a string");
+        const std::string s = value.get<std::string>();
+        if (key == "job_type") spec.set_job_type(s);
+        if (key == "name") spec.set_name(s);
+        if (key == "entity") spec.set_entity(s);
+        if (key == "working_directory") spec.set_working_directory(s);
+      } else if (key == "priority_weight") {
+        if (!value.is_number() || !(value.get<double>() > 0.0)) {
+          return field_error(key, "a positive number");
+        }
+        spec.set_priority_weight(value.get<double>());
+      } else if (key == "throughputs") {
+        if (!value.is_object()) return field_error(key, "an object {gpu type: steps/s}");
+        for (const auto& [type, rate] : value.items()) {
+          if (!rate.is_number() || rate.get<double>() < 0.0) {
+            return field_error(key + "." + type, "a non-negative number");
+          }
+          (*spec.mutable_throughputs())[type] = rate.get<double>();
+        }
+      } else if (key == "env") {
+        if (!value.is_object()) return field_error(key, "an object {name: value}");
+        for (const auto& [name, v] : value.items()) {
+          if (!v.is_string()) return field_error(key + "." + name, "a string");
+          (*spec.mutable_env())[name] = v.get<std::string>();
+        }
+      } else {
+        return Status::InvalidArgument(where + ": unknown field `" + key +
+                                       "` (command, steps, scale_factor, job_type, "
+                                       "priority_weight, entity, throughputs, name, "
+                                       "working_directory, env)");
+      }
+    }
+    if (spec.command_size() == 0) return field_error("command", "a list of strings (missing)");
+    if (spec.total_steps() == 0) return field_error("steps", "a positive integer (missing)");
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+// ------------------------------------------------------------------------------------------
+// Commands.
+
+Status RunSubmit(const ClientOptions& client, const SubmitOptions& o, std::ostream& out) {
+  std::vector<wire::JobSpec> specs;
+  if (!o.job_file.empty()) {
+    if (!o.command.empty()) {
+      return Status::InvalidArgument("--job-file: give either a job file or a command, not both");
+    }
+    std::ifstream in(o.job_file);
+    if (!in) return Status::IoError("--job-file: cannot read " + o.job_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    GAVEL_ASSIGN_OR_RETURN(specs, ParseJobFile(text.str(), o.job_file));
+  } else {
+    GAVEL_ASSIGN_OR_RETURN(wire::JobSpec spec, SpecFromFlags(o));
+    specs.push_back(std::move(spec));
+  }
+  GAVEL_ASSIGN_OR_RETURN(Connection c, Connect(client));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    grpc::ClientContext context;
+    c.Prepare(&context);
+    wire::SubmitJobRequest request;
+    *request.mutable_spec() = specs[i];
+    wire::SubmitJobResponse response;
+    const grpc::Status status = c.stub->SubmitJob(&context, request, &response);
+    if (!status.ok()) {
+      return rpc::FromGrpc(status, specs.size() > 1 ? "job " + std::to_string(i) : "submit");
+    }
+    out << response.job_id() << "\n";
+  }
+  return Status::Ok();
+}
+
+std::string JobStateName(wire::JobState state) {
+  switch (state) {
+    case wire::QUEUED: return "queued";
+    case wire::RUNNING: return "running";
+    case wire::DONE: return "done";
+    case wire::FAILED: return "failed";
+    case wire::CANCELLED: return "cancelled";
+    default: break;
+  }
+  return "unknown";
+}
+
+std::string JobsJson(const wire::ListJobsResponse& jobs) {
+  json list = json::array();
+  for (const wire::JobInfo& job : jobs.jobs()) {
+    json allocation = json::object();
+    json seconds = json::object();
+    json steps = json::object();
+    json estimate = json::object();
+    json measured = json::object();
+    json prior = json::object();
+    for (const wire::JobTypeStats& t : job.per_type()) {
+      allocation[t.gpu_type()] = t.allocation();
+      seconds[t.gpu_type()] = t.seconds();
+      steps[t.gpu_type()] = t.steps();
+      estimate[t.gpu_type()] = t.throughput_estimate();
+      measured[t.gpu_type()] = t.measurements() > 0 ? json(t.throughput_measured()) : json();
+      prior[t.gpu_type()] = t.throughput_prior();
+    }
+    json command = json::array();
+    for (const std::string& arg : job.spec().command()) command.push_back(arg);
+    json workers = json::array();
+    for (std::uint64_t w : job.worker_ids()) workers.push_back(w);
+    list.push_back({
+        {"id", job.id()},
+        {"name", job.name()},
+        {"user", job.user()},
+        {"state", JobStateName(job.state())},
+        {"steps_done", job.steps_done()},
+        {"total_steps", job.total_steps()},
+        {"progress", job.progress()},
+        {"job_type", job.spec().job_type()},
+        {"scale_factor", job.spec().scale_factor()},
+        {"priority_weight", job.spec().priority_weight()},
+        {"entity", job.spec().entity()},
+        {"command", command},
+        {"allocation", allocation},
+        {"time_on_type_s", seconds},
+        {"steps_on_type", steps},
+        {"throughput_estimate", estimate},
+        {"throughput_measured", measured},
+        {"throughput_prior", prior},
+        {"gpu_type", job.gpu_type()},
+        {"worker_ids", workers},
+        {"eta_s", job.eta_s() < 0.0 ? json() : json(job.eta_s())},
+        {"attempts", job.attempts()},
+        {"failures", job.failures()},
+        {"last_exit_code", job.last_exit_code()},
+        {"message", job.message()},
+        {"submitted_unix_ms", job.submitted_unix_ms()},
+        {"finished_unix_ms", job.finished_unix_ms() == 0 ? json() : json(job.finished_unix_ms())},
+    });
+  }
+  return list.dump(2);
+}
+
+void PrintJobsTable(const wire::ListJobsResponse& jobs, std::int64_t now_ms, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  for (const wire::JobInfo& job : jobs.jobs()) {
+    std::string alloc;
+    for (const wire::JobTypeStats& t : job.per_type()) {
+      if (t.allocation() <= 0.0005) continue;
+      alloc += (alloc.empty() ? "" : ",") + t.gpu_type() + ":" + Fixed(t.allocation(), 2);
+    }
+    std::string where = "-";
+    if (job.state() == wire::RUNNING && job.worker_ids_size() > 0) {
+      where = job.gpu_type() + "/" + std::to_string(job.worker_ids(0));
+      if (job.worker_ids_size() > 1) where += "+" + std::to_string(job.worker_ids_size() - 1);
+    }
+    const bool active = job.state() == wire::QUEUED || job.state() == wire::RUNNING;
+    rows.push_back({std::to_string(job.id()),
+                    job.name().empty() ? "-" : job.name(),
+                    job.user(),
+                    JobStateName(job.state()),
+                    std::to_string(job.steps_done()) + "/" + std::to_string(job.total_steps()),
+                    Fixed(100.0 * job.progress(), 1) + "%",
+                    where,
+                    alloc.empty() ? "-" : alloc,
+                    active ? Duration(job.eta_s()) : "-",
+                    Duration(static_cast<double>(now_ms - job.submitted_unix_ms()) / 1000.0),
+                    job.message().empty() ? "" : job.message().substr(0, 60)});
+  }
+  PrintTable({"ID", "NAME", "USER", "STATE", "STEPS", "PROGRESS", "GPU", "ALLOCATION", "ETA",
+              "AGE", "MESSAGE"},
+             rows, out);
+}
+
+Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
+               bool active_only, const std::string& output, std::ostream& out) {
+  GAVEL_ASSIGN_OR_RETURN(Connection c, Connect(client));
+  grpc::ClientContext context;
+  c.Prepare(&context);
+  wire::ListJobsRequest request;
+  for (std::uint64_t id : ids) request.add_job_ids(id);
+  request.set_active_only(active_only);
+  wire::ListJobsResponse response;
+  GAVEL_RETURN_IF_ERROR(rpc::FromGrpc(c.stub->ListJobs(&context, request, &response), "jobs"));
+  if (output == "json") {
+    out << JobsJson(response) << "\n";
+  } else {
+    PrintJobsTable(response, NowMs(), out);
+  }
+  return Status::Ok();
+}
+
+Status RunCancel(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
+                 std::ostream& out) {
+  if (ids.empty()) return Status::InvalidArgument("cancel: name at least one job id");
+  GAVEL_ASSIGN_OR_RETURN(Connection c, Connect(client));
+  for (std::uint64_t id : ids) {
+    grpc::ClientContext context;
+    c.Prepare(&context);
+    wire::CancelJobRequest request;
+    request.set_job_id(id);
+    wire::CancelJobResponse response;
+    GAVEL_RETURN_IF_ERROR(rpc::FromGrpc(c.stub->CancelJob(&context, request, &response),
+                                        "cancel job " + std::to_string(id)));
+    out << "job " << id << " cancelled at " << response.job().steps_done() << "/"
+        << response.job().total_steps() << " steps\n";
+  }
+  return Status::Ok();
+}
+
+Status RunWorkers(const ClientOptions& client, const std::string& output, std::ostream& out) {
+  GAVEL_ASSIGN_OR_RETURN(Connection c, Connect(client));
+  grpc::ClientContext context;
+  c.Prepare(&context);
+  wire::ListWorkersResponse response;
+  GAVEL_RETURN_IF_ERROR(rpc::FromGrpc(
+      c.stub->ListWorkers(&context, wire::ListWorkersRequest(), &response), "workers"));
+  if (output == "json") {
+    json list = json::array();
+    for (const wire::WorkerInfo& w : response.workers()) {
+      list.push_back({{"worker_id", w.worker_id()},
+                      {"agent_id", w.agent_id()},
+                      {"gpu_type", w.gpu_type()},
+                      {"address", w.address()},
+                      {"alive", w.alive()},
+                      {"busy", w.busy()},
+                      {"job_id", w.busy() ? json(w.job_id()) : json()},
+                      {"last_heartbeat_age_s", w.last_heartbeat_age_s()},
+                      {"busy_seconds", w.busy_seconds()},
+                      {"registered_unix_ms", w.registered_unix_ms()}});
+    }
+    out << list.dump(2) << "\n";
+    return Status::Ok();
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const wire::WorkerInfo& w : response.workers()) {
+    rows.push_back({std::to_string(w.worker_id()), w.gpu_type(), w.alive() ? "alive" : "dead",
+                    w.busy() ? std::to_string(w.job_id()) : "-", w.agent_id(), w.address(),
+                    Duration(w.last_heartbeat_age_s()) + " ago", Duration(w.busy_seconds())});
+  }
+  PrintTable({"WORKER", "TYPE", "STATE", "JOB", "AGENT", "ADDRESS", "HEARTBEAT", "BUSY"}, rows,
+             out);
+  return Status::Ok();
+}
+
+Status RunStatus(const ClientOptions& client, const std::string& output, std::ostream& out) {
+  GAVEL_ASSIGN_OR_RETURN(Connection c, Connect(client));
+  grpc::ClientContext context;
+  c.Prepare(&context);
+  wire::GetStatusResponse s;
+  GAVEL_RETURN_IF_ERROR(
+      rpc::FromGrpc(c.stub->GetStatus(&context, wire::GetStatusRequest(), &s), "status"));
+  json gpus = json::object();
+  for (const auto& [type, count] : s.gpus_per_type()) gpus[type] = count;
+  if (output == "json") {
+    out << json{{"policy", s.policy()},
+                {"round_duration_s", s.round_duration_s()},
+                {"round_id", s.round_id()},
+                {"round_elapsed_s", s.round_elapsed_s()},
+                {"jobs", {{"queued", s.queued_jobs()},
+                          {"running", s.running_jobs()},
+                          {"done", s.done_jobs()},
+                          {"failed", s.failed_jobs()},
+                          {"cancelled", s.cancelled_jobs()}}},
+                {"workers", {{"alive", s.alive_workers()}, {"dead", s.dead_workers()}}},
+                {"gpus_per_type", gpus},
+                {"uptime_s", s.uptime_s()},
+                {"last_solve_s", s.last_solve_s()},
+                {"allocations_computed", s.allocations_computed()},
+                {"version", s.version()}}
+                .dump(2)
+        << "\n";
+    return Status::Ok();
+  }
+  std::string types;
+  for (const auto& [type, count] : s.gpus_per_type()) {
+    types += (types.empty() ? "" : ", ") + type + ":" + std::to_string(count);
+  }
+  out << "policy:      " << s.policy() << "\n"
+      << "round:       " << s.round_id() << " (" << Duration(s.round_elapsed_s()) << " of "
+      << Duration(s.round_duration_s()) << ")\n"
+      << "jobs:        " << s.queued_jobs() << " queued, " << s.running_jobs() << " running, "
+      << s.done_jobs() << " done, " << s.failed_jobs() << " failed, " << s.cancelled_jobs()
+      << " cancelled\n"
+      << "workers:     " << s.alive_workers() << " alive (" << (types.empty() ? "-" : types)
+      << "), " << s.dead_workers() << " dead\n"
+      << "last solve:  " << Fixed(s.last_solve_s(), 3) << " s (" << s.allocations_computed()
+      << " solves)\n"
+      << "uptime:      " << Duration(s.uptime_s()) << "\n";
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------------------------------
+// CLI glue.
+
+void AddClientCommands(CLI::App& app, ClientCommandOptions* o) {
+  auto common = [o](CLI::App* cmd) {
+    cmd->add_option("--scheduler", o->client.scheduler,
+                    "Scheduler address (default 127.0.0.1:50060)");
+    cmd->add_option("--token-file", o->client.token_file, "File holding your token");
+    cmd->add_option("--timeout-seconds", o->client.timeout_seconds,
+                    "Give up after this long (default 30)");
+  };
+  SubmitOptions& s = o->submit;
+  o->submit_cmd = app.add_subcommand("submit", "Submit a job to a running `gavel serve`");
+  common(o->submit_cmd);
+  o->submit_cmd->add_option("--steps", s.steps, "Total training steps");
+  o->submit_cmd->add_option("--scale-factor", s.scale_factor, "GPUs at once (default 1)");
+  o->submit_cmd->add_option("--job-type", s.job_type,
+                            "Throughput-table model (default \"ResNet-18 (batch size 64)\")");
+  o->submit_cmd->add_option("--priority-weight", s.priority_weight, "Weight (default 1)");
+  o->submit_cmd->add_option("--entity", s.entity, "Owner group (default: your user)");
+  o->submit_cmd->add_option("--throughput", s.throughputs,
+                            "TYPE=STEPS_PER_S estimate (repeatable); overrides the table");
+  o->submit_cmd->add_option("--env", s.env, "KEY=VALUE for the job's environment (repeatable)");
+  o->submit_cmd->add_option("--name", s.name, "A label for `gavel jobs`");
+  o->submit_cmd->add_option("--working-directory", s.working_directory,
+                            "Working directory on the worker host");
+  o->submit_cmd->add_option("--job-file", s.job_file,
+                            "JSON job file (an object or a list) instead of flags");
+  o->submit_cmd->add_option("command", s.command, "The program and its arguments, after --");
+
+  o->jobs_cmd = app.add_subcommand("jobs", "List jobs");
+  common(o->jobs_cmd);
+  o->jobs_cmd->add_option("-o,--output", o->output, "table (default) or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  o->jobs_cmd->add_flag("--active", o->active_only, "Only queued and running jobs");
+  o->jobs_cmd->add_option("job_ids", o->job_ids, "Only these jobs");
+
+  o->cancel_cmd = app.add_subcommand("cancel", "Cancel jobs (your own, or any as an admin)");
+  common(o->cancel_cmd);
+  o->cancel_cmd->add_option("job_ids", o->job_ids, "Job ids")->required();
+
+  o->workers_cmd = app.add_subcommand("workers", "List the GPUs (workers) the scheduler knows");
+  common(o->workers_cmd);
+  o->workers_cmd->add_option("-o,--output", o->output, "table (default) or json")
+      ->check(CLI::IsMember({"table", "json"}));
+
+  o->status_cmd = app.add_subcommand("status", "Show the scheduler's state");
+  common(o->status_cmd);
+  o->status_cmd->add_option("-o,--output", o->output, "table (default) or json")
+      ->check(CLI::IsMember({"table", "json"}));
+}
+
+std::optional<int> RunClientCommands(const ClientCommandOptions& o) {
+  Status status;
+  const char* name = nullptr;
+  if (o.submit_cmd && o.submit_cmd->parsed()) {
+    name = "submit";
+    status = RunSubmit(o.client, o.submit, std::cout);
+  } else if (o.jobs_cmd && o.jobs_cmd->parsed()) {
+    name = "jobs";
+    status = RunJobs(o.client, o.job_ids, o.active_only, o.output, std::cout);
+  } else if (o.cancel_cmd && o.cancel_cmd->parsed()) {
+    name = "cancel";
+    status = RunCancel(o.client, o.job_ids, std::cout);
+  } else if (o.workers_cmd && o.workers_cmd->parsed()) {
+    name = "workers";
+    status = RunWorkers(o.client, o.output, std::cout);
+  } else if (o.status_cmd && o.status_cmd->parsed()) {
+    name = "status";
+    status = RunStatus(o.client, o.output, std::cout);
+  } else {
+    return std::nullopt;
+  }
+  if (!status.ok()) {
+    std::cerr << "gavel " << name << ": " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace gavel::cli

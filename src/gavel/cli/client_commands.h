@@ -1,0 +1,88 @@
+// The client commands of the runtime, thin over the Scheduler service (scheduler.proto):
+//
+//   gavel submit  --scheduler ADDR [--token-file F] --steps N [--scale-factor 1]
+//                 [--job-type "ResNet-18 (batch size 64)"] [--priority-weight W] [--entity E]
+//                 [--throughput TYPE=STEPS_PER_S ...] [--name N] [--env K=V ...] -- COMMAND...
+//   gavel submit  --scheduler ADDR --job-file jobs.json      (one object, or a list of them)
+//   gavel jobs    --scheduler ADDR [--active] [-o table|json] [JOB_ID...]
+//   gavel cancel  --scheduler ADDR JOB_ID...
+//   gavel workers --scheduler ADDR [-o table|json]
+//   gavel status  --scheduler ADDR [-o table|json]
+//
+// `submit` prints each new job's id on its own line; the table outputs are aligned columns
+// (Slurm/kubectl style) and `-o json` is the stable machine contract (docs/runtime.md).
+// Errors (unreachable scheduler, refused token, bad job spec) go to stderr with exit code 1.
+// Thread-compatible free functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "gavel/core/status.h"
+#include "gavel/wire/scheduler.pb.h"
+
+namespace gavel::cli {
+
+struct ClientOptions {
+  std::string scheduler = "127.0.0.1:50060";
+  std::string token_file;
+  double timeout_seconds = 30.0;
+};
+
+struct SubmitOptions {
+  std::uint64_t steps = 0;
+  std::uint32_t scale_factor = 1;
+  std::string job_type = "ResNet-18 (batch size 64)";
+  double priority_weight = 1.0;
+  std::string entity;
+  std::vector<std::string> throughputs;  // TYPE=STEPS_PER_S
+  std::vector<std::string> env;          // KEY=VALUE
+  std::string name;
+  std::string working_directory;
+  std::string job_file;
+  std::vector<std::string> command;
+};
+
+struct ClientCommandOptions {
+  ClientOptions client;
+  SubmitOptions submit;
+  std::string output = "table";
+  bool active_only = false;
+  std::vector<std::uint64_t> job_ids;
+  CLI::App* submit_cmd = nullptr;
+  CLI::App* jobs_cmd = nullptr;
+  CLI::App* cancel_cmd = nullptr;
+  CLI::App* workers_cmd = nullptr;
+  CLI::App* status_cmd = nullptr;
+};
+
+// Declares submit, jobs, cancel, workers and status on `app`, bound to `options`.
+void AddClientCommands(CLI::App& app, ClientCommandOptions* options);
+// Runs whichever of them was parsed; nullopt when none was. Returns the exit code.
+std::optional<int> RunClientCommands(const ClientCommandOptions& options);
+
+// The pieces, for tests.
+// Job specs from a job file's JSON text: an object, a list of objects, or {"jobs": [...]}.
+// Errors name the job's index and the field.
+Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
+                                                const std::string& source_name);
+Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& options);
+Status RunSubmit(const ClientOptions& client, const SubmitOptions& options, std::ostream& out);
+Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
+               bool active_only, const std::string& output, std::ostream& out);
+Status RunCancel(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
+                 std::ostream& out);
+Status RunWorkers(const ClientOptions& client, const std::string& output, std::ostream& out);
+Status RunStatus(const ClientOptions& client, const std::string& output, std::ostream& out);
+
+// Renderings (exposed for tests).
+std::string JobStateName(wire::JobState state);  // "queued", "running", ...
+std::string JobsJson(const wire::ListJobsResponse& jobs);
+void PrintJobsTable(const wire::ListJobsResponse& jobs, std::int64_t now_ms, std::ostream& out);
+
+}  // namespace gavel::cli

@@ -1,0 +1,116 @@
+#include "gavel/cli/serve_command.h"
+
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "gavel/core/snapshot.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/daemon/daemon.h"
+
+namespace gavel::cli {
+
+CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Run the scheduler daemon: rounds on a wall clock, jobs from `gavel submit`, "
+               "GPUs from `gavel worker`");
+  cmd->add_option("--listen", o->listen, "Address to serve on (default 127.0.0.1:50060)");
+  cmd->add_option("--state", o->state_dir, "State directory (SQLite database; created)")
+      ->required();
+  cmd->add_option("-p,--policy", o->policy,
+                  "Policy name (see `gavel policies`; default max_min_fairness_perf)");
+  cmd->add_option("--round-seconds", o->round_seconds, "Round length in seconds (default 360)");
+  cmd->add_option("--token-file", o->token_file,
+                  "Tokens, one `<token> <user> [admin]` per line; without it anyone may call");
+  cmd->add_option("--throughputs", o->throughputs_file,
+                  "Throughput table (default: the shipped simulation table)");
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "Shared checkpoint root: job N checkpoints to DIR/job-N on every agent");
+  cmd->add_option("--report-grace-seconds", o->report_grace_seconds,
+                  "Wait this long after a round for reports before killing (default "
+                  "min(60, round/2))");
+  cmd->add_option("--heartbeat-seconds", o->heartbeat_seconds,
+                  "Heartbeat interval asked of agents (default 2)");
+  cmd->add_option("--heartbeat-timeout-seconds", o->heartbeat_timeout_seconds,
+                  "An agent silent this long is dead (default 10)");
+  cmd->add_option("--max-retries", o->max_retries,
+                  "Retries of a crashing job before it is failed (default 3)");
+  cmd->add_option("--retry-backoff-seconds", o->retry_backoff_seconds,
+                  "First retry delay; doubles per crash in a row (default 10)");
+  cmd->add_option("--seed", o->seed, "Seed for the policy and type shuffles (default 0)");
+  cmd->add_option("--expected-gpus", o->expected_gpus,
+                  "Start the first round only once this many GPUs registered (default 0)");
+  cmd->add_flag("-q,--quiet", o->quiet, "Do not print the event log");
+  return cmd;
+}
+
+Status RunServe(const ServeOptions& o, std::ostream& out) {
+  if (!(o.round_seconds > 0.0)) {
+    return Status::InvalidArgument("--round-seconds: must be a positive number");
+  }
+  if (!(o.heartbeat_seconds > 0.0) || !(o.heartbeat_timeout_seconds > o.heartbeat_seconds)) {
+    return Status::InvalidArgument(
+        "--heartbeat-timeout-seconds: must exceed --heartbeat-seconds (> 0)");
+  }
+  if (o.max_retries < 0) return Status::InvalidArgument("--max-retries: must be >= 0");
+  const std::string table_path =
+      o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
+  GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
+
+  daemon::DaemonOptions options;
+  options.listen = o.listen;
+  options.state_dir = o.state_dir;
+  options.token_file = o.token_file;
+  options.log_events = !o.quiet;
+  options.core.policy = o.policy;
+  options.core.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
+  options.core.round_length = Seconds(o.round_seconds);
+  options.core.report_grace = Seconds(o.report_grace_seconds);
+  options.core.heartbeat_interval = Seconds(o.heartbeat_seconds);
+  options.core.heartbeat_timeout = Seconds(o.heartbeat_timeout_seconds);
+  options.core.max_retries = o.max_retries;
+  options.core.retry_backoff = Seconds(o.retry_backoff_seconds);
+  options.core.checkpoint_root = o.checkpoint_dir;
+  options.core.seed = o.seed;
+  options.core.expected_gpus = o.expected_gpus;
+
+  // Signals go to the waiting thread below, never to gRPC's or the daemon's threads.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<daemon::Daemon> daemon,
+                         daemon::Daemon::Start(std::move(options)));
+  out << "listening on " << daemon->address() << std::endl;
+  if (o.token_file.empty()) {
+    std::cerr << "gavel serve: no --token-file: every caller is an admin; keep the address on "
+                 "loopback\n";
+  }
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::cerr << "gavel serve: signal " << signal << ", shutting down\n";
+    daemon->Shutdown();
+  });
+  const Status status = daemon->Wait();
+  daemon->Shutdown();
+  if (!status.ok()) {
+    // The waiter still waits for a signal; send it one so it can be joined.
+    pthread_kill(waiter.native_handle(), SIGTERM);
+  }
+  waiter.join();
+  return status;
+}
+
+int RunServeCommand(const ServeOptions& options) {
+  const Status status = RunServe(options, std::cout);
+  if (!status.ok()) {
+    std::cerr << "gavel serve: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace gavel::cli

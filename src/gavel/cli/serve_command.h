@@ -1,0 +1,50 @@
+// `gavel serve`: the scheduler daemon (src/gavel/daemon) in the foreground until SIGINT or
+// SIGTERM (docs/runtime.md).
+//
+//   gavel serve --listen 127.0.0.1:PORT --state DIR --policy NAME --round-seconds S
+//               [--token-file F] [--throughputs FILE] [--checkpoint-dir DIR] ...
+//
+// Prints one line `listening on HOST:PORT` on stdout once it serves (with --listen ...:0, the
+// port it picked), then the event log on stderr.
+// Thread-safety: RunServeCommand blocks SIGINT/SIGTERM in the calling thread (so in every
+// thread it starts) and waits for them; call it from main.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "gavel/core/status.h"
+
+namespace gavel::cli {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:50060";
+  std::string state_dir;
+  std::string policy = "max_min_fairness_perf";
+  double round_seconds = 360.0;
+  std::string token_file;
+  std::string throughputs_file;  // empty = the shipped simulation table
+  std::string checkpoint_dir;    // empty = the agents choose
+  double report_grace_seconds = 0.0;  // 0 = min(60, round/2)
+  double heartbeat_seconds = 2.0;
+  double heartbeat_timeout_seconds = 10.0;
+  int max_retries = 3;
+  double retry_backoff_seconds = 10.0;
+  std::uint64_t seed = 0;
+  int expected_gpus = 0;
+  bool quiet = false;
+};
+
+// Declares the subcommand and its options on `app`, bound to `options`.
+CLI::App* AddServeCommand(CLI::App& app, ServeOptions* options);
+
+// Runs the daemon until a signal. Bad options, an unreadable token file or throughput table,
+// a state directory in use or a port that cannot be bound are reported before serving.
+Status RunServe(const ServeOptions& options, std::ostream& out);
+
+// main's glue: runs, prints an error to stderr, returns the exit code.
+int RunServeCommand(const ServeOptions& options);
+
+}  // namespace gavel::cli

@@ -1,0 +1,88 @@
+#include "gavel/daemon/agent_transport.h"
+
+#include <chrono>
+
+#include "gavel/rpc/grpc_util.h"
+
+namespace gavel::daemon {
+
+GrpcAgentTransport::GrpcAgentTransport(int threads, Seconds timeout) : timeout_(timeout) {
+  for (int i = 0; i < std::max(threads, 1); ++i) {
+    auto lane = std::make_unique<Lane>();
+    lane->thread = std::thread(&GrpcAgentTransport::Loop, lane.get());
+    lanes_.push_back(std::move(lane));
+  }
+}
+
+GrpcAgentTransport::~GrpcAgentTransport() {
+  for (auto& lane : lanes_) {
+    {
+      std::lock_guard lock(lane->mutex);
+      lane->stop = true;
+    }
+    lane->cv.notify_all();
+  }
+  for (auto& lane : lanes_) lane->thread.join();
+}
+
+void GrpcAgentTransport::Post(const std::string& agent_id, std::function<void()> work) {
+  Lane& lane = *lanes_[std::hash<std::string>{}(agent_id) % lanes_.size()];
+  {
+    std::lock_guard lock(lane.mutex);
+    lane.queue.push_back(std::move(work));
+  }
+  lane.cv.notify_one();
+}
+
+// Runs a lane's calls in order; on shutdown, the calls still queued are dropped (their
+// callbacks are not run: the daemon is going away).
+void GrpcAgentTransport::Loop(Lane* lane) {
+  std::unique_lock lock(lane->mutex);
+  while (true) {
+    lane->cv.wait(lock, [&] { return lane->stop || !lane->queue.empty(); });
+    if (lane->stop) return;
+    std::function<void()> work = std::move(lane->queue.front());
+    lane->queue.pop_front();
+    lock.unlock();
+    work();
+    lock.lock();
+  }
+}
+
+std::shared_ptr<wire::WorkerAgent::Stub> GrpcAgentTransport::StubFor(const std::string& address) {
+  std::lock_guard lock(stubs_mutex_);
+  auto& stub = stubs_[address];
+  if (!stub) stub = wire::WorkerAgent::NewStub(rpc::MakeChannel(address));
+  return stub;
+}
+
+void GrpcAgentTransport::StartRound(const AgentEndpoint& agent, wire::StartRoundRequest request,
+                                    Done done) {
+  Post(agent.agent_id, [this, agent, request = std::move(request), done = std::move(done)] {
+    grpc::Status status;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+      grpc::ClientContext context;
+      rpc::PrepareContext(&context, timeout_, agent.token);
+      wire::StartRoundResponse response;
+      status = StubFor(agent.address)->StartRound(&context, request, &response);
+      const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                             status.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
+      if (status.ok() || !transient) break;
+    }
+    if (done) done(rpc::FromGrpc(status, "StartRound to agent " + agent.agent_id));
+  });
+}
+
+void GrpcAgentTransport::KillJob(const AgentEndpoint& agent, wire::KillJobRequest request,
+                                 Done done) {
+  Post(agent.agent_id, [this, agent, request = std::move(request), done = std::move(done)] {
+    grpc::ClientContext context;
+    rpc::PrepareContext(&context, timeout_, agent.token);
+    wire::KillJobResponse response;
+    const grpc::Status status = StubFor(agent.address)->KillJob(&context, request, &response);
+    if (done) done(rpc::FromGrpc(status, "KillJob to agent " + agent.agent_id));
+  });
+}
+
+}  // namespace gavel::daemon

@@ -1,0 +1,75 @@
+// AgentTransport: how the scheduler daemon reaches worker agents (worker.proto, service
+// WorkerAgent). Calls are asynchronous: the daemon's core thread never waits on the network;
+// each call's outcome arrives later through its callback (on a transport thread), which the
+// daemon turns into an event for the core.
+//
+// GrpcAgentTransport sends over gRPC from a small pool of threads, one cached channel per
+// agent address, every call with a deadline. Calls to one agent are sent in the order they
+// were made (an agent always maps to the same thread), so a KillJob cannot overtake the
+// StartRound before it or fall behind the one after it. A StartRound refused as UNAVAILABLE or
+// FAILED_PRECONDITION (an agent still digesting its registration) is retried a few times
+// within about a second; StartRound is idempotent. Tests and benchmarks use a fake that
+// records the requests. Implementations are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gavel/core/status.h"
+#include "gavel/core/units.h"
+#include "gavel/wire/worker.grpc.pb.h"
+
+namespace gavel::daemon {
+
+struct AgentEndpoint {
+  std::string agent_id;
+  std::string address;  // "host:port" of the agent's WorkerAgent service
+  std::string token;    // sent as the call's token ("" = none)
+};
+
+class AgentTransport {
+ public:
+  using Done = std::function<void(Status)>;
+  virtual ~AgentTransport() = default;
+  virtual void StartRound(const AgentEndpoint& agent, wire::StartRoundRequest request,
+                          Done done) = 0;
+  virtual void KillJob(const AgentEndpoint& agent, wire::KillJobRequest request, Done done) = 0;
+};
+
+class GrpcAgentTransport final : public AgentTransport {
+ public:
+  explicit GrpcAgentTransport(int threads = 8, Seconds timeout = Seconds(10.0));
+  ~GrpcAgentTransport() override;
+  GrpcAgentTransport(const GrpcAgentTransport&) = delete;
+  GrpcAgentTransport& operator=(const GrpcAgentTransport&) = delete;
+
+  void StartRound(const AgentEndpoint& agent, wire::StartRoundRequest request,
+                  Done done) override;
+  void KillJob(const AgentEndpoint& agent, wire::KillJobRequest request, Done done) override;
+
+ private:
+  struct Lane {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> queue;
+    bool stop = false;
+    std::thread thread;
+  };
+  void Post(const std::string& agent_id, std::function<void()> work);
+  std::shared_ptr<wire::WorkerAgent::Stub> StubFor(const std::string& address);
+  static void Loop(Lane* lane);
+
+  const Seconds timeout_;
+  std::mutex stubs_mutex_;
+  std::map<std::string, std::shared_ptr<wire::WorkerAgent::Stub>> stubs_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+}  // namespace gavel::daemon

@@ -1,0 +1,96 @@
+// AllocationService: runs the policy for the daemon, off the round's critical path.
+//
+// The daemon's RoundScheduler asks for an allocation at a round boundary (inside PlanRound).
+// Solving there would stall the round for as long as the LP takes, so the service answers
+// from the latest finished solve instead and keeps the solver busy in the background:
+//   * Prefetch(inputs) hands the problems the next round will most likely pose (the daemon
+//     calls it at mid-round — the current jobs, and the current jobs minus those about to
+//     finish — and whenever jobs arrive, finish or change throughput) to a background thread;
+//   * Allocate(input) returns a recent solve for the same jobs and cluster when there is one
+//     (the usual case: the allocation is as fresh as a synchronous one, computed earlier);
+//     otherwise the latest allocation restricted to the jobs still there (new jobs get 0 for
+//     one round and run on leftover GPUs, as in the original's physical mode, whose allocation
+//     thread also lags), and it starts a solve of the new problem;
+//   * TakeFreshResult() tells the daemon a background solve finished, so it asks the
+//     RoundScheduler to take the new allocation at the next round.
+// Only the very first allocation (nothing solved yet) is computed synchronously.
+//
+// Rows are keyed by the daemon's durable job ids (the caller translates), so the policy's own
+// state (FIFO's sticky assignments, FTF's history) survives the daemon rebuilding its
+// RoundScheduler. With `background = false` every Allocate solves synchronously (tests).
+//
+// Thread-safety: all public methods may be called from any thread; the policy runs on one
+// thread at a time. The notify callback runs on the background thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "gavel/core/status.h"
+#include "gavel/policy/policy.h"
+
+namespace gavel::daemon {
+
+struct AllocationStats {
+  std::uint64_t solves = 0;            // Policy::Allocate calls
+  std::uint64_t synchronous_solves = 0;
+  std::uint64_t served_fresh = 0;      // Allocate answered with a solve of the same jobs
+  std::uint64_t served_stale = 0;      // Allocate answered with an older job set's solve
+  double last_solve_seconds = 0.0;
+  double max_solve_seconds = 0.0;
+};
+
+class AllocationService {
+ public:
+  AllocationService(std::unique_ptr<policy::Policy> policy, bool background,
+                    std::function<void()> notify);
+  ~AllocationService();
+  AllocationService(const AllocationService&) = delete;
+  AllocationService& operator=(const AllocationService&) = delete;
+
+  Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input);
+  // Replaces the problems not yet started; solved in order.
+  void Prefetch(std::vector<policy::PolicyInput> inputs);
+  bool TakeFreshResult();
+  // Waits until no background solve is pending or running (tests, shutdown).
+  void WaitIdle();
+  AllocationStats stats() const;
+
+ private:
+  struct Solved {
+    std::vector<JobId> jobs;
+    std::vector<std::string> gpu_types;
+    std::vector<double> gpu_counts;
+    policy::PolicyOutput output;
+  };
+  static bool SameProblem(const Solved& solved, const policy::PolicyInput& input);
+  static policy::PolicyOutput Restrict(const Solved& solved, const policy::PolicyInput& input);
+  // Runs the policy (solve_mutex_ held by the caller) and records the result as the latest.
+  Result<policy::PolicyOutput> SolveLocked(const policy::PolicyInput& input);
+  void BackgroundLoop();
+
+  std::unique_ptr<policy::Policy> policy_;
+  const bool background_;
+  std::function<void()> notify_;
+
+  std::mutex solve_mutex_;  // serialises policy calls
+
+  mutable std::mutex mutex_;  // everything below
+  std::condition_variable cv_;
+  std::deque<policy::PolicyInput> pending_;
+  bool busy_ = false;
+  bool fresh_ = false;
+  bool stop_ = false;
+  // Recent solves, newest first (a few: one per likely job set).
+  std::deque<std::shared_ptr<const Solved>> solved_;
+  AllocationStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace gavel::daemon

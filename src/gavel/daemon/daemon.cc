@@ -1,0 +1,373 @@
+#include "gavel/daemon/daemon.h"
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <iostream>
+
+#include "gavel/daemon/sqlite_store.h"
+#include "gavel/rpc/grpc_util.h"
+#include "gavel/wire/scheduler.grpc.pb.h"
+#include "gavel/wire/worker.grpc.pb.h"
+
+namespace gavel::daemon {
+namespace {
+
+constexpr int kMaxMessageBytes = 64 * 1024 * 1024;
+
+grpc::Status PermissionDenied(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// CoreLoop
+
+CoreLoop::CoreLoop(SchedulerCore* core, std::function<void()> on_fatal)
+    : core_(core), on_fatal_(std::move(on_fatal)) {}
+
+CoreLoop::~CoreLoop() {
+  Stop();
+  WaitStopped();
+}
+
+void CoreLoop::Start() { thread_ = std::thread([this] { Run(); }); }
+
+bool CoreLoop::Enqueue(Item item) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_) return false;
+    queue_.push_back(std::move(item));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void CoreLoop::Post(std::function<void(SchedulerCore&)> fn) {
+  (void)Enqueue(Item{std::move(fn), nullptr});
+}
+
+grpc::Status CoreLoop::Call(std::function<grpc::Status(SchedulerCore&)> fn) {
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  grpc::Status result;
+  Item item;
+  item.run = [&](SchedulerCore& core) { result = fn(core); };
+  item.committed = [&](const Status& commit) {
+    std::lock_guard lock(done_mutex);
+    if (!commit.ok()) {
+      result = grpc::Status(grpc::StatusCode::INTERNAL,
+                            "the scheduler could not save its state: " + commit.message());
+    }
+    done = true;
+    done_cv.notify_one();
+  };
+  if (!Enqueue(std::move(item))) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the scheduler is shutting down");
+  }
+  std::unique_lock lock(done_mutex);
+  done_cv.wait(lock, [&] { return done; });
+  return result;
+}
+
+void CoreLoop::Stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+}
+
+Status CoreLoop::fatal() const {
+  std::lock_guard lock(mutex_);
+  return fatal_;
+}
+
+void CoreLoop::WaitStopped() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void CoreLoop::Run() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    const std::int64_t wake = core_->NextWakeMs();
+    const std::int64_t wait_ms = std::max<std::int64_t>(0, wake - SystemClock().NowMs());
+    if (queue_.empty() && !stop_ && wait_ms > 0) {
+      cv_.wait_for(lock, std::chrono::milliseconds(std::min<std::int64_t>(wait_ms, 1000)));
+    }
+    std::deque<Item> items;
+    items.swap(queue_);
+    const bool stopping = stop_;
+    lock.unlock();
+
+    for (Item& item : items) item.run(*core_);
+    if (!stopping) core_->Tick();
+    Status commit = core_->Flush();
+    if (!commit.ok()) {
+      std::cerr << "gavel serve: FATAL: " << commit.ToString() << "\n";
+    }
+    for (Item& item : items) {
+      if (item.committed) item.committed(commit);
+    }
+    lock.lock();
+    if (!commit.ok()) {
+      fatal_ = commit;
+      stop_ = true;
+      if (on_fatal_) on_fatal_();
+    }
+    if (stop_) {
+      // Refuse whatever arrives from now on; answer what is still queued.
+      for (Item& item : queue_) {
+        if (item.committed) {
+          item.committed(Status::IoError("the scheduler is shutting down"));
+        }
+      }
+      queue_.clear();
+      stopped_ = true;
+      return;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// gRPC services: authenticate, then run on the core thread.
+
+class Daemon::SchedulerService final : public wire::Scheduler::Service {
+ public:
+  SchedulerService(CoreLoop* loop, const rpc::TokenRegistry* tokens)
+      : loop_(loop), tokens_(tokens) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext* context, const wire::SubmitJobRequest* request,
+                         wire::SubmitJobResponse* response) override {
+    const auto user = rpc::Authenticate(*context, *tokens_);
+    if (!user) return rpc::Unauthenticated();
+    if (!request->has_spec()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "spec: missing");
+    }
+    return loop_->Call([&](SchedulerCore& core) {
+      Result<std::uint64_t> id = core.Submit(*user, request->spec());
+      if (!id.ok()) return rpc::ToGrpc(id.status());
+      response->set_job_id(*id);
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status ListJobs(grpc::ServerContext* context, const wire::ListJobsRequest* request,
+                        wire::ListJobsResponse* response) override {
+    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    return loop_->Call([&](SchedulerCore& core) {
+      Result<wire::ListJobsResponse> jobs = core.ListJobs(*request);
+      if (!jobs.ok()) return rpc::ToGrpc(jobs.status());
+      *response = *std::move(jobs);
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status CancelJob(grpc::ServerContext* context, const wire::CancelJobRequest* request,
+                         wire::CancelJobResponse* response) override {
+    const auto user = rpc::Authenticate(*context, *tokens_);
+    if (!user) return rpc::Unauthenticated();
+    return loop_->Call([&](SchedulerCore& core) {
+      if (core.CancelDenied(*user, request->job_id())) {
+        return PermissionDenied("job " + std::to_string(request->job_id()) +
+                                " belongs to another user; only its owner or an admin may "
+                                "cancel it");
+      }
+      Result<wire::JobInfo> info = core.Cancel(*user, request->job_id());
+      if (!info.ok()) return rpc::ToGrpc(info.status());
+      *response->mutable_job() = *std::move(info);
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status ListWorkers(grpc::ServerContext* context, const wire::ListWorkersRequest*,
+                           wire::ListWorkersResponse* response) override {
+    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    return loop_->Call([&](SchedulerCore& core) {
+      *response = core.ListWorkers();
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status GetStatus(grpc::ServerContext* context, const wire::GetStatusRequest*,
+                         wire::GetStatusResponse* response) override {
+    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    return loop_->Call([&](SchedulerCore& core) {
+      *response = core.GetStatus();
+      return grpc::Status::OK;
+    });
+  }
+
+ private:
+  CoreLoop* loop_;
+  const rpc::TokenRegistry* tokens_;
+};
+
+class Daemon::WorkerService final : public wire::WorkerToScheduler::Service {
+ public:
+  WorkerService(CoreLoop* loop, const rpc::TokenRegistry* tokens) : loop_(loop), tokens_(tokens) {}
+
+  grpc::Status RegisterWorker(grpc::ServerContext* context,
+                              const wire::RegisterWorkerRequest* request,
+                              wire::RegisterWorkerResponse* response) override {
+    const auto caller = rpc::Authenticate(*context, *tokens_);
+    if (!caller) return rpc::Unauthenticated();
+    if (!caller->admin) {
+      return PermissionDenied("registering workers needs an admin token (user " + caller->user +
+                              " is not an admin)");
+    }
+    return loop_->Call([&](SchedulerCore& core) {
+      Result<wire::RegisterWorkerResponse> registered = core.RegisterWorker(*caller, *request);
+      if (!registered.ok()) return rpc::ToGrpc(registered.status());
+      *response = *std::move(registered);
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext* context, const wire::HeartbeatRequest* request,
+                         wire::HeartbeatResponse* response) override {
+    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    return loop_->Call([&](SchedulerCore& core) {
+      *response = core.Heartbeat(*request);
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status ReportDone(grpc::ServerContext* context, const wire::ReportDoneRequest* request,
+                          wire::ReportDoneResponse*) override {
+    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    return loop_->Call(
+        [&](SchedulerCore& core) { return rpc::ToGrpc(core.ReportDone(*request)); });
+  }
+
+ private:
+  CoreLoop* loop_;
+  const rpc::TokenRegistry* tokens_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Daemon
+
+Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
+                                              std::unique_ptr<WallClock> clock,
+                                              std::unique_ptr<AgentTransport> transport,
+                                              std::unique_ptr<Store> store) {
+  if (options.state_dir.empty() && !store) {
+    return Status::InvalidArgument("--state: a state directory is required");
+  }
+  GAVEL_ASSIGN_OR_RETURN(const rpc::HostPort listen, rpc::ParseAddress(options.listen));
+  std::unique_ptr<Daemon> daemon(new Daemon());
+  daemon->options_ = options;
+  if (options.token_file.empty()) {
+    daemon->tokens_ = std::make_unique<rpc::TokenRegistry>();
+  } else {
+    Result<rpc::TokenRegistry> tokens = rpc::TokenRegistry::LoadFile(options.token_file);
+    if (!tokens.ok()) return tokens.status().WithContext("--token-file");
+    daemon->tokens_ = std::make_unique<rpc::TokenRegistry>(*std::move(tokens));
+  }
+  daemon->clock_ = clock ? std::move(clock) : std::make_unique<SystemClock>();
+  daemon->transport_ = transport ? std::move(transport) : std::make_unique<GrpcAgentTransport>();
+  if (store) {
+    daemon->store_ = std::move(store);
+  } else {
+    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> sqlite,
+                           SqliteStore::Open(options.state_dir));
+    daemon->store_ = std::move(sqlite);
+  }
+  auto target = std::make_shared<std::atomic<CoreLoop*>>(nullptr);
+  daemon->hook_target_ = target;
+  CoreHooks hooks;
+  hooks.wake = [target] {
+    if (CoreLoop* loop = target->load()) loop->Post([](SchedulerCore&) {});
+  };
+  if (options.log_events) {
+    hooks.event = [](const EventRow& event) {
+      const std::time_t seconds = static_cast<std::time_t>(event.ts_ms / 1000);
+      std::tm tm{};
+      localtime_r(&seconds, &tm);
+      char stamp[32];
+      std::strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
+      std::cerr << "[gavel serve " << stamp << "] " << event.kind;
+      if (event.job_id != 0) std::cerr << " job=" << event.job_id;
+      if (event.kind.starts_with("worker") || event.kind == "start" || event.kind == "crash") {
+        std::cerr << " worker=" << event.worker_id;
+      }
+      std::cerr << " " << event.message << "\n";
+    };
+  }
+  hooks.dispatch_failed = [target](const std::string& agent, std::uint64_t round) {
+    if (CoreLoop* loop = target->load()) {
+      loop->Post([agent, round](SchedulerCore& core) { core.OnDispatchFailed(agent, round); });
+    }
+  };
+  GAVEL_ASSIGN_OR_RETURN(daemon->core_,
+                         SchedulerCore::Create(options.core, daemon->store_.get(),
+                                               daemon->transport_.get(), daemon->clock_.get(),
+                                               std::move(hooks)));
+  // The recovery itself is durable before anything is served.
+  GAVEL_RETURN_IF_ERROR(daemon->core_->Flush());
+  Daemon* self = daemon.get();
+  daemon->loop_ = std::make_unique<CoreLoop>(daemon->core_.get(), [self] {
+    std::lock_guard lock(self->mutex_);
+    self->failed_ = true;
+    self->cv_.notify_all();
+  });
+  target->store(daemon->loop_.get());
+  daemon->scheduler_service_ =
+      std::make_unique<SchedulerService>(daemon->loop_.get(), daemon->tokens_.get());
+  daemon->worker_service_ = std::make_unique<WorkerService>(daemon->loop_.get(), daemon->tokens_.get());
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &daemon->port_);
+  builder.RegisterService(daemon->scheduler_service_.get());
+  builder.RegisterService(daemon->worker_service_.get());
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  daemon->server_ = builder.BuildAndStart();
+  if (!daemon->server_ || daemon->port_ == 0) {
+    return Status::IoError("cannot listen on " + options.listen +
+                           " (address in use, or not an address of this host)");
+  }
+  daemon->loop_->Start();
+  return daemon;
+}
+
+Daemon::~Daemon() { Shutdown(); }
+
+std::string Daemon::address() const {
+  auto listen = rpc::ParseAddress(options_.listen);
+  rpc::HostPort hp{listen.ok() ? listen->host : "127.0.0.1", port_};
+  return hp.ToString();
+}
+
+void Daemon::Shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  cv_.notify_all();
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+  if (hook_target_) hook_target_->store(nullptr);
+  if (loop_) {
+    loop_->Stop();
+    loop_->WaitStopped();
+  }
+  // The transport's threads may still run callbacks into the core: stop them first.
+  transport_.reset();
+  if (core_) core_->allocation_service().WaitIdle();
+}
+
+Status Daemon::Wait() {
+  {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return shut_down_ || failed_; });
+  }
+  return loop_ ? loop_->fatal() : Status::Ok();
+}
+
+}  // namespace gavel::daemon

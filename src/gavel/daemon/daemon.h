@@ -1,0 +1,127 @@
+// Daemon: `gavel serve` as a library — the SchedulerCore on its own thread, fed by the gRPC
+// services (scheduler.proto: Scheduler; worker.proto: WorkerToScheduler) and by time.
+//
+// Threads: gRPC's handler threads authenticate and validate a request, then hand a closure to
+// the core thread (CoreLoop) and wait. The core thread runs closures in batches: it drains
+// every queued closure, lets the core do what time asks (Tick), commits the batch's writes to
+// the store in ONE transaction, and only then releases the waiting handlers — so every reply
+// describes durable state, and a burst of submissions shares one fsync (group commit).
+// A failed commit is fatal: the daemon stops, and a restart recovers from the last commit.
+//
+// Ownership: the Daemon owns the store, the transport, the clock (unless tests pass their
+// own), the core, the loop and the gRPC server. Public methods are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gavel/core/status.h"
+#include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/clock.h"
+#include "gavel/daemon/scheduler_core.h"
+#include "gavel/daemon/store.h"
+#include "gavel/rpc/auth.h"
+
+namespace gavel::daemon {
+
+struct DaemonOptions {
+  std::string listen = "127.0.0.1:50060";  // port 0 = pick a free one (see Daemon::port)
+  std::string state_dir;                   // required
+  std::string token_file;                  // empty = no tokens (open, loopback use only)
+  CoreOptions core;
+  bool log_events = true;  // print the event log to stderr as it is committed
+};
+
+// Runs closures against the core on one thread, with group commit (see the file comment).
+class CoreLoop {
+ public:
+  // `on_fatal` runs (on the core thread) when a commit fails and the loop stops.
+  CoreLoop(SchedulerCore* core, std::function<void()> on_fatal);
+  ~CoreLoop();
+  CoreLoop(const CoreLoop&) = delete;
+  CoreLoop& operator=(const CoreLoop&) = delete;
+
+  void Start();
+  // Runs `fn` on the core thread; returns its status once the changes it made are durable
+  // (INTERNAL if they could not be saved, UNAVAILABLE if the loop has stopped).
+  grpc::Status Call(std::function<grpc::Status(SchedulerCore&)> fn);
+  // Runs `fn` on the core thread without waiting.
+  void Post(std::function<void(SchedulerCore&)> fn);
+  void Stop();
+  // Not OK once a commit failed (the loop has then stopped).
+  Status fatal() const;
+  void WaitStopped();
+
+ private:
+  struct Item {
+    std::function<void(SchedulerCore&)> run;
+    std::function<void(const Status&)> committed;  // may be empty
+  };
+  void Run();
+  bool Enqueue(Item item);
+
+  SchedulerCore* core_;
+  std::function<void()> on_fatal_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool stop_ = false;
+  bool stopped_ = false;
+  Status fatal_;
+  std::thread thread_;
+};
+
+class Daemon {
+ public:
+  // Opens the state, resumes, starts the core thread and the gRPC server. `clock` and
+  // `transport` default to the system clock and gRPC.
+  static Result<std::unique_ptr<Daemon>> Start(DaemonOptions options,
+                                               std::unique_ptr<WallClock> clock = nullptr,
+                                               std::unique_ptr<AgentTransport> transport = nullptr,
+                                               std::unique_ptr<Store> store = nullptr);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  int port() const { return port_; }
+  std::string address() const;
+  // Stops serving (in-flight requests finish) and the core thread. Idempotent.
+  void Shutdown();
+  // Blocks until Shutdown is called or a commit fails; returns the failure, if any (call
+  // Shutdown afterwards either way).
+  Status Wait();
+  CoreLoop& loop() { return *loop_; }
+
+ private:
+  class SchedulerService;
+  class WorkerService;
+  Daemon() = default;
+
+  DaemonOptions options_;
+  std::unique_ptr<rpc::TokenRegistry> tokens_;
+  std::unique_ptr<WallClock> clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<AgentTransport> transport_;
+  std::unique_ptr<SchedulerCore> core_;
+  std::unique_ptr<CoreLoop> loop_;
+  std::unique_ptr<SchedulerService> scheduler_service_;
+  std::unique_ptr<WorkerService> worker_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool shut_down_ = false;
+  bool failed_ = false;
+  // Set before Shutdown so that hooks stop posting to the loop.
+  std::shared_ptr<std::atomic<CoreLoop*>> hook_target_;
+};
+
+}  // namespace gavel::daemon

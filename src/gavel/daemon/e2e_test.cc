@@ -1,0 +1,665 @@
+// End to end on loopback with real processes: `gavel serve`, `gavel worker` agents of three
+// GPU types, and the shipped training program (examples/training/train.py) under the Python
+// iterator client. Rounds last seconds. Truths checked:
+//   * steps add up exactly: the scheduler's count, the per-type counts, the training program's
+//     own log of executed steps (each step once, in order) and its checkpointed checksum;
+//   * the time each job received on each GPU type tracks its allocation (integrated from the
+//     allocations the scheduler reported while it ran) within 2 rounds + 25 %;
+//   * completions come in the order the simulator predicts for the same jobs, for every two
+//     jobs whose predicted completions are more than two rounds apart;
+//   * a kill -9 of an agent (and its jobs) or of the daemon loses no job and no checkpointed
+//     step; unauthorised and malformed requests are refused.
+// Labelled "slow"; each test is bounded (< 60 s).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "gavel/core/snapshot.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/rpc/grpc_util.h"
+#include "gavel/sim/simulator.h"
+#include "gavel/wire/scheduler.grpc.pb.h"
+
+namespace gavel::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kRoundSeconds = 2.0;
+
+// ------------------------------------------------------------------------------------------
+// Processes.
+
+class Process {
+ public:
+  Process() = default;
+  Process(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(o, 1);
+      ::dup2(e, 2);
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  Process(Process&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
+  Process& operator=(Process&& other) noexcept {
+    Stop();
+    pid_ = std::exchange(other.pid_, -1);
+    return *this;
+  }
+  ~Process() { Stop(); }
+
+  pid_t pid() const { return pid_; }
+  // Waits for the process to exit; returns its wait status.
+  int Wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+  bool running() const { return pid_ > 0; }
+  // SIGTERM, then SIGKILL after 5 s.
+  void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    Kill9();
+  }
+  void Kill9() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// The direct children of `pid` (from /proc).
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const std::size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == pid) children.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  return children;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// train.py's checksum: c_{k+1} = (c_k * 1000003 + k + 1) mod (2^61 - 1).
+std::uint64_t MulMod(std::uint64_t a, std::uint64_t b, std::uint64_t m) {
+  std::uint64_t result = 0;
+  a %= m;
+  while (b > 0) {
+    if (b & 1) result = (result + a) % m;
+    a = (a * 2) % m;
+    b >>= 1;
+  }
+  return result;
+}
+std::uint64_t ExpectedChecksum(std::uint64_t steps) {
+  constexpr std::uint64_t kModulus = (std::uint64_t{1} << 61) - 1;
+  std::uint64_t checksum = 0;
+  for (std::uint64_t k = 0; k < steps; ++k) {
+    checksum = (MulMod(checksum, 1000003, kModulus) + k + 1) % kModulus;
+  }
+  return checksum;
+}
+
+// ------------------------------------------------------------------------------------------
+// A cluster on loopback.
+
+std::shared_ptr<const ThroughputTable> Table() {
+  auto table = ThroughputTable::LoadFile(DefaultThroughputsFile());
+  GAVEL_CHECK(table.ok());
+  return std::make_shared<const ThroughputTable>(*std::move(table));
+}
+
+struct JobPlan {
+  std::string type;
+  std::uint64_t steps = 0;
+};
+
+class Cluster {
+ public:
+  explicit Cluster(std::string name) : table_(Table()) {
+    std::string pattern = (fs::temp_directory_path() / ("gavel_e2e_" + name + "_XXXXXX")).string();
+    dir_ = ::mkdtemp(pattern.data());
+    fs::create_directories(dir_ + "/ckpt");
+    fs::create_directories(dir_ + "/logs");
+  }
+  ~Cluster() {
+    for (auto& [type, agent] : agents_) StopAgent(type, /*kill_jobs=*/true);
+    daemon_.Stop();
+    if (!::testing::Test::HasFailure()) {
+      std::error_code ec;
+      for (int attempt = 0; attempt < 5 && fs::exists(dir_, ec); ++attempt) {
+        fs::remove_all(dir_, ec);  // a killed job may still be exiting: try again
+        if (ec) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    } else {
+      std::cerr << "e2e: keeping " << dir_ << " for inspection\n";
+    }
+  }
+  const std::string& dir() const { return dir_; }
+
+  void StartDaemon(int expected_gpus, const std::string& token_file = "") {
+    const std::string out = dir_ + "/serve.out";
+    fs::remove(out);
+    std::vector<std::string> argv = {
+        GAVEL_BINARY, "serve", "--listen", "127.0.0.1:" + std::to_string(port_), "--state",
+        dir_ + "/state", "--policy", "max_min_fairness_perf", "--round-seconds",
+        std::to_string(kRoundSeconds), "--checkpoint-dir", dir_ + "/ckpt",
+        "--heartbeat-seconds", "0.5", "--heartbeat-timeout-seconds", "3",
+        "--report-grace-seconds", "1.5", "--retry-backoff-seconds", "1", "--expected-gpus",
+        std::to_string(expected_gpus)};
+    if (!token_file.empty()) {
+      argv.push_back("--token-file");
+      argv.push_back(token_file);
+    }
+    daemon_ = Process(argv, out, dir_ + "/serve.err");
+    const auto deadline = Clock::now() + std::chrono::seconds(15);
+    while (Clock::now() < deadline) {
+      const std::string text = ReadFile(out);
+      const std::size_t at = text.find("listening on 127.0.0.1:");
+      if (at != std::string::npos && text.find('\n', at) != std::string::npos) {
+        port_ = std::stoi(text.substr(at + std::string("listening on 127.0.0.1:").size()));
+        stub_ = wire::Scheduler::NewStub(rpc::MakeChannel(address()));
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "gavel serve did not start: " << ReadFile(dir_ + "/serve.err");
+  }
+  void KillDaemon() { daemon_.Kill9(); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  void StartAgent(const std::string& type, const std::string& token_file = "") {
+    std::vector<std::string> argv = {GAVEL_BINARY, "worker", "--scheduler", address(), "--type",
+                                     type, "--gpus", "1", "--work-dir", dir_ + "/agent-" + type,
+                                     "--checkpoint-dir", dir_ + "/ckpt", "--heartbeat-seconds",
+                                     "0.5", "--kill-grace-seconds", "1"};
+    if (!token_file.empty()) {
+      argv.push_back("--token-file");
+      argv.push_back(token_file);
+    }
+    agents_[type] = Process(argv, dir_ + "/agent-" + type + ".out",
+                            dir_ + "/agent-" + type + ".err");
+  }
+  // Kills an agent with SIGKILL and, with kill_jobs, its job processes too (a host dying).
+  void StopAgent(const std::string& type, bool kill_jobs) {
+    Process& agent = agents_[type];
+    if (!agent.running()) return;
+    const std::vector<pid_t> jobs = ChildrenOf(agent.pid());
+    agent.Kill9();
+    if (kill_jobs) {
+      for (pid_t job : jobs) ::kill(-job, SIGKILL);  // each job leads its own process group
+      for (pid_t job : jobs) ::kill(job, SIGKILL);
+    }
+  }
+
+  std::vector<std::string> TrainCommand(const JobPlan& plan, double speedup) const {
+    return {"python3", std::string(GAVEL_SOURCE_DIR) + "/examples/training/train.py",
+            "--speedup", std::to_string(speedup), "--exec-log",
+            dir_ + "/logs/" + std::to_string(std::hash<std::string>{}(plan.type)) + "-" +
+                std::to_string(plan.steps) + ".log"};
+  }
+  std::string ExecLog(const JobPlan& plan) const {
+    return dir_ + "/logs/" + std::to_string(std::hash<std::string>{}(plan.type)) + "-" +
+           std::to_string(plan.steps) + ".log";
+  }
+
+  Result<std::uint64_t> Submit(const JobPlan& plan, double speedup, const std::string& token = "") {
+    wire::SubmitJobRequest request;
+    wire::JobSpec* spec = request.mutable_spec();
+    for (const std::string& arg : TrainCommand(plan, speedup)) spec->add_command(arg);
+    spec->set_total_steps(plan.steps);
+    spec->set_scale_factor(1);
+    spec->set_job_type(plan.type);
+    // The program runs `speedup` times faster than the table: say so, as a user would.
+    for (const char* type : {"v100", "p100", "k80"}) {
+      (*spec->mutable_throughputs())[type] =
+          table_->Isolated(type, JobTypeKey{plan.type, 1}).value_or(0.0) * speedup;
+    }
+    grpc::ClientContext context;
+    rpc::PrepareContext(&context, Seconds(10.0), token);
+    context.set_wait_for_ready(true);  // a loaded machine may be slow to connect
+    wire::SubmitJobResponse response;
+    GAVEL_RETURN_IF_ERROR(rpc::FromGrpc(stub_->SubmitJob(&context, request, &response), "submit"));
+    return response.job_id();
+  }
+  Result<wire::ListJobsResponse> Jobs(const std::string& token = "") {
+    grpc::ClientContext context;
+    rpc::PrepareContext(&context, Seconds(5.0), token);
+    context.set_wait_for_ready(true);
+    wire::ListJobsResponse response;
+    GAVEL_RETURN_IF_ERROR(
+        rpc::FromGrpc(stub_->ListJobs(&context, wire::ListJobsRequest(), &response), "jobs"));
+    return response;
+  }
+  // Runs `gavel ARGS...`; returns (exit code, stdout + stderr).
+  std::pair<int, std::string> Cli(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {GAVEL_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string out = dir_ + "/cli.out";
+    fs::remove(out);
+    Process p(argv, out, out);
+    const int status = p.Wait();
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out)};
+  }
+
+  // The checkpointed {step, checksum} of a job (from the iterator's LATEST pointer).
+  std::pair<std::uint64_t, std::uint64_t> Checkpoint(std::uint64_t job) const {
+    const std::string root = dir_ + "/ckpt/job-" + std::to_string(job);
+    std::string name = ReadFile(root + "/LATEST");
+    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+    const auto state = nlohmann::json::parse(ReadFile(root + "/" + name + "/model.json"),
+                                             nullptr, false);
+    if (state.is_discarded()) return {0, 0};
+    return {state["step"].get<std::uint64_t>(), state["checksum"].get<std::uint64_t>()};
+  }
+
+ private:
+  std::shared_ptr<const ThroughputTable> table_;
+  std::string dir_;
+  int port_ = 0;
+  Process daemon_;
+  std::map<std::string, Process> agents_;
+  std::unique_ptr<wire::Scheduler::Stub> stub_;
+};
+
+bool AllFinished(const wire::ListJobsResponse& jobs) {
+  for (const auto& job : jobs.jobs()) {
+    if (job.state() == wire::QUEUED || job.state() == wire::RUNNING) return false;
+  }
+  return jobs.jobs_size() > 0;
+}
+
+std::vector<std::uint64_t> ReadExecLog(const std::string& path) {
+  std::vector<std::uint64_t> steps;
+  std::ifstream in(path);
+  std::uint64_t s = 0;
+  while (in >> s) steps.push_back(s);
+  return steps;
+}
+
+// ------------------------------------------------------------------------------------------
+
+TEST(RuntimeEndToEnd, TenJobsOnThreeAgentsTrackTheirAllocationAndTheSimulator) {
+  const auto table = Table();
+  constexpr double kSpeedup = 4.0;
+  const std::vector<std::string> types = {
+      "ResNet-18 (batch size 64)", "ResNet-50 (batch size 32)", "Transformer (batch size 16)",
+      "A3C",                       "LM (batch size 20)",        "Recommendation (batch size 1024)",
+      "CycleGAN",                  "ResNet-18 (batch size 32)", "Transformer (batch size 64)",
+      "LM (batch size 80)"};
+  std::vector<JobPlan> plans;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const double v100 = *table->Isolated("v100", JobTypeKey{types[i], 1});
+    const double seconds_alone = 2.0 + 0.5 * static_cast<double>(i);  // on a V100
+    plans.push_back({types[i], static_cast<std::uint64_t>(std::llround(v100 * kSpeedup *
+                                                                        seconds_alone))});
+  }
+
+  Cluster cluster("ten");
+  cluster.StartDaemon(/*expected_gpus=*/3);
+  std::map<std::uint64_t, std::size_t> plan_of;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    auto id = cluster.Submit(plans[i], kSpeedup);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    plan_of[*id] = i;
+  }
+  for (const char* type : {"v100", "p100", "k80"}) cluster.StartAgent(type);
+
+  // Integrate each job's allocation over time while it is active.
+  std::map<std::uint64_t, std::map<std::string, double>> expected_seconds;
+  wire::ListJobsResponse last;
+  auto previous = Clock::now();
+  const auto deadline = previous + std::chrono::seconds(55);
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto jobs = cluster.Jobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - previous).count();
+    previous = now;
+    for (const auto& job : jobs->jobs()) {
+      if (job.state() != wire::RUNNING && job.state() != wire::QUEUED) continue;
+      for (const auto& t : job.per_type()) expected_seconds[job.id()][t.gpu_type()] += t.allocation() * dt;
+    }
+    last = *std::move(jobs);
+    if (AllFinished(last)) break;
+  }
+  ASSERT_TRUE(AllFinished(last)) << "not done in time:\n" << cluster.Cli({"jobs", "--scheduler", cluster.address()}).second;
+
+  // Steps add up exactly, and each step ran once.
+  for (const auto& job : last.jobs()) {
+    const JobPlan& plan = plans[plan_of.at(job.id())];
+    EXPECT_EQ(job.state(), wire::DONE) << job.DebugString();
+    EXPECT_EQ(job.steps_done(), plan.steps);
+    std::uint64_t per_type = 0;
+    for (const auto& t : job.per_type()) per_type += t.steps();
+    EXPECT_EQ(per_type, plan.steps) << "job " << job.id();
+    const std::vector<std::uint64_t> executed = ReadExecLog(cluster.ExecLog(plan));
+    ASSERT_EQ(executed.size(), plan.steps) << "job " << job.id() << " redid or skipped steps";
+    for (std::uint64_t k = 0; k < executed.size(); ++k) ASSERT_EQ(executed[k], k);
+    EXPECT_EQ(cluster.Checkpoint(job.id()),
+              std::make_pair(plan.steps, ExpectedChecksum(plan.steps)));
+  }
+
+  // Time on each type tracks the allocation.
+  double worst = 0.0;
+  for (const auto& job : last.jobs()) {
+    double total = 0.0;
+    for (const auto& t : job.per_type()) total += t.seconds();
+    for (const auto& t : job.per_type()) {
+      const double expected = expected_seconds[job.id()][t.gpu_type()];
+      const double tolerance = 2 * kRoundSeconds + 0.25 * total;
+      worst = std::max(worst, std::abs(t.seconds() - expected) / std::max(total, 1e-9));
+      EXPECT_NEAR(t.seconds(), expected, tolerance)
+          << "job " << job.id() << " on " << t.gpu_type() << " (ran " << total << " s)";
+    }
+  }
+  std::cout << "worst |received - allocated| / job time: " << worst << "\n";
+
+  // The simulator's prediction for the same jobs (steps scaled by the speedup).
+  sim::SimulationOptions options;
+  options.cluster = {{"v100", 1, 1}, {"p100", 1, 1}, {"k80", 1, 1}};
+  options.throughputs = table;
+  options.policy = "max_min_fairness_perf";
+  options.round_length = Seconds(kRoundSeconds);
+  for (const JobPlan& plan : plans) {
+    workload::TraceJob job;
+    job.job_type = plan.type;
+    job.total_steps = static_cast<double>(plan.steps) / kSpeedup;
+    job.scale_factor = 1;
+    job.arrival_time = Seconds(0.0);
+    options.trace.push_back(job);
+  }
+  auto predicted = sim::Simulate(options);
+  ASSERT_TRUE(predicted.ok()) << predicted.status().ToString();
+  std::map<std::size_t, double> sim_finish;  // by plan index
+  for (const auto& job : predicted->jobs) {
+    ASSERT_TRUE(job.finish.has_value());
+    sim_finish[static_cast<std::size_t>(job.id.value())] = job.finish->value();
+  }
+  std::map<std::size_t, std::int64_t> real_finish;
+  for (const auto& job : last.jobs()) real_finish[plan_of.at(job.id())] = job.finished_unix_ms();
+  int pairs = 0;
+  int concordant = 0;
+  int checked = 0;
+  for (std::size_t a = 0; a < plans.size(); ++a) {
+    for (std::size_t b = a + 1; b < plans.size(); ++b) {
+      ++pairs;
+      const bool sim_order = sim_finish[a] < sim_finish[b];
+      const bool real_order = real_finish[a] < real_finish[b];
+      concordant += sim_order == real_order ? 1 : 0;
+      if (std::abs(sim_finish[a] - sim_finish[b]) > 2 * kRoundSeconds) {
+        ++checked;
+        EXPECT_EQ(sim_order, real_order)
+            << "jobs " << a << " and " << b << ": simulated " << sim_finish[a] << " vs "
+            << sim_finish[b] << " s";
+      }
+    }
+  }
+  std::cout << "completion order: " << concordant << "/" << pairs
+            << " pairs agree with the simulator; " << checked
+            << " pairs more than two rounds apart, all required to agree\n";
+}
+
+TEST(RuntimeEndToEnd, AKilledAgentsJobFinishesElsewhereFromItsCheckpoint) {
+  constexpr double kSpeedup = 2.0;
+  const JobPlan plan{"ResNet-18 (batch size 64)", 240};
+  Cluster cluster("agent_kill");
+  cluster.StartDaemon(/*expected_gpus=*/2);
+  auto id = cluster.Submit(plan, kSpeedup);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  cluster.StartAgent("v100");
+  cluster.StartAgent("k80");
+  // Wait until the job runs on the v100 with some progress checkpointed.
+  bool killed = false;
+  std::uint64_t before = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(50);
+  wire::ListJobsResponse last;
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto jobs = cluster.Jobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    last = *jobs;
+    const auto& job = last.jobs(0);
+    if (!killed && job.state() == wire::RUNNING && job.gpu_type() == "v100" &&
+        job.steps_done() > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(700));  // mid-round
+      cluster.StopAgent("v100", /*kill_jobs=*/true);
+      killed = true;
+      before = job.steps_done();
+    }
+    if (killed && AllFinished(last)) break;
+  }
+  ASSERT_TRUE(killed) << "the job never ran on the v100";
+  ASSERT_TRUE(AllFinished(last)) << last.DebugString();
+  const auto& job = last.jobs(0);
+  EXPECT_EQ(job.state(), wire::DONE) << job.DebugString();
+  EXPECT_EQ(job.steps_done(), plan.steps);
+  std::uint64_t per_type = 0;
+  for (const auto& t : job.per_type()) per_type += t.steps();
+  EXPECT_EQ(per_type, plan.steps);
+  EXPECT_GT(before, 0u);
+  EXPECT_EQ(cluster.Checkpoint(job.id()), std::make_pair(plan.steps, ExpectedChecksum(plan.steps)));
+  const std::vector<std::uint64_t> executed = ReadExecLog(cluster.ExecLog(plan));
+  std::set<std::uint64_t> distinct(executed.begin(), executed.end());
+  EXPECT_EQ(distinct.size(), plan.steps) << "every step ran";
+  std::cout << "steps redone after the kill: " << executed.size() - plan.steps << "\n";
+}
+
+TEST(RuntimeEndToEnd, AKilledDaemonRestartsWithNoJobLostAndProgressKept) {
+  constexpr double kSpeedup = 2.0;
+  const std::vector<JobPlan> plans = {{"ResNet-18 (batch size 64)", 300},
+                                      {"Transformer (batch size 16)", 120},
+                                      {"LM (batch size 20)", 600}};
+  Cluster cluster("daemon_kill");
+  cluster.StartDaemon(/*expected_gpus=*/2);
+  std::map<std::uint64_t, std::size_t> plan_of;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    auto id = cluster.Submit(plans[i], kSpeedup);
+    ASSERT_TRUE(id.ok());
+    plan_of[*id] = i;
+  }
+  cluster.StartAgent("v100");
+  cluster.StartAgent("p100");
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+  auto before = cluster.Jobs();
+  ASSERT_TRUE(before.ok());
+  std::uint64_t progress = 0;
+  for (const auto& job : before->jobs()) progress += job.steps_done();
+  ASSERT_GT(progress, 0u);
+  cluster.KillDaemon();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  cluster.StartDaemon(/*expected_gpus=*/2);
+  auto after = cluster.Jobs();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_EQ(after->jobs_size(), before->jobs_size()) << "no job lost";
+  for (int i = 0; i < after->jobs_size(); ++i) {
+    EXPECT_EQ(after->jobs(i).id(), before->jobs(i).id());
+    EXPECT_GE(after->jobs(i).steps_done(), before->jobs(i).steps_done()) << "progress kept";
+  }
+  wire::ListJobsResponse last;
+  const auto deadline = Clock::now() + std::chrono::seconds(45);
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto jobs = cluster.Jobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    last = *std::move(jobs);
+    if (AllFinished(last)) break;
+  }
+  ASSERT_TRUE(AllFinished(last)) << last.DebugString();
+  for (const auto& job : last.jobs()) {
+    const JobPlan& plan = plans[plan_of.at(job.id())];
+    EXPECT_EQ(job.state(), wire::DONE);
+    EXPECT_EQ(job.steps_done(), plan.steps);
+    EXPECT_EQ(cluster.Checkpoint(job.id()),
+              std::make_pair(plan.steps, ExpectedChecksum(plan.steps)));
+  }
+}
+
+TEST(RuntimeEndToEnd, AJobThatCrashesTheSameWayIsFailedAndOthersRunOn) {
+  constexpr double kSpeedup = 4.0;
+  Cluster cluster("crash");
+  cluster.StartDaemon(/*expected_gpus=*/1);
+  const JobPlan good{"ResNet-18 (batch size 64)", 200};
+  JobPlan bad{"Transformer (batch size 16)", 100};
+  // The bad job's program fails at step 5 every time (exit status 3).
+  auto bad_id = [&]() -> Result<std::uint64_t> {
+    wire::JobSpec spec;
+    for (const std::string& arg : cluster.TrainCommand(bad, kSpeedup)) spec.add_command(arg);
+    spec.add_command("--fail-at-step");
+    spec.add_command("5");
+    spec.set_total_steps(bad.steps);
+    spec.set_scale_factor(1);
+    spec.set_job_type(bad.type);
+    const std::string file = cluster.dir() + "/bad.json";
+    const std::vector<std::string> argv(spec.command().begin(), spec.command().end());
+    nlohmann::json job = {{"command", argv}, {"steps", bad.steps},
+                          {"job_type", bad.type}, {"name", "bad"}};
+    std::ofstream(file) << job.dump();
+    auto [code, out] = cluster.Cli({"submit", "--scheduler", cluster.address(), "--job-file", file});
+    if (code != 0) return Status::Internal(out);
+    return static_cast<std::uint64_t>(std::stoull(out));
+  }();
+  ASSERT_TRUE(bad_id.ok()) << bad_id.status().ToString();
+  auto good_id = cluster.Submit(good, kSpeedup);
+  ASSERT_TRUE(good_id.ok());
+  cluster.StartAgent("v100");
+  wire::ListJobsResponse last;
+  const auto deadline = Clock::now() + std::chrono::seconds(45);
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto jobs = cluster.Jobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    last = *std::move(jobs);
+    if (AllFinished(last)) break;
+  }
+  ASSERT_TRUE(AllFinished(last)) << last.DebugString();
+  for (const auto& job : last.jobs()) {
+    if (job.id() == *bad_id) {
+      EXPECT_EQ(job.state(), wire::FAILED);
+      EXPECT_EQ(job.failures(), 2u) << "retried once, then recognised as failing the same way";
+      EXPECT_EQ(job.last_exit_code(), 3);
+      EXPECT_NE(job.message().find("exit code 3"), std::string::npos) << job.message();
+      EXPECT_EQ(job.steps_done(), 0u);
+    } else {
+      EXPECT_EQ(job.state(), wire::DONE);
+      EXPECT_EQ(job.steps_done(), good.steps);
+    }
+  }
+}
+
+TEST(RuntimeEndToEnd, TheCommandLineRefusesUnauthorisedAndMalformedRequests) {
+  Cluster cluster("access");
+  const std::string tokens = cluster.dir() + "/tokens";
+  std::ofstream(tokens) << "alice-token-0001 alice\nbob-token-000002 bob\nops-token-000003 ops admin\n";
+  std::ofstream(cluster.dir() + "/alice") << "alice-token-0001\n";
+  std::ofstream(cluster.dir() + "/bob") << "bob-token-000002\n";
+  std::ofstream(cluster.dir() + "/wrong") << "wrong-token-0000\n";
+  cluster.StartDaemon(0, tokens);
+  const std::string addr = cluster.address();
+
+  auto [code, out] = cluster.Cli({"submit", "--scheduler", addr, "--steps", "10", "--", "true"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("unauthenticated"), std::string::npos) << out;
+  std::tie(code, out) = cluster.Cli({"jobs", "--scheduler", addr, "--token-file",
+                                     cluster.dir() + "/wrong"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("unauthenticated"), std::string::npos) << out;
+
+  std::tie(code, out) = cluster.Cli({"submit", "--scheduler", addr, "--token-file",
+                                     cluster.dir() + "/alice", "--steps", "10", "--name", "mine",
+                                     "--", "true"});
+  ASSERT_EQ(code, 0) << out;
+  const std::string id = out.substr(0, out.find('\n'));
+
+  std::tie(code, out) = cluster.Cli({"submit", "--scheduler", addr, "--token-file",
+                                     cluster.dir() + "/alice", "--steps", "10", "--throughput",
+                                     "tpu=3", "--", "true"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("spec.throughputs[\"tpu\"]"), std::string::npos) << out;
+  std::ofstream(cluster.dir() + "/jobs.json") << R"([{"command": ["true"], "steps": 5},
+                                                     {"command": ["true"], "stepz": 5}])";
+  std::tie(code, out) = cluster.Cli({"submit", "--scheduler", addr, "--token-file",
+                                     cluster.dir() + "/alice", "--job-file",
+                                     cluster.dir() + "/jobs.json"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("job 1: unknown field `stepz`"), std::string::npos) << out;
+
+  std::tie(code, out) = cluster.Cli({"cancel", "--scheduler", addr, "--token-file",
+                                     cluster.dir() + "/bob", id});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("permission denied"), std::string::npos) << out;
+
+  std::tie(code, out) = cluster.Cli({"jobs", "--scheduler", addr, "--token-file",
+                                     cluster.dir() + "/bob", "-o", "json"});
+  ASSERT_EQ(code, 0) << out;
+  const auto jobs = nlohmann::json::parse(out);
+  ASSERT_EQ(jobs.size(), 1u) << "nothing lost, nothing half-accepted";
+  EXPECT_EQ(jobs[0]["id"].get<std::uint64_t>(), std::stoull(id));
+  EXPECT_EQ(jobs[0]["state"], "queued");
+  EXPECT_EQ(jobs[0]["user"], "alice");
+  EXPECT_EQ(jobs[0]["steps_done"], 0);
+  EXPECT_EQ(jobs[0]["total_steps"], 10);
+
+  std::tie(code, out) = cluster.Cli({"cancel", "--scheduler", addr, "--token-file",
+                                     cluster.dir() + "/alice", id});
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = cluster.Cli({"jobs", "--scheduler", addr, "--token-file",
+                                     cluster.dir() + "/alice"});
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("cancelled"), std::string::npos) << out;
+  EXPECT_NE(out.find("STATE"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace gavel::daemon

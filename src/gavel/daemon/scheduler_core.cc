@@ -1,0 +1,1525 @@
+#include "gavel/daemon/scheduler_core.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <limits>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "gavel/mechanism/policy_input_builder.h"
+#include "gavel/policy/registry.h"
+#include "gavel/rpc/grpc_util.h"
+
+namespace gavel::daemon {
+namespace {
+
+constexpr std::size_t kMaxCommandBytes = 64 * 1024;
+constexpr std::uint32_t kMaxScaleFactor = 64;
+constexpr std::uint64_t kMaxSteps = 1'000'000'000'000ULL;
+constexpr std::uint32_t kMaxGpusPerAgent = 1024;
+// The daemon owns the failure policy; the RoundScheduler must never drop a job by itself.
+constexpr int kNeverDrop = 1 << 30;
+// The original's fixed type order (spec §3.5); other types follow in name order.
+const std::vector<std::string> kPreferredTypes = {"v100", "p100", "k80"};
+
+std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+bool PrintableId(const std::string& s, std::size_t max) {
+  return !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isgraph(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+std::string HostOf(const std::string& address) {
+  auto parsed = rpc::ParseAddress(address);
+  return parsed.ok() ? parsed->host : "127.0.0.1";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Private types.
+
+// The RoundScheduler's clock: seconds since the state directory was created, never going
+// backwards even if the wall clock does.
+class SchedulerCore::MechanismClock final : public mechanism::Clock {
+ public:
+  MechanismClock(const WallClock* clock, std::int64_t epoch_ms) : clock_(clock), epoch_(epoch_ms) {}
+  Seconds Now() const override {
+    const double now = static_cast<double>(clock_->NowMs() - epoch_) / 1000.0;
+    last_ = std::max(last_, now);
+    return Seconds(last_);
+  }
+
+ private:
+  const WallClock* clock_;
+  std::int64_t epoch_;
+  mutable double last_ = 0.0;
+};
+
+// The policy the RoundScheduler calls: translates its problem to daemon job ids with the
+// daemon's throughput estimates and asks the AllocationService.
+class SchedulerCore::PolicyAdapter final : public policy::Policy {
+ public:
+  PolicyAdapter(const SchedulerCore* core, std::shared_ptr<AllocationService> service)
+      : core_(core), service_(std::move(service)) {}
+  Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input) override {
+    policy::PolicyInput translated = input;
+    core_->TranslatePolicyInput(translated);
+    return service_->Allocate(translated);
+  }
+
+ private:
+  const SchedulerCore* core_;
+  std::shared_ptr<AllocationService> service_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Construction and recovery.
+
+SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* transport,
+                             const WallClock* clock, CoreHooks hooks)
+    : options_(std::move(options)),
+      store_(store),
+      transport_(transport),
+      clock_(clock),
+      hooks_(std::move(hooks)) {
+  const double round = options_.round_length.value();
+  grace_ = options_.report_grace.value() > 0.0 ? options_.report_grace
+                                               : Seconds(std::min(60.0, round / 2.0));
+}
+
+SchedulerCore::~SchedulerCore() {
+  mech_.reset();
+  allocation_.reset();
+}
+
+Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options, Store* store,
+                                                             AgentTransport* transport,
+                                                             const WallClock* clock,
+                                                             CoreHooks hooks) {
+  GAVEL_CHECK(store != nullptr && transport != nullptr && clock != nullptr);
+  if (!options.throughputs) return Status::InvalidArgument("no throughput table");
+  if (!(options.round_length.value() > 0.0) || !std::isfinite(options.round_length.value())) {
+    return Status::InvalidArgument("round length: must be a positive number of seconds");
+  }
+  if (!(options.heartbeat_timeout > options.heartbeat_interval)) {
+    return Status::InvalidArgument("heartbeat timeout: must exceed the heartbeat interval");
+  }
+  if (!(options.ema_alpha > 0.0 && options.ema_alpha <= 1.0)) {
+    return Status::InvalidArgument("ema alpha: must be in (0, 1]");
+  }
+  GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
+  if (info->packing) {
+    return Status::Unimplemented("policy " + options.policy +
+                                 ": packing policies need GPU sharing, which the runtime does "
+                                 "not support; use the policy without _packed");
+  }
+  if (info->needs_instance_costs) {
+    return Status::Unimplemented("policy " + options.policy +
+                                 ": cost policies need instance prices, which gavel serve does "
+                                 "not take yet");
+  }
+  policy::PolicyOptions policy_options;
+  policy_options.seed = options.seed;
+  GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> inner,
+                         policy::MakePolicy(options.policy, policy_options));
+
+  std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(options), store, transport,
+                                                        clock, std::move(hooks)));
+  core->allocation_ = std::make_shared<AllocationService>(
+      std::move(inner), core->options_.background_solves, core->hooks_.wake);
+  // Stand-in types for jobs whose type the table does not know: per scale factor, the key
+  // that runs fastest on its slowest GPU type (so the mechanism can place it anywhere).
+  const ThroughputTable& table = *core->options_.throughputs;
+  std::map<int, double> best;
+  for (std::size_t k = 0; k < table.job_types().size(); ++k) {
+    const JobTypeKey& key = table.job_types()[k];
+    double slowest = std::numeric_limits<double>::infinity();
+    for (const std::string& type : table.gpu_types()) {
+      if (type.find("unconsolidated") != std::string::npos) continue;
+      slowest = std::min(slowest, table.Isolated(type, key).value_or(0.0));
+    }
+    const auto it = best.find(key.scale_factor);
+    if (it == best.end() || slowest > it->second) {
+      best[key.scale_factor] = slowest;
+      core->representative_key_[key.scale_factor] = static_cast<int>(k);
+    }
+  }
+  GAVEL_RETURN_IF_ERROR(core->Recover());
+  return core;
+}
+
+Status SchedulerCore::Recover() {
+  const std::int64_t now = clock_->NowMs();
+  started_ms_ = now;
+  GAVEL_ASSIGN_OR_RETURN(StoredState state, store_->Load());
+  auto meta_int = [&](const std::string& key, std::int64_t fallback) -> Result<std::int64_t> {
+    const auto it = state.meta.find(key);
+    if (it == state.meta.end()) return fallback;
+    try {
+      std::size_t used = 0;
+      const std::int64_t v = std::stoll(it->second, &used);
+      if (used != it->second.size()) throw std::invalid_argument(key);
+      return v;
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("state database, table meta, key " + key + ": `" +
+                                     it->second + "` is not an integer");
+    }
+  };
+  GAVEL_ASSIGN_OR_RETURN(epoch_ms_, meta_int("epoch_ms", now));
+  if (!state.meta.contains("epoch_ms")) batch_.meta["epoch_ms"] = std::to_string(epoch_ms_);
+  GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_job, meta_int("next_job_id", 1));
+  GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_worker, meta_int("next_worker_id", 0));
+  GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_round, meta_int("next_round_id", 0));
+  next_job_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1));
+  next_worker_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_worker, 0));
+  next_round_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_round, 0));
+  mech_clock_ = std::make_unique<MechanismClock>(clock_, epoch_ms_);
+
+  const ThroughputTable& table = *options_.throughputs;
+  for (JobRow& row : state.jobs) {
+    Job job;
+    job.row = std::move(row);
+    const auto sf = static_cast<int>(job.row.spec.scale_factor());
+    const JobTypeKey key{job.row.spec.job_type(), sf};
+    job.table_type = table.HasJobType(key);
+    const auto rep = representative_key_.find(sf);
+    if (job.table_type) {
+      job.mech_type = key;
+    } else if (rep != representative_key_.end()) {
+      job.mech_type = table.job_types()[static_cast<std::size_t>(rep->second)];
+    } else if (job.row.state == wire::QUEUED || job.row.state == wire::RUNNING) {
+      return Status::InvalidArgument("state database, job " + std::to_string(job.row.id) +
+                                     ", field spec.scale_factor: the throughput table has no "
+                                     "job type with " + std::to_string(sf) + " GPUs");
+    }
+    if (job.row.state == wire::RUNNING) job.row.state = wire::QUEUED;  // until its round says
+    next_job_id_ = std::max(next_job_id_, job.row.id + 1);
+    jobs_.emplace(job.row.id, std::move(job));
+  }
+  for (AgentRow& row : state.agents) {
+    Agent agent;
+    agent.row = std::move(row);
+    agent.last_heartbeat_ms = now;  // a grace period to reattach
+    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
+      worker_agent_[agent.row.first_worker_id + g] = agent.row.agent_id;
+    }
+    next_worker_id_ = std::max(next_worker_id_, agent.row.first_worker_id + agent.row.num_gpus);
+    agents_.emplace(agent.row.agent_id, std::move(agent));
+  }
+  if (state.open_round) {
+    const RoundRow& stored = *state.open_round;
+    Round round;
+    round.id = stored.round_id;
+    round.start_ms = stored.start_ms;
+    round.end_ms = stored.end_ms;
+    round.mid_ms = stored.end_ms;  // no prefetch for a recovered round
+    const auto grace_ms = static_cast<std::int64_t>(grace_.value() * 1000.0);
+    const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
+    round.deadline_ms = std::max(stored.end_ms + grace_ms, now + timeout_ms);
+    round.mech_backed = false;
+    for (const RoundTaskRow& row : stored.tasks) {
+      const auto job = jobs_.find(row.job_id);
+      if (job == jobs_.end()) continue;
+      Task task;
+      task.worker_id = row.worker_id;
+      task.job_id = row.job_id;
+      task.rank = row.rank;
+      task.world_size = row.world_size;
+      const Agent* agent = AgentOfWorker(row.worker_id);
+      task.gpu_type = agent ? agent->row.gpu_type : "";
+      task.reported = row.reported;
+      if (task.reported) {  // credited before the crash; nothing left to do for it
+        task.outcome = wire::LEASE_EXPIRED;
+        task.checkpoint_known = false;
+        task.job_at_fault = false;
+      }
+      round.tasks[row.worker_id] = task;
+      auto& workers = round.job_workers[row.job_id];
+      if (workers.size() <= row.rank) workers.resize(row.rank + 1);
+      workers[row.rank] = row.worker_id;
+      if (!task.reported && IsActive(job->second)) job->second.row.state = wire::RUNNING;
+    }
+    next_round_id_ = std::max(next_round_id_, stored.round_id + 1);
+    round_ = std::move(round);
+    Log(now, "recover", 0, 0,
+        "resumed with round " + std::to_string(stored.round_id) + " open (" +
+            std::to_string(stored.tasks.size()) + " tasks)");
+  } else {
+    Log(now, "recover", 0, 0, "resumed with no open round");
+  }
+  needs_rebuild_ = true;
+  jobs_changed_ = true;
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------------------------------
+// Small helpers.
+
+bool SchedulerCore::IsActive(const Job& job) const {
+  return job.row.state == wire::QUEUED || job.row.state == wire::RUNNING;
+}
+
+Seconds SchedulerCore::MechNow() const { return mech_clock_->Now(); }
+
+const SchedulerCore::Agent* SchedulerCore::AgentOfWorker(std::uint64_t worker_id) const {
+  const auto it = worker_agent_.find(worker_id);
+  if (it == worker_agent_.end()) return nullptr;
+  const auto agent = agents_.find(it->second);
+  return agent == agents_.end() ? nullptr : &agent->second;
+}
+
+std::vector<std::string> SchedulerCore::LiveGpuTypes() const {
+  std::set<std::string> types;
+  for (const auto& [id, agent] : agents_) {
+    if (agent.row.alive) types.insert(agent.row.gpu_type);
+  }
+  return {types.begin(), types.end()};
+}
+
+void SchedulerCore::Touch(const Job& job) { dirty_jobs_.insert(job.row.id); }
+void SchedulerCore::Touch(const Agent& agent) { dirty_agents_.insert(agent.row.agent_id); }
+
+void SchedulerCore::Log(std::int64_t now, const std::string& kind, std::uint64_t job,
+                        std::uint64_t worker, const std::string& message) {
+  batch_.events.push_back(EventRow{now, kind, job, worker, message});
+}
+
+std::optional<std::uint64_t> SchedulerCore::current_round() const {
+  if (!round_) return std::nullopt;
+  return round_->id;
+}
+
+double SchedulerCore::Prior(const Job& job, const std::string& gpu_type) const {
+  const auto& given = job.row.spec.throughputs();
+  const auto it = given.find(gpu_type);
+  if (it != given.end()) return it->second;
+  if (job.table_type) {
+    return options_.throughputs->Isolated(gpu_type, job.mech_type).value_or(0.0);
+  }
+  return given.empty() ? 1.0 : 0.0;  // the original's DEFAULT_THROUGHPUT; unlisted = unknown
+}
+
+double SchedulerCore::Estimate(const Job& job, const std::string& gpu_type) const {
+  const auto it = job.row.per_type.find(gpu_type);
+  if (it != job.row.per_type.end() && it->second.measurements > 0) return it->second.measured;
+  return Prior(job, gpu_type);
+}
+
+// ------------------------------------------------------------------------------------------
+// Requests from users.
+
+Status SchedulerCore::ValidateSpec(const wire::JobSpec& spec) const {
+  const ThroughputTable& table = *options_.throughputs;
+  if (spec.command_size() == 0) {
+    return Status::InvalidArgument("spec.command: empty; give the program to run");
+  }
+  if (spec.command(0).empty()) return Status::InvalidArgument("spec.command[0]: empty");
+  std::size_t bytes = 0;
+  for (int i = 0; i < spec.command_size(); ++i) {
+    bytes += spec.command(i).size();
+    if (spec.command(i).find('\0') != std::string::npos) {
+      return Status::InvalidArgument("spec.command[" + std::to_string(i) +
+                                     "]: contains a NUL byte");
+    }
+  }
+  if (bytes > kMaxCommandBytes) {
+    return Status::InvalidArgument("spec.command: longer than " +
+                                   std::to_string(kMaxCommandBytes) + " bytes");
+  }
+  if (spec.scale_factor() < 1) {
+    return Status::InvalidArgument("spec.scale_factor: must be at least 1");
+  }
+  if (spec.scale_factor() > kMaxScaleFactor) {
+    return Status::InvalidArgument("spec.scale_factor: at most " +
+                                   std::to_string(kMaxScaleFactor) + " GPUs");
+  }
+  if (!representative_key_.contains(static_cast<int>(spec.scale_factor()))) {
+    std::string have;
+    for (const auto& [sf, key] : representative_key_) {
+      have += (have.empty() ? "" : ", ") + std::to_string(sf);
+    }
+    return Status::InvalidArgument("spec.scale_factor: no job type of the throughput table runs "
+                                   "on " + std::to_string(spec.scale_factor()) +
+                                   " GPUs (it has " + have + ")");
+  }
+  if (spec.total_steps() < 1) return Status::InvalidArgument("spec.total_steps: must be >= 1");
+  if (spec.total_steps() > kMaxSteps) {
+    return Status::InvalidArgument("spec.total_steps: more than " + std::to_string(kMaxSteps));
+  }
+  if (!std::isfinite(spec.priority_weight()) || spec.priority_weight() < 0.0) {
+    return Status::InvalidArgument("spec.priority_weight: must be a positive number");
+  }
+  if (!spec.job_type().empty() && spec.throughputs().empty() &&
+      !table.HasJobType(JobTypeKey{spec.job_type(), static_cast<int>(spec.scale_factor())})) {
+    return Status::InvalidArgument(
+        "spec.job_type: " + Quoted(spec.job_type()) + " on " +
+        std::to_string(spec.scale_factor()) +
+        " GPU(s) is not in the throughput table; give throughput estimates per GPU type "
+        "(--throughput TYPE=STEPS_PER_S) or leave the type out");
+  }
+  bool any_positive = spec.throughputs().empty();
+  for (const auto& [type, value] : spec.throughputs()) {
+    if (!table.HasGpuType(type)) {
+      return Status::InvalidArgument("spec.throughputs[" + Quoted(type) +
+                                     "]: not a GPU type of the throughput table (" +
+                                     JoinNames(table.gpu_types()) + ")");
+    }
+    if (!std::isfinite(value) || value < 0.0) {
+      return Status::InvalidArgument("spec.throughputs[" + Quoted(type) +
+                                     "]: must be a non-negative number of steps/s");
+    }
+    any_positive = any_positive || value > 0.0;
+  }
+  if (!any_positive) {
+    return Status::InvalidArgument("spec.throughputs: every estimate is 0; the job could run "
+                                   "nowhere");
+  }
+  for (const auto& [key, value] : spec.env()) {
+    if (key.empty() || key.find('=') != std::string::npos ||
+        key.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return Status::InvalidArgument("spec.env[" + Quoted(key) +
+                                     "]: names must be non-empty, without '=' or NUL");
+    }
+  }
+  if (spec.name().size() > 256) return Status::InvalidArgument("spec.name: over 256 bytes");
+  if (spec.entity().size() > 128) return Status::InvalidArgument("spec.entity: over 128 bytes");
+  if (spec.working_directory().size() > 4096) {
+    return Status::InvalidArgument("spec.working_directory: over 4096 bytes");
+  }
+  return Status::Ok();
+}
+
+Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
+                                            const wire::JobSpec& spec) {
+  GAVEL_RETURN_IF_ERROR(ValidateSpec(spec));
+  const std::int64_t now = clock_->NowMs();
+  Job job;
+  job.row.id = next_job_id_++;
+  job.row.user = user.user;
+  job.row.spec = spec;
+  if (job.row.spec.priority_weight() == 0.0) job.row.spec.set_priority_weight(1.0);
+  if (job.row.spec.entity().empty()) job.row.spec.set_entity(user.user);
+  job.row.state = wire::QUEUED;
+  job.row.submitted_ms = now;
+  const auto sf = static_cast<int>(spec.scale_factor());
+  const JobTypeKey key{spec.job_type(), sf};
+  job.table_type = options_.throughputs->HasJobType(key);
+  job.mech_type = job.table_type ? key
+                                 : options_.throughputs->job_types()[static_cast<std::size_t>(
+                                       representative_key_.at(sf))];
+  for (const std::string& type : LiveGpuTypes()) {
+    job.row.per_type[type].prior = Prior(job, type);
+  }
+  const std::uint64_t id = job.row.id;
+  auto [it, inserted] = jobs_.emplace(id, std::move(job));
+  GAVEL_CHECK(inserted);
+  Touch(it->second);
+  batch_.meta["next_job_id"] = std::to_string(next_job_id_);
+  Log(now, "submit", id, 0, "by " + user.user);
+  jobs_changed_ = true;
+  if (mech_) {
+    mechanism::JobDescription description;
+    description.type = it->second.mech_type;
+    description.total_steps = static_cast<double>(spec.total_steps());
+    description.priority_weight = it->second.row.spec.priority_weight();
+    description.arrival = Seconds(static_cast<double>(now - epoch_ms_) / 1000.0);
+    Result<JobId> mid = mech_->AddJob(description);
+    if (mid.ok()) {
+      mech_of_job_[id] = *mid;
+      if (job_of_mech_.size() <= mid->value()) job_of_mech_.resize(mid->value() + 1);
+      job_of_mech_[mid->value()] = id;
+    } else {
+      needs_rebuild_ = true;
+    }
+  }
+  return id;
+}
+
+bool SchedulerCore::CancelDenied(const rpc::Principal& user, std::uint64_t job_id) const {
+  const auto it = jobs_.find(job_id);
+  return it != jobs_.end() && !user.admin && it->second.row.user != user.user;
+}
+
+Result<wire::JobInfo> SchedulerCore::Cancel(const rpc::Principal& user, std::uint64_t job_id) {
+  const auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return Status::NotFound("job_id: no job " + std::to_string(job_id));
+  }
+  Job& job = it->second;
+  if (CancelDenied(user, job_id)) {
+    return Status::FailedPrecondition("job " + std::to_string(job_id) + " belongs to " +
+                                      job.row.user);
+  }
+  if (!IsActive(job)) {
+    return Status::FailedPrecondition("job " + std::to_string(job_id) + " already " +
+                                      (job.row.state == wire::DONE        ? "done"
+                                       : job.row.state == wire::FAILED    ? "failed"
+                                                                          : "cancelled"));
+  }
+  const std::int64_t now = clock_->NowMs();
+  KillEverywhere(job_id, "cancelled by " + user.user, /*any_round=*/true);
+  EndJob(job, wire::CANCELLED, "cancelled by " + user.user, now);
+  // Its tasks of this round end now; whatever its process checkpointed no longer matters.
+  if (round_) {
+    const auto workers = round_->job_workers.find(job_id);
+    if (workers != round_->job_workers.end()) {
+      bool pending = false;
+      for (std::uint64_t w : workers->second) {
+        Task& task = round_->tasks.at(w);
+        if (task.reported) continue;
+        task.reported = true;
+        task.outcome = wire::KILLED;
+        task.job_at_fault = false;
+        task.message = "cancelled";
+        batch_.reported_workers.push_back(w);
+        pending = true;
+      }
+      if (pending) FinishJobTasks(job_id, now);
+    }
+  }
+  return Info(job);
+}
+
+Result<wire::ListJobsResponse> SchedulerCore::ListJobs(const wire::ListJobsRequest& request) const {
+  wire::ListJobsResponse response;
+  if (request.job_ids_size() > 0) {
+    for (std::uint64_t id : request.job_ids()) {
+      const auto it = jobs_.find(id);
+      if (it == jobs_.end()) return Status::NotFound("job_ids: no job " + std::to_string(id));
+      if (request.active_only() && !IsActive(it->second)) continue;
+      *response.add_jobs() = Info(it->second);
+    }
+    return response;
+  }
+  for (const auto& [id, job] : jobs_) {
+    if (request.active_only() && !IsActive(job)) continue;
+    *response.add_jobs() = Info(job);
+  }
+  return response;
+}
+
+wire::JobInfo SchedulerCore::Info(const Job& job) const {
+  wire::JobInfo info;
+  const JobRow& row = job.row;
+  info.set_id(row.id);
+  info.set_state(row.state);
+  info.set_user(row.user);
+  info.set_name(row.spec.name());
+  *info.mutable_spec() = row.spec;
+  info.set_steps_done(row.steps_done);
+  info.set_total_steps(row.spec.total_steps());
+  info.set_progress(static_cast<double>(row.steps_done) /
+                    static_cast<double>(std::max<std::uint64_t>(row.spec.total_steps(), 1)));
+  std::vector<double> allocation;
+  std::vector<std::string> layout_types;
+  if (mech_ && IsActive(job)) {
+    const auto mid = mech_of_job_.find(row.id);
+    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) {
+      allocation = mech_->AllocationOf(mid->second);
+      layout_types = mech_->layout().type_names();
+    }
+  }
+  std::set<std::string> types;
+  for (const std::string& t : LiveGpuTypes()) types.insert(t);
+  for (const auto& [t, g] : row.per_type) types.insert(t);
+  double rate = 0.0;
+  for (const std::string& type : types) {
+    wire::JobTypeStats* stats = info.add_per_type();
+    stats->set_gpu_type(type);
+    const auto it = row.per_type.find(type);
+    const JobGpuRow g = it == row.per_type.end() ? JobGpuRow{} : it->second;
+    double share = IsActive(job) ? g.allocation : 0.0;
+    for (std::size_t t = 0; t < layout_types.size(); ++t) {
+      if (layout_types[t] == type) share = allocation[t];
+    }
+    stats->set_allocation(share);
+    stats->set_seconds(g.seconds);
+    stats->set_steps(static_cast<std::uint64_t>(std::llround(g.steps)));
+    stats->set_throughput_estimate(Estimate(job, type));
+    stats->set_throughput_prior(Prior(job, type));
+    stats->set_throughput_measured(g.measurements > 0 ? g.measured : 0.0);
+    stats->set_measurements(g.measurements);
+    rate += share * Estimate(job, type);
+  }
+  if (round_ && row.state == wire::RUNNING) {
+    const auto workers = round_->job_workers.find(row.id);
+    if (workers != round_->job_workers.end()) {
+      for (std::uint64_t w : workers->second) info.add_worker_ids(w);
+      info.set_gpu_type(round_->tasks.at(workers->second.front()).gpu_type);
+      if (rate <= 0.0) rate = Estimate(job, info.gpu_type());
+    }
+  }
+  const double remaining = static_cast<double>(row.spec.total_steps() - row.steps_done);
+  if (!IsActive(job)) {
+    info.set_eta_s(0.0);
+  } else {
+    info.set_eta_s(rate > 0.0 ? remaining / rate : -1.0);
+  }
+  info.set_submitted_unix_ms(row.submitted_ms);
+  info.set_finished_unix_ms(row.finished_ms);
+  info.set_attempts(row.attempts);
+  info.set_failures(row.failures);
+  info.set_last_exit_code(row.last_exit_code);
+  info.set_message(row.message);
+  info.set_next_retry_unix_ms(row.next_retry_ms);
+  return info;
+}
+
+wire::ListWorkersResponse SchedulerCore::ListWorkers() const {
+  wire::ListWorkersResponse response;
+  const std::int64_t now = clock_->NowMs();
+  std::vector<const Agent*> sorted;
+  for (const auto& [id, agent] : agents_) sorted.push_back(&agent);
+  std::sort(sorted.begin(), sorted.end(), [](const Agent* a, const Agent* b) {
+    return a->row.first_worker_id < b->row.first_worker_id;
+  });
+  for (const Agent* agent : sorted) {
+    for (std::uint32_t g = 0; g < agent->row.num_gpus; ++g) {
+      const std::uint64_t worker = agent->row.first_worker_id + g;
+      wire::WorkerInfo* info = response.add_workers();
+      info->set_worker_id(worker);
+      info->set_agent_id(agent->row.agent_id);
+      info->set_gpu_type(agent->row.gpu_type);
+      info->set_address(agent->row.address);
+      info->set_alive(agent->row.alive);
+      info->set_last_heartbeat_age_s(static_cast<double>(now - agent->last_heartbeat_ms) /
+                                     1000.0);
+      info->set_registered_unix_ms(agent->row.registered_ms);
+      info->set_busy_seconds(g < agent->row.busy_seconds.size() ? agent->row.busy_seconds[g]
+                                                                : 0.0);
+      if (round_) {
+        const auto task = round_->tasks.find(worker);
+        if (task != round_->tasks.end() && !task->second.reported) {
+          info->set_busy(true);
+          info->set_job_id(task->second.job_id);
+        }
+      }
+    }
+  }
+  return response;
+}
+
+wire::GetStatusResponse SchedulerCore::GetStatus() const {
+  wire::GetStatusResponse status;
+  const std::int64_t now = clock_->NowMs();
+  status.set_policy(options_.policy);
+  status.set_round_duration_s(options_.round_length.value());
+  status.set_round_id(round_ ? round_->id : next_round_id_);
+  status.set_round_elapsed_s(round_ ? static_cast<double>(now - round_->start_ms) / 1000.0 : 0.0);
+  std::uint32_t counts[6] = {0, 0, 0, 0, 0, 0};
+  for (const auto& [id, job] : jobs_) ++counts[job.row.state];
+  status.set_queued_jobs(counts[wire::QUEUED]);
+  status.set_running_jobs(counts[wire::RUNNING]);
+  status.set_done_jobs(counts[wire::DONE]);
+  status.set_failed_jobs(counts[wire::FAILED]);
+  status.set_cancelled_jobs(counts[wire::CANCELLED]);
+  for (const auto& [id, agent] : agents_) {
+    if (agent.row.alive) {
+      status.set_alive_workers(status.alive_workers() + agent.row.num_gpus);
+      (*status.mutable_gpus_per_type())[agent.row.gpu_type] += agent.row.num_gpus;
+    } else {
+      status.set_dead_workers(status.dead_workers() + agent.row.num_gpus);
+    }
+  }
+  status.set_uptime_s(static_cast<double>(now - started_ms_) / 1000.0);
+  const AllocationStats stats = allocation_->stats();
+  status.set_last_solve_s(stats.last_solve_seconds);
+  status.set_allocations_computed(stats.solves);
+  status.set_version("0.1.0");
+  return status;
+}
+
+// ------------------------------------------------------------------------------------------
+// Requests from agents.
+
+Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
+    const rpc::Principal& caller, const wire::RegisterWorkerRequest& request) {
+  const ThroughputTable& table = *options_.throughputs;
+  if (!PrintableId(request.agent_id(), 128)) {
+    return Status::InvalidArgument("agent_id: 1 to 128 printable characters without spaces");
+  }
+  if (!table.HasGpuType(request.gpu_type())) {
+    return Status::InvalidArgument("gpu_type: " + Quoted(request.gpu_type()) +
+                                   " is not a GPU type of the throughput table (" +
+                                   JoinNames(table.gpu_types()) + ")");
+  }
+  if (request.num_gpus() < 1 || request.num_gpus() > kMaxGpusPerAgent) {
+    return Status::InvalidArgument("num_gpus: must be in 1.." + std::to_string(kMaxGpusPerAgent));
+  }
+  Result<rpc::HostPort> address = rpc::ParseAddress(request.address());
+  if (!address.ok() || address->port == 0) {
+    return Status::InvalidArgument("address: " + Quoted(request.address()) +
+                                   " is not host:port with a port in 1..65535");
+  }
+  const std::int64_t now = clock_->NowMs();
+  auto it = agents_.find(request.agent_id());
+  bool changed = false;
+  if (it == agents_.end()) {
+    Agent agent;
+    agent.row.agent_id = request.agent_id();
+    agent.row.registered_ms = now;
+    it = agents_.emplace(request.agent_id(), std::move(agent)).first;
+    changed = true;
+  }
+  Agent& agent = it->second;
+  if (changed || agent.row.num_gpus != request.num_gpus() ||
+      agent.row.gpu_type != request.gpu_type()) {
+    // New GPUs get new worker ids; the old ones (if any) are retired.
+    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
+      worker_agent_.erase(agent.row.first_worker_id + g);
+    }
+    agent.row.first_worker_id = next_worker_id_;
+    agent.row.num_gpus = request.num_gpus();
+    agent.row.gpu_type = request.gpu_type();
+    agent.row.busy_seconds.assign(request.num_gpus(), 0.0);
+    next_worker_id_ += request.num_gpus();
+    batch_.meta["next_worker_id"] = std::to_string(next_worker_id_);
+    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
+      worker_agent_[agent.row.first_worker_id + g] = agent.row.agent_id;
+    }
+    changed = true;
+  }
+  if (!agent.row.alive) changed = true;
+  agent.row.alive = true;
+  agent.row.address = request.address();
+  agent.row.token = caller.token;
+  agent.last_heartbeat_ms = now;
+  Touch(agent);
+  if (changed) needs_rebuild_ = true;
+  Log(now, changed ? "worker-register" : "worker-reattach", 0, agent.row.first_worker_id,
+      "agent " + agent.row.agent_id + ": " + std::to_string(agent.row.num_gpus) + " " +
+          agent.row.gpu_type + " at " + agent.row.address + ", " +
+          std::to_string(request.running_size()) + " GPUs busy");
+  for (auto& [id, job] : jobs_) {
+    if (IsActive(job) && !job.row.per_type.contains(agent.row.gpu_type)) {
+      job.row.per_type[agent.row.gpu_type].prior = Prior(job, agent.row.gpu_type);
+      Touch(job);
+    }
+  }
+  wire::RegisterWorkerResponse response;
+  for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
+    response.add_worker_ids(agent.row.first_worker_id + g);
+  }
+  response.set_round_duration_s(options_.round_length.value());
+  response.set_heartbeat_interval_s(options_.heartbeat_interval.value());
+  response.set_heartbeat_timeout_s(options_.heartbeat_timeout.value());
+  return response;
+}
+
+wire::HeartbeatResponse SchedulerCore::Heartbeat(const wire::HeartbeatRequest& request) {
+  wire::HeartbeatResponse response;
+  const auto it = agents_.find(request.agent_id());
+  if (it == agents_.end() || !it->second.row.alive) {
+    response.set_known(false);
+    return response;
+  }
+  it->second.last_heartbeat_ms = clock_->NowMs();
+  response.set_known(true);
+  return response;
+}
+
+Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
+  const auto agent = agents_.find(request.agent_id());
+  if (agent == agents_.end()) {
+    return Status::NotFound("agent_id: unknown agent " + Quoted(request.agent_id()) +
+                            " (register first)");
+  }
+  const auto owner = worker_agent_.find(request.worker_id());
+  if (owner == worker_agent_.end() || owner->second != request.agent_id()) {
+    return Status::InvalidArgument("worker_id: " + std::to_string(request.worker_id()) +
+                                   " is not a GPU of agent " + request.agent_id());
+  }
+  if (request.outcome() < wire::LEASE_EXPIRED || request.outcome() > wire::LAUNCH_FAILED) {
+    return Status::InvalidArgument("outcome: must be one of LEASE_EXPIRED, COMPLETED, CRASHED, "
+                                   "KILLED, LAUNCH_FAILED");
+  }
+  if (!std::isfinite(request.elapsed_s()) || request.elapsed_s() < 0.0 ||
+      !std::isfinite(request.training_seconds()) || request.training_seconds() < 0.0) {
+    return Status::InvalidArgument("elapsed_s/training_seconds: must be non-negative numbers");
+  }
+  const auto job = jobs_.find(request.job_id());
+  if (job == jobs_.end()) {
+    return Status::NotFound("job_id: no job " + std::to_string(request.job_id()));
+  }
+  const std::int64_t now = clock_->NowMs();
+  ++counters_.reports;
+  if (agent->second.row.alive) agent->second.last_heartbeat_ms = now;  // a sign of life
+  Task* task = nullptr;
+  if (round_ && round_->id == request.round_id()) {
+    const auto it = round_->tasks.find(request.worker_id());
+    if (it != round_->tasks.end() && it->second.job_id == request.job_id()) task = &it->second;
+  }
+  if (task == nullptr || task->reported) {
+    // A repeat, or a report from a round that is over: its checkpoint is credited by the
+    // job's next report (counts are absolute), so ignoring it loses nothing.
+    ++counters_.stale_reports;
+    return Status::Ok();
+  }
+  task->reported = true;
+  task->outcome = request.outcome();
+  task->checkpoint_known = true;
+  task->checkpointed = request.checkpointed_steps();
+  task->steps_trained = request.steps_trained();
+  task->training_s = request.training_seconds();
+  task->elapsed_s = request.elapsed_s();
+  task->exit_code = request.exit_code();
+  task->message = request.message().substr(0, 1024);
+  // An agent kills a job when told to or when its GPU is given away: not the job's fault.
+  task->job_at_fault = request.outcome() != wire::KILLED;
+  batch_.reported_workers.push_back(request.worker_id());
+  bool all = true;
+  for (std::uint64_t w : round_->job_workers.at(request.job_id())) {
+    all = all && round_->tasks.at(w).reported;
+  }
+  if (all) FinishJobTasks(request.job_id(), now);
+  return Status::Ok();
+}
+
+void SchedulerCore::OnDispatchFailed(const std::string& agent_id, std::uint64_t round_id) {
+  if (!round_ || round_->id != round_id) return;
+  const std::int64_t now = clock_->NowMs();
+  std::set<std::uint64_t> jobs;
+  for (auto& [worker, task] : round_->tasks) {
+    const auto owner = worker_agent_.find(worker);
+    if (task.reported || owner == worker_agent_.end() || owner->second != agent_id) continue;
+    task.reported = true;
+    task.outcome = wire::KILLED;
+    task.job_at_fault = false;
+    task.message = "the round's work could not be delivered to agent " + agent_id;
+    batch_.reported_workers.push_back(worker);
+    jobs.insert(task.job_id);
+  }
+  if (!jobs.empty()) Log(now, "dispatch-failed", 0, 0, "agent " + agent_id);
+  for (std::uint64_t job : jobs) {
+    // Only its other GPUs need telling: the unreachable agent never got the round.
+    KillEverywhere(job, "another of its GPUs is unreachable", /*any_round=*/false, agent_id);
+    for (std::uint64_t w : round_->job_workers.at(job)) {
+      Task& task = round_->tasks.at(w);
+      if (task.reported) continue;
+      task.reported = true;
+      task.outcome = wire::KILLED;
+      task.job_at_fault = false;
+      batch_.reported_workers.push_back(w);
+    }
+    FinishJobTasks(job, now);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Crediting a finished micro-task.
+
+void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
+  Job& job = jobs_.at(job_id);
+  const std::vector<std::uint64_t>& workers = round_->job_workers.at(job_id);
+  std::vector<const Task*> tasks;
+  for (std::uint64_t w : workers) tasks.push_back(&round_->tasks.at(w));
+  if (tasks.empty()) return;
+  const Task& first = *tasks[0];
+  const std::string& gpu_type = first.gpu_type;
+  const std::uint64_t total = job.row.spec.total_steps();
+
+  // Credit the checkpoint every rank holds (absolute counts: never twice, never lost).
+  std::uint64_t checkpointed = std::numeric_limits<std::uint64_t>::max();
+  bool known = true;
+  double elapsed = 0.0;
+  double training = 0.0;
+  std::uint64_t trained = 0;
+  bool completed = false;
+  bool crashed = false;
+  bool launch_failed = false;
+  bool expired = false;
+  bool killed_at_fault = false;
+  for (const Task* t : tasks) {
+    if (t->checkpoint_known) {
+      checkpointed = std::min(checkpointed, t->checkpointed);
+    } else {
+      known = false;
+    }
+    elapsed = std::max(elapsed, t->elapsed_s);
+    training = std::max(training, t->training_s);
+    trained = std::max(trained, t->steps_trained);
+    completed = completed || t->outcome == wire::COMPLETED;
+    crashed = crashed || t->outcome == wire::CRASHED;
+    launch_failed = launch_failed || t->outcome == wire::LAUNCH_FAILED;
+    expired = expired || t->outcome == wire::LEASE_EXPIRED;
+    killed_at_fault = killed_at_fault || (t->outcome == wire::KILLED && t->job_at_fault);
+  }
+  if (!known || checkpointed == std::numeric_limits<std::uint64_t>::max()) {
+    checkpointed = job.row.steps_done;
+  }
+  if (checkpointed > total) {
+    Log(now, "bad-report", job_id, first.worker_id,
+        "checkpointed " + std::to_string(checkpointed) + " > total " + std::to_string(total));
+    checkpointed = total;
+  }
+  if (elapsed <= 0.0) elapsed = static_cast<double>(now - round_->start_ms) / 1000.0;
+  const std::uint64_t before = job.row.steps_done;
+  const std::uint64_t done = std::max(before, checkpointed);
+  const std::uint64_t delta = done - before;
+  const bool active = IsActive(job);
+
+  if (active) {
+    job.row.steps_done = done;
+    JobGpuRow& g = job.row.per_type[gpu_type];
+    if (g.prior == 0.0) g.prior = Prior(job, gpu_type);
+    g.seconds += elapsed;
+    g.steps += static_cast<double>(delta);
+    // Learn the throughput (spec §6.6, smoothed): steps over training time.
+    if (trained > 0 && training > 0.0) {
+      const double sample = static_cast<double>(trained) / training;
+      g.measured = g.measurements == 0
+                       ? sample
+                       : options_.ema_alpha * sample + (1.0 - options_.ema_alpha) * g.measured;
+      ++g.measurements;
+      const auto used = job.used_estimate.find(gpu_type);
+      const double before_estimate = used == job.used_estimate.end() ? 0.0 : used->second;
+      if (before_estimate <= 0.0 ||
+          std::abs(g.measured - before_estimate) > options_.resolve_threshold * before_estimate) {
+        jobs_changed_ = true;  // worth a new solve
+      }
+    }
+    for (const Task* t : tasks) {
+      const Agent* agent = AgentOfWorker(t->worker_id);
+      if (agent == nullptr) continue;
+      Agent& a = agents_.at(agent->row.agent_id);
+      const std::uint64_t g_index = t->worker_id - a.row.first_worker_id;
+      if (g_index < a.row.busy_seconds.size()) a.row.busy_seconds[g_index] += elapsed;
+      Touch(a);
+    }
+    job.last_workers = workers;
+    job.paused = expired && !crashed && !launch_failed && !completed;
+    if (delta > 0) job.row.streak = 0;
+    if (done >= total) {
+      EndJob(job, wire::DONE, "", now);
+    } else if (completed && !crashed) {
+      Task as_crash = first;
+      as_crash.exit_code = 0;
+      as_crash.message = "exited with status 0 after " + std::to_string(done) + " of " +
+                         std::to_string(total) + " steps";
+      HandleCrash(job, as_crash, now);
+    } else if (crashed || launch_failed || killed_at_fault) {
+      const Task* culprit = tasks.front();
+      for (const Task* t : tasks) {
+        if (t->outcome == wire::CRASHED || t->outcome == wire::LAUNCH_FAILED ||
+            (t->outcome == wire::KILLED && t->job_at_fault)) {
+          culprit = t;
+          break;
+        }
+      }
+      job.last_launch_failed = launch_failed && job.last_launch_failed;
+      Task copy = *culprit;
+      if (launch_failed) copy.outcome = wire::LAUNCH_FAILED;
+      HandleCrash(job, copy, now);
+    } else {
+      job.last_launch_failed = false;
+      if (job.row.state == wire::RUNNING) job.row.state = wire::QUEUED;
+    }
+    Touch(job);
+  }
+
+  // Feed the RoundScheduler (its steps are the credited increment, split over the GPUs).
+  if (round_->mech_backed && mech_) {
+    const auto mid = mech_of_job_.find(job_id);
+    if (mid != mech_of_job_.end()) {
+      const double share = static_cast<double>(delta) / static_cast<double>(workers.size());
+      for (std::uint64_t w : workers) {
+        mechanism::WorkerReport report;
+        report.combination = mechanism::Combination::Single(mid->second);
+        report.worker = layout_of_worker_.at(w);
+        report.steps = {share};
+        report.elapsed = {Seconds(std::max(elapsed, 1e-3))};
+        report.finished_at = MechNow();
+        Result<mechanism::ReportOutcome> outcome = mech_->OnWorkerDone(report);
+        if (!outcome.ok()) {
+          Log(now, "internal", job_id, w, outcome.status().ToString());
+          needs_rebuild_ = true;
+        }
+      }
+      // The mechanism must agree on whether the job is still active.
+      if (mech_->IsActive(mid->second) != IsActive(job)) needs_rebuild_ = true;
+    }
+  }
+}
+
+void SchedulerCore::HandleCrash(Job& job, const Task& culprit, std::int64_t now) {
+  JobRow& row = job.row;
+  const bool same_code = row.streak >= 1 && row.failures >= 1 &&
+                         row.last_exit_code == culprit.exit_code;
+  ++row.failures;
+  ++row.streak;
+  const bool launch_failed = culprit.outcome == wire::LAUNCH_FAILED;
+  const bool launch_failed_twice = launch_failed && job.last_launch_failed;
+  job.last_launch_failed = launch_failed;
+  row.last_exit_code = culprit.exit_code;
+  const std::string what = launch_failed ? "could not be started"
+                           : culprit.outcome == wire::KILLED
+                               ? "did not report by the round's deadline"
+                               : "crashed with exit code " + std::to_string(culprit.exit_code);
+  std::string detail = culprit.message.empty() ? "" : ": " + culprit.message;
+  job.paused = false;
+  if (row.failures > static_cast<std::uint32_t>(options_.max_retries)) {
+    EndJob(job, wire::FAILED,
+           what + detail + " (" + std::to_string(row.failures) + " failures, limit " +
+               std::to_string(options_.max_retries) + " retries)",
+           now);
+  } else if (same_code && row.streak >= 2 && culprit.outcome == wire::CRASHED) {
+    EndJob(job, wire::FAILED,
+           what + " twice in a row without progress" + detail + " (not retried: it fails the "
+                  "same way every time)",
+           now);
+  } else if (launch_failed_twice) {
+    EndJob(job, wire::FAILED, what + " twice in a row" + detail, now);
+  } else {
+    const double backoff = std::min(options_.max_retry_backoff.value(),
+                                    options_.retry_backoff.value() *
+                                        std::pow(2.0, static_cast<double>(row.streak - 1)));
+    row.next_retry_ms = now + static_cast<std::int64_t>(backoff * 1000.0);
+    row.message = what + detail + "; retry " + std::to_string(row.failures) + " of " +
+                  std::to_string(options_.max_retries) + " after " +
+                  std::to_string(static_cast<int>(backoff)) + " s";
+    if (row.state == wire::RUNNING) row.state = wire::QUEUED;
+    Log(now, "crash", row.id, culprit.worker_id, row.message);
+  }
+  Touch(job);
+}
+
+void SchedulerCore::EndJob(Job& job, wire::JobState state, const std::string& message,
+                           std::int64_t now) {
+  job.row.state = state;
+  job.row.finished_ms = now;
+  if (!message.empty() || state == wire::DONE) job.row.message = message;
+  job.paused = false;
+  Touch(job);
+  jobs_changed_ = true;
+  const char* kind = state == wire::DONE ? "done" : state == wire::FAILED ? "failed" : "cancel";
+  Log(now, kind, job.row.id, 0,
+      message.empty() ? std::to_string(job.row.steps_done) + " steps" : message);
+  if (mech_) {
+    const auto mid = mech_of_job_.find(job.row.id);
+    // Finished jobs leave the RoundScheduler by themselves; others need a rebuild.
+    if (state != wire::DONE && mid != mech_of_job_.end() && mech_->IsActive(mid->second)) {
+      needs_rebuild_ = true;
+    }
+  }
+}
+
+void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reason,
+                                   bool any_round, const std::string& spare) {
+  std::set<std::string> targets;
+  if (round_) {
+    const auto workers = round_->job_workers.find(job_id);
+    if (workers != round_->job_workers.end()) {
+      for (std::uint64_t w : workers->second) {
+        if (const Agent* a = AgentOfWorker(w)) targets.insert(a->row.agent_id);
+      }
+    }
+  }
+  const auto job = jobs_.find(job_id);
+  if (job != jobs_.end()) {
+    for (std::uint64_t w : job->second.last_workers) {
+      if (const Agent* a = AgentOfWorker(w)) targets.insert(a->row.agent_id);
+    }
+  }
+  for (const std::string& id : targets) {
+    const Agent& agent = agents_.at(id);
+    if (!agent.row.alive || id == spare) continue;
+    wire::KillJobRequest request;
+    request.set_job_id(job_id);
+    request.set_reason(reason);
+    if (!any_round && round_) request.set_round_id(round_->id);
+    transport_->KillJob(AgentEndpoint{id, agent.row.address, agent.row.token}, request, nullptr);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Time.
+
+void SchedulerCore::CheckHeartbeats(std::int64_t now) {
+  const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
+  for (auto& [id, agent] : agents_) {
+    if (!agent.row.alive || now - agent.last_heartbeat_ms <= timeout_ms) continue;
+    agent.row.alive = false;
+    Touch(agent);
+    needs_rebuild_ = true;
+    Log(now, "worker-dead", 0, agent.row.first_worker_id,
+        "agent " + id + ": no heartbeat for " +
+            std::to_string((now - agent.last_heartbeat_ms) / 1000) + " s");
+    if (!round_) continue;
+    std::set<std::uint64_t> jobs;
+    for (auto& [worker, task] : round_->tasks) {
+      const auto owner = worker_agent_.find(worker);
+      if (task.reported || owner == worker_agent_.end() || owner->second != id) continue;
+      task.reported = true;
+      task.outcome = wire::KILLED;
+      task.job_at_fault = false;
+      task.message = "its worker died";
+      batch_.reported_workers.push_back(worker);
+      jobs.insert(task.job_id);
+    }
+    for (std::uint64_t job : jobs) {
+      // Other ranks of a distributed job cannot go on without this one.
+      KillEverywhere(job, "a GPU of the job died", /*any_round=*/false, id);
+      for (std::uint64_t w : round_->job_workers.at(job)) {
+        Task& task = round_->tasks.at(w);
+        if (task.reported) continue;
+        task.reported = true;
+        task.outcome = wire::KILLED;
+        task.job_at_fault = false;
+        batch_.reported_workers.push_back(w);
+      }
+      FinishJobTasks(job, now);
+    }
+  }
+}
+
+bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
+  if (round_) return false;
+  int gpus = 0;
+  for (const auto& [id, agent] : agents_) {
+    if (agent.row.alive) gpus += static_cast<int>(agent.row.num_gpus);
+  }
+  if (gpus == 0) return false;
+  // Only the very first round waits for the expected cluster; later ones run on what is left.
+  if (next_round_id_ == 0 && gpus < options_.expected_gpus) return false;
+  for (const auto& [id, job] : jobs_) {
+    if (IsActive(job) && job.row.next_retry_ms <= now) return true;
+  }
+  return false;
+}
+
+void SchedulerCore::Tick() {
+  const std::int64_t now = clock_->NowMs();
+  CheckHeartbeats(now);
+  if (allocation_->TakeFreshResult() && mech_) mech_->RequestReallocation();
+  if (round_) {
+    bool all = true;
+    for (const auto& [worker, task] : round_->tasks) all = all && task.reported;
+    if (round_->tasks.empty()) {
+      // An idle round ends early when something became runnable.
+      if (now >= round_->end_ms || ShouldStartRound(now) || jobs_changed_) {
+        bool runnable = false;
+        for (const auto& [id, job] : jobs_) {
+          runnable = runnable || (IsActive(job) && job.row.next_retry_ms <= now);
+        }
+        if (now >= round_->end_ms || runnable) CloseRound(now);
+      }
+    } else if (all) {
+      CloseRound(now);
+    } else if (now >= round_->deadline_ms) {
+      KillStragglers(now);
+      CloseRound(now);
+    } else if (!prefetched_this_round_ && now >= round_->mid_ms) {
+      prefetched_this_round_ = true;
+      PrefetchAllocation(now, /*with_leavers=*/true);
+    }
+  }
+  if (jobs_changed_ && mech_ && !needs_rebuild_) {
+    jobs_changed_ = false;
+    PrefetchAllocation(now, /*with_leavers=*/false);
+  }
+  if (ShouldStartRound(now)) StartRound(now);
+}
+
+std::int64_t SchedulerCore::NextWakeMs() const {
+  const std::int64_t now = clock_->NowMs();
+  std::int64_t wake = now + 1000;
+  if (round_) {
+    wake = std::min(wake, round_->deadline_ms);
+    if (round_->tasks.empty()) wake = std::min(wake, round_->end_ms);
+    if (!prefetched_this_round_) wake = std::min(wake, round_->mid_ms);
+  } else if (ShouldStartRound(now)) {
+    return now;
+  }
+  const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
+  for (const auto& [id, agent] : agents_) {
+    if (agent.row.alive) wake = std::min(wake, agent.last_heartbeat_ms + timeout_ms + 1);
+  }
+  for (const auto& [id, job] : jobs_) {
+    if (IsActive(job) && job.row.next_retry_ms > now) wake = std::min(wake, job.row.next_retry_ms);
+  }
+  return std::max(wake, now);
+}
+
+void SchedulerCore::StartRound(std::int64_t now) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (needs_rebuild_ || !mech_) Rebuild(now);
+  if (!mech_) return;
+  if (allocation_->TakeFreshResult()) mech_->RequestReallocation();
+  Result<mechanism::RoundPlan> plan = mech_->PlanRound();
+  if (!plan.ok()) {
+    Log(now, "policy-error", 0, 0, plan.status().ToString());
+    needs_rebuild_ = true;  // start from a clean RoundScheduler next time
+    return;
+  }
+  if (plan->allocation_recomputed) RecordAllocation();
+
+  Round round;
+  round.id = next_round_id_++;
+  batch_.meta["next_round_id"] = std::to_string(next_round_id_);
+  const auto round_ms = static_cast<std::int64_t>(options_.round_length.value() * 1000.0);
+  round.start_ms = now;
+  round.end_ms = now + round_ms;
+  round.mid_ms = now + round_ms / 2;
+  round.deadline_ms = round.end_ms + static_cast<std::int64_t>(grace_.value() * 1000.0);
+  round.mech_backed = true;
+
+  std::map<std::string, wire::StartRoundRequest> requests;
+  for (const auto& [id, agent] : agents_) {
+    if (agent.row.alive) requests[id].set_round_id(round.id);
+  }
+  std::set<std::uint64_t> placed;
+  for (const mechanism::Assignment& a : plan->assignments) {
+    const JobId mid = a.combination.member(0);
+    const std::uint64_t job_id = job_of_mech_.at(mid.value());
+    Job& job = jobs_.at(job_id);
+    std::vector<std::uint64_t> workers;
+    for (WorkerId w : a.workers) workers.push_back(worker_of_layout_.at(w.value()));
+    if (!IsActive(job) || job.row.next_retry_ms > now) {
+      // Not runnable now (backing off after a crash): its GPUs idle this round, and the
+      // RoundScheduler hears at once that nothing ran.
+      for (WorkerId w : a.workers) {
+        mechanism::WorkerReport report;
+        report.combination = a.combination;
+        report.worker = w;
+        report.steps = {0.0};
+        report.elapsed = {Seconds(0.0)};
+        report.finished_at = MechNow();
+        (void)mech_->OnWorkerDone(report);
+      }
+      continue;
+    }
+    const bool continuing = job.paused && job.last_workers == workers;
+    if (!continuing) {
+      ++job.row.attempts;
+      if (job.row.first_launch_ms == 0) job.row.first_launch_ms = now;
+    }
+    job.row.state = wire::RUNNING;
+    Touch(job);
+    placed.insert(job_id);
+    const std::string& gpu_type = mech_->layout().type_name(a.gpu_type);
+    const Agent* rank0 = AgentOfWorker(workers.front());
+    for (std::size_t rank = 0; rank < workers.size(); ++rank) {
+      const std::uint64_t w = workers[rank];
+      const Agent* agent = AgentOfWorker(w);
+      GAVEL_CHECK(agent != nullptr);
+      Task task;
+      task.worker_id = w;
+      task.job_id = job_id;
+      task.rank = static_cast<std::uint32_t>(rank);
+      task.world_size = static_cast<std::uint32_t>(workers.size());
+      task.gpu_type = gpu_type;
+      round.tasks[w] = task;
+
+      wire::Task* wt = requests[agent->row.agent_id].add_tasks();
+      wt->set_worker_id(w);
+      wire::JobLaunch* launch = wt->mutable_job();
+      launch->set_job_id(job_id);
+      *launch->mutable_command() = job.row.spec.command();
+      launch->set_working_directory(job.row.spec.working_directory());
+      *launch->mutable_env() = job.row.spec.env();
+      launch->set_total_steps(job.row.spec.total_steps());
+      launch->set_checkpointed_steps(job.row.steps_done);
+      launch->set_world_size(task.world_size);
+      launch->set_rank(task.rank);
+      if (task.world_size > 1) {
+        launch->set_master_addr(HostOf(rank0->row.address));
+        launch->set_master_port(static_cast<std::uint32_t>(20000 + job_id % 40000));
+      }
+      launch->set_attempt(job.row.attempts == 0 ? 0 : job.row.attempts - 1);
+      launch->set_job_type(job.row.spec.job_type());
+      launch->set_gpu_type(gpu_type);
+      if (!options_.checkpoint_root.empty()) {
+        launch->set_checkpoint_dir(options_.checkpoint_root + "/job-" + std::to_string(job_id));
+      }
+      wire::Lease* lease = wt->mutable_lease();
+      lease->set_stop_at_step(job.row.spec.total_steps());
+      lease->set_max_duration_s(options_.round_length.value());
+      lease->set_round_end_unix_ms(round.end_ms);
+    }
+    round.job_workers[job_id] = workers;
+    if (!continuing) {
+      Log(now, "start", job_id, workers.front(),
+          "round " + std::to_string(round.id) + " on " + std::to_string(workers.size()) + " " +
+              gpu_type + ", from step " + std::to_string(job.row.steps_done));
+    }
+  }
+  for (auto& [id, job] : jobs_) {
+    if (placed.contains(id)) continue;
+    job.paused = false;  // whatever waited on its GPUs is stopped by the agent
+    if (job.row.state == wire::RUNNING) {
+      job.row.state = wire::QUEUED;
+      Touch(job);
+    }
+  }
+
+  RoundRow row{round.id, round.start_ms, round.end_ms, {}};
+  for (const auto& [w, task] : round.tasks) {
+    row.tasks.push_back(RoundTaskRow{w, task.job_id, task.rank, task.world_size, false});
+  }
+  batch_.open_round = std::move(row);
+  const std::uint64_t round_id = round.id;
+  round_ = std::move(round);
+  prefetched_this_round_ = false;
+  ++counters_.rounds_started;
+
+  for (auto& [id, request] : requests) {
+    const Agent& agent = agents_.at(id);
+    transport_->StartRound(AgentEndpoint{id, agent.row.address, agent.row.token},
+                           std::move(request),
+                           [this, id = id, round_id](Status status) {
+                             if (!status.ok() && hooks_.dispatch_failed) {
+                               hooks_.dispatch_failed(id, round_id);
+                             }
+                           });
+  }
+  counters_.last_plan_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void SchedulerCore::KillStragglers(std::int64_t now) {
+  std::set<std::uint64_t> jobs;
+  for (auto& [worker, task] : round_->tasks) {
+    if (task.reported) continue;
+    task.reported = true;
+    task.outcome = wire::KILLED;
+    // The job is to blame only if its agent is demonstrably alive (heartbeats of late);
+    // a silent agent is about to be declared dead, which is no fault of the job.
+    const Agent* agent = AgentOfWorker(worker);
+    const auto recent_ms =
+        static_cast<std::int64_t>(2.0 * options_.heartbeat_interval.value() * 1000.0);
+    task.job_at_fault =
+        agent != nullptr && agent->row.alive && now - agent->last_heartbeat_ms <= recent_ms;
+    task.exit_code = -9;
+    task.message = "no report by the round's deadline";
+    batch_.reported_workers.push_back(worker);
+    jobs.insert(task.job_id);
+    ++counters_.stragglers_killed;
+  }
+  for (std::uint64_t job : jobs) {
+    KillEverywhere(job, "no report by the round's deadline", /*any_round=*/false);
+    Log(now, "straggler", job, 0, "killed: no report by the round's deadline");
+    FinishJobTasks(job, now);
+  }
+}
+
+void SchedulerCore::CloseRound(std::int64_t now) {
+  (void)now;
+  last_round_id_ = round_->id;
+  if (round_->mech_backed && mech_ && mech_->HasRunningMicroTasks()) needs_rebuild_ = true;
+  round_.reset();
+  batch_.close_round = true;
+  batch_.open_round.reset();
+  batch_.reported_workers.clear();  // marks on the closed round's tasks no longer matter
+}
+
+// ------------------------------------------------------------------------------------------
+// The RoundScheduler.
+
+void SchedulerCore::Rebuild(std::int64_t now) {
+  ++counters_.rebuilds;
+  needs_rebuild_ = false;
+  mech_.reset();
+  mech_of_job_.clear();
+  job_of_mech_.clear();
+  worker_of_layout_.clear();
+  layout_of_worker_.clear();
+
+  std::map<std::string, std::vector<const Agent*>> by_type;
+  for (const auto& [id, agent] : agents_) {
+    if (agent.row.alive) by_type[agent.row.gpu_type].push_back(&agent);
+  }
+  if (by_type.empty()) return;
+  std::vector<GpuTypeSpec> specs;
+  std::vector<std::string> order;
+  for (const std::string& t : kPreferredTypes) {
+    if (by_type.contains(t)) order.push_back(t);
+  }
+  for (const auto& [t, agents] : by_type) {
+    if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
+  }
+  for (const std::string& t : order) {
+    int count = 0;
+    int per_server = 0;
+    for (const Agent* a : by_type[t]) {
+      count += static_cast<int>(a->row.num_gpus);
+      per_server = std::gcd(per_server, static_cast<int>(a->row.num_gpus));
+    }
+    specs.push_back(GpuTypeSpec{t, count, std::max(per_server, 1)});
+  }
+  Result<mechanism::ClusterLayout> layout = mechanism::ClusterLayout::Create(specs);
+  if (!layout.ok()) {
+    Log(now, "internal", 0, 0, layout.status().ToString());
+    return;
+  }
+  // Layout ids run type after type in name order, servers in a row: walk agents the same way.
+  for (const auto& [t, agents] : by_type) {
+    std::vector<const Agent*> sorted = agents;
+    std::sort(sorted.begin(), sorted.end(), [](const Agent* a, const Agent* b) {
+      return a->row.first_worker_id < b->row.first_worker_id;
+    });
+    for (const Agent* a : sorted) {
+      for (std::uint32_t g = 0; g < a->row.num_gpus; ++g) {
+        const std::uint64_t w = a->row.first_worker_id + g;
+        layout_of_worker_[w] = WorkerId(worker_of_layout_.size());
+        worker_of_layout_.push_back(w);
+      }
+    }
+  }
+  GAVEL_CHECK(static_cast<int>(worker_of_layout_.size()) == layout->num_workers());
+
+  mechanism::SchedulerOptions mech_options;
+  mech_options.policy = options_.policy;
+  mech_options.seed = options_.seed;
+  mech_options.round_length = options_.round_length;
+  mech_options.min_reset_interval = options_.min_reset_interval;
+  mech_options.max_failed_attempts = kNeverDrop;
+  GAVEL_CHECK_MSG(policy::FindPolicy(options_.policy).ok(), "policy vanished");
+  const policy::PolicyInfo* info = *policy::FindPolicy(options_.policy);
+  mechanism::PolicyTraits traits;
+  traits.packing = false;
+  traits.shuffles_gpu_type_order = info->shuffles_gpu_type_order;
+  traits.skips_zero_priority = info->skips_zero_priority;
+  traits.needs_instance_costs = false;
+  Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
+      mechanism::RoundScheduler::CreateWithPolicy(
+          *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
+          std::make_unique<PolicyAdapter>(this, allocation_), traits);
+  if (!mech.ok()) {
+    Log(now, "internal", 0, 0, mech.status().ToString());
+    return;
+  }
+  mech_ = *std::move(mech);
+  for (const auto& [id, job] : jobs_) {
+    if (!IsActive(job)) continue;
+    mechanism::JobDescription description;
+    description.type = job.mech_type;
+    description.total_steps = static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
+    description.priority_weight = job.row.spec.priority_weight();
+    description.arrival = Seconds(static_cast<double>(job.row.submitted_ms - epoch_ms_) / 1000.0);
+    Result<JobId> mid = mech_->AddJob(description);
+    if (!mid.ok()) {
+      Log(now, "internal", id, 0, mid.status().ToString());
+      continue;
+    }
+    mech_of_job_[id] = *mid;
+    if (job_of_mech_.size() <= mid->value()) job_of_mech_.resize(mid->value() + 1);
+    job_of_mech_[mid->value()] = id;
+  }
+}
+
+void SchedulerCore::TranslatePolicyInput(policy::PolicyInput& input) const {
+  for (policy::PolicyJob& job : input.jobs) {
+    if (job.id.value() < job_of_mech_.size()) job.id = JobId(job_of_mech_[job.id.value()]);
+  }
+  for (std::size_t i = 0; i < input.jobs.size(); ++i) {
+    const auto it = jobs_.find(input.jobs[i].id.value());
+    if (it == jobs_.end()) continue;
+    const Job& job = it->second;
+    for (std::size_t t = 0; t < input.num_types(); ++t) {
+      const std::string& type = input.gpu_types[t];
+      double estimate = Estimate(job, type);
+      if (static_cast<double>(job.row.spec.scale_factor()) > input.gpu_counts[t]) estimate = 0.0;
+      input.throughput(i, t) = estimate;
+      job.used_estimate[type] = estimate;
+    }
+  }
+}
+
+policy::PolicyInput SchedulerCore::BuildPolicyInput(
+    std::int64_t now, const std::set<std::uint64_t>& leaving) const {
+  std::vector<mechanism::ActiveJobInfo> infos;
+  for (const auto& [id, job] : jobs_) {
+    if (!IsActive(job) || !mech_of_job_.contains(id) || leaving.contains(id)) continue;
+    mechanism::ActiveJobInfo info;
+    info.id = mech_of_job_.at(id);
+    info.table_key = *options_.throughputs->KeyIndex(job.mech_type);
+    info.scale_factor = static_cast<int>(job.row.spec.scale_factor());
+    info.priority_weight = job.row.spec.priority_weight();
+    info.steps_remaining = static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
+    info.arrival = Seconds(static_cast<double>(job.row.submitted_ms - epoch_ms_) / 1000.0);
+    infos.push_back(info);
+  }
+  std::sort(infos.begin(), infos.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  const auto table_types = mechanism::TableTypesOf(mech_->layout(), *options_.throughputs);
+  mechanism::PolicyInputOptions input_options;
+  input_options.zero_oversized = true;
+  policy::PolicyInput input = mechanism::BuildPolicyInputForJobs(
+      mech_->layout(), *options_.throughputs, table_types.ok() ? *table_types : std::vector<int>{},
+      infos, Seconds(static_cast<double>(now - epoch_ms_) / 1000.0), input_options);
+  TranslatePolicyInput(input);
+  return input;
+}
+
+void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
+  if (!mech_ || mech_->num_active_jobs() == 0) return;
+  std::vector<policy::PolicyInput> inputs;
+  inputs.push_back(BuildPolicyInput(now, {}));
+  if (with_leavers && round_) {
+    // Jobs whose remaining steps fit in what is left of the round at their estimated speed
+    // will most likely have finished when the next round is planned.
+    std::set<std::uint64_t> leaving;
+    const double left_s = std::max(0.0, static_cast<double>(round_->end_ms - now) / 1000.0);
+    for (const auto& [job_id, workers] : round_->job_workers) {
+      const Job& job = jobs_.at(job_id);
+      if (!IsActive(job)) continue;
+      const double rate = Estimate(job, round_->tasks.at(workers.front()).gpu_type);
+      const double remaining =
+          static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
+      // steps_done is last round's checkpoint: count this round's steps so far too.
+      const double this_round = rate * static_cast<double>(now - round_->start_ms) / 1000.0;
+      if (remaining - this_round <= rate * left_s * 1.1) leaving.insert(job_id);
+    }
+    if (!leaving.empty()) inputs.push_back(BuildPolicyInput(now, leaving));
+  }
+  allocation_->Prefetch(std::move(inputs));
+}
+
+void SchedulerCore::RecordAllocation() {
+  const std::vector<std::string>& types = mech_->layout().type_names();
+  for (auto& [id, job] : jobs_) {
+    if (!IsActive(job)) continue;
+    const auto mid = mech_of_job_.find(id);
+    if (mid == mech_of_job_.end()) continue;
+    const std::vector<double> x = mech_->AllocationOf(mid->second);
+    bool changed = false;
+    for (std::size_t t = 0; t < types.size(); ++t) {
+      JobGpuRow& g = job.row.per_type[types[t]];
+      if (std::abs(g.allocation - x[t]) > 1e-9) {
+        g.allocation = x[t];
+        changed = true;
+      }
+    }
+    if (changed) Touch(job);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Durability.
+
+Status SchedulerCore::Flush() {
+  for (std::uint64_t id : dirty_jobs_) batch_.jobs.push_back(jobs_.at(id).row);
+  for (const std::string& id : dirty_agents_) batch_.agents.push_back(agents_.at(id).row);
+  dirty_jobs_.clear();
+  dirty_agents_.clear();
+  if (batch_.empty()) return Status::Ok();
+  WriteBatch batch = std::move(batch_);
+  batch_ = WriteBatch{};
+  GAVEL_RETURN_IF_ERROR(store_->Commit(batch));
+  if (hooks_.event) {
+    for (const EventRow& event : batch.events) hooks_.event(event);
+  }
+  return Status::Ok();
+}
+
+}  // namespace gavel::daemon

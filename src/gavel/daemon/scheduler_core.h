@@ -1,0 +1,290 @@
+// SchedulerCore: the scheduler daemon's state machine — jobs, agents, rounds — around the
+// same RoundScheduler the simulator drives (design.md, "one scheduler core, two worlds").
+//
+// Ownership: the core owns its in-memory state, the RoundScheduler (rebuilt from the durable
+// job list whenever the set of live GPUs changes or a job leaves other than by finishing) and
+// the AllocationService. It borrows the Store, the AgentTransport and the WallClock, which
+// must outlive it. Every change is staged in a WriteBatch; Flush() commits it, and the daemon
+// replies to the requests behind a change only after that commit (durable before the reply).
+//
+// A round, on the wall clock (docs/runtime.md, "Rounds"):
+//   plan (RoundScheduler::PlanRound) → dispatch one StartRound per live agent (leases to the
+//   round's end) → collect ReportDone per GPU, crediting checkpointed steps and measured
+//   throughputs and feeding the RoundScheduler → close when every task reported, or at
+//   end + grace (stragglers are killed and their micro-tasks fail) → next round.
+// Jobs whose lease ran out wait paused; a job placed on the same GPUs again continues
+// without a restart (the agent sees the same job and extends its lease).
+//
+// Steps: a job is credited with the absolute checkpointed step count its reports carry, never
+// with a sum of increments, so a repeated, late or lost report neither double-counts nor
+// loses progress.
+//
+// Thread-safety: none. The daemon calls every method from its one core thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gavel/core/status.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/core/units.h"
+#include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/allocation_service.h"
+#include "gavel/daemon/clock.h"
+#include "gavel/daemon/store.h"
+#include "gavel/mechanism/round_scheduler.h"
+#include "gavel/rpc/auth.h"
+#include "gavel/wire/scheduler.pb.h"
+#include "gavel/wire/worker.pb.h"
+
+namespace gavel::daemon {
+
+struct CoreOptions {
+  std::string policy = "max_min_fairness_perf";
+  std::shared_ptr<const ThroughputTable> throughputs;  // required
+  Seconds round_length{360.0};
+  // How long after a round's planned end the daemon waits for reports before it kills the
+  // stragglers; default (0) = min(60 s, round/2), the original's 60-s buffer for long rounds.
+  Seconds report_grace{0.0};
+  Seconds heartbeat_interval{2.0};
+  Seconds heartbeat_timeout{10.0};
+  std::uint64_t seed = 0;
+  Seconds min_reset_interval{1920.0};
+  // Throughput learning: measured steps/s enter as EMA with this weight on the new sample.
+  double ema_alpha = 0.5;
+  // A new background solve starts when a measured throughput moved by more than this
+  // fraction from the value the latest allocation used.
+  double resolve_threshold = 0.1;
+  // Crashes: a job is retried after retry_backoff · 2^(k−1) (k = crashes in a row, capped at
+  // max_retry_backoff) and marked failed after more than max_retries crashes in all, after two
+  // crashes in a row with the same exit code and no progress in between, or after two failed
+  // launches in a row.
+  int max_retries = 3;
+  Seconds retry_backoff{10.0};
+  Seconds max_retry_backoff{600.0};
+  // Jobs' checkpoint directories are <checkpoint_root>/job-<id> when set (shared storage);
+  // empty = the agents choose.
+  std::string checkpoint_root;
+  // The first round waits until this many GPUs are registered and alive (the original's
+  // expected_num_workers), so that the first allocation sees the whole cluster.
+  int expected_gpus = 0;
+  // Solve the policy in the background (AllocationService); false = synchronously (tests).
+  bool background_solves = true;
+};
+
+// How the core reaches the daemon around it; both may be called from any thread and must
+// only post work to the core's thread. Empty functions are fine (tests drive Tick by hand).
+struct CoreHooks {
+  // Something finished in the background (a policy solve): call Tick soon.
+  std::function<void()> wake;
+  // A StartRound could not be delivered: call OnDispatchFailed(agent_id, round_id).
+  std::function<void(const std::string&, std::uint64_t)> dispatch_failed;
+  // Each event of the log once it is committed (on the core thread).
+  std::function<void(const EventRow&)> event;
+};
+
+// Everything the core reports about itself (GetStatus and benchmarks).
+struct CoreCounters {
+  std::uint64_t rounds_started = 0;
+  std::uint64_t rebuilds = 0;
+  std::uint64_t reports = 0;
+  std::uint64_t stale_reports = 0;
+  std::uint64_t stragglers_killed = 0;
+  double last_plan_seconds = 0.0;      // PlanRound + dispatch of the latest round
+};
+
+class SchedulerCore {
+ public:
+  // Loads the stored state and resumes: queued and running jobs stay active, the open round's
+  // tasks wait for their reports (agents resend them after reconnecting) until the round's
+  // end + grace, but at least one heartbeat timeout from now.
+  static Result<std::unique_ptr<SchedulerCore>> Create(CoreOptions options, Store* store,
+                                                       AgentTransport* transport,
+                                                       const WallClock* clock,
+                                                       CoreHooks hooks = {});
+  ~SchedulerCore();
+  SchedulerCore(const SchedulerCore&) = delete;
+  SchedulerCore& operator=(const SchedulerCore&) = delete;
+
+  // ---- Requests (docs: scheduler.proto, worker.proto). Errors name the offending field. ----
+  Result<std::uint64_t> Submit(const rpc::Principal& user, const wire::JobSpec& spec);
+  // Errors: no such job; not the caller's job and the caller is not an admin (kPermission:
+  // see CancelDenied); the job already finished.
+  Result<wire::JobInfo> Cancel(const rpc::Principal& user, std::uint64_t job_id);
+  // True when `user` may not cancel `job_id` (it exists, belongs to another user, and `user`
+  // is not an admin).
+  bool CancelDenied(const rpc::Principal& user, std::uint64_t job_id) const;
+  Result<wire::ListJobsResponse> ListJobs(const wire::ListJobsRequest& request) const;
+  wire::ListWorkersResponse ListWorkers() const;
+  wire::GetStatusResponse GetStatus() const;
+
+  Result<wire::RegisterWorkerResponse> RegisterWorker(const rpc::Principal& caller,
+                                                      const wire::RegisterWorkerRequest& request);
+  wire::HeartbeatResponse Heartbeat(const wire::HeartbeatRequest& request);
+  Status ReportDone(const wire::ReportDoneRequest& request);
+  // A StartRound to `agent_id` for `round_id` could not be delivered: its tasks fail now
+  // (not the jobs' fault) instead of at the round's deadline.
+  void OnDispatchFailed(const std::string& agent_id, std::uint64_t round_id);
+
+  // ---- Time ----
+  // Does what is due at the clock's time: declare silent agents dead, close the round when
+  // every report is in (or kill the stragglers at its deadline), start the next round, ask
+  // for a background solve at mid-round, adopt a finished background solve.
+  void Tick();
+  // When Tick next has something to do (Unix ms).
+  std::int64_t NextWakeMs() const;
+
+  // ---- Durability ----
+  // Commits the staged changes. Until it returns OK, no reply may tell a client that the
+  // change happened.
+  Status Flush();
+  bool HasPendingWrites() const { return !batch_.empty(); }
+
+  const CoreCounters& counters() const { return counters_; }
+  AllocationStats allocation_stats() const { return allocation_->stats(); }
+  AllocationService& allocation_service() { return *allocation_; }
+  std::optional<std::uint64_t> current_round() const;
+  const CoreOptions& options() const { return options_; }
+
+ private:
+  struct Job {
+    JobRow row;
+    bool table_type = false;  // spec.job_type names a table entry with this scale factor
+    JobTypeKey mech_type;     // the key the RoundScheduler books the job under
+    // Where the job ran last round and whether it is paused there (its lease ran out and it
+    // waits for the next round): placed on exactly those GPUs again, it continues.
+    std::vector<std::uint64_t> last_workers;
+    bool paused = false;
+    bool last_launch_failed = false;
+    // Throughputs the latest allocation was computed with (for the re-solve threshold).
+    mutable std::map<std::string, double> used_estimate;
+  };
+
+  struct Agent {
+    AgentRow row;
+    std::int64_t last_heartbeat_ms = 0;
+  };
+
+  struct Task {
+    std::uint64_t worker_id = 0;
+    std::uint64_t job_id = 0;
+    std::uint32_t rank = 0;
+    std::uint32_t world_size = 1;
+    std::string gpu_type;
+    bool reported = false;
+    // The report (or what the daemon concluded without one).
+    wire::TaskOutcome outcome = wire::TASK_OUTCOME_UNSPECIFIED;
+    bool checkpoint_known = false;
+    std::uint64_t checkpointed = 0;
+    std::uint64_t steps_trained = 0;
+    double training_s = 0.0;
+    double elapsed_s = 0.0;
+    std::int32_t exit_code = 0;
+    std::string message;
+    bool job_at_fault = true;  // for KILLED: count it as the job's failure
+  };
+
+  struct Round {
+    std::uint64_t id = 0;
+    std::int64_t start_ms = 0;
+    std::int64_t end_ms = 0;
+    std::int64_t deadline_ms = 0;
+    std::int64_t mid_ms = 0;
+    bool mech_backed = false;  // planned by the current RoundScheduler (reports feed it)
+    std::map<std::uint64_t, Task> tasks;                            // by worker id
+    std::map<std::uint64_t, std::vector<std::uint64_t>> job_workers;  // job -> workers by rank
+  };
+  class PolicyAdapter;
+  class MechanismClock;
+
+  SchedulerCore(CoreOptions options, Store* store, AgentTransport* transport,
+                const WallClock* clock, CoreHooks hooks);
+  Status Recover();
+
+  // Round phases.
+  bool ShouldStartRound(std::int64_t now) const;
+  void StartRound(std::int64_t now);
+  void KillStragglers(std::int64_t now);
+  void CloseRound(std::int64_t now);
+  void FinishJobTasks(std::uint64_t job_id, std::int64_t now);
+  void CheckHeartbeats(std::int64_t now);
+
+  // Mechanism upkeep.
+  void Rebuild(std::int64_t now);
+  // with_leavers: also the problem without the jobs that will likely finish this round.
+  void PrefetchAllocation(std::int64_t now, bool with_leavers);
+  // The problem for the active jobs except `leaving` (jobs about to finish).
+  policy::PolicyInput BuildPolicyInput(std::int64_t now,
+                                       const std::set<std::uint64_t>& leaving) const;
+  void TranslatePolicyInput(policy::PolicyInput& input) const;
+  void RecordAllocation();
+
+  // Jobs.
+  Status ValidateSpec(const wire::JobSpec& spec) const;
+  bool IsActive(const Job& job) const;
+  double Prior(const Job& job, const std::string& gpu_type) const;
+  double Estimate(const Job& job, const std::string& gpu_type) const;
+  wire::JobInfo Info(const Job& job) const;
+  void HandleCrash(Job& job, const Task& first, std::int64_t now);
+  void EndJob(Job& job, wire::JobState state, const std::string& message, std::int64_t now);
+  // Sends KillJob for the job's processes of the current round (or any round, for a job
+  // that leaves for good) to every live agent that may run it, except `spare`.
+  void KillEverywhere(std::uint64_t job_id, const std::string& reason, bool any_round,
+                      const std::string& spare = "");
+
+  // Agents and workers.
+  const Agent* AgentOfWorker(std::uint64_t worker_id) const;
+  std::vector<std::string> LiveGpuTypes() const;
+
+  // Staging writes.
+  void Touch(const Job& job);
+  void Touch(const Agent& agent);
+  void Log(std::int64_t now, const std::string& kind, std::uint64_t job, std::uint64_t worker,
+           const std::string& message);
+  Seconds MechNow() const;
+
+  CoreOptions options_;
+  Store* store_;
+  AgentTransport* transport_;
+  const WallClock* clock_;
+  CoreHooks hooks_;
+  Seconds grace_;
+  std::int64_t epoch_ms_ = 0;      // the state directory's creation time: mechanism time 0
+  std::int64_t started_ms_ = 0;
+
+  std::map<std::uint64_t, Job> jobs_;
+  std::map<std::string, Agent> agents_;
+  std::map<std::uint64_t, std::string> worker_agent_;  // worker id -> agent id
+  std::uint64_t next_job_id_ = 1;
+  std::uint64_t next_worker_id_ = 0;
+  std::uint64_t next_round_id_ = 0;
+  std::optional<Round> round_;
+  std::optional<std::uint64_t> last_round_id_;
+
+  // The RoundScheduler over the live GPUs, with id translations.
+  std::unique_ptr<MechanismClock> mech_clock_;
+  std::unique_ptr<mechanism::RoundScheduler> mech_;
+  std::unordered_map<std::uint64_t, JobId> mech_of_job_;  // daemon job id -> mechanism id
+  std::vector<std::uint64_t> job_of_mech_;                 // mechanism id -> daemon job id
+  std::vector<std::uint64_t> worker_of_layout_;            // layout worker id -> worker id
+  std::unordered_map<std::uint64_t, WorkerId> layout_of_worker_;
+  bool needs_rebuild_ = true;
+  bool jobs_changed_ = false;      // the active job set changed since the last prefetch
+  bool prefetched_this_round_ = false;
+  std::shared_ptr<AllocationService> allocation_;
+  std::map<int, int> representative_key_;  // scale factor -> table key for unknown job types
+
+  WriteBatch batch_;
+  std::set<std::uint64_t> dirty_jobs_;
+  std::set<std::string> dirty_agents_;
+  CoreCounters counters_;
+};
+
+}  // namespace gavel::daemon

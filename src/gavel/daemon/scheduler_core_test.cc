@@ -1,0 +1,450 @@
+// SchedulerCore on fakes (FakeClock, MemoryStore, FakeAgentTransport): rounds, exact step
+// credit, lease extensions, throughput learning, failures, access and restarts. Every time
+// step is explicit, so these tests are deterministic.
+#include "gavel/daemon/scheduler_core.h"
+
+#include <gtest/gtest.h>
+
+#include "gavel/core/snapshot.h"
+#include "gavel/daemon/fake_transport.h"
+
+namespace gavel::daemon {
+namespace {
+
+std::shared_ptr<const ThroughputTable> Table() {
+  static const auto table = [] {
+    auto loaded = ThroughputTable::LoadFile(DefaultThroughputsFile());
+    GAVEL_CHECK(loaded.ok());
+    return std::make_shared<const ThroughputTable>(*std::move(loaded));
+  }();
+  return table;
+}
+
+const rpc::Principal kAlice{"alice", false, "alice-token"};
+const rpc::Principal kBob{"bob", false, "bob-token"};
+const rpc::Principal kAdmin{"ops", true, "admin-token"};
+constexpr std::int64_t kRoundMs = 10'000;
+
+wire::JobSpec Spec(std::uint64_t steps, const std::string& type = "ResNet-18 (batch size 64)") {
+  wire::JobSpec spec;
+  spec.add_command("python3");
+  spec.add_command("train.py");
+  spec.set_total_steps(steps);
+  spec.set_scale_factor(1);
+  spec.set_job_type(type);
+  return spec;
+}
+
+class CoreTest : public ::testing::Test {
+ protected:
+  CoreOptions Options() {
+    CoreOptions options;
+    options.policy = "max_min_fairness_perf";
+    options.throughputs = Table();
+    options.round_length = Seconds(kRoundMs / 1000.0);
+    options.report_grace = Seconds(2.0);
+    options.heartbeat_interval = Seconds(1.0);
+    options.heartbeat_timeout = Seconds(5.0);
+    options.retry_backoff = Seconds(4.0);
+    options.background_solves = false;
+    return options;
+  }
+  void SetUp() override { Open(); }
+  void Open() {
+    auto core = SchedulerCore::Create(Options(), &store_, &transport_, &clock_);
+    ASSERT_TRUE(core.ok()) << core.status().ToString();
+    core_ = *std::move(core);
+  }
+  // A crash and restart: the new core sees only what was flushed.
+  void Restart() {
+    ASSERT_TRUE(core_->Flush().ok());
+    core_.reset();
+    Open();
+  }
+  std::vector<std::uint64_t> Register(const std::string& agent, const std::string& type,
+                                      std::uint32_t gpus = 1) {
+    wire::RegisterWorkerRequest request;
+    request.set_agent_id(agent);
+    request.set_gpu_type(type);
+    request.set_num_gpus(gpus);
+    request.set_address("127.0.0.1:4000");
+    auto response = core_->RegisterWorker(kAdmin, request);
+    EXPECT_TRUE(response.ok()) << response.status().ToString();
+    return {response->worker_ids().begin(), response->worker_ids().end()};
+  }
+  void Beat(const std::string& agent) {
+    wire::HeartbeatRequest request;
+    request.set_agent_id(agent);
+    EXPECT_TRUE(core_->Heartbeat(request).known());
+  }
+  std::uint64_t Submit(const wire::JobSpec& spec, const rpc::Principal& user = kAlice) {
+    auto id = core_->Submit(user, spec);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : 0;
+  }
+  // Advances the clock in half-second ticks until a round newer than `after` is sent to
+  // `agent` (at most a minute); returns it.
+  wire::StartRoundRequest NextRound(const std::string& agent, std::uint64_t after,
+                                    const std::vector<std::string>& alive) {
+    for (int i = 0; i < 120; ++i) {
+      const wire::StartRoundRequest round = transport_.LastRound(agent);
+      if (transport_.RoundsSentTo(agent) > 0 && round.round_id() > after) return round;
+      Advance(500, alive);
+    }
+    ADD_FAILURE() << "no new round for " << agent;
+    return {};
+  }
+  // Advances the clock, keeping `alive` agents heartbeating, then ticks and flushes.
+  void Advance(std::int64_t ms, const std::vector<std::string>& alive = {}) {
+    for (std::int64_t left = ms; left > 0; left -= 500) {
+      clock_.AdvanceMs(std::min<std::int64_t>(500, left));
+      for (const std::string& a : alive) Beat(a);
+      core_->Tick();
+    }
+    ASSERT_TRUE(core_->Flush().ok());
+  }
+  void Tick() {
+    core_->Tick();
+    ASSERT_TRUE(core_->Flush().ok());
+  }
+  Status Report(const std::string& agent, std::uint64_t worker, std::uint64_t job,
+                std::uint64_t round, wire::TaskOutcome outcome, std::uint64_t checkpointed,
+                std::uint64_t trained = 0, double training_s = 0.0, int exit_code = 0) {
+    wire::ReportDoneRequest r;
+    r.set_agent_id(agent);
+    r.set_worker_id(worker);
+    r.set_job_id(job);
+    r.set_round_id(round);
+    r.set_outcome(outcome);
+    r.set_checkpointed_steps(checkpointed);
+    r.set_steps_trained(trained);
+    r.set_training_seconds(training_s);
+    r.set_elapsed_s(training_s + 0.5);
+    r.set_exit_code(exit_code);
+    Status status = core_->ReportDone(r);
+    EXPECT_TRUE(core_->Flush().ok());
+    return status;
+  }
+  wire::JobInfo Job(std::uint64_t id) {
+    wire::ListJobsRequest request;
+    request.add_job_ids(id);
+    auto jobs = core_->ListJobs(request);
+    EXPECT_TRUE(jobs.ok());
+    return jobs->jobs(0);
+  }
+  const wire::JobTypeStats* Stats(const wire::JobInfo& info, const std::string& type) {
+    for (const auto& s : info.per_type()) {
+      if (s.gpu_type() == type) return &s;
+    }
+    return nullptr;
+  }
+
+  FakeClock clock_;
+  MemoryStore store_;
+  FakeAgentTransport transport_;
+  std::unique_ptr<SchedulerCore> core_;
+};
+
+TEST_F(CoreTest, BadSpecsAreRefusedNamingTheFieldAndNothingIsLost) {
+  const std::uint64_t first = Submit(Spec(100));
+  struct Case {
+    wire::JobSpec spec;
+    const char* field;
+  };
+  std::vector<Case> cases;
+  cases.push_back({Spec(0), "spec.total_steps"});
+  wire::JobSpec no_command = Spec(10);
+  no_command.clear_command();
+  cases.push_back({no_command, "spec.command"});
+  wire::JobSpec sf = Spec(10);
+  sf.set_scale_factor(3);
+  cases.push_back({sf, "spec.scale_factor"});
+  wire::JobSpec zero_sf = Spec(10);
+  zero_sf.set_scale_factor(0);
+  cases.push_back({zero_sf, "spec.scale_factor"});
+  cases.push_back({Spec(10, "NoSuchModel (batch size 1)"), "spec.job_type"});
+  wire::JobSpec bad_type = Spec(10);
+  (*bad_type.mutable_throughputs())["h100"] = 3.0;
+  cases.push_back({bad_type, "spec.throughputs[\"h100\"]"});
+  wire::JobSpec negative = Spec(10);
+  (*negative.mutable_throughputs())["v100"] = -1.0;
+  cases.push_back({negative, "spec.throughputs[\"v100\"]"});
+  wire::JobSpec weight = Spec(10);
+  weight.set_priority_weight(-2.0);
+  cases.push_back({weight, "spec.priority_weight"});
+  wire::JobSpec env = Spec(10);
+  (*env.mutable_env())["A=B"] = "x";
+  cases.push_back({env, "spec.env"});
+  for (const Case& c : cases) {
+    auto id = core_->Submit(kAlice, c.spec);
+    ASSERT_FALSE(id.ok()) << c.field;
+    EXPECT_EQ(id.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(id.status().message().find(c.field), std::string::npos) << id.status().message();
+  }
+  // An unknown type with the user's estimates is fine; ids continue without gaps.
+  wire::JobSpec custom = Spec(10, "MyModel");
+  (*custom.mutable_throughputs())["v100"] = 5.0;
+  EXPECT_EQ(Submit(custom), first + 1);
+  ASSERT_TRUE(core_->Flush().ok());
+  auto state = store_.Load();
+  ASSERT_TRUE(state.ok());
+  ASSERT_EQ(state->jobs.size(), 2u);
+  EXPECT_EQ(state->jobs[0].id, first);
+}
+
+TEST_F(CoreTest, AJobRunsRoundAfterRoundWithExactStepsAndLeaseExtensions) {
+  const auto workers = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(100));
+  Tick();
+  wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 1);
+  EXPECT_EQ(round.tasks(0).worker_id(), workers[0]);
+  EXPECT_EQ(round.tasks(0).job().job_id(), job);
+  EXPECT_EQ(round.tasks(0).job().checkpointed_steps(), 0u);
+  EXPECT_EQ(round.tasks(0).lease().stop_at_step(), 100u);
+  EXPECT_DOUBLE_EQ(round.tasks(0).lease().max_duration_s(), 10.0);
+  EXPECT_EQ(Job(job).state(), wire::RUNNING);
+
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", workers[0], job, round.round_id(), wire::LEASE_EXPIRED, 40, 40, 10.0)
+                  .ok());
+  // The same report again (an agent retrying) changes nothing.
+  ASSERT_TRUE(Report("a1", workers[0], job, round.round_id(), wire::LEASE_EXPIRED, 40, 40, 10.0)
+                  .ok());
+  EXPECT_EQ(Job(job).steps_done(), 40u);
+  Tick();  // closes the round, starts the next
+  wire::StartRoundRequest next = transport_.LastRound("a1");
+  ASSERT_EQ(next.round_id(), round.round_id() + 1);
+  ASSERT_EQ(next.tasks_size(), 1);
+  EXPECT_EQ(next.tasks(0).job().checkpointed_steps(), 40u);
+  EXPECT_EQ(Job(job).attempts(), 1u) << "same job on the same GPU: a lease extension";
+
+  Advance(3000, {"a1"});
+  ASSERT_TRUE(Report("a1", workers[0], job, next.round_id(), wire::COMPLETED, 100, 60, 3.0).ok());
+  const wire::JobInfo done = Job(job);
+  EXPECT_EQ(done.state(), wire::DONE);
+  EXPECT_EQ(done.steps_done(), 100u);
+  const auto* v100 = Stats(done, "v100");
+  ASSERT_NE(v100, nullptr);
+  EXPECT_EQ(v100->steps(), 100u);
+  EXPECT_NEAR(v100->seconds(), 10.5 + 3.5, 1e-9);
+  Tick();
+  EXPECT_FALSE(core_->current_round().has_value()) << "nothing left to run";
+}
+
+TEST_F(CoreTest, MeasuredThroughputReplacesThePriorAndIsSmoothed) {
+  const auto workers = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(1'000'000));
+  Tick();
+  const double prior = *Table()->Isolated("v100", JobTypeKey{"ResNet-18 (batch size 64)", 1});
+  const wire::JobInfo before = Job(job);
+  ASSERT_NE(Stats(before, "v100"), nullptr);
+  EXPECT_DOUBLE_EQ(Stats(before, "v100")->throughput_estimate(), prior);
+  EXPECT_EQ(Stats(before, "v100")->measurements(), 0u);
+
+  auto round = transport_.LastRound("a1");
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", workers[0], job, round.round_id(), wire::LEASE_EXPIRED, 100, 100, 10.0)
+                  .ok());
+  EXPECT_DOUBLE_EQ(Stats(Job(job), "v100")->throughput_measured(), 10.0);
+  EXPECT_DOUBLE_EQ(Stats(Job(job), "v100")->throughput_estimate(), 10.0);
+  EXPECT_DOUBLE_EQ(Stats(Job(job), "v100")->throughput_prior(), prior);
+  Tick();
+  round = transport_.LastRound("a1");
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", workers[0], job, round.round_id(), wire::LEASE_EXPIRED, 300, 200, 10.0)
+                  .ok());
+  EXPECT_DOUBLE_EQ(Stats(Job(job), "v100")->throughput_measured(), 0.5 * 20.0 + 0.5 * 10.0);
+  EXPECT_EQ(Stats(Job(job), "v100")->measurements(), 2u);
+}
+
+TEST_F(CoreTest, ADeadWorkersJobResumesElsewhereFromItsCheckpoint) {
+  const auto fast = Register("fast", "v100");
+  const auto slow = Register("slow", "k80");
+  const std::uint64_t job = Submit(Spec(500));
+  Tick();
+  auto round = transport_.LastRound("fast");
+  ASSERT_EQ(round.tasks_size(), 1) << "the v100 is the better GPU for it";
+  Advance(kRoundMs, {"fast", "slow"});
+  ASSERT_TRUE(
+      Report("fast", fast[0], job, round.round_id(), wire::LEASE_EXPIRED, 120, 120, 10.0).ok());
+  Tick();
+  round = transport_.LastRound("fast");
+  ASSERT_EQ(round.tasks_size(), 1);
+  // The fast agent goes silent mid-round; the slow one keeps beating. Once the fast one is
+  // declared dead (5 s), its task ends and the next round starts at once, on the k80.
+  Advance(6000, {"slow"});
+  EXPECT_EQ(Job(job).steps_done(), 120u) << "only the checkpointed steps count";
+  EXPECT_EQ(Job(job).failures(), 0u) << "a dead worker is not the job's fault";
+  EXPECT_EQ(Job(job).state(), wire::RUNNING);
+  auto moved = transport_.LastRound("slow");
+  ASSERT_EQ(moved.tasks_size(), 1);
+  EXPECT_EQ(moved.tasks(0).worker_id(), slow[0]);
+  EXPECT_EQ(moved.tasks(0).job().checkpointed_steps(), 120u);
+  // The dead agent's late report of the old round is ignored.
+  EXPECT_TRUE(
+      Report("fast", fast[0], job, round.round_id(), wire::LEASE_EXPIRED, 200, 80, 5.0).ok());
+  EXPECT_EQ(Job(job).steps_done(), 120u);
+  Advance(kRoundMs, {"slow"});
+  ASSERT_TRUE(
+      Report("slow", slow[0], job, moved.round_id(), wire::COMPLETED, 500, 380, 9.0).ok());
+  EXPECT_EQ(Job(job).state(), wire::DONE);
+  EXPECT_EQ(Job(job).steps_done(), 500u);
+  // A re-registering agent gets its worker ids back.
+  EXPECT_EQ(Register("fast", "v100"), fast);
+}
+
+TEST_F(CoreTest, ACrashIsRetriedWithBackoffAndTheSameCrashTwiceFailsTheJob) {
+  const auto w = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(100));
+  Tick();
+  auto round = transport_.LastRound("a1");
+  Advance(1000, {"a1"});
+  ASSERT_TRUE(Report("a1", w[0], job, round.round_id(), wire::CRASHED, 0, 0, 0.5, 3).ok());
+  wire::JobInfo info = Job(job);
+  EXPECT_EQ(info.state(), wire::QUEUED);
+  EXPECT_EQ(info.failures(), 1u);
+  EXPECT_EQ(info.last_exit_code(), 3);
+  EXPECT_GT(info.next_retry_unix_ms(), clock_.NowMs());
+  Tick();
+  EXPECT_FALSE(core_->current_round().has_value()) << "backing off: nothing to run";
+  Advance(4000, {"a1"});  // the backoff (4 s) has passed
+  round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 1);
+  EXPECT_EQ(Job(job).attempts(), 2u);
+  ASSERT_TRUE(Report("a1", w[0], job, round.round_id(), wire::CRASHED, 0, 0, 0.5, 3).ok());
+  info = Job(job);
+  EXPECT_EQ(info.state(), wire::FAILED);
+  EXPECT_NE(info.message().find("twice in a row"), std::string::npos) << info.message();
+}
+
+TEST_F(CoreTest, CrashesWithProgressAreRetriedUpToTheLimit) {
+  const auto w = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(1000));
+  std::uint64_t steps = 0;
+  Tick();
+  auto round = transport_.LastRound("a1");
+  for (int crash = 1; crash <= 4; ++crash) {
+    ASSERT_EQ(round.tasks_size(), 1) << "crash " << crash;
+    steps += 10;
+    ASSERT_TRUE(
+        Report("a1", w[0], job, round.round_id(), wire::CRASHED, steps, 10, 1.0, crash).ok());
+    EXPECT_EQ(Job(job).steps_done(), steps);
+    EXPECT_EQ(Job(job).state(), crash <= 3 ? wire::QUEUED : wire::FAILED) << "crash " << crash;
+    if (crash < 4) round = NextRound("a1", round.round_id(), {"a1"});  // after the backoff
+  }
+  EXPECT_NE(Job(job).message().find("limit 3 retries"), std::string::npos);
+}
+
+TEST_F(CoreTest, OnlyTheOwnerOrAnAdminMayCancel) {
+  Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(100), kAlice);
+  Tick();
+  EXPECT_TRUE(core_->CancelDenied(kBob, job));
+  EXPECT_FALSE(core_->CancelDenied(kAlice, job));
+  EXPECT_FALSE(core_->CancelDenied(kAdmin, job));
+  EXPECT_FALSE(core_->Cancel(kBob, job).ok());
+  EXPECT_EQ(Job(job).state(), wire::RUNNING);
+  auto cancelled = core_->Cancel(kAdmin, job);
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state(), wire::CANCELLED);
+  ASSERT_FALSE(transport_.kills().empty());
+  EXPECT_EQ(transport_.kills().back().second, job);
+  EXPECT_FALSE(core_->Cancel(kAlice, job).ok()) << "already cancelled";
+  EXPECT_EQ(core_->Cancel(kAlice, 999).status().code(), StatusCode::kNotFound);
+  Tick();
+  EXPECT_FALSE(core_->current_round().has_value());
+}
+
+TEST_F(CoreTest, ARestartLosesNoJobAndCreditsTheInterruptedRoundsReports) {
+  const auto w = Register("a1", "v100", 2);
+  const std::uint64_t a = Submit(Spec(300));
+  const std::uint64_t b = Submit(Spec(300));
+  Tick();
+  auto round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 2);
+  Advance(kRoundMs, {"a1"});
+  // One report lands before the crash, the other after the restart.
+  ASSERT_TRUE(Report("a1", round.tasks(0).worker_id(), round.tasks(0).job().job_id(),
+                     round.round_id(), wire::LEASE_EXPIRED, 50, 50, 10.0)
+                  .ok());
+  Restart();
+  EXPECT_EQ(core_->current_round(), round.round_id());
+  EXPECT_EQ(Job(round.tasks(0).job().job_id()).steps_done(), 50u);
+  ASSERT_TRUE(Report("a1", round.tasks(1).worker_id(), round.tasks(1).job().job_id(),
+                     round.round_id(), wire::LEASE_EXPIRED, 70, 70, 10.0)
+                  .ok());
+  EXPECT_EQ(Job(round.tasks(1).job().job_id()).steps_done(), 70u);
+  Advance(500, {"a1"});
+  auto next = transport_.LastRound("a1");
+  EXPECT_EQ(next.round_id(), round.round_id() + 1);
+  EXPECT_EQ(next.tasks_size(), 2);
+  const std::uint64_t c = Submit(Spec(10));
+  EXPECT_EQ(c, b + 1) << "ids continue after a restart";
+  EXPECT_EQ(Job(a).total_steps(), 300u);
+  (void)w;
+}
+
+TEST_F(CoreTest, StepsCheckpointedInALostReportAreCreditedByTheNextOne) {
+  const auto w = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(100));
+  Tick();
+  auto round = transport_.LastRound("a1");
+  // No report arrives: the round's deadline kills the straggler (its agent is alive, so it
+  // counts as the job's failure and the job backs off before the next round).
+  Advance(kRoundMs + 2500, {"a1"});
+  EXPECT_EQ(Job(job).steps_done(), 0u);
+  EXPECT_EQ(Job(job).failures(), 1u);
+  EXPECT_FALSE(transport_.kills().empty());
+  auto next = NextRound("a1", round.round_id(), {"a1"});
+  // The lost round's process had checkpointed 30 steps; the next one resumes from them and
+  // reports an absolute count: 30 + 45, each step credited once.
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(
+      Report("a1", w[0], job, next.round_id(), wire::LEASE_EXPIRED, 75, 45, 10.0).ok());
+  EXPECT_EQ(Job(job).steps_done(), 75u);
+}
+
+TEST_F(CoreTest, MalformedReportsAreRefused) {
+  const auto w = Register("a1", "v100");
+  Register("a2", "v100");
+  const std::uint64_t job = Submit(Spec(100));
+  Tick();
+  const auto round = transport_.LastRound("a1").round_id();
+  EXPECT_EQ(Report("nobody", w[0], job, round, wire::LEASE_EXPIRED, 1).code(),
+            StatusCode::kNotFound);
+  const Status wrong_worker = Report("a2", w[0], job, round, wire::LEASE_EXPIRED, 1);
+  EXPECT_EQ(wrong_worker.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong_worker.message().find("worker_id"), std::string::npos);
+  const Status bad_outcome = Report("a1", w[0], job, round, wire::TASK_OUTCOME_UNSPECIFIED, 1);
+  EXPECT_NE(bad_outcome.message().find("outcome"), std::string::npos);
+  EXPECT_EQ(Report("a1", w[0], 77, round, wire::LEASE_EXPIRED, 1).code(), StatusCode::kNotFound);
+  EXPECT_EQ(Job(job).steps_done(), 0u);
+
+  wire::RegisterWorkerRequest bad;
+  bad.set_agent_id("x");
+  bad.set_gpu_type("h100");
+  bad.set_num_gpus(1);
+  bad.set_address("127.0.0.1:1");
+  auto refused = core_->RegisterWorker(kAdmin, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("gpu_type"), std::string::npos);
+  bad.set_gpu_type("v100");
+  bad.set_address("nowhere");
+  EXPECT_NE(core_->RegisterWorker(kAdmin, bad).status().message().find("address"),
+            std::string::npos);
+}
+
+TEST_F(CoreTest, AnUndeliverableRoundFailsItsTasksAtOnceWithoutBlamingTheJob) {
+  Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(100));
+  transport_.SetUnreachable("a1", true);
+  Tick();  // the fake completes the call at once; with no hooks the test calls the core
+  core_->OnDispatchFailed("a1", *core_->current_round());
+  Tick();
+  EXPECT_EQ(Job(job).failures(), 0u);
+  EXPECT_EQ(Job(job).state(), wire::RUNNING) << "a new round started at once";
+}
+
+}  // namespace
+}  // namespace gavel::daemon

@@ -1,0 +1,122 @@
+#include "gavel/rpc/auth.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace gavel::rpc {
+namespace {
+
+constexpr std::size_t kMinTokenLength = 8;
+
+std::vector<std::string> Fields(std::string_view line) {
+  std::vector<std::string> fields;
+  std::istringstream in{std::string(line)};
+  std::string field;
+  while (in >> field) fields.push_back(field);
+  return fields;
+}
+
+bool ValidUser(const std::string& user) {
+  return !user.empty() && std::all_of(user.begin(), user.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' ||
+           c == '-' || c == '@';
+  });
+}
+
+bool ValidToken(const std::string& token) {
+  return token.size() >= kMinTokenLength && std::all_of(token.begin(), token.end(), [](char c) {
+           return std::isgraph(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::IoError("cannot read token file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+Result<TokenRegistry> TokenRegistry::Parse(std::string_view text, const std::string& source_name) {
+  TokenRegistry registry;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    const std::string where = source_name + ":" + std::to_string(number);
+    const std::size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    const std::vector<std::string> fields = Fields(line);
+    if (fields.empty()) continue;
+    if (fields.size() < 2) {
+      return Status::InvalidArgument(where + ": expected `<token> <user> [admin]`, got only " +
+                                     "a token");
+    }
+    if (fields.size() > 3 || (fields.size() == 3 && fields[2] != "admin")) {
+      return Status::InvalidArgument(where + ": the third field may only be `admin`, got `" +
+                                     fields.back() + "`");
+    }
+    if (!ValidToken(fields[0])) {
+      return Status::InvalidArgument(where + ": a token needs at least " +
+                                     std::to_string(kMinTokenLength) +
+                                     " printable characters");
+    }
+    if (!ValidUser(fields[1])) {
+      return Status::InvalidArgument(where + ": user `" + fields[1] +
+                                     "` may only use letters, digits and ._-@");
+    }
+    Principal principal{fields[1], fields.size() == 3, fields[0]};
+    if (!registry.tokens_.emplace(fields[0], std::move(principal)).second) {
+      return Status::InvalidArgument(where + ": this token is already listed above");
+    }
+  }
+  if (registry.tokens_.empty()) {
+    return Status::InvalidArgument(source_name + ": the token file lists no token");
+  }
+  return registry;
+}
+
+Result<TokenRegistry> TokenRegistry::LoadFile(const std::string& path) {
+  GAVEL_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
+  return Parse(text, path);
+}
+
+std::optional<Principal> TokenRegistry::Authenticate(
+    std::optional<std::string_view> authorization) const {
+  if (open()) return Principal{"anonymous", true, ""};
+  if (!authorization) return std::nullopt;
+  constexpr std::string_view kBearer = "Bearer ";
+  if (!authorization->starts_with(kBearer)) return std::nullopt;
+  const auto it = tokens_.find(std::string(authorization->substr(kBearer.size())));
+  if (it == tokens_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<std::string> ReadClientToken(const std::string& path) {
+  GAVEL_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    const std::vector<std::string> fields = Fields(line);
+    if (fields.empty()) continue;
+    if (!ValidToken(fields[0])) {
+      return Status::InvalidArgument(path + ": the token needs at least " +
+                                     std::to_string(kMinTokenLength) +
+                                     " printable characters");
+    }
+    return fields[0];
+  }
+  return Status::InvalidArgument(path + ": the token file holds no token");
+}
+
+std::string BearerValue(std::string_view token) { return "Bearer " + std::string(token); }
+
+}  // namespace gavel::rpc

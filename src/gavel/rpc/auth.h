@@ -1,0 +1,65 @@
+// Access tokens for the runtime's RPCs (docs/runtime.md, "Access").
+//
+// The scheduler's token file names who may call it, one token per line:
+//
+//     # comments and blank lines are ignored
+//     <token> <user> [admin]
+//
+// A token is a run of at least 8 printable non-space characters; users are names of letters,
+// digits and `._-@`. Admins may cancel any job and register workers; other users may submit
+// jobs, list everything and cancel their own jobs. Without a token file the scheduler is open:
+// every caller is the admin user "anonymous" (fine on loopback for one person, nowhere else).
+//
+// A client's token file holds its token as the first field of its first non-comment line, so
+// the scheduler's own file (or one line of it) works for a client too.
+//
+// On the wire a token travels as gRPC metadata `authorization: Bearer <token>`.
+// TokenRegistry is immutable after loading; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "gavel/core/status.h"
+
+namespace gavel::rpc {
+
+// The metadata key that carries the token (gRPC keys are lower case).
+inline constexpr std::string_view kAuthorizationKey = "authorization";
+
+struct Principal {
+  std::string user;
+  bool admin = false;
+  std::string token;  // the token the call carried ("" when the registry is open)
+};
+
+class TokenRegistry {
+ public:
+  // An open registry: every call is the admin "anonymous".
+  TokenRegistry() = default;
+  // Errors name the file and line: a missing user, an unknown third field, a short token,
+  // a token listed twice.
+  static Result<TokenRegistry> LoadFile(const std::string& path);
+  static Result<TokenRegistry> Parse(std::string_view text, const std::string& source_name);
+
+  bool open() const { return tokens_.empty(); }
+  std::size_t size() const { return tokens_.size(); }
+
+  // Checks an `authorization` metadata value ("Bearer <token>"; nullopt = none sent).
+  // Returns the caller, or nullopt when the registry is not open and the token is missing or
+  // unknown.
+  std::optional<Principal> Authenticate(std::optional<std::string_view> authorization) const;
+
+ private:
+  std::unordered_map<std::string, Principal> tokens_;
+};
+
+// Reads a client's token (see the file comment). Errors name the file.
+Result<std::string> ReadClientToken(const std::string& path);
+
+// "Bearer <token>".
+std::string BearerValue(std::string_view token);
+
+}  // namespace gavel::rpc

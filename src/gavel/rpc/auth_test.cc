@@ -1,0 +1,95 @@
+#include "gavel/rpc/auth.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace gavel::rpc {
+namespace {
+
+TEST(TokenRegistryTest, ParsesUsersAndAdmins) {
+  auto registry = TokenRegistry::Parse(
+      "# the cluster's tokens\n"
+      "alice-token-123 alice\n"
+      "\n"
+      "root-token-456 ops admin  # the operators\n",
+      "tokens");
+  ASSERT_TRUE(registry.ok()) << registry.status().ToString();
+  EXPECT_FALSE(registry->open());
+  EXPECT_EQ(registry->size(), 2u);
+  auto alice = registry->Authenticate("Bearer alice-token-123");
+  ASSERT_TRUE(alice.has_value());
+  EXPECT_EQ(alice->user, "alice");
+  EXPECT_FALSE(alice->admin);
+  auto ops = registry->Authenticate("Bearer root-token-456");
+  ASSERT_TRUE(ops.has_value());
+  EXPECT_EQ(ops->user, "ops");
+  EXPECT_TRUE(ops->admin);
+}
+
+TEST(TokenRegistryTest, RefusesMissingWrongAndMalformedTokens) {
+  auto registry = TokenRegistry::Parse("alice-token-123 alice\n", "tokens");
+  ASSERT_TRUE(registry.ok());
+  EXPECT_FALSE(registry->Authenticate(std::nullopt).has_value());
+  EXPECT_FALSE(registry->Authenticate("").has_value());
+  EXPECT_FALSE(registry->Authenticate("alice-token-123").has_value());  // no "Bearer "
+  EXPECT_FALSE(registry->Authenticate("Bearer alice-token-12").has_value());
+  EXPECT_FALSE(registry->Authenticate("Bearer alice-token-1234").has_value());
+  EXPECT_FALSE(registry->Authenticate("bearer alice-token-123").has_value());
+}
+
+TEST(TokenRegistryTest, OpenRegistryLetsEveryoneInAsAdmin) {
+  TokenRegistry open;
+  EXPECT_TRUE(open.open());
+  auto anyone = open.Authenticate(std::nullopt);
+  ASSERT_TRUE(anyone.has_value());
+  EXPECT_EQ(anyone->user, "anonymous");
+  EXPECT_TRUE(anyone->admin);
+}
+
+TEST(TokenRegistryTest, ErrorsNameTheLine) {
+  auto missing_user = TokenRegistry::Parse("# x\nalice-token-123\n", "f");
+  ASSERT_FALSE(missing_user.ok());
+  EXPECT_NE(missing_user.status().message().find("f:2"), std::string::npos);
+
+  auto bad_flag = TokenRegistry::Parse("alice-token-123 alice root\n", "f");
+  ASSERT_FALSE(bad_flag.ok());
+  EXPECT_NE(bad_flag.status().message().find("f:1"), std::string::npos);
+  EXPECT_NE(bad_flag.status().message().find("root"), std::string::npos);
+
+  auto short_token = TokenRegistry::Parse("abc alice\n", "f");
+  ASSERT_FALSE(short_token.ok());
+  EXPECT_NE(short_token.status().message().find("at least 8"), std::string::npos);
+
+  auto duplicate = TokenRegistry::Parse("alice-token-123 alice\nalice-token-123 bob\n", "f");
+  ASSERT_FALSE(duplicate.ok());
+  EXPECT_NE(duplicate.status().message().find("f:2"), std::string::npos);
+
+  auto bad_user = TokenRegistry::Parse("alice-token-123 al/ice\n", "f");
+  EXPECT_FALSE(bad_user.ok());
+  EXPECT_FALSE(TokenRegistry::Parse("# nothing\n", "f").ok());
+  EXPECT_FALSE(TokenRegistry::LoadFile("/nonexistent/gavel/tokens").ok());
+}
+
+TEST(ClientTokenTest, ReadsTheFirstTokenOfEitherFormat) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gavel_auth_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string plain = (dir / "plain").string();
+  const std::string server = (dir / "server").string();
+  std::ofstream(plain) << "just-a-token-value\n";
+  std::ofstream(server) << "# tokens\nroot-token-456 ops admin\nalice-token-123 alice\n";
+  auto a = ReadClientToken(plain);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, "just-a-token-value");
+  auto b = ReadClientToken(server);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, "root-token-456");
+  EXPECT_FALSE(ReadClientToken((dir / "missing").string()).ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gavel::rpc

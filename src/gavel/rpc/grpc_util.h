@@ -1,0 +1,51 @@
+// Transport helpers shared by the scheduler daemon, the worker agent and the client commands:
+// channels, per-call deadlines and tokens, and the mapping between gavel::Status and
+// grpc::Status. Free functions; thread-safe.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gavel/core/status.h"
+#include "gavel/core/units.h"
+#include "gavel/rpc/auth.h"
+
+namespace gavel::rpc {
+
+// The default address of `gavel serve`: loopback only.
+inline constexpr std::string_view kDefaultSchedulerAddress = "127.0.0.1:50060";
+
+struct HostPort {
+  std::string host;  // "127.0.0.1", "localhost" or "::1" (without brackets)
+  int port = 0;      // 0 = pick a free port (servers only)
+  // "host:port", with brackets around an IPv6 host.
+  std::string ToString() const;
+};
+
+// Parses "host:port" or "[v6]:port". Errors name the text.
+Result<HostPort> ParseAddress(std::string_view text);
+bool IsLoopbackHost(std::string_view host);
+
+// An insecure channel (tokens, not TLS, authenticate; addresses are loopback by default)
+// that reconnects quickly after the peer restarts.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+// Prepares a client call: deadline `timeout` from now and, if `token` is not empty, the
+// `authorization` metadata.
+void PrepareContext(grpc::ClientContext* context, Seconds timeout, std::string_view token);
+
+// The caller of a server call, or nullopt when it must be refused (missing/unknown token).
+std::optional<Principal> Authenticate(const grpc::ServerContext& context,
+                                      const TokenRegistry& tokens);
+// The UNAUTHENTICATED status servers answer with.
+grpc::Status Unauthenticated();
+
+grpc::Status ToGrpc(const Status& status);
+// `what` names the call for the message: "<what>: <reason>".
+Status FromGrpc(const grpc::Status& status, std::string_view what);
+
+}  // namespace gavel::rpc
