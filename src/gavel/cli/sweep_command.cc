@@ -1,0 +1,650 @@
+#include "gavel/cli/sweep_command.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "gavel/cli/simulate_command.h"
+#include "gavel/policy/registry.h"
+
+namespace gavel::cli {
+namespace {
+
+constexpr char kCsvName[] = "sweep.csv";
+constexpr char kReportName[] = "report.html";
+constexpr char kSaturationMarker[] = "simulated time passed the limit";
+
+// Key columns first: they identify a point for resuming.
+const std::vector<std::string>& CsvColumns() {
+  static const std::vector<std::string> columns = {"cluster",
+                                                   "policy",
+                                                   "seed",
+                                                   "jobs_per_hour",
+                                                   "window_start",
+                                                   "window_end",
+                                                   "saturated",
+                                                   "average_jct_seconds",
+                                                   "jct_p50_seconds",
+                                                   "jct_p90_seconds",
+                                                   "makespan_seconds",
+                                                   "utilization",
+                                                   "window_jobs_completed",
+                                                   "rounds",
+                                                   "policy_solves",
+                                                   "wall_seconds"};
+  return columns;
+}
+constexpr std::size_t kKeyColumns = 6;
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, separator)) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+// A canonical spelling, so that a rate read back from the CSV matches the one asked for.
+std::string FormatNumber(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.12g", value);
+  return buffer;
+}
+
+std::string JoinRow(const std::vector<std::string>& cells) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) line += ',';
+    line += cells[i];
+  }
+  return line;
+}
+
+struct Point {
+  std::string cluster;
+  std::string policy;
+  std::uint64_t seed = 0;
+  double jobs_per_hour = 0.0;
+
+  std::vector<std::string> Key(const SweepOptions& o) const {
+    return {cluster,
+            policy,
+            std::to_string(seed),
+            FormatNumber(jobs_per_hour),
+            std::to_string(o.window_start),
+            std::to_string(o.window_end)};
+  }
+  std::string Label() const {
+    return cluster + " " + policy + " seed " + std::to_string(seed) + " rate " +
+           (jobs_per_hour > 0.0 ? FormatNumber(jobs_per_hour) + "/h" : std::string("static"));
+  }
+};
+
+using Row = std::map<std::string, std::string>;
+
+// Reads the rows of an existing CSV. A trailing line without a newline (a run killed while
+// writing) is dropped from the file, so that appending continues on a clean line.
+Result<std::vector<Row>> LoadCsv(const std::filesystem::path& path) {
+  std::vector<Row> rows;
+  if (!std::filesystem::exists(path)) return rows;
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status::IoError(path.string() + ": cannot open for reading");
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    text = buffer.str();
+  }
+  if (!text.empty() && text.back() != '\n') {
+    text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+    std::ofstream rewrite(path, std::ios::binary | std::ios::trunc);
+    rewrite << text;
+    if (!rewrite.good()) return Status::IoError(path.string() + ": cannot rewrite");
+  }
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line)) return rows;
+  if (line != JoinRow(CsvColumns())) {
+    return Status::InvalidArgument(path.string() +
+                                   ": header differs from this version's sweep columns; "
+                                   "use another --out directory");
+  }
+  int line_number = 1;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream cells_in(line);
+    while (std::getline(cells_in, cell, ',')) cells.push_back(cell);
+    if (line.back() == ',') cells.emplace_back();
+    if (cells.size() != CsvColumns().size()) {
+      return Status::InvalidArgument(path.string() + ":" + std::to_string(line_number) +
+                                     ": expected " + std::to_string(CsvColumns().size()) +
+                                     " cells");
+    }
+    Row row;
+    for (std::size_t i = 0; i < cells.size(); ++i) row[CsvColumns()[i]] = cells[i];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<std::string> RowKey(const Row& row) {
+  std::vector<std::string> key;
+  for (std::size_t i = 0; i < kKeyColumns; ++i) key.push_back(row.at(CsvColumns()[i]));
+  return key;
+}
+
+// Runs one point through `gavel simulate`'s own code path and turns it into a CSV row.
+Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
+  SimulateOptions s;
+  s.cluster = p.cluster;
+  s.policy = p.policy;
+  s.seed = p.seed;
+  s.window_start = o.window_start;
+  s.window_end = o.window_end;
+  s.multi_gpu = o.multi_gpu;
+  s.compat = o.compat;
+  s.json_path = "-";
+  if (p.jobs_per_hour > 0.0) {
+    s.jobs_per_hour = p.jobs_per_hour;
+    s.time_limit = SaturationLimitSeconds(p.jobs_per_hour, o.window_end, o.saturation_factor,
+                                          o.saturation_slack_seconds);
+  } else {
+    s.lam = 0.0;
+  }
+  const std::vector<std::string> key = p.Key(o);
+  Row row;
+  for (std::size_t i = 0; i < kKeyColumns; ++i) row[CsvColumns()[i]] = key[i];
+  for (std::size_t i = kKeyColumns; i < CsvColumns().size(); ++i) row[CsvColumns()[i]] = "";
+
+  const auto start = std::chrono::steady_clock::now();
+  std::ostringstream json_text;
+  const Status status = RunSimulate(s, json_text);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!status.ok()) {
+    if (status.code() == StatusCode::kFailedPrecondition &&
+        status.message().find(kSaturationMarker) != std::string::npos) {
+      row["saturated"] = "1";
+      row["wall_seconds"] = FormatNumber(wall);
+      return row;
+    }
+    return status.WithContext(p.Label());
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text.str());
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Internal(p.Label() + ": unreadable simulate result: " + e.what());
+  }
+  const auto number = [&j](const char* name) {
+    return j.contains(name) && j[name].is_number() ? FormatNumber(j[name].get<double>())
+                                                   : std::string();
+  };
+  row["saturated"] = "0";
+  for (const char* name :
+       {"average_jct_seconds", "jct_p50_seconds", "jct_p90_seconds", "makespan_seconds",
+        "utilization", "rounds", "policy_solves", "wall_seconds"}) {
+    row[name] = number(name);
+  }
+  if (j.contains("window") && j["window"].contains("jobs_completed")) {
+    row["window_jobs_completed"] = FormatNumber(j["window"]["jobs_completed"].get<double>());
+  }
+  return row;
+}
+
+// Reports progress: a redrawn bar on a terminal, one plain line per point otherwise.
+class Progress {
+ public:
+  Progress(std::ostream& out, bool bar, std::size_t total, std::size_t skipped)
+      : out_(out),
+        bar_(bar),
+        total_(total),
+        done_(skipped),
+        start_(std::chrono::steady_clock::now()) {
+    if (skipped > 0) out_ << "sweep: " << skipped << " of " << total << " points already done\n";
+    if (bar_) Draw("");
+  }
+  // Called under the sweep's mutex.
+  void Finished(const std::string& what) {
+    ++done_;
+    if (bar_) {
+      Draw(what);
+    } else {
+      out_ << "sweep: [" << done_ << "/" << total_ << "] " << what << "\n" << std::flush;
+    }
+  }
+  void End() {
+    if (bar_) out_ << "\n" << std::flush;
+  }
+
+ private:
+  void Draw(const std::string& what) {
+    constexpr std::size_t kWidth = 30;
+    const std::size_t filled = total_ == 0 ? kWidth : kWidth * done_ / total_;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    out_ << "\r\033[K[" << std::string(filled, '#') << std::string(kWidth - filled, ' ') << "] "
+         << done_ << "/" << total_ << "  " << std::fixed << std::setprecision(0) << elapsed
+         << " s  " << what << std::flush;
+    out_.unsetf(std::ios::fixed);
+  }
+
+  std::ostream& out_;
+  bool bar_;
+  std::size_t total_;
+  std::size_t done_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// ---- Aggregation shared by the table and the report ----
+
+struct Cell {  // one (cluster, rate, policy): means over the seeds that finished
+  double jct_sum = 0.0;
+  double makespan_sum = 0.0;
+  int finished = 0;
+  int saturated = 0;
+  double MeanJct() const { return finished > 0 ? jct_sum / finished : 0.0; }
+  double MeanMakespan() const { return finished > 0 ? makespan_sum / finished : 0.0; }
+};
+
+// cluster -> rate -> policy -> cell; policies keep first-seen order separately.
+struct Aggregate {
+  std::map<std::string, std::map<double, std::map<std::string, Cell>>> cells;
+  std::vector<std::string> policies;
+};
+
+// `policies` first fixes the order of tables and legends to the user's, not the finish order.
+Aggregate AggregateRows(const std::vector<Row>& rows, std::vector<std::string> policies) {
+  Aggregate a;
+  a.policies = std::move(policies);
+  for (const Row& row : rows) {
+    const double rate = std::stod(row.at("jobs_per_hour"));
+    Cell& cell = a.cells[row.at("cluster")][rate][row.at("policy")];
+    if (std::find(a.policies.begin(), a.policies.end(), row.at("policy")) == a.policies.end()) {
+      a.policies.push_back(row.at("policy"));
+    }
+    if (row.at("saturated") == "1") {
+      ++cell.saturated;
+      continue;
+    }
+    cell.jct_sum += std::stod(row.at("average_jct_seconds"));
+    cell.makespan_sum += std::stod(row.at("makespan_seconds"));
+    ++cell.finished;
+  }
+  return a;
+}
+
+void PrintTable(const Aggregate& a, std::ostream& out) {
+  out << std::left << std::setw(12) << "cluster" << std::setw(10) << "jobs/h" << std::setw(26)
+      << "policy" << std::right << std::setw(10) << "JCT (h)" << std::setw(14) << "makespan (h)"
+      << std::setw(7) << "seeds" << std::setw(11) << "speed-up"
+      << "\n";
+  // speed-up: on an X_perf row, mean JCT of X / mean JCT of X_perf at the same cluster and rate.
+  for (const auto& [cluster, by_rate] : a.cells) {
+    for (const auto& [rate, by_policy] : by_rate) {
+      for (const std::string& policy : a.policies) {
+        const auto it = by_policy.find(policy);
+        if (it == by_policy.end()) continue;
+        const Cell& cell = it->second;
+        out << std::left << std::setw(12) << cluster << std::setw(10)
+            << (rate > 0.0 ? FormatNumber(rate) : std::string("static")) << std::setw(26) << policy
+            << std::right << std::fixed << std::setprecision(2);
+        if (cell.finished > 0) {
+          out << std::setw(10) << cell.MeanJct() / 3600.0 << std::setw(14)
+              << cell.MeanMakespan() / 3600.0;
+        } else {
+          out << std::setw(10) << "saturated" << std::setw(14) << "-";
+        }
+        out << std::setw(7)
+            << (std::to_string(cell.finished) + "/" +
+                std::to_string(cell.finished + cell.saturated));
+        // The heterogeneity-aware speed-up: JCT of the agnostic policy / JCT of its _perf twin.
+        const std::string suffix = "_perf";
+        std::string speedup = "";
+        if (policy.size() > suffix.size() &&
+            policy.compare(policy.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          const auto base = by_policy.find(policy.substr(0, policy.size() - suffix.size()));
+          if (base != by_policy.end() && base->second.finished > 0 && cell.finished > 0) {
+            std::ostringstream s;
+            s << std::fixed << std::setprecision(2) << base->second.MeanJct() / cell.MeanJct()
+              << "x";
+            speedup = s.str();
+          }
+        }
+        out << std::setw(11) << speedup << "\n";
+        out.unsetf(std::ios::fixed);
+      }
+    }
+  }
+}
+
+// ---- HTML report: self-contained, inline SVG, no scripts or fonts from the network ----
+
+std::string Escape(const std::string& text) {
+  std::string escaped;
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        escaped += "&amp;";
+        break;
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '"':
+        escaped += "&quot;";
+        break;
+      default:
+        escaped += c;
+    }
+  }
+  return escaped;
+}
+
+const char* Colour(std::size_t i) {
+  static const char* const kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                         "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  return kColours[i % (sizeof kColours / sizeof kColours[0])];
+}
+
+constexpr double kWidth = 640.0, kHeight = 360.0, kLeft = 70.0, kRight = 190.0, kTop = 30.0,
+                 kBottom = 50.0;
+
+std::string Fmt(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", v);
+  return buffer;
+}
+
+void Axes(std::ostream& svg, const std::string& title, const std::string& x_label,
+          const std::string& y_label, double y_max) {
+  svg << "<text x=\"" << Fmt(kWidth / 2) << "\" y=\"18\" text-anchor=\"middle\">" << Escape(title)
+      << "</text>\n";
+  svg << "<line x1=\"" << Fmt(kLeft) << "\" y1=\"" << Fmt(kHeight - kBottom) << "\" x2=\""
+      << Fmt(kWidth - kRight) << "\" y2=\"" << Fmt(kHeight - kBottom) << "\" stroke=\"black\"/>\n";
+  svg << "<line x1=\"" << Fmt(kLeft) << "\" y1=\"" << Fmt(kTop) << "\" x2=\"" << Fmt(kLeft)
+      << "\" y2=\"" << Fmt(kHeight - kBottom) << "\" stroke=\"black\"/>\n";
+  for (int i = 0; i <= 4; ++i) {
+    const double y = kHeight - kBottom - (kHeight - kTop - kBottom) * i / 4.0;
+    svg << "<text x=\"" << Fmt(kLeft - 6) << "\" y=\"" << Fmt(y + 4)
+        << "\" text-anchor=\"end\" font-size=\"11\">" << Fmt(y_max * i / 4.0) << "</text>\n";
+  }
+  svg << "<text x=\"" << Fmt((kLeft + kWidth - kRight) / 2) << "\" y=\"" << Fmt(kHeight - 10)
+      << "\" text-anchor=\"middle\" font-size=\"12\">" << Escape(x_label) << "</text>\n";
+  svg << "<text transform=\"translate(16," << Fmt((kTop + kHeight - kBottom) / 2)
+      << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << Escape(y_label)
+      << "</text>\n";
+}
+
+void Legend(std::ostream& svg, const std::vector<std::string>& names) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const double y = kTop + 16.0 * static_cast<double>(i);
+    svg << "<rect x=\"" << Fmt(kWidth - kRight + 12) << "\" y=\"" << Fmt(y)
+        << "\" width=\"10\" height=\"10\" fill=\"" << Colour(i) << "\"/>\n";
+    svg << "<text x=\"" << Fmt(kWidth - kRight + 28) << "\" y=\"" << Fmt(y + 9)
+        << "\" font-size=\"11\">" << Escape(names[i]) << "</text>\n";
+  }
+}
+
+// Average JCT (hours) against input rate, one line per policy; saturated points left out.
+void JctPlot(const std::string& cluster,
+             const std::map<double, std::map<std::string, Cell>>& by_rate,
+             const std::vector<std::string>& policies, std::ostream& html) {
+  double x_max = 0.0, y_max = 0.0;
+  for (const auto& [rate, by_policy] : by_rate) {
+    if (rate <= 0.0) continue;
+    x_max = std::max(x_max, rate);
+    for (const auto& [policy, cell] : by_policy) {
+      if (cell.finished > 0) y_max = std::max(y_max, cell.MeanJct() / 3600.0);
+    }
+  }
+  if (y_max <= 0.0) y_max = 1.0;
+  if (x_max <= 0.0) x_max = 1.0;
+  const auto x_of = [&](double rate) { return kLeft + (kWidth - kLeft - kRight) * rate / x_max; };
+  const auto y_of = [&](double v) {
+    return kHeight - kBottom - (kHeight - kTop - kBottom) * v / y_max;
+  };
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Fmt(kWidth) << "\" height=\""
+      << Fmt(kHeight) << "\" font-family=\"sans-serif\">\n";
+  Axes(svg, "Average JCT vs input rate, cluster " + cluster, "input rate (jobs/hour)",
+       "average JCT (hours)", y_max);
+  for (const auto& [rate, by_policy] : by_rate) {
+    if (rate <= 0.0) continue;
+    svg << "<text x=\"" << Fmt(x_of(rate)) << "\" y=\"" << Fmt(kHeight - kBottom + 16)
+        << "\" text-anchor=\"middle\" font-size=\"11\">" << FormatNumber(rate) << "</text>\n";
+  }
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    std::string points;
+    for (const auto& [rate, by_policy] : by_rate) {
+      const auto it = by_policy.find(policies[i]);
+      if (rate <= 0.0 || it == by_policy.end() || it->second.finished == 0) continue;
+      const double x = x_of(rate), y = y_of(it->second.MeanJct() / 3600.0);
+      points += Fmt(x) + "," + Fmt(y) + " ";
+      svg << "<circle cx=\"" << Fmt(x) << "\" cy=\"" << Fmt(y) << "\" r=\"3\" fill=\"" << Colour(i)
+          << "\"/>\n";
+    }
+    if (!points.empty()) {
+      svg << "<polyline fill=\"none\" stroke=\"" << Colour(i) << "\" points=\"" << points
+          << "\"/>\n";
+    }
+  }
+  Legend(svg, policies);
+  svg << "</svg>\n";
+  html << svg.str();
+}
+
+// Mean makespan (hours) per policy for static runs (rate 0).
+void MakespanPlot(const std::string& cluster, const std::map<std::string, Cell>& by_policy,
+                  const std::vector<std::string>& policies, std::ostream& html) {
+  double y_max = 0.0;
+  for (const auto& [policy, cell] : by_policy)
+    y_max = std::max(y_max, cell.MeanMakespan() / 3600.0);
+  if (y_max <= 0.0) y_max = 1.0;
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Fmt(kWidth) << "\" height=\""
+      << Fmt(kHeight) << "\" font-family=\"sans-serif\">\n";
+  Axes(svg, "Makespan of static runs, cluster " + cluster, "policy", "makespan (hours)", y_max);
+  const double slot =
+      (kWidth - kLeft - kRight) / static_cast<double>(std::max<std::size_t>(1, policies.size()));
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    const auto it = by_policy.find(policies[i]);
+    if (it == by_policy.end() || it->second.finished == 0) continue;
+    const double h = (kHeight - kTop - kBottom) * it->second.MeanMakespan() / 3600.0 / y_max;
+    svg << "<rect x=\"" << Fmt(kLeft + slot * static_cast<double>(i) + slot * 0.15) << "\" y=\""
+        << Fmt(kHeight - kBottom - h) << "\" width=\"" << Fmt(slot * 0.7) << "\" height=\""
+        << Fmt(h) << "\" fill=\"" << Colour(i) << "\"/>\n";
+  }
+  Legend(svg, policies);
+  svg << "</svg>\n";
+  html << svg.str();
+}
+
+Status WriteReport(const std::filesystem::path& path, const std::vector<Row>& rows,
+                   const Aggregate& a) {
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+       << "<title>Gavel sweep report</title>\n<style>body{font-family:sans-serif;margin:2em}"
+       << "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;"
+       << "text-align:right}</style>\n</head>\n<body>\n<h1>Gavel sweep report</h1>\n";
+  for (const auto& [cluster, by_rate] : a.cells) {
+    html << "<h2>Cluster " << Escape(cluster) << "</h2>\n";
+    const bool has_dynamic = by_rate.upper_bound(0.0) != by_rate.end();
+    if (has_dynamic) JctPlot(cluster, by_rate, a.policies, html);
+    const auto static_runs = by_rate.find(0.0);
+    if (static_runs != by_rate.end()) {
+      MakespanPlot(cluster, static_runs->second, a.policies, html);
+    }
+  }
+  html << "<h2>Comparison (means over seeds)</h2>\n<pre>";
+  std::ostringstream table;
+  PrintTable(a, table);
+  html << Escape(table.str()) << "</pre>\n<h2>Every point</h2>\n<table>\n<tr>";
+  for (const std::string& column : CsvColumns()) html << "<th>" << Escape(column) << "</th>";
+  html << "</tr>\n";
+  for (const Row& row : rows) {
+    html << "<tr>";
+    for (const std::string& column : CsvColumns()) {
+      html << "<td>" << Escape(row.at(column)) << "</td>";
+    }
+    html << "</tr>\n";
+  }
+  html << "</table>\n</body>\n</html>\n";
+  std::ofstream file(path, std::ios::trunc);
+  file << html.str();
+  if (!file.good()) return Status::IoError(path.string() + ": cannot write the report");
+  return Status::Ok();
+}
+
+Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
+  const std::vector<std::string> policies = Split(o.policies, ',');
+  if (policies.empty()) return Status::InvalidArgument("--policies: no policy given");
+  // Fail before any work (and before the CSV exists) rather than once per point.
+  for (const std::string& policy : policies) {
+    const Result<const policy::PolicyInfo*> info = policy::FindPolicy(policy);
+    if (!info.ok()) return Status::InvalidArgument("--policies: " + info.status().message());
+  }
+  std::vector<std::uint64_t> seeds;
+  for (const std::string& text : Split(o.seeds, ',')) {
+    try {
+      std::size_t used = 0;
+      const unsigned long long seed = std::stoull(text, &used);
+      if (used != text.size()) throw std::invalid_argument(text);
+      seeds.push_back(seed);
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("--seeds: \"" + text + "\" is not a non-negative integer");
+    }
+  }
+  if (seeds.empty()) return Status::InvalidArgument("--seeds: no seed given");
+  if (o.rates.empty()) {
+    return Status::InvalidArgument("no input rate: give --rates or -a/-b/-n (0 = static)");
+  }
+  for (const double rate : o.rates) {
+    if (!(rate >= 0.0) || !std::isfinite(rate)) {
+      return Status::InvalidArgument("--rates: " + FormatNumber(rate) + " is not >= 0");
+    }
+  }
+  if (o.clusters.empty()) return Status::InvalidArgument("--cluster: no cluster given");
+  if (!(o.saturation_factor > 0.0) || !(o.saturation_slack_seconds >= 0.0)) {
+    return Status::InvalidArgument("--saturation-factor must be positive, the slack >= 0");
+  }
+  // Slowest-first would balance better, but this order keeps the CSV easy to read.
+  std::vector<Point> points;
+  for (const std::string& cluster : o.clusters) {
+    for (const double rate : o.rates) {
+      for (const std::string& policy : policies) {
+        for (const std::uint64_t seed : seeds) {
+          points.push_back(
+              {.cluster = cluster, .policy = policy, .seed = seed, .jobs_per_hour = rate});
+        }
+      }
+    }
+  }
+  return points;
+}
+
+}  // namespace
+
+std::vector<double> RateLinspace(double a, double b, int n) {
+  std::vector<double> rates;
+  for (int i = 0; i < n; ++i) {
+    const double rate = n == 1 ? a : a + (b - a) * i / (n - 1);
+    if (rate != 0.0) rates.push_back(rate);
+  }
+  return rates;
+}
+
+double SaturationLimitSeconds(double jobs_per_hour, std::size_t window_end, double factor,
+                              double slack_seconds) {
+  if (jobs_per_hour <= 0.0) return 0.0;
+  const double arrival_span = static_cast<double>(window_end) * 3600.0 / jobs_per_hour;
+  return factor * arrival_span + slack_seconds;
+}
+
+Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress) {
+  // Phase 1: the points, and which of them an earlier run already finished.
+  GAVEL_ASSIGN_OR_RETURN(const std::vector<Point> points, EnumeratePoints(o));
+  if (o.out_dir.empty()) return Status::InvalidArgument("--out: no directory given");
+  const std::filesystem::path dir(o.out_dir);
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return Status::IoError(o.out_dir + ": " + error.message());
+  const std::filesystem::path csv_path = dir / kCsvName;
+  GAVEL_ASSIGN_OR_RETURN(const std::vector<Row> earlier, LoadCsv(csv_path));
+  std::set<std::vector<std::string>> done;
+  for (const Row& row : earlier) done.insert(RowKey(row));
+  std::vector<Point> todo;
+  for (const Point& p : points) {
+    if (done.count(p.Key(o)) == 0) todo.push_back(p);
+  }
+
+  // Phase 2: run the rest on a pool, appending each finished row.
+  std::ofstream csv(csv_path, std::ios::app);
+  if (!csv) return Status::IoError(csv_path.string() + ": cannot open for appending");
+  if (earlier.empty() && std::filesystem::file_size(csv_path) == 0) {
+    csv << JoinRow(CsvColumns()) << "\n" << std::flush;
+  }
+  std::mutex mutex;  // guards csv, progress and failures
+  std::vector<Status> failures;
+  Progress bar(progress, o.progress_bar, points.size(), points.size() - todo.size());
+  std::atomic<std::size_t> next{0};
+  const auto worker = [&]() {
+    for (std::size_t i = next++; i < todo.size(); i = next++) {
+      const Result<Row> row = RunPoint(todo[i], o);
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (!row.ok()) {
+        failures.push_back(row.status());
+        bar.Finished(todo[i].Label() + ": FAILED");
+        continue;
+      }
+      std::vector<std::string> cells;
+      for (const std::string& column : CsvColumns()) cells.push_back(row->at(column));
+      csv << JoinRow(cells) << "\n" << std::flush;
+      bar.Finished(todo[i].Label() + (row->at("saturated") == "1" ? ": saturated" : ""));
+    }
+  };
+  std::size_t threads = o.threads > 0 ? o.threads : std::thread::hardware_concurrency();
+  threads = std::max<std::size_t>(1, std::min(threads, todo.size()));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& thread : pool) thread.join();
+  bar.End();
+  csv.close();
+  if (!csv) return Status::IoError(csv_path.string() + ": write failed");
+
+  // Phase 3: the table and the report, from every row of the CSV (earlier runs included).
+  GAVEL_ASSIGN_OR_RETURN(const std::vector<Row> rows, LoadCsv(csv_path));
+  const Aggregate aggregate = AggregateRows(rows, Split(o.policies, ','));
+  PrintTable(aggregate, out);
+  GAVEL_RETURN_IF_ERROR(WriteReport(dir / kReportName, rows, aggregate));
+  out << "CSV: " << csv_path.string() << "\nReport: " << (dir / kReportName).string() << "\n";
+  if (!failures.empty()) {
+    std::string message =
+        std::to_string(failures.size()) + " point(s) failed; first: " + failures.front().message();
+    return Status::Internal(message);
+  }
+  return Status::Ok();
+}
+
+}  // namespace gavel::cli

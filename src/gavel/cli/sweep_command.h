@@ -1,0 +1,61 @@
+// `gavel sweep`: runs every point of clusters × policies × seeds × input rates as an
+// independent `gavel simulate` run, on a pool of threads, and writes one CSV row per finished
+// point plus an HTML report with inline SVG plots.
+//
+// Each point goes through RunSimulate (simulate_command.h), so a sweep point's numbers are
+// exactly those of a direct `gavel simulate` run of the same point. Simulations share no
+// mutable state (sim/simulator.h promises this), so points run concurrently.
+//
+// Resumable: the CSV is appended (and flushed) as each point finishes; on a rerun, points whose
+// key (cluster, policy, seed, jobs_per_hour, window) is already in the CSV are skipped. The
+// report is always drawn from the whole CSV.
+//
+// Saturation: a point with rate r > 0 jobs/hour and window end e is cut once simulated time
+// passes saturation_factor × e × 3600 / r + saturation_slack_seconds (default 2 × the arrival
+// span of the window + 30 days, room for the longest jobs) and is recorded as saturated instead of
+// failing the sweep. Rate 0 means a static run (all jobs at time 0) with no limit.
+//
+// Thread-safety: RunSweep is a free function; it owns its pool and joins it before returning.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "gavel/core/status.h"
+
+namespace gavel::cli {
+
+struct SweepOptions {
+  std::vector<std::string> clusters = {"36:36:36"};
+  std::string policies;       // comma-separated
+  std::string seeds = "0";    // comma-separated
+  std::vector<double> rates;  // jobs/hour; 0 = static
+  std::size_t window_start = 0;
+  std::size_t window_end = 5000;
+  bool multi_gpu = false;
+  std::string compat;
+  double saturation_factor = 2.0;
+  // The longest generated job runs about a week on a V100 and longer on slower types.
+  double saturation_slack_seconds = 30.0 * 24.0 * 3600.0;
+  std::size_t threads = 0;    // 0 = all cores
+  std::string out_dir;        // sweep.csv and report.html land here
+  bool progress_bar = false;  // true: redraw one bar line (stderr is a terminal)
+};
+
+// linspace(a, b, n) with zeros dropped (the original's -a/-b/-n).
+std::vector<double> RateLinspace(double a, double b, int n);
+
+// The saturation bound for one point, in seconds of simulated time; 0 for a static point.
+double SaturationLimitSeconds(double jobs_per_hour, std::size_t window_end, double factor,
+                              double slack_seconds);
+
+// Runs the sweep. Progress goes to `progress`; the comparison table (per cluster and rate: mean
+// average JCT per policy and the speed-up of each `X_perf` over `X`) goes to `out`.
+// A point that fails for any reason other than saturation makes the result non-OK (after the
+// other points finish); its row is not written, so a rerun retries it.
+Status RunSweep(const SweepOptions& options, std::ostream& out, std::ostream& progress);
+
+}  // namespace gavel::cli

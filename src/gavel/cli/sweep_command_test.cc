@@ -1,0 +1,225 @@
+#include "gavel/cli/sweep_command.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gavel/cli/simulate_command.h"
+
+namespace gavel::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the system temp dir, removed at the end of the test.
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gavel_sweep_test_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Small and quick: 12 GPUs, 6 window jobs.
+  SweepOptions Small() const {
+    SweepOptions o;
+    o.clusters = {"4:4:4"};
+    o.policies = "fifo,max_min_fairness";
+    o.seeds = "0,1";
+    o.rates = {1.0};
+    o.window_start = 2;
+    o.window_end = 8;
+    o.threads = 2;
+    o.out_dir = dir_.string();
+    return o;
+  }
+
+  static std::string Read(const fs::path& path) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  // The CSV as maps from column to cell, in file order.
+  std::vector<std::map<std::string, std::string>> Rows() const {
+    std::istringstream in(Read(dir_ / "sweep.csv"));
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> header;
+    {
+      std::istringstream cells(line);
+      std::string cell;
+      while (std::getline(cells, cell, ',')) header.push_back(cell);
+    }
+    std::vector<std::map<std::string, std::string>> rows;
+    while (std::getline(in, line)) {
+      std::istringstream cells(line);
+      std::string cell;
+      std::map<std::string, std::string> row;
+      for (std::size_t i = 0; std::getline(cells, cell, ','); ++i) row[header.at(i)] = cell;
+      rows.push_back(row);
+    }
+    return rows;
+  }
+
+  fs::path dir_;
+};
+
+TEST(RateLinspaceTest, DropsZeroLikeTheOriginal) {
+  EXPECT_EQ(RateLinspace(0.0, 4.0, 5), (std::vector<double>{1.0, 2.0, 3.0, 4.0}));
+  EXPECT_EQ(RateLinspace(2.0, 2.0, 1), (std::vector<double>{2.0}));
+}
+
+TEST(SaturationLimitTest, IsTheStretchedArrivalSpanPlusSlack) {
+  // 10 jobs at 2 jobs/hour arrive over 5 hours = 18000 s.
+  EXPECT_DOUBLE_EQ(SaturationLimitSeconds(2.0, 10, 2.0, 100.0), 2.0 * 18000.0 + 100.0);
+  EXPECT_DOUBLE_EQ(SaturationLimitSeconds(0.0, 10, 2.0, 100.0), 0.0);  // static: no limit
+}
+
+TEST_F(SweepTest, EachPointEqualsADirectSimulateRun) {
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(Small(), out, progress).ok()) << progress.str();
+  const auto rows = Rows();
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) {
+    SimulateOptions s;
+    s.cluster = "4:4:4";
+    s.policy = row.at("policy");
+    s.seed = std::stoull(row.at("seed"));
+    s.jobs_per_hour = 1.0;
+    s.window_start = 2;
+    s.window_end = 8;
+    s.json_path = "-";
+    std::ostringstream json;
+    ASSERT_TRUE(RunSimulate(s, json).ok());
+    const nlohmann::json direct = nlohmann::json::parse(json.str());
+    EXPECT_EQ(row.at("saturated"), "0");
+    // The CSV keeps 12 significant digits.
+    const double jct = direct["average_jct_seconds"].get<double>();
+    const double makespan = direct["makespan_seconds"].get<double>();
+    EXPECT_NEAR(std::stod(row.at("average_jct_seconds")), jct, 1e-10 * jct);
+    EXPECT_NEAR(std::stod(row.at("makespan_seconds")), makespan, 1e-10 * makespan);
+    EXPECT_EQ(std::stod(row.at("rounds")), direct["rounds"].get<double>());
+    EXPECT_EQ(row.at("window_jobs_completed"), "6");
+  }
+  // Plain progress lines (no terminal): one per point, no carriage returns.
+  EXPECT_EQ(progress.str().find('\r'), std::string::npos);
+  EXPECT_NE(progress.str().find("[4/4]"), std::string::npos);
+  EXPECT_NE(out.str().find("max_min_fairness"), std::string::npos);
+}
+
+TEST_F(SweepTest, RerunSkipsFinishedPoints) {
+  SweepOptions first = Small();
+  first.seeds = "0";
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(first, out, progress).ok());
+  // Mark the finished rows; a rerun that recomputed them would not keep the mark.
+  std::string csv = Read(dir_ / "sweep.csv");
+  ASSERT_EQ(Rows().size(), 2u);
+  const std::string marked = Rows()[0].at("wall_seconds");
+  {
+    const std::size_t at = csv.rfind("," + marked);
+    ASSERT_NE(at, std::string::npos);
+    csv.replace(at, marked.size() + 1, ",424242");
+    std::ofstream(dir_ / "sweep.csv", std::ios::trunc) << csv;
+  }
+  std::ostringstream progress2;
+  ASSERT_TRUE(RunSweep(Small(), out, progress2).ok());
+  const auto rows = Rows();
+  ASSERT_EQ(rows.size(), 4u);  // two old, two new (seed 1); nothing duplicated
+  int marks = 0;
+  for (const auto& row : rows) marks += row.at("wall_seconds") == "424242" ? 1 : 0;
+  EXPECT_EQ(marks, 1);
+  EXPECT_NE(progress2.str().find("2 of 4 points already done"), std::string::npos);
+}
+
+TEST_F(SweepTest, OverloadedPointIsCutAndMarkedSaturated) {
+  SweepOptions o = Small();
+  o.policies = "fifo";
+  o.seeds = "0";
+  // The limit becomes 0.01 × 8 h = 288 s: before the first round (360 s) ends.
+  o.saturation_factor = 0.01;
+  o.saturation_slack_seconds = 0.0;
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(o, out, progress).ok()) << progress.str();
+  const auto rows = Rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("saturated"), "1");
+  EXPECT_EQ(rows[0].at("average_jct_seconds"), "");
+  EXPECT_NE(out.str().find("saturated"), std::string::npos);
+}
+
+TEST_F(SweepTest, UnknownPolicyFailsBeforeAnyWork) {
+  SweepOptions o = Small();
+  o.policies = "fifo,no_such_policy";
+  std::ostringstream out, progress;
+  const Status status = RunSweep(o, out, progress);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("no_such_policy"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "sweep.csv"));
+}
+
+TEST_F(SweepTest, TerminalProgressRedrawsOneBarLine) {
+  SweepOptions o = Small();
+  o.policies = "fifo";
+  o.progress_bar = true;
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(o, out, progress).ok());
+  const std::string text = progress.str();
+  EXPECT_NE(text.find("\r"), std::string::npos);
+  EXPECT_NE(text.find("2/2"), std::string::npos);
+  EXPECT_EQ(text.back(), '\n');  // the shell prompt starts on a clean line
+  EXPECT_EQ(text.find("sweep: ["), std::string::npos);
+}
+
+// Every opened tag is closed in order (void and self-closing tags aside).
+bool WellFormed(const std::string& html) {
+  std::vector<std::string> stack;
+  for (std::size_t at = html.find('<'); at != std::string::npos; at = html.find('<', at + 1)) {
+    const std::size_t end = html.find('>', at);
+    if (end == std::string::npos) return false;
+    const std::string tag = html.substr(at + 1, end - at - 1);
+    if (tag.empty() || tag[0] == '!' || tag.back() == '/') continue;
+    const bool closing = tag[0] == '/';
+    const std::string name =
+        tag.substr(closing ? 1 : 0, tag.find_first_of(" >") - (closing ? 1 : 0));
+    if (name == "meta") continue;
+    if (!closing) {
+      stack.push_back(name);
+    } else {
+      if (stack.empty() || stack.back() != name) return false;
+      stack.pop_back();
+    }
+  }
+  return stack.empty();
+}
+
+TEST_F(SweepTest, ReportIsSelfContainedWithOneSvgPerPlot) {
+  SweepOptions o = Small();
+  o.seeds = "0";
+  o.rates = {0.0, 1.0};  // a static run (makespan bars) and a dynamic one (JCT curve)
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(o, out, progress).ok()) << progress.str();
+  const std::string html = Read(dir_ / "report.html");
+  EXPECT_TRUE(WellFormed(html));
+  std::size_t svgs = 0;
+  for (std::size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1))
+    ++svgs;
+  EXPECT_EQ(svgs, 2u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_NE(html.find("Makespan of static runs"), std::string::npos);
+  EXPECT_NE(html.find("Average JCT vs input rate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gavel::cli
