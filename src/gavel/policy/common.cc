@@ -18,6 +18,14 @@ const char* AllocationStatusName(AllocationStatus status) {
   return "unknown";
 }
 
+BaseProblemOptions BaseProblemOptionsFor(Variant variant, const PolicyOptions& options) {
+  BaseProblemOptions base;
+  base.with_pairs = variant == Variant::kPacked;
+  base.fix_unrunnable_to_zero = !options.compat_gavel;
+  base.compat_packed_reshape = options.compat_gavel;
+  return base;
+}
+
 Result<BaseProblem> BuildBaseProblem(const PolicyInput& input, const Matrix& throughput,
                                      lp::Sense sense, const BaseProblemOptions& options) {
   const std::size_t m = input.num_jobs();

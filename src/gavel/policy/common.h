@@ -15,6 +15,7 @@
 #include "gavel/lp/solver.h"
 #include "gavel/policy/policy.h"
 #include "gavel/policy/policy_input.h"
+#include "gavel/policy/variant.h"
 
 namespace gavel::policy {
 
@@ -27,6 +28,10 @@ struct BaseProblemOptions {
   // wrong rows when jobs have different numbers of pairs). Errors where the original crashed.
   bool compat_packed_reshape = false;
 };
+
+// The options every LP policy builds with: pairs for the packed variant; under --compat gavel
+// the original's free unrunnable cells and packed reshape.
+BaseProblemOptions BaseProblemOptionsFor(Variant variant, const PolicyOptions& options);
 
 struct BaseProblem {
   lp::Model model;

@@ -76,12 +76,9 @@ class FinishTimeFairness final : public Policy {
       GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
     }
 
-    BaseProblemOptions base_options;
-    base_options.with_pairs = packed;
-    base_options.fix_unrunnable_to_zero = !compat;
-    base_options.compat_packed_reshape = compat;
     GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
-                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
+                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
+                                            BaseProblemOptionsFor(variant_, options_)));
     if (m == 0) {
       previous_remaining_.clear();
       previous_isolated_throughput_.clear();

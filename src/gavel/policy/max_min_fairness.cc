@@ -21,12 +21,9 @@ class MaxMinFairness final : public Policy {
                                   ? UnitThroughput(input, options_.compat_gavel)
                                   : input.throughput;
 
-    BaseProblemOptions base_options;
-    base_options.with_pairs = packed;
-    base_options.fix_unrunnable_to_zero = !options_.compat_gavel;
-    base_options.compat_packed_reshape = options_.compat_gavel;
     GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
-                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
+                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
+                                            BaseProblemOptionsFor(variant_, options_)));
     if (m == 0) return ExtractAllocation(input, problem, lp::Solution{});
 
     // Agnostic: prop = 1 (the original's T ≡ 1 makes Σ_j c_j / Σ_t c_t = 1), except for a job
