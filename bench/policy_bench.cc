@@ -27,10 +27,10 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -71,19 +71,32 @@ constexpr int kLargestSmallSize = 2048;
 
 // The original's JobTable, in its order: random.choice indexes into it (spec §1.4).
 constexpr std::string_view kJobTable[] = {
-    "ResNet-18 (batch size 16)",        "ResNet-18 (batch size 32)",
-    "ResNet-18 (batch size 64)",        "ResNet-18 (batch size 128)",
-    "ResNet-18 (batch size 256)",       "ResNet-50 (batch size 16)",
-    "ResNet-50 (batch size 32)",        "ResNet-50 (batch size 64)",
-    "ResNet-50 (batch size 128)",       "Transformer (batch size 16)",
-    "Transformer (batch size 32)",      "Transformer (batch size 64)",
-    "Transformer (batch size 128)",     "Transformer (batch size 256)",
-    "LM (batch size 5)",                "LM (batch size 10)",
-    "LM (batch size 20)",               "LM (batch size 40)",
-    "LM (batch size 80)",               "Recommendation (batch size 512)",
-    "Recommendation (batch size 1024)", "Recommendation (batch size 2048)",
-    "Recommendation (batch size 4096)", "Recommendation (batch size 8192)",
-    "A3C",                              "CycleGAN",
+    "ResNet-18 (batch size 16)",
+    "ResNet-18 (batch size 32)",
+    "ResNet-18 (batch size 64)",
+    "ResNet-18 (batch size 128)",
+    "ResNet-18 (batch size 256)",
+    "ResNet-50 (batch size 16)",
+    "ResNet-50 (batch size 32)",
+    "ResNet-50 (batch size 64)",
+    "ResNet-50 (batch size 128)",
+    "Transformer (batch size 16)",
+    "Transformer (batch size 32)",
+    "Transformer (batch size 64)",
+    "Transformer (batch size 128)",
+    "Transformer (batch size 256)",
+    "LM (batch size 5)",
+    "LM (batch size 10)",
+    "LM (batch size 20)",
+    "LM (batch size 40)",
+    "LM (batch size 80)",
+    "Recommendation (batch size 512)",
+    "Recommendation (batch size 1024)",
+    "Recommendation (batch size 2048)",
+    "Recommendation (batch size 4096)",
+    "Recommendation (batch size 8192)",
+    "A3C",
+    "CycleGAN",
 };
 
 struct Settings {
@@ -103,8 +116,8 @@ Settings& GetSettings() {
 
 const ThroughputTable& Table() {
   static const ThroughputTable table = [] {
-    auto loaded =
-        ThroughputTable::LoadFile(std::string(GAVEL_SOURCE_DIR) + "/data/simulation_throughputs.json");
+    auto loaded = ThroughputTable::LoadFile(std::string(GAVEL_SOURCE_DIR) +
+                                            "/data/simulation_throughputs.json");
     GAVEL_CHECK_MSG(loaded.ok(), loaded.status().ToString().c_str());
     return std::move(loaded).value();
   }();
@@ -178,7 +191,7 @@ ClusterSnapshot MakeSnapshot(const InputShape& shape) {
 // The last input built: consecutive repetitions of one point reuse it, and holding only one
 // keeps the n² pairs of a large packed input from piling up.
 Result<std::shared_ptr<const policy::PolicyInput>> InputFor(const policy::PolicyInfo& info,
-                                                              int num_jobs) {
+                                                            int num_jobs) {
   static std::optional<InputShape> cached_shape;
   static std::shared_ptr<const policy::PolicyInput> cached_input;
   const InputShape shape = ShapeFor(info, num_jobs);
@@ -226,8 +239,8 @@ struct Point {
   // The first call's first solve: decides whether the point is repeated, once for all its
   // repetitions (Google Benchmark aborts on a mix of good and skipped repetitions).
   double first_seconds = 0.0;
-  double seconds = 0.0;    // one solve: the median of the calls' per-iteration means
-  double extra_mib = 0.0;  // peak RSS during the first Allocate minus RSS before it
+  double seconds = 0.0;              // one solve: the median of the calls' per-iteration means
+  double extra_mib = 0.0;            // peak RSS during the first Allocate minus RSS before it
   std::vector<double> call_seconds;  // each call's per-iteration mean
 };
 std::map<std::string, std::map<int, Point>, std::less<>>& History() {
@@ -286,8 +299,8 @@ std::optional<std::string> SkipReason(const policy::PolicyInfo& info, int num_jo
   if (!settings.ignore_known_caps) {
     for (const KnownCap& cap : kKnownCaps) {
       if (cap.policy == info.name && num_jobs > cap.max_jobs) {
-        return "not run: capped at " + std::to_string(cap.max_jobs) + " jobs: " +
-               std::string(cap.why);
+        return "not run: capped at " + std::to_string(cap.max_jobs) +
+               " jobs: " + std::string(cap.why);
       }
     }
   }
@@ -441,8 +454,8 @@ double ParsePositive(const std::string& flag, const std::string& text) {
 // Takes our flags out of argv, leaving Google Benchmark's.
 void ParseOwnFlags(int* argc, char** argv) {
   Settings& settings = GetSettings();
-  if (const char* env = std::getenv("GAVEL_BENCH_LARGE"); env != nullptr && *env != '\0' &&
-                                                          std::string_view(env) != "0") {
+  if (const char* env = std::getenv("GAVEL_BENCH_LARGE");
+      env != nullptr && *env != '\0' && std::string_view(env) != "0") {
     settings.large = true;
   }
   int kept = 1;
