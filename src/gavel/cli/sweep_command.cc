@@ -1,5 +1,8 @@
 #include "gavel/cli/sweep_command.h"
 
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -8,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -645,6 +649,63 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
     return Status::Internal(message);
   }
   return Status::Ok();
+}
+
+CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
+  CLI::App* sweep_cmd = app.add_subcommand(
+      "sweep", "Simulate clusters x policies x seeds x input rates in parallel; CSV + HTML");
+  sweep_cmd->add_option("-c,--cluster", line->options.clusters,
+                        "GPU counts per type (v100:p100:k80); repeatable (default 36:36:36)");
+  sweep_cmd->add_option("-p,--policies", line->options.policies, "Policy names, comma-separated")
+      ->required();
+  sweep_cmd->add_option("--seeds", line->options.seeds, "Seeds, comma-separated (default 0)");
+  line->rates_opt =
+      sweep_cmd->add_option("--rates", line->rates, "Input rates in jobs/hour (0 = static)")
+          ->delimiter(',');
+  line->a_opt =
+      sweep_cmd->add_option("-a,--throughput-lower-bound", line->a, "Lowest rate (jobs/hour)");
+  line->b_opt =
+      sweep_cmd->add_option("-b,--throughput-upper-bound", line->b, "Highest rate (jobs/hour)");
+  line->n_opt =
+      sweep_cmd->add_option("-n,--num-data-points", line->n, "Rates in linspace(a, b, n)");
+  sweep_cmd->add_option("-s,--window-start", line->options.window_start,
+                        "First job id of the measurement window (default 0)");
+  sweep_cmd->add_option("-e,--window-end", line->options.window_end,
+                        "Job id after the measurement window (default 5000)");
+  sweep_cmd->add_flag("-m,--generate-multi-gpu-jobs", line->options.multi_gpu,
+                      "Generate multi-GPU jobs (1/2/4/8 GPUs)");
+  sweep_cmd->add_option("--compat", line->options.compat,
+                        "`gavel` reproduces the original implementation's quirks");
+  sweep_cmd->add_option("--saturation-factor", line->options.saturation_factor,
+                        "Cut a run at factor x arrival span + 30 days of simulated time "
+                        "(default 2)");
+  sweep_cmd->add_option("-j,--jobs", line->options.threads, "Threads (default: all cores)");
+  sweep_cmd
+      ->add_option("--out", line->options.out_dir,
+                   "Directory for line->options.csv and report.html")
+      ->required();
+  return sweep_cmd;
+}
+
+int RunSweepCommand(const SweepCommandLine& line) {
+  SweepOptions options = line.options;
+  if ((line.a_opt->count() > 0 || line.b_opt->count() > 0 || line.n_opt->count() > 0) &&
+      !(line.a_opt->count() > 0 && line.b_opt->count() > 0 && line.n_opt->count() > 0)) {
+    std::cerr << "gavel sweep: -a, -b and -n go together\n";
+    return 1;
+  }
+  if (line.n_opt->count() > 0) options.rates = RateLinspace(line.a, line.b, line.n);
+  if (line.rates_opt->count() > 0) {
+    options.rates.insert(options.rates.end(), line.rates.begin(), line.rates.end());
+  }
+  // A bar redrawn in place only makes sense on a terminal; logs get one line per point.
+  options.progress_bar = isatty(STDERR_FILENO) != 0;
+  const Status status = RunSweep(options, std::cout, std::cerr);
+  if (!status.ok()) {
+    std::cerr << "gavel sweep: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace gavel::cli

@@ -26,6 +26,11 @@
 
 #include "gavel/core/status.h"
 
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
 namespace gavel::cli {
 
 struct SweepOptions {
@@ -57,5 +62,24 @@ double SaturationLimitSeconds(double jobs_per_hour, std::size_t window_end, doub
 // A point that fails for any reason other than saturation makes the result non-OK (after the
 // other points finish); its row is not written, so a rerun retries it.
 Status RunSweep(const SweepOptions& options, std::ostream& out, std::ostream& progress);
+
+// The `sweep` subcommand's command line: the options it fills, rates given as a list or as
+// linspace(a, b, n), and which of those were given.
+struct SweepCommandLine {
+  SweepOptions options;
+  std::vector<double> rates;
+  double a = 0.0;
+  double b = 0.0;
+  int n = 0;
+  CLI::Option* rates_opt = nullptr;
+  CLI::Option* a_opt = nullptr;
+  CLI::Option* b_opt = nullptr;
+  CLI::Option* n_opt = nullptr;
+};
+
+// Registers `sweep` on `app`, filling `*line`.
+CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line);
+// Runs a parsed `sweep`; returns the process exit code (errors go to stderr).
+int RunSweepCommand(const SweepCommandLine& line);
 
 }  // namespace gavel::cli
