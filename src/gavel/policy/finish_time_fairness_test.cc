@@ -14,6 +14,7 @@
 #include "gavel/lp/model.h"
 #include "gavel/lp/solver.h"
 #include "gavel/policy/policy_input.h"
+#include "gavel/policy/policy_test_support.h"
 
 namespace gavel::policy {
 namespace {
@@ -57,37 +58,6 @@ std::unique_ptr<Policy> Ftf(Variant variant, bool compat = false,
   options.compat_gavel = compat;
   options.lp_solver = std::move(solver);
   return MakeFinishTimeFairness(variant, options);
-}
-
-// Capacity per type, time per job (singles and pairs), entries in [0, 1].
-void ExpectValidAllocation(const PolicyInput& input, const PolicyOutput& out) {
-  ASSERT_EQ(out.allocation.rows(), input.num_jobs());
-  ASSERT_EQ(out.allocation.cols(), input.num_types());
-  std::vector<double> time(input.num_jobs(), 0.0);
-  std::vector<double> used(input.num_types(), 0.0);
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      const double x = out.allocation(i, j);
-      EXPECT_GE(x, 0.0);
-      EXPECT_LE(x, 1.0);
-      time[i] += x;
-      used[j] += input.jobs[i].scale_factor * x;
-    }
-  }
-  for (std::size_t p = 0; p < out.pair_allocation.rows(); ++p) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      const double x = out.pair_allocation(p, j);
-      EXPECT_GE(x, 0.0);
-      EXPECT_LE(x, 1.0);
-      time[static_cast<std::size_t>(input.pairs[p].first)] += x;
-      time[static_cast<std::size_t>(input.pairs[p].second)] += x;
-      used[j] += input.jobs[static_cast<std::size_t>(input.pairs[p].first)].scale_factor * x;
-    }
-  }
-  for (double t : time) EXPECT_LE(t, 1.0 + 1e-6);
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    EXPECT_LE(used[j], input.gpu_counts[j] + 1e-6);
-  }
 }
 
 // Everything rho_k needs, computed here from the spec's formulas (first call: no cumulative

@@ -13,6 +13,7 @@
 #include "gavel/lp/glpk_solver.h"
 #include "gavel/lp/model.h"
 #include "gavel/policy/policy_input.h"
+#include "gavel/policy/policy_test_support.h"
 #include "gavel/policy/registry.h"
 
 namespace gavel::policy {
@@ -51,25 +52,6 @@ Result<PolicyOutput> SumThroughput(const MaxSumThroughputOptions& variant, const
   return MakeMaxSumThroughput(variant, options)->Allocate(input);
 }
 
-// Job i's steps/s under an allocation, from the raw matrices.
-double ThroughputOf(const PolicyInput& input, const PolicyOutput& out, std::size_t i) {
-  double total = 0.0;
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    total += input.throughput(i, j) * out.allocation(i, j);
-  }
-  for (std::size_t p = 0; p < out.pair_allocation.rows(); ++p) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      if (static_cast<std::size_t>(input.pairs[p].first) == i) {
-        total += input.pair_throughput_first(p, j) * out.pair_allocation(p, j);
-      }
-      if (static_cast<std::size_t>(input.pairs[p].second) == i) {
-        total += input.pair_throughput_second(p, j) * out.pair_allocation(p, j);
-      }
-    }
-  }
-  return total;
-}
-
 // Σ over jobs and types of steps/s per dollar (cost 1 when none), from the raw matrices.
 double ObjectiveOf(const PolicyInput& input, const PolicyOutput& out,
                    const std::vector<double>& costs) {
@@ -86,36 +68,6 @@ double ObjectiveOf(const PolicyInput& input, const PolicyOutput& out,
     }
   }
   return total;
-}
-
-void ExpectValidAllocation(const PolicyInput& input, const PolicyOutput& out) {
-  ASSERT_EQ(out.allocation.rows(), input.num_jobs());
-  ASSERT_EQ(out.allocation.cols(), input.num_types());
-  std::vector<double> time(input.num_jobs(), 0.0);
-  std::vector<double> used(input.num_types(), 0.0);
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      const double x = out.allocation(i, j);
-      EXPECT_GE(x, 0.0);
-      EXPECT_LE(x, 1.0);
-      time[i] += x;
-      used[j] += input.jobs[i].scale_factor * x;
-    }
-  }
-  for (std::size_t p = 0; p < out.pair_allocation.rows(); ++p) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      const double x = out.pair_allocation(p, j);
-      EXPECT_GE(x, 0.0);
-      EXPECT_LE(x, 1.0);
-      time[static_cast<std::size_t>(input.pairs[p].first)] += x;
-      time[static_cast<std::size_t>(input.pairs[p].second)] += x;
-      used[j] += input.jobs[static_cast<std::size_t>(input.pairs[p].first)].scale_factor * x;
-    }
-  }
-  for (double t : time) EXPECT_LE(t, 1.0 + 1e-6);
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    EXPECT_LE(used[j], input.gpu_counts[j] + 1e-6);
-  }
 }
 
 // The same problem written here from scratch and solved by GLPK: the optimum with the SLO

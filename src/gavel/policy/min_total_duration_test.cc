@@ -12,6 +12,7 @@
 #include "gavel/lp/glpk_solver.h"
 #include "gavel/lp/model.h"
 #include "gavel/policy/policy_input.h"
+#include "gavel/policy/policy_test_support.h"
 
 namespace gavel::policy {
 namespace {
@@ -42,25 +43,6 @@ PolicyInput MakeInput(std::vector<std::string> types, std::vector<double> counts
   return input;
 }
 
-// Job i's steps/s under an allocation, summed here from the raw matrices.
-double ThroughputOf(const PolicyInput& input, const PolicyOutput& out, std::size_t i) {
-  double total = 0.0;
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    total += input.throughput(i, j) * out.allocation(i, j);
-  }
-  for (std::size_t p = 0; p < out.pair_allocation.rows(); ++p) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      if (static_cast<std::size_t>(input.pairs[p].first) == i) {
-        total += input.pair_throughput_first(p, j) * out.pair_allocation(p, j);
-      }
-      if (static_cast<std::size_t>(input.pairs[p].second) == i) {
-        total += input.pair_throughput_second(p, j) * out.pair_allocation(p, j);
-      }
-    }
-  }
-  return total;
-}
-
 bool CanRun(const PolicyInput& input, std::size_t i, bool packed) {
   for (std::size_t j = 0; j < input.num_types(); ++j) {
     if (input.throughput(i, j) > 0.0) return true;
@@ -89,37 +71,6 @@ double AchievedMakespan(const PolicyInput& input, const PolicyOutput& out, bool 
     makespan = std::max(makespan, input.jobs[i].steps_remaining / ThroughputOf(input, out, i));
   }
   return makespan;
-}
-
-// Capacity per type, time per job (singles and pairs), entries in [0, 1].
-void ExpectValidAllocation(const PolicyInput& input, const PolicyOutput& out) {
-  ASSERT_EQ(out.allocation.rows(), input.num_jobs());
-  ASSERT_EQ(out.allocation.cols(), input.num_types());
-  std::vector<double> time(input.num_jobs(), 0.0);
-  std::vector<double> used(input.num_types(), 0.0);
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      const double x = out.allocation(i, j);
-      EXPECT_GE(x, 0.0);
-      EXPECT_LE(x, 1.0);
-      time[i] += x;
-      used[j] += input.jobs[i].scale_factor * x;
-    }
-  }
-  for (std::size_t p = 0; p < out.pair_allocation.rows(); ++p) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      const double x = out.pair_allocation(p, j);
-      EXPECT_GE(x, 0.0);
-      EXPECT_LE(x, 1.0);
-      time[static_cast<std::size_t>(input.pairs[p].first)] += x;
-      time[static_cast<std::size_t>(input.pairs[p].second)] += x;
-      used[j] += input.jobs[static_cast<std::size_t>(input.pairs[p].first)].scale_factor * x;
-    }
-  }
-  for (double t : time) EXPECT_LE(t, 1.0 + 1e-6);
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    EXPECT_LE(used[j], input.gpu_counts[j] + 1e-6);
-  }
 }
 
 // An independent makespan: bisection on M over feasibility LPs built here from scratch
