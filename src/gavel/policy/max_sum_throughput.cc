@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gavel/policy/common.h"
+#include "gavel/policy/fast_path.h"
 
 namespace gavel::policy {
 namespace {
@@ -34,12 +35,19 @@ class MaxSumThroughput final : public Policy {
       : variant_(variant),
         options_(options),
         solver_(LpSolverOf(options)),
-        simplex_solver_(SimplexSolverOf(options)) {}
+        simplex_solver_(SimplexSolverOf(options)),
+        master_solver_(MasterSolverOf(options)) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     GAVEL_ASSIGN_OR_RETURN(const std::vector<double> costs, CostsOf(input));
+    std::string fast_path_note;
+    if (m > 0 && UseFastPath(variant_.packed ? Variant::kPacked : Variant::kPerf, options_)) {
+      Result<PolicyOutput> fast = SolveByDecomposition(input, costs);
+      if (fast.ok()) return fast;
+      fast_path_note = FastPathFailureNote(fast.status());
+    }
 
     BaseProblemOptions base_options;
     base_options.with_pairs = variant_.packed;
@@ -138,11 +146,70 @@ class MaxSumThroughput final : public Policy {
     PolicyOutput output = ExtractAllocation(input, problem, solution);
     output.status = status;
     output.note = std::move(note);
+    if (!fast_path_note.empty()) output.note += (output.note.empty() ? "" : "; ") + fast_path_note;
     output.objective = solution.objective;
     return output;
   }
 
  private:
+  // The same LP by per-job decomposition: profits T / cost, SLO rows as demands (scaled by
+  // the job's largest throughput, as above); without them when they cannot all be met.
+  Result<PolicyOutput> SolveByDecomposition(const PolicyInput& input,
+                                            const std::vector<double>& costs) const {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    decomp::JobProblem problem = BaseJobProblem(input, input.throughput);
+    problem.profit = Matrix(m, n);
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) problem.profit(i, j) = input.throughput(i, j) / costs[j];
+    }
+    bool any_slo = false;
+    bool unmeetable = false;
+    if (variant_.slos) {
+      PrepareDemandRows(problem);
+      for (std::size_t i = 0; i < m && !unmeetable; ++i) {
+        const PolicyJob& job = input.jobs[i];
+        if (!job.slo_time_left.has_value()) continue;
+        const double time_left = job.slo_time_left->value();
+        if (time_left <= 0.0 || job.steps_remaining <= 0.0) continue;
+        double largest = 0.0;
+        for (std::size_t j = 0; j < n; ++j) largest = std::max(largest, input.throughput(i, j));
+        if (largest <= 0.0) {
+          unmeetable = true;
+          break;
+        }
+        for (std::size_t j = 0; j < n; ++j) problem.gain(i, j) = input.throughput(i, j) / largest;
+        problem.has_demand[i] = 1;
+        problem.level[i] = job.steps_remaining / time_left / largest;
+        any_slo = true;
+      }
+    }
+    AllocationStatus status = AllocationStatus::kOptimal;
+    std::string note;
+    decomp::JobSolution solution;
+    if (any_slo && !unmeetable) {
+      GAVEL_ASSIGN_OR_RETURN(solution, decomp::SolveJobProblem(problem, *master_solver_));
+    } else {
+      solution.outcome = decomp::JobOutcome::kInfeasible;
+    }
+    if (!any_slo || unmeetable || solution.outcome == decomp::JobOutcome::kInfeasible) {
+      if (any_slo || unmeetable) {
+        status = AllocationStatus::kFallback;
+        note = "the SLOs cannot all be met; allocated without them";
+      }
+      problem.has_demand.clear();
+      GAVEL_ASSIGN_OR_RETURN(solution, decomp::SolveJobProblem(problem, *master_solver_));
+    }
+    if (solution.outcome != decomp::JobOutcome::kOptimal) {
+      return Status::Internal("max_sum_throughput: the decomposition found no optimum");
+    }
+    PolicyOutput output = AllocationOf(input, solution);
+    output.status = status;
+    output.note = std::move(note);
+    output.objective = solution.objective;
+    return output;
+  }
+
   Result<std::vector<double>> CostsOf(const PolicyInput& input) const {
     std::vector<double> costs(input.num_types(), 1.0);
     if (!variant_.per_cost) return costs;
@@ -165,6 +232,7 @@ class MaxSumThroughput final : public Policy {
   PolicyOptions options_;
   std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
   std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
+  std::shared_ptr<lp::Solver> master_solver_;   // the fast path's master problem
 };
 
 }  // namespace

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "gavel/policy/common.h"
+#include "gavel/policy/fast_path.h"
 
 namespace gavel::policy {
 namespace {
@@ -43,7 +45,8 @@ class MinTotalDuration final : public Policy {
       : variant_(variant),
         options_(options),
         solver_(LpSolverOf(options)),
-        simplex_solver_(SimplexSolverOf(options)) {}
+        simplex_solver_(SimplexSolverOf(options)),
+        master_solver_(MasterSolverOf(options)) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
@@ -52,6 +55,13 @@ class MinTotalDuration final : public Policy {
     Matrix throughput = input.throughput;
     if (variant_ == Variant::kAgnostic) {
       GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
+    }
+
+    std::string fast_path_note;
+    if (m > 0 && UseFastPath(variant_, options_)) {
+      Result<PolicyOutput> fast = SolveByDecomposition(input, throughput);
+      if (fast.ok()) return fast;
+      fast_path_note = FastPathFailureNote(fast.status());
     }
 
     GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
@@ -68,19 +78,57 @@ class MinTotalDuration final : public Policy {
       demands.push_back({k, -1, input.jobs[k].steps_remaining,
                          MaxThroughputAlone(input, throughput, problem, packed, k)});
     }
-    if (demands.empty()) {
-      PolicyOutput output;
-      output.allocation = Matrix(m, input.num_types());
-      output.pair_allocation = Matrix(packed ? input.pairs.size() : 0, input.num_types());
-      output.objective = 0.0;
-      output.note = "no job has steps left on a GPU type it can run on";
-      return output;
-    }
-    return compat ? Bisect(input, std::move(problem), terms, demands)
-                  : SolveExactly(input, std::move(problem), terms, demands);
+    if (demands.empty()) return NothingToFinish(input, packed);
+    Result<PolicyOutput> output = compat ? Bisect(input, std::move(problem), terms, demands)
+                                         : SolveExactly(input, std::move(problem), terms, demands);
+    if (output.ok() && !fast_path_note.empty()) output->note = fast_path_note;
+    return output;
   }
 
  private:
+  static PolicyOutput NothingToFinish(const PolicyInput& input, bool packed) {
+    PolicyOutput output;
+    output.allocation = Matrix(input.num_jobs(), input.num_types());
+    output.pair_allocation = Matrix(packed ? input.pairs.size() : 0, input.num_types());
+    output.objective = 0.0;
+    output.note = "no job has steps left on a GPU type it can run on";
+    return output;
+  }
+
+  // SolveExactly's LP (same scaling) by per-job decomposition: gains T / thr_max_k, rates
+  // R_k / (thr_max_k L), maximise φ.
+  Result<PolicyOutput> SolveByDecomposition(const PolicyInput& input,
+                                            const Matrix& throughput) const {
+    decomp::JobProblem problem = BaseJobProblem(input, throughput);
+    PrepareDemandRows(problem);
+    problem.t_weight = 1.0;
+    const BaseProblem no_pairs;
+    std::vector<DemandRow> demands;
+    for (std::size_t k = 0; k < input.num_jobs(); ++k) {
+      if (input.jobs[k].steps_remaining <= 0.0 || throughput.RowSum(k) <= 0.0) continue;
+      demands.push_back({k, -1, input.jobs[k].steps_remaining,
+                         MaxThroughputAlone(input, throughput, no_pairs, false, k)});
+    }
+    if (demands.empty()) return NothingToFinish(input, /*packed=*/false);
+    double scale = 0.0;  // L
+    for (const DemandRow& d : demands) scale = std::max(scale, d.remaining / d.max_raw_throughput);
+    for (const DemandRow& d : demands) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        problem.gain(d.job, j) = throughput(d.job, j) / d.max_raw_throughput;
+      }
+      problem.has_demand[d.job] = 1;
+      problem.rate[d.job] = d.remaining / (d.max_raw_throughput * scale);
+    }
+    GAVEL_ASSIGN_OR_RETURN(const decomp::JobSolution solution,
+                           decomp::SolveJobProblem(problem, *master_solver_));
+    if (solution.outcome != decomp::JobOutcome::kOptimal || !(solution.t > 0.0)) {
+      return Status::Internal("min_total_duration: the decomposition found no optimum");
+    }
+    PolicyOutput output = AllocationOf(input, solution);
+    output.objective = scale / solution.t;
+    return output;
+  }
+
   // Adds row k: Σ_terms (T / thr_max_k) X [- (R_k / (thr_max_k L)) φ] >= lower.
   static void AddDemandRows(BaseProblem& problem,
                             const std::vector<std::vector<ThroughputTerm>>& terms,
@@ -183,6 +231,7 @@ class MinTotalDuration final : public Policy {
   PolicyOptions options_;
   std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
   std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
+  std::shared_ptr<lp::Solver> master_solver_;   // the fast path's master problem
 };
 
 }  // namespace

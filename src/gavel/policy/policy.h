@@ -36,6 +36,18 @@ struct PolicyOutput {
   std::string note;                 // why a fallback was taken, etc.
 };
 
+// Which way an LP policy solves its formulation. Both return an optimum of the same
+// formulation (docs/policies.md, "Fast paths"); they may return different optimal points
+// where the optimum is not unique.
+enum class SolvePath {
+  // Structure-exploiting methods where the policy has one (per-job decomposition priced by
+  // the capacity duals, column generation for space-sharing pairs); the general path
+  // elsewhere. Ignored under --compat gavel, which reproduces the original's solver choices.
+  kFast,
+  // The whole LP handed to the LP solver (`gavel allocate --solver clp`).
+  kGeneral,
+};
+
 struct PolicyOptions {
   // Reproduce the original implementation's quirks (docs/differences.md) instead of the
   // corrected behaviour.
@@ -45,6 +57,7 @@ struct PolicyOptions {
   // Solvers; null means COIN-OR Clp for LPs and Cbc for MILPs.
   std::shared_ptr<lp::Solver> lp_solver;
   std::shared_ptr<lp::Solver> milp_solver;
+  SolvePath solve_path = SolvePath::kFast;
 };
 
 class Policy {
