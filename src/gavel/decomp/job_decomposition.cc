@@ -16,6 +16,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::uint8_t kIdle = 0xff;
+// The master solver's dual feasibility tolerance (Clp's default): a reduced cost below it
+// does not make the master's simplex move.
+constexpr double kMasterDualTolerance = 1e-7;
+// The size the master's objective is scaled to (see Master).
+constexpr double kMasterObjectiveSize = 1e4;
 
 // One job's share of a column: x_i = (1 − w)·e_first + w·e_second (kIdle = the zero vector).
 struct JobPoint {
@@ -228,27 +233,29 @@ class Decomposition {
       double total = 0.0;
       double got = 0.0;
       for (std::size_t j = 0; j < k_; ++j) {
-        const double v = x(i, j);
-        if (v < 0.0 || (v > 0.0 && !Allowed(i, j))) return false;
+        const double v = std::max(0.0, x(i, j));  // (a master's weights may be −1e-17)
+        if (x(i, j) < -1e-12 || (v > 0.0 && !Allowed(i, j))) return false;
         total += v;
         column.usage[j] += p_.size[i] * v;
         if (p_.profit.rows()) column.objective += p_.profit(i, j) * v;
         if (demand_[i]) got += p_.gain(i, j) * v;
       }
-      if (total > 1.0 + 1e-12) return false;
+      if (total > 1.0 + 1e-9) return false;
       if (!demand_[i]) continue;
       const double need = p_.level[i];
       if (got < need - Tolerance(need)) return false;
       if (p_.rate[i] > 0.0) t = std::min(t, std::max(0.0, (got - need) / p_.rate[i]));
     }
+    // Points a master combined keep capacity only to its primal tolerance (Clp: 1e-7).
     for (std::size_t j = 0; j < k_; ++j) {
-      if (column.usage[j] > p_.capacity[j] + Tolerance(p_.capacity[j])) return false;
+      if (column.usage[j] > p_.capacity[j] + 1e-7 * std::max(1.0, p_.capacity[j])) return false;
     }
     CleanUsage(column);
     column.t = has_t_ ? std::max(0.0, t) : 0.0;
     if (has_t_) column.objective += p_.t_weight * column.t;
     column.jobs.clear();
     column.explicit_x = x;
+    for (double& v : column.explicit_x.data()) v = std::max(0.0, v);
     return true;
   }
 
@@ -396,14 +403,26 @@ class Decomposition {
 };
 
 // The master problem: maximise Σ λ_c obj_c s.t. Σ λ_c usage_c <= capacity, Σ λ_c = 1.
+//
+// The objective is scaled so that the optimum is about kMasterObjectiveSize: the backend's
+// dual tolerance (Clp: 1e-7, absolute) then stands for a relative precision of about 1e-11,
+// and the convergence test, which trusts the master's duals, can ask for 1e-10.
 class Master {
  public:
-  Master(lp::Solver& solver, const std::vector<double>& capacity)
-      : solver_(solver), capacity_(capacity), k_(capacity.size()) {}
+  // `typical_objective`: the order of magnitude of the optimum (an upper bound will do).
+  Master(lp::Solver& solver, const std::vector<double>& capacity, double typical_objective)
+      : solver_(solver),
+        capacity_(capacity),
+        k_(capacity.size()),
+        objective_scale_(typical_objective > 0.0 && std::isfinite(typical_objective)
+                             ? kMasterObjectiveSize / typical_objective
+                             : 1.0) {}
 
   Status Load(const std::vector<ColumnPoint>& columns) {
     lp::Model model(lp::Sense::kMaximize);
-    for (const ColumnPoint& c : columns) model.AddColumn(0.0, lp::kInfinity, c.objective);
+    for (const ColumnPoint& c : columns) {
+      model.AddColumn(0.0, lp::kInfinity, c.objective * objective_scale_);
+    }
     std::vector<int> cols(columns.size());
     std::vector<double> coefs(columns.size());
     for (std::size_t c = 0; c < columns.size(); ++c) cols[c] = static_cast<int>(c);
@@ -424,15 +443,27 @@ class Master {
       rows_[j] = static_cast<int>(j);
       coefs_[j] = j < k_ ? column.usage[j] : 1.0;
     }
-    session_->AddColumn(0.0, lp::kInfinity, column.objective, rows_, coefs_);
+    session_->AddColumn(0.0, lp::kInfinity, column.objective * objective_scale_, rows_, coefs_);
   }
 
-  Result<lp::Solution> Solve() { return session_->Solve(); }
+  // The solution in the problem's own objective units.
+  Result<lp::Solution> Solve() {
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session_->Solve());
+    solution.objective /= objective_scale_;
+    for (double& d : solution.row_duals) d /= objective_scale_;
+    for (double& d : solution.reduced_costs) d /= objective_scale_;
+    return solution;
+  }
+
+  // How far, in the problem's objective units, a reduced cost may be off (the backend's dual
+  // tolerance, unscaled).
+  double dual_precision() const { return kMasterDualTolerance / objective_scale_; }
 
  private:
   lp::Solver& solver_;
   const std::vector<double>& capacity_;
   std::size_t k_;
+  double objective_scale_;
   std::unique_ptr<lp::Session> session_;
   std::vector<int> rows_;
   std::vector<double> coefs_;
@@ -476,12 +507,16 @@ Result<JobSolution> Run(const JobProblem& problem, lp::Solver& master_solver,
                         const JobSolveOptions& options, std::vector<ColumnPoint> columns) {
   Decomposition decomposition(problem);
   const std::size_t k = problem.num_types();
-  Master master(master_solver, problem.capacity);
+  ColumnPoint candidate;
+  // Unpriced capacity gives an upper bound on the optimum: the master's objective scale.
+  const std::vector<double> no_prices(k, 0.0);
+  double typical = std::abs(decomposition.Price(no_prices, candidate));
+  for (const ColumnPoint& c : columns) typical = std::max(typical, std::abs(c.objective));
+  Master master(master_solver, problem.capacity, typical);
   GAVEL_RETURN_IF_ERROR(master.Load(columns));
 
   JobSolution result;
   std::vector<double> prices(k, 0.0);
-  ColumnPoint candidate;
   int reloads = 0;
   for (int iteration = 1;; ++iteration) {
     GAVEL_ASSIGN_OR_RETURN(const lp::Solution master_solution, master.Solve());
@@ -501,16 +536,27 @@ Result<JobSolution> Run(const JobProblem& problem, lp::Solver& master_solver,
     const double sigma = value - priced_capacity;
     const double best = decomposition.Price(prices, candidate);
     const double gap = best - sigma;  // Lagrangian bound − master value
-    const bool converged = gap <= options.relative_gap * std::max(1.0, std::abs(value));
+    // A column the master already holds can price out slightly positive by the master
+    // solver's own dual tolerance (Clp: 1e-7): that is convergence too, at that tolerance.
+    const bool repeated = candidate.objective == columns.back().objective &&
+                          candidate.usage == columns.back().usage;
+    const double scale = std::max(1.0, std::abs(value));
+    const bool converged = gap <= options.relative_gap * scale ||
+                           (repeated && gap <= 10.0 * master.dual_precision());
     if (converged || iteration >= options.max_iterations) {
       if (!converged) {
         return Status::Internal("job decomposition: no convergence in " +
                                 std::to_string(options.max_iterations) + " iterations (gap " +
                                 std::to_string(gap) + ")");
       }
-      result.x = decomposition.Combine(columns, master_solution.values);
+      // The master's weights within its tolerances: none below 0, summing to 1.
+      std::vector<double> weights = master_solution.values;
+      double total = 0.0;
+      for (double& w : weights) total += (w = std::max(0.0, w));
+      for (double& w : weights) w /= total;
+      result.x = decomposition.Combine(columns, weights);
       double t = 0.0;
-      for (std::size_t c = 0; c < columns.size(); ++c) t += master_solution.values[c] * columns[c].t;
+      for (std::size_t c = 0; c < columns.size(); ++c) t += weights[c] * columns[c].t;
       result.t = t;
       result.objective = value;
       result.prices = prices;
@@ -525,9 +571,7 @@ Result<JobSolution> Run(const JobProblem& problem, lp::Solver& master_solver,
     }
     // A warm re-solve that ignores an improving column (a degenerate, badly conditioned
     // basis) shows as the same candidate again: reload the master from scratch then.
-    const bool stalled = iteration > 1 && candidate.objective == columns.back().objective &&
-                         candidate.usage == columns.back().usage;
-    if (stalled) {
+    if (repeated) {
       GAVEL_RETURN_IF_ERROR(master.Load(columns));
       ++reloads;
       if (reloads > 3) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gavel/policy/common.h"
+#include "gavel/policy/fast_path.h"
 
 namespace gavel::policy {
 namespace {
@@ -65,7 +66,8 @@ class FinishTimeFairness final : public Policy {
       : variant_(variant),
         options_(options),
         solver_(LpSolverOf(options)),
-        simplex_solver_(SimplexSolverOf(options)) {}
+        simplex_solver_(SimplexSolverOf(options)),
+        master_solver_(MasterSolverOf(options)) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
@@ -76,13 +78,18 @@ class FinishTimeFairness final : public Policy {
       GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
     }
 
-    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
-                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
-                                            BaseProblemOptionsFor(variant_, options_)));
+    // The fast path (per-job decomposition) needs no whole-LP model.
+    const bool fast = m > 0 && UseFastPath(variant_, options_);
+    std::optional<BaseProblem> problem;
+    if (!fast) {
+      GAVEL_ASSIGN_OR_RETURN(problem,
+                             BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
+                                              BaseProblemOptionsFor(variant_, options_)));
+    }
     if (m == 0) {
       previous_remaining_.clear();
       previous_isolated_throughput_.clear();
-      return ExtractAllocation(input, problem, lp::Solution{});
+      return ExtractAllocation(input, *problem, lp::Solution{});
     }
 
     // Isolated throughputs come from the unweighted single-job throughputs in every variant.
@@ -92,14 +99,17 @@ class FinishTimeFairness final : public Policy {
     // The original divides throughputs by the priority weight only in the packed variant;
     // by default every variant does (docs/differences.md).
     const bool use_weights = packed || !compat;
+    const BaseProblem no_pairs;
     const std::vector<std::vector<ThroughputTerm>> terms =
-        ThroughputTerms(input, problem, throughput, packed);
+        fast ? std::vector<std::vector<ThroughputTerm>>()
+             : ThroughputTerms(input, *problem, throughput, packed);
     std::vector<FairnessRow> rows;
     for (std::size_t k = 0; k < m; ++k) {
       const PolicyJob& job = input.jobs[k];
       // A job with nothing left, or that can run nowhere (no isolated share, so no finish
       // time to be fair about), is left out of the max.
-      if (job.steps_remaining <= 0.0 || isolated[k] <= 0.0 || terms[k].empty()) continue;
+      const bool runs_somewhere = fast ? throughput.RowSum(k) > 0.0 : !terms[k].empty();
+      if (job.steps_remaining <= 0.0 || isolated[k] <= 0.0 || !runs_somewhere) continue;
       FairnessRow f;
       f.job = k;
       f.remaining = job.steps_remaining;
@@ -107,7 +117,8 @@ class FinishTimeFairness final : public Policy {
       f.weight = use_weights ? job.priority_weight : 1.0;
       f.isolated_time = cumulative[k] + job.steps_remaining / isolated[k];
       f.isolated_throughput = isolated[k];
-      f.max_raw_throughput = MaxThroughputAlone(input, throughput, problem, packed, k);
+      f.max_raw_throughput =
+          MaxThroughputAlone(input, throughput, fast ? no_pairs : *problem, packed, k);
       rows.push_back(f);
     }
     if (rows.empty()) {
@@ -117,7 +128,30 @@ class FinishTimeFairness final : public Policy {
       output.note = "no job has steps left on a GPU type it can run on";
       return output;
     }
+    std::string fast_path_note;
+    if (fast) {
+      Result<PolicyOutput> output = SolveByDecomposition(input, throughput, rows);
+      if (output.ok()) return output;
+      fast_path_note = FastPathFailureNote(output.status());
+      GAVEL_ASSIGN_OR_RETURN(problem,
+                             BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
+                                              BaseProblemOptionsFor(variant_, options_)));
+      terms_for_fallback_ = ThroughputTerms(input, *problem, throughput, packed);
+    }
+    const std::vector<std::vector<ThroughputTerm>>& row_terms =
+        fast ? terms_for_fallback_ : terms;
+    return SolveByBisection(input, throughput, *problem, row_terms, std::move(rows),
+                            fast_path_note);
+  }
 
+ private:
+  Result<PolicyOutput> SolveByBisection(const PolicyInput& input, const Matrix& throughput,
+                                        BaseProblem& problem,
+                                        const std::vector<std::vector<ThroughputTerm>>& terms,
+                                        std::vector<FairnessRow> rows,
+                                        const std::string& fast_path_note) {
+    const bool packed = variant_ == Variant::kPacked;
+    const bool compat = options_.compat_gavel;
     // Row k: Σ_terms (T / thr_max_k) X >= R_k w_k / ((r t_iso_k - a_k) thr_max_k), its lower
     // bound set per r. By default the secondary objective is Σ_k thr_k / thr_max_k; under
     // --compat gavel there is none and the centre of the optimal face is returned instead,
@@ -150,10 +184,98 @@ class FinishTimeFairness final : public Policy {
     if (compat) GAVEL_RETURN_IF_ERROR(MoveToCentre(rows, problem.model, *best));
     PolicyOutput output = ExtractAllocation(input, problem, best->solution);
     output.objective = best->rho;
+    output.note = fast_path_note;
     return output;
   }
 
- private:
+  // The same problem by per-job decomposition (docs/policies.md). For a ratio r, the largest
+  // τ with thr_k(X) >= τ · D_k(r) for every job in the max (D_k(r) the throughput ρ_k <= r
+  // needs) is a max-min LP; r is feasible iff τ >= 1. From a solve at r with value τ and
+  // allocation X: X itself reaches max_k ρ_k(X) (an upper bound on r*), and since
+  // ρ_k <= r/τ + b_k (1 − 1/τ) for b_k = a_k / t_iso_k, no r below min_k of that can be
+  // feasible when τ < 1 (a lower bound). Solving again at the lower bound converges like
+  // Newton's method (in one solve when every b_k is equal, e.g. all jobs just arrived). The
+  // final LP maximises Σ_k thr_k / thr_max_k among the allocations meeting the ratio found.
+  Result<PolicyOutput> SolveByDecomposition(const PolicyInput& input, const Matrix& throughput,
+                                            const std::vector<FairnessRow>& rows) const {
+    decomp::JobProblem problem = BaseJobProblem(input, throughput);
+    PrepareDemandRows(problem);
+    problem.t_weight = 1.0;
+    for (const FairnessRow& f : rows) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        problem.gain(f.job, j) = throughput(f.job, j) / f.max_raw_throughput;
+      }
+      problem.has_demand[f.job] = 1;
+    }
+    auto max_rho = [&](const Matrix& x) {
+      double worst = 0.0;
+      for (const FairnessRow& f : rows) {
+        double raw = 0.0;
+        for (std::size_t j = 0; j < input.num_types(); ++j) raw += throughput(f.job, j) * x(f.job, j);
+        worst = std::max(worst, raw > 0.0 ? Rho(f, raw) : lp::kInfinity);
+      }
+      return worst;
+    };
+    double lo = 0.0;
+    for (const FairnessRow& f : rows) lo = std::max(lo, Rho(f, f.max_raw_throughput));
+    double hi = lp::kInfinity;
+    std::optional<Matrix> best;
+    decomp::JobSolveOptions options;
+    constexpr int kMaxSolves = 100;
+    auto converged = [&] { return best.has_value() && hi - lo <= kRelativeGap * hi; };
+    for (int solve = 0; solve < kMaxSolves && !converged(); ++solve) {
+      const double r = lo;
+      for (const FairnessRow& f : rows) problem.rate[f.job] = *RowLowerBound(f, r);
+      GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution solution,
+                             decomp::SolveJobProblem(problem, *master_solver_, options));
+      if (solution.outcome != decomp::JobOutcome::kOptimal) {
+        return Status::Internal("finish_time_fairness: the decomposition found no optimum");
+      }
+      const double reached = max_rho(solution.x);
+      if (reached < hi) {
+        hi = reached;
+        best = solution.x;
+      }
+      const double tau = solution.t;
+      if (tau >= 1.0) {  // r is feasible and a lower bound: optimal
+        hi = std::min(hi, std::max(r, reached));
+        lo = std::min(lo, hi);
+        break;
+      }
+      double bound = lp::kInfinity;
+      for (const FairnessRow& f : rows) {
+        const double b = f.time_since_start / f.isolated_time;
+        bound = std::min(bound, r / tau + b * (1.0 - 1.0 / tau));
+      }
+      // Round-off must not push the bound past what an allocation reaches.
+      lo = std::min(std::max(lo, bound), hi);
+      options.start_points.assign(1, solution.x);
+    }
+    if (!converged()) {
+      return Status::Internal("finish_time_fairness: the ratio search did not converge");
+    }
+
+    // Secondary objective among the allocations with max_k ρ_k <= hi.
+    problem.t_weight = 0.0;
+    problem.profit = Matrix(input.num_jobs(), input.num_types());
+    for (const FairnessRow& f : rows) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        problem.profit(f.job, j) = problem.gain(f.job, j);
+      }
+      problem.level[f.job] = *RowLowerBound(f, hi);
+      problem.rate[f.job] = 0.0;
+    }
+    options.start_points.assign(1, *best);
+    GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution spread,
+                           decomp::SolveJobProblem(problem, *master_solver_, options));
+    // (The start point meets these demands, so the solve cannot be infeasible; should round-off
+    // make it so, the allocation that reached the ratio is kept.)
+    if (spread.outcome != decomp::JobOutcome::kOptimal) spread.x = *best;
+    PolicyOutput output = AllocationOf(input, spread);
+    output.objective = hi;
+    return output;
+  }
+
   // Bisection on r over feasibility LPs that share one warm session.
   class Bisection {
    public:
@@ -305,6 +427,9 @@ class FinishTimeFairness final : public Policy {
   PolicyOptions options_;
   std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
   std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
+  std::shared_ptr<lp::Solver> master_solver_;   // the fast path's master problem
+  // Throughput terms built only when the fast path fails and the general path takes over.
+  std::vector<std::vector<ThroughputTerm>> terms_for_fallback_;
   // Keyed by job id and never pruned, as in the original: a job that leaves for a call and
   // comes back keeps its credit (one double per job ever seen).
   std::map<JobId, double> cumulative_isolated_time_;

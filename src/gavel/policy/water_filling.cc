@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gavel/policy/common.h"
+#include "gavel/policy/fast_path.h"
 
 // Formulation (docs/policies.md). Job k's normalised effective throughput is
 //   NET_k(X) = (Σ_j T[k][j] X[k][j] + Σ_{p ∋ k} Σ_j T_k[p][j] X[p][j]) / prop_k,
@@ -113,12 +114,12 @@ std::vector<double> CoefficientsOf(const Terms& terms) {
 // reweighting): a job of entity e gets W_e · w_k / Σ_{unfrozen included l in e} w_l while
 // unfrozen and 0 once frozen; a job without an entity keeps w_k; an excluded job gets 0.
 // Returns whether any job is active.
-bool UpdateWeights(const PolicyInput& input, const Formulation& f, Levels& s) {
+bool UpdateWeights(const PolicyInput& input, const std::vector<bool>& included, Levels& s) {
   const std::size_t m = input.num_jobs();
   std::vector<double> entity_total(input.entities.size(), 0.0);
   for (std::size_t k = 0; k < m; ++k) {
     const int e = input.jobs[k].entity;
-    if (e >= 0 && f.included[k] && !s.frozen[k]) {
+    if (e >= 0 && included[k] && !s.frozen[k]) {
       entity_total[static_cast<std::size_t>(e)] += input.jobs[k].priority_weight;
     }
   }
@@ -129,7 +130,7 @@ bool UpdateWeights(const PolicyInput& input, const Formulation& f, Levels& s) {
   for (std::size_t k = 0; k < m; ++k) {
     const PolicyJob& job = input.jobs[k];
     double weight = 0.0;
-    if (f.included[k] && !s.frozen[k]) {
+    if (included[k] && !s.frozen[k]) {
       weight = job.priority_weight;
       if (job.entity >= 0) weight *= s.share[static_cast<std::size_t>(job.entity)];
     }
@@ -387,15 +388,50 @@ CompatMilp BuildCompatMilp(const Formulation& f, const Levels& s) {
   return milp;
 }
 
+// FreezeStuck's second test, shared by both paths: `reaches(undecided)` maximises the sum of
+// their NETs with every level kept and returns each one's NET at that optimum (nullopt when
+// the solve gave no optimum: then none is shown to rise). A job that ends above its level can
+// rise; if none does, none can (any one rising would raise the sum), so all are frozen;
+// otherwise the question is asked again of those that did not. Returns how many were frozen.
+template <class Reaches>
+Result<int> FreezeThoseThatCannotRise(std::vector<std::size_t> undecided, Levels& s,
+                                      const Reaches& reaches) {
+  int frozen = 0;
+  while (!undecided.empty()) {
+    GAVEL_ASSIGN_OR_RETURN(const std::optional<std::vector<double>> nets, reaches(undecided));
+    std::vector<std::size_t> not_rising;
+    for (std::size_t q = 0; q < undecided.size(); ++q) {
+      const std::size_t k = undecided[q];
+      const bool rises = nets.has_value() &&
+                         (*nets)[q] > s.level[k] + kMinimumRise * std::max(1.0, s.level[k]);
+      if (!rises) not_rising.push_back(k);
+    }
+    if (not_rising.size() == undecided.size()) {
+      for (std::size_t k : not_rising) s.frozen[k] = true;
+      frozen += static_cast<int>(not_rising.size());
+      break;
+    }
+    undecided = std::move(not_rising);
+  }
+  return frozen;
+}
+
 class WaterFilling final : public Policy {
  public:
   WaterFilling(Variant variant, const PolicyOptions& options)
       : variant_(variant),
         options_(options),
         lp_solver_(LpSolverOf(options)),
-        milp_solver_(MilpSolverOf(options)) {}
+        milp_solver_(MilpSolverOf(options)),
+        master_solver_(MasterSolverOf(options)) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    std::string fast_path_note;
+    if (input.num_jobs() > 0 && UseFastPath(variant_, options_)) {
+      Result<PolicyOutput> fast = AllocateByDecomposition(input);
+      if (fast.ok()) return fast;
+      fast_path_note = FastPathFailureNote(fast.status());
+    }
     GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input));
     const bool compat = options_.compat_gavel;
     GAVEL_ASSIGN_OR_RETURN(LevelLp lp, LevelLp::Load(input, f, *lp_solver_));
@@ -404,7 +440,7 @@ class WaterFilling final : public Policy {
     std::optional<double> objective;
     std::string note;  // why the filling stopped early, if it did
 
-    while (UpdateWeights(input, f, s)) {
+    while (UpdateWeights(input, f.included, s)) {
       // Raise the active jobs. The original takes the minimum over every job, adding M for
       // inactive ones: under compat, t cannot exceed M once a job is inactive.
       GAVEL_ASSIGN_OR_RETURN(Raised raised,
@@ -436,11 +472,140 @@ class WaterFilling final : public Policy {
     PolicyOutput output = ExtractAllocation(input, f.base, last);
     output.objective = objective;
     output.status = note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
-    output.note = note;
+    output.note = note.empty() ? fast_path_note : note;
     return output;
   }
 
  private:
+  // The same filling by per-job decomposition: each iteration's LP is a JobProblem with the
+  // jobs' levels and rates as demand rows (started from the previous iteration's allocation,
+  // which meets every level), and a job is frozen when its marginal cost at the optimum is
+  // positive: with optimal capacity prices p, Σ_k φ_k(level_k) + p·c = 0 at the optimum
+  // (φ_k the job's best priced value, non-increasing in its demand), and every allocation
+  // within capacity has Σ_k φ_k(NET_k) + p·c >= 0, so no job whose φ_k falls right of its
+  // level can rise while the others keep theirs. The rest are tested as in FreezeStuck, by
+  // maximising the sum of their NETs with every level kept.
+  Result<PolicyOutput> AllocateByDecomposition(const PolicyInput& input) const {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    const Matrix throughput = variant_ == Variant::kAgnostic
+                                  ? UnitThroughput(input, options_.compat_gavel)
+                                  : input.throughput;
+    std::vector<double> prop = ProportionalThroughputs(input, throughput);
+    if (variant_ == Variant::kAgnostic) {
+      for (double& p : prop) p = p > 0.0 ? 1.0 : 0.0;
+    }
+    decomp::JobProblem problem = BaseJobProblem(input, throughput);
+    PrepareDemandRows(problem);
+    problem.t_weight = 1.0;
+    std::vector<bool> included(m, false);
+    for (std::size_t k = 0; k < m; ++k) {
+      if (prop[k] <= 0.0) continue;
+      included[k] = true;
+      problem.has_demand[k] = 1;
+      for (std::size_t j = 0; j < n; ++j) problem.gain(k, j) = throughput(k, j) / prop[k];
+    }
+    auto net = [&](std::size_t k, const Matrix& x) {
+      double total = 0.0;
+      for (std::size_t j = 0; j < n; ++j) total += problem.gain(k, j) * x(k, j);
+      return total;
+    };
+
+    Levels s(m, input.entities.size());
+    std::optional<Matrix> last;
+    std::optional<double> objective;
+    decomp::JobSolveOptions options;
+    while (UpdateWeights(input, included, s)) {
+      problem.level = s.level;
+      problem.rate = s.rate;
+      // Levels are what the last allocation reaches, up to round-off: hold each job to what
+      // it actually reaches where that is a hair lower, so that allocation starts this LP.
+      if (last.has_value()) {
+        for (std::size_t k = 0; k < m; ++k) {
+          if (included[k]) problem.level[k] = std::min(problem.level[k], net(k, *last));
+        }
+      }
+      GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution raised,
+                             decomp::SolveJobProblem(problem, *master_solver_, options));
+      if (raised.outcome != decomp::JobOutcome::kOptimal) {
+        return Status::Internal(std::string("water_filling: the decomposition ended ") +
+                                (raised.outcome == decomp::JobOutcome::kInfeasible ? "infeasible"
+                                                                                   : "unbounded"));
+      }
+      const double gain = std::max(0.0, raised.t);
+      if (!objective.has_value()) objective = gain;
+      bool progress = false;
+      for (std::size_t k = 0; k < m; ++k) {
+        const double rise = gain * s.rate[k];
+        progress = progress || rise > kMinimumRise * std::max(1.0, s.level[k]);
+        s.level[k] += rise;
+      }
+      last = raised.x;
+      options.start_points.assign(1, raised.x);
+
+      int frozen = 0;
+      std::vector<std::size_t> undecided;
+      for (std::size_t k = 0; k < m; ++k) {
+        if (!s.active[k]) continue;
+        if (raised.marginal_cost[k] > kBindingMultiplier) {
+          s.frozen[k] = true;
+          ++frozen;
+        } else {
+          undecided.push_back(k);
+        }
+      }
+      if (frozen == 0 || !progress) {
+        GAVEL_ASSIGN_OR_RETURN(const int stuck, FreezeStuckByDecomposition(problem, s, *last,
+                                                                           undecided, net));
+        frozen += stuck;
+      }
+      if (frozen == 0) break;
+    }
+    if (!objective.has_value()) {
+      PolicyOutput output;
+      output.allocation = Matrix(m, n);
+      output.pair_allocation = Matrix(0, n);
+      output.note = "no job with a positive weight can run anywhere";
+      return output;
+    }
+    decomp::JobSolution final_point;
+    final_point.x = *last;
+    PolicyOutput output = AllocationOf(input, final_point);
+    output.objective = objective;
+    return output;
+  }
+
+  // FreezeStuck's second test over `undecided`, by decomposition: maximise the sum of their
+  // NETs with every level kept; returns how many were frozen.
+  template <class Net>
+  Result<int> FreezeStuckByDecomposition(decomp::JobProblem problem, Levels& s,
+                                         const Matrix& start, std::vector<std::size_t> undecided,
+                                         const Net& net) const {
+    problem.t_weight = 0.0;
+    for (std::size_t k = 0; k < problem.num_jobs(); ++k) {
+      if (problem.has_demand[k]) problem.level[k] = std::min(s.level[k], net(k, start));
+    }
+    std::fill(problem.rate.begin(), problem.rate.end(), 0.0);
+    decomp::JobSolveOptions options;
+    options.start_points.assign(1, start);
+    using Nets = std::optional<std::vector<double>>;
+    return FreezeThoseThatCannotRise(
+        std::move(undecided), s, [&](const std::vector<std::size_t>& jobs) -> Result<Nets> {
+          problem.profit = Matrix(problem.num_jobs(), problem.num_types());
+          for (std::size_t k : jobs) {
+            for (std::size_t j = 0; j < problem.num_types(); ++j) {
+              problem.profit(k, j) = problem.gain(k, j);
+            }
+          }
+          GAVEL_ASSIGN_OR_RETURN(const decomp::JobSolution best,
+                                 decomp::SolveJobProblem(problem, *master_solver_, options));
+          if (best.outcome != decomp::JobOutcome::kOptimal) return Nets();
+          std::vector<double> nets;
+          for (std::size_t k : jobs) nets.push_back(net(k, best.x));
+          return Nets(std::move(nets));
+        });
+  }
+
   Result<Formulation> Formulate(const PolicyInput& input) const {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
@@ -542,23 +707,18 @@ class WaterFilling final : public Policy {
       }
     }
     if (frozen > 0 && !thorough) return frozen;
-    while (!undecided.empty()) {
-      GAVEL_ASSIGN_OR_RETURN(const lp::Solution best, lp.MaximiseSum(undecided, s));
-      std::vector<std::size_t> not_rising;
-      for (std::size_t k : undecided) {
-        // Without an optimum (numerics) no job is shown to rise.
-        const bool rises = best.outcome == lp::Outcome::kOptimal &&
-                           lp.Net(k, best) > s.level[k] + kMinimumRise * std::max(1.0, s.level[k]);
-        if (!rises) not_rising.push_back(k);
-      }
-      if (not_rising.size() == undecided.size()) {
-        for (std::size_t k : not_rising) s.frozen[k] = true;
-        frozen += static_cast<int>(not_rising.size());
-        break;
-      }
-      undecided = std::move(not_rising);
-    }
-    return frozen;
+    using Nets = std::optional<std::vector<double>>;
+    GAVEL_ASSIGN_OR_RETURN(
+        const int stuck,
+        FreezeThoseThatCannotRise(undecided, s, [&](const std::vector<std::size_t>& jobs)
+                                                    -> Result<Nets> {
+          GAVEL_ASSIGN_OR_RETURN(const lp::Solution best, lp.MaximiseSum(jobs, s));
+          if (best.outcome != lp::Outcome::kOptimal) return Nets();
+          std::vector<double> nets;
+          for (std::size_t k : jobs) nets.push_back(lp.Net(k, best));
+          return Nets(std::move(nets));
+        }));
+    return frozen + stuck;
   }
 
   // The original's bottleneck test (compat): the MILP, and every active job frozen when it has
@@ -585,6 +745,7 @@ class WaterFilling final : public Policy {
   PolicyOptions options_;
   std::shared_ptr<lp::Solver> lp_solver_;
   std::shared_ptr<lp::Solver> milp_solver_;
+  std::shared_ptr<lp::Solver> master_solver_;  // the fast path's master problem
 };
 
 }  // namespace
