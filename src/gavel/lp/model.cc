@@ -9,7 +9,7 @@ namespace gavel::lp {
 
 int Model::AddColumn(double lower, double upper, double objective, bool integer) {
   GAVEL_CHECK_MSG(lower <= upper, "column lower bound above upper bound");
-  columns_.push_back(Column{lower, upper, objective, integer});
+  columns_.push_back(Column{lower, upper, objective, integer, /*lazy=*/false});
   return num_columns() - 1;
 }
 
@@ -42,6 +42,24 @@ void Model::SetRowBounds(int row, double lower, double upper) {
   GAVEL_CHECK(row >= 0 && row < num_rows());
   row_lower_[static_cast<std::size_t>(row)] = lower;
   row_upper_[static_cast<std::size_t>(row)] = upper;
+}
+
+void Model::SetColumnLazy(int column, bool lazy) {
+  GAVEL_CHECK(column >= 0 && column < num_columns());
+  columns_[static_cast<std::size_t>(column)].lazy = lazy;
+}
+
+void Model::Reserve(int columns, int rows, int entries) {
+  columns_.reserve(static_cast<std::size_t>(std::max(columns, 0)));
+  row_lower_.reserve(static_cast<std::size_t>(std::max(rows, 0)));
+  row_upper_.reserve(static_cast<std::size_t>(std::max(rows, 0)));
+  row_start_.reserve(static_cast<std::size_t>(std::max(rows, 0)) + 1);
+  entry_column_.reserve(static_cast<std::size_t>(std::max(entries, 0)));
+  entry_value_.reserve(static_cast<std::size_t>(std::max(entries, 0)));
+}
+
+bool Model::HasLazyColumns() const {
+  return std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.lazy; });
 }
 
 bool Model::HasIntegers() const {

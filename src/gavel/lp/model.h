@@ -6,6 +6,12 @@
 //
 // Policies build a Model and hand it to a Solver (lp/solver.h); only adapter files include a
 // backend's headers. Infinite bounds are ±kInfinity. Value type; thread-compatible.
+//
+// A column may be marked lazy: a hint that it is probably 0 at an optimum, so a solver may
+// leave it out of the solve until pricing says it can improve the objective (the column
+// generation wrapper in lp/column_generation.h). A left-out column's value is 0, so only a
+// column whose bounds contain 0 can be left out. Solvers that ignore the hint solve the same
+// problem; the flag never changes the optimal value.
 #pragma once
 
 #include <limits>
@@ -23,6 +29,8 @@ struct Column {
   double upper = kInfinity;
   double objective = 0.0;
   bool integer = false;
+  // May be left out of the solve until it can improve the objective (see above).
+  bool lazy = false;
 };
 
 class Model {
@@ -40,6 +48,9 @@ class Model {
   void SetObjective(int column, double coefficient);
   void SetColumnBounds(int column, double lower, double upper);
   void SetRowBounds(int row, double lower, double upper);
+  void SetColumnLazy(int column, bool lazy);
+  // Capacity hints for models built in one go (no effect on the model's content).
+  void Reserve(int columns, int rows, int entries);
 
   Sense sense() const { return sense_; }
   int num_columns() const { return static_cast<int>(columns_.size()); }
@@ -52,6 +63,7 @@ class Model {
   const std::vector<int>& entry_column() const { return entry_column_; }
   const std::vector<double>& entry_value() const { return entry_value_; }
   bool HasIntegers() const;
+  bool HasLazyColumns() const;
 
   // Σ c_j x_j for the given column values.
   double Objective(std::span<const double> values) const;

@@ -1,8 +1,11 @@
 #include "gavel/policy/common.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
+
+#include "gavel/lp/column_generation.h"
 
 namespace gavel::policy {
 
@@ -18,11 +21,22 @@ const char* AllocationStatusName(AllocationStatus status) {
   return "unknown";
 }
 
+namespace {
+
+// Column generation for the pair columns is the fast path's method; --compat gavel reproduces
+// the original's whole-LP solves.
+bool UsesColumnGeneration(const PolicyOptions& options) {
+  return !options.compat_gavel && options.solve_path == SolvePath::kFast;
+}
+
+}  // namespace
+
 BaseProblemOptions BaseProblemOptionsFor(Variant variant, const PolicyOptions& options) {
   BaseProblemOptions base;
   base.with_pairs = variant == Variant::kPacked;
   base.fix_unrunnable_to_zero = !options.compat_gavel;
   base.compat_packed_reshape = options.compat_gavel;
+  base.lazy_pairs = base.with_pairs && UsesColumnGeneration(options);
   return base;
 }
 
@@ -32,6 +46,13 @@ Result<BaseProblem> BuildBaseProblem(const PolicyInput& input, const Matrix& thr
   const std::size_t n = input.num_types();
   const std::size_t num_pairs = options.with_pairs ? input.pairs.size() : 0;
   BaseProblem problem{lp::Model(sense), {}, {}, {}, {}, {}};
+  // Every job column has an entry in its type's capacity row and its job's time row; every
+  // pair column one in the capacity row and both members' time rows.
+  const auto capped = [](std::size_t count) {
+    return static_cast<int>(std::min<std::size_t>(count, std::numeric_limits<int>::max()));
+  };
+  problem.model.Reserve(capped((m + num_pairs) * n), capped(n + m),
+                        capped((2 * m + 3 * num_pairs) * n));
   problem.job_columns.resize(m * n);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
@@ -51,6 +72,7 @@ Result<BaseProblem> BuildBaseProblem(const PolicyInput& input, const Matrix& thr
           input.pair_throughput_first(p, j) > 0.0 || input.pair_throughput_second(p, j) > 0.0;
       const double upper = (options.fix_unrunnable_to_zero && !runnable) ? 0.0 : 1.0;
       problem.pair_columns[p * n + j] = problem.model.AddColumn(0.0, upper);
+      if (options.lazy_pairs) problem.model.SetColumnLazy(problem.pair_columns[p * n + j], true);
     }
   }
 
@@ -328,14 +350,16 @@ class CentralSolutionSolver final : public lp::Solver {
 }  // namespace
 
 std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options) {
-  std::shared_ptr<lp::Solver> solver =
-      options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
+  std::shared_ptr<lp::Solver> solver = SimplexSolverOf(options);
   if (options.compat_gavel) return std::make_shared<CentralSolutionSolver>(std::move(solver));
   return solver;
 }
 
 std::shared_ptr<lp::Solver> SimplexSolverOf(const PolicyOptions& options) {
-  return options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
+  std::shared_ptr<lp::Solver> solver =
+      options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
+  if (UsesColumnGeneration(options)) return lp::MakeColumnGenerationSolver(std::move(solver));
+  return solver;
 }
 
 std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options) {

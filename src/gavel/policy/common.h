@@ -27,10 +27,15 @@ struct BaseProblemOptions {
   // Reproduce the original's per-job time constraint for packing (a reshape that groups the
   // wrong rows when jobs have different numbers of pairs). Errors where the original crashed.
   bool compat_packed_reshape = false;
+  // Mark the pair columns lazy (lp::Column::lazy): with n jobs there are ~n²/2 pairs and only
+  // a few of them are used at an optimum, so a column-generation solver (lp/column_generation.h)
+  // can leave the rest out of the solve. Other solvers ignore the mark.
+  bool lazy_pairs = false;
 };
 
-// The options every LP policy builds with: pairs for the packed variant; under --compat gavel
-// the original's free unrunnable cells and packed reshape.
+// The options every LP policy builds with: pairs for the packed variant, lazy on the fast
+// solve path (SolvePath::kFast, not under --compat gavel); under --compat gavel the original's
+// free unrunnable cells and packed reshape.
 BaseProblemOptions BaseProblemOptionsFor(Variant variant, const PolicyOptions& options);
 
 struct BaseProblem {
@@ -100,7 +105,10 @@ Result<Matrix> AverageThroughput(const PolicyInput& input, bool compat);
 
 // The solvers to use: the injected ones or the defaults (Clp, Cbc). Under --compat gavel the
 // LP solver returns central optimal points (lp::Algorithm::kCentral), like the original's
-// interior-point solver, instead of vertices.
+// interior-point solver, instead of vertices. On the fast solve path (not under --compat
+// gavel) both LP solvers are wrapped in column generation, which solves models with lazy
+// columns (the packed policies' pairs) over a few columns at a time and hands every other
+// model to the wrapped solver unchanged.
 std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options);
 // The LP solver returning simplex vertices even under --compat gavel: for the decisions
 // (feasible or not, the optimal value) that a central solve must not make on its own.

@@ -1,4 +1,5 @@
 #include "gavel/policy/policy_input.h"
+#include "gavel/policy/policy_test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,16 +13,6 @@ namespace gavel::policy {
 namespace {
 
 using ::testing::HasSubstr;
-
-const ThroughputTable& ShippedTable() {
-  static const ThroughputTable table = [] {
-    auto loaded = ThroughputTable::LoadFile(std::string(GAVEL_SOURCE_DIR) +
-                                            "/data/simulation_throughputs.json");
-    GAVEL_CHECK_MSG(loaded.ok(), loaded.status().ToString().c_str());
-    return std::move(loaded).value();
-  }();
-  return table;
-}
 
 JobSpec Job(std::uint64_t id, std::string job_type, int scale_factor = 1) {
   JobSpec job;

@@ -24,30 +24,13 @@
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/policy/policy_input.h"
+#include "gavel/policy/policy_test_support.h"
 #include "gavel/policy/registry.h"
 
 namespace gavel::policy {
 namespace {
 
 constexpr double kSlack = 1e-6;
-
-const ThroughputTable& ShippedTable() {
-  static const ThroughputTable table = [] {
-    auto loaded = ThroughputTable::LoadFile(std::string(GAVEL_SOURCE_DIR) +
-                                            "/data/simulation_throughputs.json");
-    GAVEL_CHECK_MSG(loaded.ok(), loaded.status().ToString().c_str());
-    return std::move(loaded).value();
-  }();
-  return table;
-}
-
-std::vector<std::string> ModelsWithScaleFactor(int scale_factor) {
-  std::vector<std::string> models;
-  for (const JobTypeKey& key : ShippedTable().job_types()) {
-    if (key.scale_factor == scale_factor) models.push_back(key.model);
-  }
-  return models;
-}
 
 bool AnyJobCanRun(const PolicyInput& input) {
   for (double t : input.throughput.data()) {

@@ -6,12 +6,36 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "gavel/core/check.h"
+#include "gavel/core/throughput_table.h"
 #include "gavel/policy/policy.h"
 #include "gavel/policy/policy_input.h"
 
 namespace gavel::policy {
+
+// The shipped simulation table (data/simulation_throughputs.json), loaded once.
+inline const ThroughputTable& ShippedTable() {
+  static const ThroughputTable table = [] {
+    auto loaded = ThroughputTable::LoadFile(std::string(GAVEL_SOURCE_DIR) +
+                                            "/data/simulation_throughputs.json");
+    GAVEL_CHECK_MSG(loaded.ok(), loaded.status().ToString().c_str());
+    return std::move(loaded).value();
+  }();
+  return table;
+}
+
+// The table's models that have a row for `scale_factor`.
+inline std::vector<std::string> ModelsWithScaleFactor(int scale_factor) {
+  std::vector<std::string> models;
+  for (const JobTypeKey& key : ShippedTable().job_types()) {
+    if (key.scale_factor == scale_factor) models.push_back(key.model);
+  }
+  return models;
+}
 
 // Job i's throughput under the output: its own cells and its share of every pair it is in.
 inline double ThroughputOf(const PolicyInput& input, const PolicyOutput& out, std::size_t i) {

@@ -1,0 +1,152 @@
+// The space-sharing ("packed") LP policies on the fast solve path (column generation over the
+// pair columns, lp/column_generation.h) against the general path (the whole LP handed to
+// Clp): the same status and optimal objective on random snapshots, and valid allocations.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gavel/core/snapshot.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/lp/solver.h"
+#include "gavel/policy/policy_input.h"
+#include "gavel/policy/policy_test_support.h"
+#include "gavel/policy/registry.h"
+
+namespace gavel::policy {
+namespace {
+
+// k80/p100/v100 with 1-6 GPUs each, 4-20 jobs of table types with scale factors 1 and 2,
+// priorities, remaining steps, SLOs for about half, entities for water filling.
+ClusterSnapshot RandomSnapshot(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_int_distribution<int> count(1, 6);
+  std::uniform_int_distribution<int> num_jobs(4, 20);
+  ClusterSnapshot snapshot;
+  for (const char* type : {"k80", "p100", "v100"}) {
+    snapshot.gpu_types.push_back(GpuTypeSpec{type, count(rng), 1});
+    snapshot.instance_costs[type] = 0.1 + 3.0 * unit(rng);
+  }
+  snapshot.entity_weights = {{"team-a", 2.0}, {"team-b", 1.0}};
+  const int m = num_jobs(rng);
+  for (int i = 0; i < m; ++i) {
+    JobSpec job;
+    job.id = JobId(static_cast<std::uint64_t>(i));
+    job.scale_factor = unit(rng) < 0.75 ? 1 : 2;
+    const std::vector<std::string> models = ModelsWithScaleFactor(job.scale_factor);
+    job.job_type = models[static_cast<std::size_t>(unit(rng) * models.size())];
+    job.priority_weight = unit(rng) < 0.7 ? 1.0 : 2.0;
+    job.steps_remaining = 1000.0 + 1e6 * unit(rng);
+    job.time_since_start = Seconds(1e5 * unit(rng));
+    if (unit(rng) < 0.5) job.slo_time_left = Seconds(3600.0 + 1e6 * unit(rng));
+    if (unit(rng) < 0.7) job.entity = unit(rng) < 0.5 ? "team-a" : "team-b";
+    snapshot.jobs.push_back(job);
+  }
+  return snapshot;
+}
+
+PolicyInput Build(const PolicyInfo& info, const ClusterSnapshot& snapshot) {
+  InputRequirements requirements;
+  requirements.pairs = true;
+  requirements.steps_remaining = info.needs_steps_remaining;
+  requirements.instance_costs = info.needs_instance_costs;
+  auto input = BuildPolicyInput(snapshot, &ShippedTable(), requirements);
+  GAVEL_CHECK_MSG(input.ok(), input.status().ToString().c_str());
+  return std::move(input).value();
+}
+
+Result<PolicyOutput> Allocate(const std::string& policy, const PolicyInput& input,
+                              SolvePath path, std::shared_ptr<lp::Solver> lp_solver = nullptr) {
+  PolicyOptions options;
+  options.seed = 42;
+  options.solve_path = path;
+  options.lp_solver = std::move(lp_solver);
+  GAVEL_ASSIGN_OR_RETURN(auto made, MakePolicy(policy, options));
+  return made->Allocate(input);
+}
+
+// The packed policies that solve LPs (fifo_packed and gandiva are rule-based).
+std::vector<std::string> PackedLpPolicies() {
+  return {"max_min_fairness_packed", "max_min_fairness_water_filling_packed",
+          "finish_time_fairness_packed", "min_total_duration_packed",
+          "max_sum_throughput_normalized_by_cost_packed_SLOs"};
+}
+
+class PackedFastPathTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PackedFastPathTest, SameObjectiveAsTheWholeLpOnRandomSnapshots) {
+  const PolicyInfo& info = **FindPolicy(GetParam());
+  ASSERT_TRUE(info.packing);
+  int with_pairs = 0;
+  for (int instance = 0; instance < 12; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(500 + static_cast<std::uint64_t>(instance));
+    const PolicyInput input = Build(info, RandomSnapshot(rng));
+    if (!input.pairs.empty()) ++with_pairs;
+    const auto fast = Allocate(GetParam(), input, SolvePath::kFast);
+    const auto general = Allocate(GetParam(), input, SolvePath::kGeneral);
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(general.ok()) << general.status().ToString();
+    ExpectValidAllocation(input, *fast);
+    EXPECT_EQ(AllocationStatusName(fast->status), std::string(AllocationStatusName(general->status)));
+    ASSERT_EQ(fast->objective.has_value(), general->objective.has_value());
+    if (!general->objective.has_value()) continue;
+    EXPECT_LE(std::abs(*fast->objective - *general->objective),
+              1e-6 * std::max(1.0, std::abs(*general->objective)))
+        << "fast " << *fast->objective << " general " << *general->objective;
+  }
+  EXPECT_GE(with_pairs, 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(PackedLpPolicies, PackedFastPathTest,
+                         ::testing::ValuesIn(PackedLpPolicies()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
+
+// Counts the columns of the models the policy hands to the solver.
+class CountingSolver final : public lp::Solver {
+ public:
+  std::string_view name() const override { return inner_->name(); }
+  bool SupportsIntegers() const override { return inner_->SupportsIntegers(); }
+  Result<std::unique_ptr<lp::Session>> Load(const lp::Model& model,
+                                            const lp::SolveOptions& options) override {
+    largest_model_ = std::max(largest_model_, model.num_columns());
+    return inner_->Load(model, options);
+  }
+  int largest_model() const { return largest_model_; }
+
+ private:
+  std::unique_ptr<lp::Solver> inner_ = lp::MakeClpSolver();
+  int largest_model_ = 0;
+};
+
+TEST(PackedFastPathTest, TheInnerSolverSeesOnlySomePairColumns) {
+  const PolicyInfo& info = **FindPolicy("max_min_fairness_packed");
+  std::mt19937_64 rng(77);
+  ClusterSnapshot snapshot = RandomSnapshot(rng);
+  while (snapshot.jobs.size() < 20) {
+    snapshot.jobs.push_back(snapshot.jobs[snapshot.jobs.size() % 4]);
+    snapshot.jobs.back().id = JobId(snapshot.jobs.size() - 1);
+  }
+  const PolicyInput input = Build(info, snapshot);
+  const std::size_t pair_columns = input.pairs.size() * input.num_types();
+  ASSERT_GE(pair_columns, 300u);
+
+  const auto fast_counter = std::make_shared<CountingSolver>();
+  const auto fast = Allocate("max_min_fairness_packed", input, SolvePath::kFast, fast_counter);
+  const auto general_counter = std::make_shared<CountingSolver>();
+  const auto general =
+      Allocate("max_min_fairness_packed", input, SolvePath::kGeneral, general_counter);
+  ASSERT_TRUE(fast.ok() && general.ok());
+  EXPECT_GE(static_cast<std::size_t>(general_counter->largest_model()), pair_columns);
+  EXPECT_LT(static_cast<std::size_t>(fast_counter->largest_model()), pair_columns / 2);
+  EXPECT_NEAR(*fast->objective, *general->objective, 1e-6 * std::abs(*general->objective));
+}
+
+}  // namespace
+}  // namespace gavel::policy
