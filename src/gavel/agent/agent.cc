@@ -230,7 +230,16 @@ wire::Lease Agent::DeliverLease(Run& run, Seconds now) {
 Status Agent::StartRound(const wire::StartRoundRequest& request) {
   Deferred deferred;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    if (registering_ && !shutting_down_) {
+      // The scheduler sends a round as soon as it has committed our registration, so the round
+      // may overtake the reply that tells us our worker ids: wait for the reply.
+      ++start_rounds_waiting_;
+      registration_cv_.wait_for(lock,
+                                std::chrono::duration<double>(options_.registration_wait.value()),
+                                [&] { return !registering_ || shutting_down_; });
+      --start_rounds_waiting_;
+    }
     if (shutting_down_) return Status::FailedPrecondition("agent is shutting down");
     if (std::none_of(slots_.begin(), slots_.end(),
                      [](const Slot& s) { return s.worker_id.has_value(); })) {
@@ -611,7 +620,14 @@ void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id
     const fs::path wd(job.working_directory());
     working_directory = wd.is_absolute() ? wd : fs::path(options_.run_dir) / wd;
   }
-  const fs::path checkpoint_dir = fs::path(options_.checkpoint_root) / job_name;
+  // The scheduler's directory for the job when it sends one (shared storage, so the job finds
+  // its checkpoint on whichever host runs it next); else one under our own root. A relative
+  // one is taken from the run directory, as the working directory is.
+  fs::path checkpoint_dir = fs::path(options_.checkpoint_root) / job_name;
+  if (!job.checkpoint_dir().empty()) {
+    const fs::path given(job.checkpoint_dir());
+    checkpoint_dir = given.is_absolute() ? given : fs::path(options_.run_dir) / given;
+  }
   std::error_code ec;
   fs::create_directories(checkpoint_dir, ec);
   if (ec)
@@ -754,6 +770,7 @@ void Agent::TalkToScheduler() {
     if (now < next_contact_) return;
     if (!registered_) {
       do_register = true;
+      registering_ = true;
       registration.set_agent_id(options_.agent_id);
       registration.set_gpu_type(options_.gpu_type);
       registration.set_num_gpus(static_cast<std::uint32_t>(options_.num_gpus));
@@ -793,6 +810,18 @@ void Agent::TalkToScheduler() {
 
   // ---- Register ----
   if (do_register) {
+    // Whatever the outcome, StartRounds waiting for the reply go on once it is applied (this
+    // guard is destroyed after the lock below that applies it).
+    struct RegistrationDone {
+      Agent* agent;
+      ~RegistrationDone() {
+        {
+          std::lock_guard lock(agent->mu_);
+          agent->registering_ = false;
+        }
+        agent->registration_cv_.notify_all();
+      }
+    } registration_done{this};
     Result<wire::RegisterWorkerResponse> response = scheduler_->RegisterWorker(registration);
     if (!response.ok()) return failed(response.status(), "RegisterWorker");
     if (response->worker_ids_size() != options_.num_gpus) {
@@ -885,6 +914,7 @@ void Agent::BeginShutdown() {
     work_pending_ = true;
   }
   work_cv_.notify_all();
+  registration_cv_.notify_all();  // StartRounds waiting for a registration give up
   Invoke(deferred);
 }
 
@@ -904,6 +934,7 @@ AgentSnapshot Agent::Snapshot() const {
   snapshot.registrations = registrations_;
   snapshot.heartbeats = heartbeats_;
   snapshot.reports_sent = reports_sent_;
+  snapshot.start_rounds_waiting = start_rounds_waiting_;
   for (const Slot& slot : slots_) {
     AgentSnapshot::Gpu gpu;
     gpu.worker_id = slot.worker_id;

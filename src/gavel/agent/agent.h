@@ -61,7 +61,10 @@ struct AgentOptions {
   std::vector<std::string> visible_devices;
 
   std::string log_dir;          // job logs: <log_dir>/job-<id>.out and .err (appended)
-  std::string checkpoint_root;  // job checkpoints: <checkpoint_root>/job-<id>/
+  // Job checkpoints: <checkpoint_root>/job-<id>/, unless the launch names a directory
+  // (JobLaunch.checkpoint_dir, `gavel serve --checkpoint-dir`), which wins; either is created
+  // if missing and passed to the job as GAVEL_CHECKPOINT_DIR.
+  std::string checkpoint_root;
   std::string run_dir;          // working directory of jobs that name none (absolute)
   std::string address;          // where the WorkerAgent service listens, sent to the scheduler
   std::string iterator_url;     // GAVEL_AGENT_URL of the jobs
@@ -78,6 +81,11 @@ struct AgentOptions {
   // How long a Done(LEASE_REACHED) is held open waiting for the next round; unset = the
   // round duration from the registration, at least 10 s.
   std::optional<Seconds> hold_timeout;
+  // How long a StartRound that arrives while our RegisterWorker call is in flight waits for
+  // its reply (real time). The scheduler sends the first round as soon as it has committed the
+  // registration, so that round routinely overtakes the reply; it names worker ids the agent
+  // learns only from the reply.
+  Seconds registration_wait{10.0};
   Seconds backoff_initial{0.2};  // scheduler unreachable: retry after this, doubling...
   Seconds backoff_max{5.0};      // ...up to this
   // Where the agent's log lines go; unset = stderr with a timestamp.
@@ -102,6 +110,7 @@ struct AgentSnapshot {
   std::int64_t registrations = 0;  // successful RegisterWorker calls
   std::int64_t heartbeats = 0;     // successful Heartbeat calls
   std::int64_t reports_sent = 0;   // acknowledged ReportDone calls
+  int start_rounds_waiting = 0;    // StartRound calls waiting for our registration's reply
 };
 
 class Agent {
@@ -119,10 +128,12 @@ class Agent {
   // ---- From the scheduler ----
   // Applies a round's assignment (worker.proto, StartRoundRequest). Idempotent: a round id not
   // above the last one applied changes nothing (until the agent registers again, after which
-  // any round id is accepted: the scheduler may have restarted without its numbering). Errors
-  // (nothing is applied): not registered yet, shutting down, a task naming a GPU that is not this
-  // agent's, two tasks for one GPU, an empty command; messages name the field (e.g.
-  // "tasks[1].worker_id").
+  // any round id is accepted: the scheduler may have restarted without its numbering). While a
+  // RegisterWorker call is in flight it first waits (at most options.registration_wait) for
+  // the reply to be applied, so a round that overtakes the reply is accepted. Errors (nothing
+  // is applied): not registered (and no registration in flight), shutting down, a task naming
+  // a GPU that is not this agent's, two tasks for one GPU, an empty command; messages name the
+  // field (e.g. "tasks[1].worker_id").
   Status StartRound(const wire::StartRoundRequest& request);
   // Ends every process and waiting task of the job (each reported KILLED). Unknown job: OK.
   Status KillJob(const wire::KillJobRequest& request);
@@ -195,6 +206,11 @@ class Agent {
 
   // Scheduler connection (guarded by mu_; the RPCs themselves run without it).
   bool registered_ = false;
+  // A RegisterWorker call is in flight; StartRound waits on registration_cv_ until its reply
+  // is applied.
+  bool registering_ = false;
+  std::condition_variable registration_cv_;
+  int start_rounds_waiting_ = 0;
   Seconds round_duration_{360.0};
   Seconds heartbeat_interval_{5.0};
   Seconds next_heartbeat_{0.0};

@@ -7,9 +7,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "gavel/agent/fakes.h"
 
@@ -88,6 +90,22 @@ class AgentTest : public ::testing::Test {
   void TearDown() override {
     agent_.reset();
     fs::remove_all(dir_);
+  }
+
+  // Has the fake scheduler, during the agent's next registration, send round 1 (job 7 on
+  // kGpu0) from `sender` and answer only once that round waits for the reply (bounded, in
+  // case it never does). `started` receives StartRound's status.
+  void SendRoundDuringRegistration(Agent& agent, std::thread& sender, Status& started) {
+    scheduler_.SetOnRegister([this, &agent, &sender, &started] {
+      scheduler_.SetOnRegister(nullptr);
+      sender = std::thread([&] { started = agent.StartRound(Round(1, {MakeTask(kGpu0, 7)})); });
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (agent.Snapshot().start_rounds_waiting == 0 &&
+             std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      EXPECT_EQ(agent.Snapshot().start_rounds_waiting, 1);
+    });
   }
 
   Agent& MakeAgent() {
@@ -250,6 +268,47 @@ TEST_F(AgentTest, StartRoundLaunchesTheJobWithItsEnvironment) {
   EXPECT_EQ(snapshot.gpus[1].phase, AgentSnapshot::Phase::kRunning);
   EXPECT_EQ(snapshot.gpus[1].job_id, 7u);
   EXPECT_EQ(snapshot.gpus[0].phase, AgentSnapshot::Phase::kIdle);
+}
+
+// `gavel serve --checkpoint-dir` sends the job's directory on shared storage: it replaces the
+// agent's own default and is created if missing (a relative one lives under the run directory).
+TEST_F(AgentTest, TheSchedulersCheckpointDirectoryWinsAndIsCreated) {
+  Agent& agent = Registered();
+  const fs::path shared = dir_ / "shared" / "ckpt" / "job-7";
+  wire::Task task = MakeTask(kGpu0, 7);
+  task.mutable_job()->set_checkpoint_dir(shared.string());
+  wire::Task relative = MakeTask(kGpu1, 8);
+  relative.mutable_job()->set_checkpoint_dir("ckpt/job-8");
+  ASSERT_TRUE(agent.StartRound(Round(1, {task, relative})).ok());
+  agent.Tick();
+  ASSERT_EQ(launcher_.num_launched(), 2u);
+  std::map<std::string, std::string> dir_of_job;
+  for (std::size_t i = 0; i < 2; ++i) {
+    dir_of_job[launcher_.Env(i, "GAVEL_JOB_ID")] = launcher_.Env(i, "GAVEL_CHECKPOINT_DIR");
+  }
+  EXPECT_EQ(dir_of_job["7"], shared.string());
+  EXPECT_EQ(dir_of_job["8"], (fs::path(options_.run_dir) / "ckpt/job-8").string());
+  EXPECT_TRUE(fs::is_directory(shared));
+  EXPECT_TRUE(fs::is_directory(fs::path(options_.run_dir) / "ckpt/job-8"));
+  EXPECT_FALSE(fs::exists(fs::path(options_.checkpoint_root) / "job-7"))
+      << "the agent's default is not used";
+}
+
+// A directory that cannot be created fails the launch, naming it.
+TEST_F(AgentTest, AnUncreatableCheckpointDirectoryFailsTheLaunch) {
+  Agent& agent = Registered();
+  const fs::path file = dir_ / "a-file";
+  std::ofstream(file) << "x";
+  wire::Task task = MakeTask(kGpu0, 7);
+  task.mutable_job()->set_checkpoint_dir((file / "job-7").string());
+  ASSERT_TRUE(agent.StartRound(Round(1, {task})).ok());
+  agent.Tick();
+  agent.Tick();
+  EXPECT_EQ(launcher_.num_launched(), 0u);
+  const auto reports = scheduler_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].outcome(), wire::LAUNCH_FAILED);
+  EXPECT_THAT(reports[0].message(), HasSubstr("checkpoint directory"));
 }
 
 TEST_F(AgentTest, LeaseIsCountedFromTheGrantAndExtendedWithoutRestart) {
@@ -501,6 +560,38 @@ TEST_F(AgentTest, MalformedStartRoundIsRefusedAndChangesNothing) {
   EXPECT_EQ(launcher_.num_launched(), 1u);
   EXPECT_TRUE(launcher_.process(0).signals.empty());
   EXPECT_TRUE(agent.StartRound(Round(2, {MakeTask(kGpu0, 7)})).ok());
+}
+
+// The scheduler sends the first round as soon as it has committed the registration, so the
+// round can reach the agent before the reply with its worker ids does. The agent waits for
+// the reply instead of refusing the round (which made the scheduler retry).
+TEST_F(AgentTest, StartRoundOvertakingTheRegistrationReplyIsAccepted) {
+  Agent& agent = MakeAgent();
+  std::thread scheduler_side;
+  Status started = Status::Internal("StartRound not called");
+  SendRoundDuringRegistration(agent, scheduler_side, started);
+  agent.Tick();  // registers; the round arrives during the call
+  scheduler_side.join();
+  EXPECT_TRUE(started.ok()) << started.ToString();
+  EXPECT_TRUE(agent.Snapshot().registered);
+  EXPECT_EQ(agent.Snapshot().start_rounds_waiting, 0);
+  agent.Tick();
+  ASSERT_EQ(launcher_.num_launched(), 1u);
+  EXPECT_EQ(launcher_.Env(0, "GAVEL_WORKER_ID"), std::to_string(kGpu0));
+  EXPECT_EQ(launcher_.Env(0, "GAVEL_ROUND_ID"), "1");
+}
+
+// A registration that fails releases a waiting round, which is then refused as before.
+TEST_F(AgentTest, StartRoundWaitingForAFailedRegistrationIsRefused) {
+  Agent& agent = MakeAgent();
+  scheduler_.SetDown(Status::IoError("down"));
+  std::thread scheduler_side;
+  Status started = Status::Ok();
+  SendRoundDuringRegistration(agent, scheduler_side, started);
+  agent.Tick();
+  scheduler_side.join();
+  EXPECT_EQ(started.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(launcher_.num_launched(), 0u);
 }
 
 TEST_F(AgentTest, StartRoundBeforeRegistrationIsRefused) {

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -121,6 +122,12 @@ class FakeSchedulerClient final : public SchedulerClient {
  public:
   Result<wire::RegisterWorkerResponse> RegisterWorker(
       const wire::RegisterWorkerRequest& request) override {
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(mu_);
+      hook = on_register_;
+    }
+    if (hook) hook();  // e.g. the scheduler sends a round before its reply arrives
     std::lock_guard lock(mu_);
     registrations_.push_back(request);
     if (!down_.ok()) return down_;
@@ -162,6 +169,11 @@ class FakeSchedulerClient final : public SchedulerClient {
     std::lock_guard lock(mu_);
     refuse_reports_ = std::move(status);
   }
+  // Runs inside every RegisterWorker call, before it answers (unlocked).
+  void SetOnRegister(std::function<void()> hook) {
+    std::lock_guard lock(mu_);
+    on_register_ = std::move(hook);
+  }
   void SetFirstWorkerId(std::uint64_t id) {
     std::lock_guard lock(mu_);
     first_worker_id_ = id;
@@ -190,6 +202,7 @@ class FakeSchedulerClient final : public SchedulerClient {
   Status refuse_reports_;
   bool known_ = true;
   std::uint64_t first_worker_id_ = 10;
+  std::function<void()> on_register_;
   double round_duration_s_ = 60.0;
   std::vector<wire::RegisterWorkerRequest> registrations_;
   std::vector<wire::HeartbeatRequest> heartbeats_;

@@ -1,12 +1,21 @@
+// GCC 12 at -O2 -fsanitize=thread reports a false "potential null pointer dereference" in
+// CLI11's detail::split (libstdc++'s vector<string> growth), depending on this file's inlining
+// budget: silenced for the headers only, as in worker_command.cc (see the comment there).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include "gavel/cli/serve_command.h"
 
+#include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/daemon.h"
+#pragma GCC diagnostic pop
 
 namespace gavel::cli {
 
@@ -26,6 +35,9 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "Throughput table (default: the shipped simulation table)");
   cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
                   "Shared checkpoint root: job N checkpoints to DIR/job-N on every agent");
+  cmd->add_option("--instance-costs", o->instance_costs,
+                  "$/GPU-hour per GPU type, TYPE=PRICE,... (needed by the cost policies)")
+      ->delimiter(',');
   cmd->add_option("--report-grace-seconds", o->report_grace_seconds,
                   "Wait this long after a round for reports before killing (default "
                   "min(60, round/2))");
@@ -53,6 +65,28 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
         "--heartbeat-timeout-seconds: must exceed --heartbeat-seconds (> 0)");
   }
   if (o.max_retries < 0) return Status::InvalidArgument("--max-retries: must be >= 0");
+  std::map<std::string, double> instance_costs;
+  for (const std::string& item : o.instance_costs) {
+    const std::size_t eq = item.find('=');
+    double price = -1.0;
+    if (eq != std::string::npos && eq > 0) {
+      try {
+        std::size_t used = 0;
+        price = std::stod(item.substr(eq + 1), &used);
+        if (used != item.size() - eq - 1) price = -1.0;
+      } catch (const std::exception&) {
+        price = -1.0;
+      }
+    }
+    if (!(price >= 0.0) || !std::isfinite(price)) {
+      return Status::InvalidArgument("--instance-costs \"" + item +
+                                     "\": expected TYPE=PRICE with a price >= 0 ($/GPU-hour)");
+    }
+    if (!instance_costs.emplace(item.substr(0, eq), price).second) {
+      return Status::InvalidArgument("--instance-costs: " + item.substr(0, eq) +
+                                     " is priced twice");
+    }
+  }
   const std::string table_path =
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
   GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
@@ -70,7 +104,12 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.core.heartbeat_timeout = Seconds(o.heartbeat_timeout_seconds);
   options.core.max_retries = o.max_retries;
   options.core.retry_backoff = Seconds(o.retry_backoff_seconds);
-  options.core.checkpoint_root = o.checkpoint_dir;
+  // Sent to agents in every launch: a relative path would be resolved on each agent's host
+  // against its own directory, so it is made absolute here (shared storage is mounted at the
+  // same path everywhere).
+  options.core.checkpoint_root =
+      o.checkpoint_dir.empty() ? "" : std::filesystem::absolute(o.checkpoint_dir).string();
+  options.core.instance_costs = std::move(instance_costs);
   options.core.seed = o.seed;
   options.core.expected_gpus = o.expected_gpus;
 

@@ -1,3 +1,12 @@
+// GCC 12 with -fsanitize=thread at -O2 reports a "potential null pointer dereference" inside
+// libstdc++ (basic_string's move, reached from vector<string>::emplace_back on an empty vector)
+// in CLI11's detail::split, which every CLI11 user emits for CLI11's own validators. It is a
+// false positive of the isolate-paths pass, and only this file shows it because the gRPC
+// headers (through agent_server.h and grpc_util.h) change its inlining budget. Warnings of
+// that pass are judged by the location they point at, so silencing it for the headers only
+// keeps -Wnull-dereference for the code of this file.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include "gavel/cli/worker_command.h"
 
 #include <signal.h>
@@ -12,6 +21,7 @@
 #include "gavel/agent/agent_server.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
+#pragma GCC diagnostic pop
 
 extern char** environ;
 

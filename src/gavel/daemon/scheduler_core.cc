@@ -123,10 +123,21 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
                                  ": packing policies need GPU sharing, which the runtime does "
                                  "not support; use the policy without _packed");
   }
-  if (info->needs_instance_costs) {
-    return Status::Unimplemented("policy " + options.policy +
-                                 ": cost policies need instance prices, which gavel serve does "
-                                 "not take yet");
+  for (const auto& [type, price] : options.instance_costs) {
+    if (!options.throughputs->HasGpuType(type)) {
+      return Status::InvalidArgument("instance costs: " + Quoted(type) +
+                                     " is not a GPU type of the throughput table (" +
+                                     JoinNames(options.throughputs->gpu_types()) + ")");
+    }
+    if (!std::isfinite(price) || price < 0.0) {
+      return Status::InvalidArgument("instance costs: the price of " + type +
+                                     " must be a non-negative number of $/GPU-hour");
+    }
+  }
+  if (info->needs_instance_costs && options.instance_costs.empty()) {
+    return Status::InvalidArgument("policy " + options.policy +
+                                   ": cost policies need the price of every GPU type "
+                                   "(--instance-costs TYPE=DOLLARS_PER_GPU_HOUR,...)");
   }
   policy::PolicyOptions policy_options;
   policy_options.seed = options.seed;
@@ -135,6 +146,7 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
 
   std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(options), store, transport,
                                                         clock, std::move(hooks)));
+  core->needs_instance_costs_ = info->needs_instance_costs;
   core->allocation_ = std::make_shared<AllocationService>(
       std::move(inner), core->options_.background_solves, core->hooks_.wake);
   // Stand-in types for jobs whose type the table does not know: per scale factor, the key
@@ -427,21 +439,9 @@ Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
   batch_.meta["next_job_id"] = std::to_string(next_job_id_);
   Log(now, "submit", id, 0, "by " + user.user);
   jobs_changed_ = true;
-  if (mech_) {
-    mechanism::JobDescription description;
-    description.type = it->second.mech_type;
-    description.total_steps = static_cast<double>(spec.total_steps());
-    description.priority_weight = it->second.row.spec.priority_weight();
-    description.arrival = Seconds(static_cast<double>(now - epoch_ms_) / 1000.0);
-    Result<JobId> mid = mech_->AddJob(description);
-    if (mid.ok()) {
-      mech_of_job_[id] = *mid;
-      if (job_of_mech_.size() <= mid->value()) job_of_mech_.resize(mid->value() + 1);
-      job_of_mech_[mid->value()] = id;
-    } else {
-      needs_rebuild_ = true;
-    }
-  }
+  // A job no GPU type of the cluster can run stays out until the cluster changes
+  // (AdmitMissingJobs).
+  if (mech_) (void)AddToMechanism(it->second);
   return id;
 }
 
@@ -653,6 +653,11 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
                                    " is not a GPU type of the throughput table (" +
                                    JoinNames(table.gpu_types()) + ")");
   }
+  if (needs_instance_costs_ && !options_.instance_costs.contains(request.gpu_type())) {
+    return Status::InvalidArgument("gpu_type: policy " + options_.policy + " needs the price of " +
+                                   Quoted(request.gpu_type()) +
+                                   " GPUs, and gavel serve has none (--instance-costs)");
+  }
   if (request.num_gpus() < 1 || request.num_gpus() > kMaxGpusPerAgent) {
     return Status::InvalidArgument("num_gpus: must be in 1.." + std::to_string(kMaxGpusPerAgent));
   }
@@ -695,7 +700,7 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
   agent.row.token = caller.token;
   agent.last_heartbeat_ms = now;
   Touch(agent);
-  if (changed) needs_rebuild_ = true;
+  if (changed) cluster_changed_ = true;  // the RoundScheduler takes the new GPUs next round
   Log(now, changed ? "worker-register" : "worker-reattach", 0, agent.row.first_worker_id,
       "agent " + agent.row.agent_id + ": " + std::to_string(agent.row.num_gpus) + " " +
           agent.row.gpu_type + " at " + agent.row.address + ", " +
@@ -927,10 +932,11 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
     Touch(job);
   }
 
-  // Feed the RoundScheduler (its steps are the credited increment, split over the GPUs).
+  // Feed the RoundScheduler (its steps are the credited increment, split over the GPUs). A job
+  // that left (cancelled, failed) is no longer in it: its micro-task was abandoned.
   if (round_->mech_backed && mech_) {
     const auto mid = mech_of_job_.find(job_id);
-    if (mid != mech_of_job_.end()) {
+    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) {
       const double share = static_cast<double>(delta) / static_cast<double>(workers.size());
       for (std::uint64_t w : workers) {
         mechanism::WorkerReport report;
@@ -945,8 +951,19 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
           needs_rebuild_ = true;
         }
       }
-      // The mechanism must agree on whether the job is still active.
-      if (mech_->IsActive(mid->second) != IsActive(job)) needs_rebuild_ = true;
+    }
+  }
+  if (mech_) {
+    // The RoundScheduler must agree on whether the job is still active (its step count is a
+    // sum of shares, which may differ from the checkpointed count by rounding).
+    const auto mid = mech_of_job_.find(job_id);
+    const bool mech_active = mid != mech_of_job_.end() && mech_->IsActive(mid->second);
+    if (mech_active && !IsActive(job)) {
+      RemoveFromMechanism(job, now);
+    } else if (!mech_active && IsActive(job)) {
+      (void)AddToMechanism(job);
+    } else if (mech_active) {
+      PushThroughputs(job);  // what this micro-task measured
     }
   }
 }
@@ -1004,13 +1021,8 @@ void SchedulerCore::EndJob(Job& job, wire::JobState state, const std::string& me
   const char* kind = state == wire::DONE ? "done" : state == wire::FAILED ? "failed" : "cancel";
   Log(now, kind, job.row.id, 0,
       message.empty() ? std::to_string(job.row.steps_done) + " steps" : message);
-  if (mech_) {
-    const auto mid = mech_of_job_.find(job.row.id);
-    // Finished jobs leave the RoundScheduler by themselves; others need a rebuild.
-    if (state != wire::DONE && mid != mech_of_job_.end() && mech_->IsActive(mid->second)) {
-      needs_rebuild_ = true;
-    }
-  }
+  // Finished jobs leave the RoundScheduler with their last report; others leave now.
+  if (state != wire::DONE) RemoveFromMechanism(job, now);
 }
 
 void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reason,
@@ -1050,7 +1062,7 @@ void SchedulerCore::CheckHeartbeats(std::int64_t now) {
     if (!agent.row.alive || now - agent.last_heartbeat_ms <= timeout_ms) continue;
     agent.row.alive = false;
     Touch(agent);
-    needs_rebuild_ = true;
+    cluster_changed_ = true;  // the RoundScheduler drops its GPUs next round
     Log(now, "worker-dead", 0, agent.row.first_worker_id,
         "agent " + id + ": no heartbeat for " +
             std::to_string((now - agent.last_heartbeat_ms) / 1000) + " s");
@@ -1123,7 +1135,9 @@ void SchedulerCore::Tick() {
       PrefetchAllocation(now, /*with_leavers=*/true);
     }
   }
-  if (jobs_changed_ && mech_ && !needs_rebuild_) {
+  // (While the cluster change waits for the next round, the RoundScheduler's layout is stale:
+  // the round's own solve covers the new cluster.)
+  if (jobs_changed_ && mech_ && !needs_rebuild_ && !cluster_changed_) {
     jobs_changed_ = false;
     PrefetchAllocation(now, /*with_leavers=*/false);
   }
@@ -1152,9 +1166,14 @@ std::int64_t SchedulerCore::NextWakeMs() const {
 
 void SchedulerCore::StartRound(std::int64_t now) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (needs_rebuild_ || !mech_) Rebuild(now);
+  if (needs_rebuild_ || !mech_) {
+    Rebuild(now);
+  } else if (cluster_changed_) {
+    ApplyClusterChange(now);
+  }
   if (!mech_) return;
   if (allocation_->TakeFreshResult()) mech_->RequestReallocation();
+  SyncHolds(now);
   Result<mechanism::RoundPlan> plan = mech_->PlanRound();
   if (!plan.ok()) {
     Log(now, "policy-error", 0, 0, plan.status().ToString());
@@ -1185,8 +1204,9 @@ void SchedulerCore::StartRound(std::int64_t now) {
     std::vector<std::uint64_t> workers;
     for (WorkerId w : a.workers) workers.push_back(worker_of_layout_.at(w.value()));
     if (!IsActive(job) || job.row.next_retry_ms > now) {
-      // Not runnable now (backing off after a crash): its GPUs idle this round, and the
-      // RoundScheduler hears at once that nothing ran.
+      // Not runnable now. SyncHolds keeps jobs that back off out of the plan, so this is a
+      // safety net: its GPUs idle this round, and the RoundScheduler hears at once that
+      // nothing ran.
       for (WorkerId w : a.workers) {
         mechanism::WorkerReport report;
         report.combination = a.combination;
@@ -1325,20 +1345,17 @@ void SchedulerCore::CloseRound(std::int64_t now) {
 // ------------------------------------------------------------------------------------------
 // The RoundScheduler.
 
-void SchedulerCore::Rebuild(std::int64_t now) {
-  ++counters_.rebuilds;
-  needs_rebuild_ = false;
-  mech_.reset();
-  mech_of_job_.clear();
-  job_of_mech_.clear();
-  worker_of_layout_.clear();
-  layout_of_worker_.clear();
-
+Result<mechanism::ClusterLayout> SchedulerCore::LiveLayout(
+    std::vector<std::uint64_t>* workers) const {
+  workers->clear();
   std::map<std::string, std::vector<const Agent*>> by_type;
   for (const auto& [id, agent] : agents_) {
+    // Under a cost policy an unpriced type cannot be used (RegisterWorker refuses such agents;
+    // a state directory written under another policy may still list one).
+    if (needs_instance_costs_ && !options_.instance_costs.contains(agent.row.gpu_type)) continue;
     if (agent.row.alive) by_type[agent.row.gpu_type].push_back(&agent);
   }
-  if (by_type.empty()) return;
+  if (by_type.empty()) return Status::FailedPrecondition("no live GPU");
   std::vector<GpuTypeSpec> specs;
   std::vector<std::string> order;
   for (const std::string& t : kPreferredTypes) {
@@ -1356,11 +1373,7 @@ void SchedulerCore::Rebuild(std::int64_t now) {
     }
     specs.push_back(GpuTypeSpec{t, count, std::max(per_server, 1)});
   }
-  Result<mechanism::ClusterLayout> layout = mechanism::ClusterLayout::Create(specs);
-  if (!layout.ok()) {
-    Log(now, "internal", 0, 0, layout.status().ToString());
-    return;
-  }
+  GAVEL_ASSIGN_OR_RETURN(mechanism::ClusterLayout layout, mechanism::ClusterLayout::Create(specs));
   // Layout ids run type after type in name order, servers in a row: walk agents the same way.
   for (const auto& [t, agents] : by_type) {
     std::vector<const Agent*> sorted = agents;
@@ -1369,13 +1382,32 @@ void SchedulerCore::Rebuild(std::int64_t now) {
     });
     for (const Agent* a : sorted) {
       for (std::uint32_t g = 0; g < a->row.num_gpus; ++g) {
-        const std::uint64_t w = a->row.first_worker_id + g;
-        layout_of_worker_[w] = WorkerId(worker_of_layout_.size());
-        worker_of_layout_.push_back(w);
+        workers->push_back(a->row.first_worker_id + g);
       }
     }
   }
-  GAVEL_CHECK(static_cast<int>(worker_of_layout_.size()) == layout->num_workers());
+  GAVEL_CHECK(static_cast<int>(workers->size()) == layout.num_workers());
+  return layout;
+}
+
+void SchedulerCore::Rebuild(std::int64_t now) {
+  ++counters_.rebuilds;
+  needs_rebuild_ = false;
+  cluster_changed_ = false;
+  mech_.reset();
+  mech_of_job_.clear();
+  job_of_mech_.clear();
+  worker_of_layout_.clear();
+  layout_of_worker_.clear();
+
+  std::vector<std::uint64_t> workers;
+  Result<mechanism::ClusterLayout> layout = LiveLayout(&workers);
+  if (!layout.ok()) {
+    if (layout.status().code() != StatusCode::kFailedPrecondition) {
+      Log(now, "internal", 0, 0, layout.status().ToString());
+    }
+    return;
+  }
 
   mechanism::SchedulerOptions mech_options;
   mech_options.policy = options_.policy;
@@ -1383,13 +1415,14 @@ void SchedulerCore::Rebuild(std::int64_t now) {
   mech_options.round_length = options_.round_length;
   mech_options.min_reset_interval = options_.min_reset_interval;
   mech_options.max_failed_attempts = kNeverDrop;
+  mech_options.instance_costs = LayoutCosts(*layout);
   GAVEL_CHECK_MSG(policy::FindPolicy(options_.policy).ok(), "policy vanished");
   const policy::PolicyInfo* info = *policy::FindPolicy(options_.policy);
   mechanism::PolicyTraits traits;
   traits.packing = false;
   traits.shuffles_gpu_type_order = info->shuffles_gpu_type_order;
   traits.skips_zero_priority = info->skips_zero_priority;
-  traits.needs_instance_costs = false;
+  traits.needs_instance_costs = info->needs_instance_costs;
   Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
       mechanism::RoundScheduler::CreateWithPolicy(
           *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
@@ -1399,22 +1432,132 @@ void SchedulerCore::Rebuild(std::int64_t now) {
     return;
   }
   mech_ = *std::move(mech);
+  for (std::size_t i = 0; i < workers.size(); ++i) layout_of_worker_[workers[i]] = WorkerId(i);
+  worker_of_layout_ = std::move(workers);
+  for (auto& [id, job] : jobs_) {
+    if (!IsActive(job)) continue;
+    const Status added = AddToMechanism(job);
+    if (!added.ok()) Log(now, "internal", id, 0, added.ToString());
+  }
+}
+
+void SchedulerCore::ApplyClusterChange(std::int64_t now) {
+  std::vector<std::uint64_t> workers;
+  Result<mechanism::ClusterLayout> layout = LiveLayout(&workers);
+  // With no live GPU there is nothing to plan on: the old layout waits for GPUs to return.
+  if (!layout.ok()) return;
+  std::unordered_map<std::uint64_t, WorkerId> layout_of;
+  for (std::size_t i = 0; i < workers.size(); ++i) layout_of[workers[i]] = WorkerId(i);
+  std::vector<std::optional<WorkerId>> successor(worker_of_layout_.size());
+  for (std::size_t i = 0; i < worker_of_layout_.size(); ++i) {
+    const auto it = layout_of.find(worker_of_layout_[i]);
+    if (it != layout_of.end()) successor[i] = it->second;
+  }
+  std::vector<double> costs = LayoutCosts(*layout);
+  const Status changed = mech_->ChangeCluster(*std::move(layout), successor, std::move(costs));
+  if (!changed.ok()) {
+    Log(now, "internal", 0, 0, "cluster change refused, rebuilding: " + changed.ToString());
+    Rebuild(now);
+    return;
+  }
+  ++counters_.cluster_changes;
+  cluster_changed_ = false;
+  worker_of_layout_ = std::move(workers);
+  layout_of_worker_ = std::move(layout_of);
+  AdmitMissingJobs(now);
+  // Types that joined get the jobs' estimates too.
+  for (const auto& [id, job] : jobs_) {
+    if (IsActive(job)) PushThroughputs(job);
+  }
+}
+
+Status SchedulerCore::AddToMechanism(Job& job) {
+  mechanism::JobDescription description;
+  description.type = job.mech_type;
+  description.total_steps = static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
+  description.priority_weight = job.row.spec.priority_weight();
+  description.arrival = Seconds(static_cast<double>(job.row.submitted_ms - epoch_ms_) / 1000.0);
+  GAVEL_ASSIGN_OR_RETURN(const JobId mid, mech_->AddJob(description));
+  mech_of_job_[job.row.id] = mid;
+  if (job_of_mech_.size() <= mid.value()) job_of_mech_.resize(mid.value() + 1);
+  job_of_mech_[mid.value()] = job.row.id;
+  PushThroughputs(job);
+  return Status::Ok();
+}
+
+void SchedulerCore::AdmitMissingJobs(std::int64_t now) {
+  (void)now;
+  for (auto& [id, job] : jobs_) {
+    if (!IsActive(job)) continue;
+    const auto mid = mech_of_job_.find(id);
+    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) continue;
+    (void)AddToMechanism(job);  // still too large for every type: it waits for more GPUs
+  }
+}
+
+void SchedulerCore::PushThroughputs(const Job& job) {
+  if (!mech_) return;
+  const auto mid = mech_of_job_.find(job.row.id);
+  if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) return;
+  const std::vector<std::string>& types = mech_->layout().type_names();
+  for (std::size_t t = 0; t < types.size(); ++t) {
+    const double estimate = Estimate(job, types[t]);
+    if (!(estimate > 0.0)) continue;
+    const Status updated = mech_->UpdateThroughput(mid->second, static_cast<int>(t), estimate);
+    GAVEL_CHECK_MSG(updated.ok(), updated.ToString().c_str());  // validated estimates
+  }
+}
+
+void SchedulerCore::SyncHolds(std::int64_t now) {
   for (const auto& [id, job] : jobs_) {
     if (!IsActive(job)) continue;
-    mechanism::JobDescription description;
-    description.type = job.mech_type;
-    description.total_steps = static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
-    description.priority_weight = job.row.spec.priority_weight();
-    description.arrival = Seconds(static_cast<double>(job.row.submitted_ms - epoch_ms_) / 1000.0);
-    Result<JobId> mid = mech_->AddJob(description);
-    if (!mid.ok()) {
-      Log(now, "internal", id, 0, mid.status().ToString());
-      continue;
+    const auto mid = mech_of_job_.find(id);
+    if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) continue;
+    if (job.row.next_retry_ms > now) {
+      const Seconds until(static_cast<double>(job.row.next_retry_ms - epoch_ms_) / 1000.0);
+      GAVEL_CHECK(mech_->HoldJob(mid->second, until).ok());
+    } else if (mech_->IsHeld(mid->second)) {
+      GAVEL_CHECK(mech_->ReleaseJob(mid->second).ok());
     }
-    mech_of_job_[id] = *mid;
-    if (job_of_mech_.size() <= mid->value()) job_of_mech_.resize(mid->value() + 1);
-    job_of_mech_[mid->value()] = id;
   }
+}
+
+void SchedulerCore::RemoveFromMechanism(const Job& job, std::int64_t now) {
+  if (!mech_) return;
+  const auto mid = mech_of_job_.find(job.row.id);
+  if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) return;
+  const Status removed = mech_->RemoveJob(mid->second);
+  if (!removed.ok()) {
+    Log(now, "internal", job.row.id, 0, removed.ToString());
+    needs_rebuild_ = true;
+  }
+}
+
+std::vector<double> SchedulerCore::LayoutCosts(const mechanism::ClusterLayout& layout) const {
+  std::vector<double> costs;
+  if (!needs_instance_costs_) return costs;
+  for (const std::string& type : layout.type_names()) {
+    costs.push_back(options_.instance_costs.at(type));  // LiveLayout left unpriced types out
+  }
+  return costs;
+}
+
+std::optional<mechanism::JobAccounting> SchedulerCore::MechanismAccounting(
+    std::uint64_t job_id) const {
+  if (!mech_) return std::nullopt;
+  const auto mid = mech_of_job_.find(job_id);
+  if (mid == mech_of_job_.end()) return std::nullopt;
+  return mech_->AccountingOf(mid->second);
+}
+
+std::vector<std::string> SchedulerCore::mechanism_gpu_types() const {
+  return mech_ ? mech_->layout().type_names() : std::vector<std::string>{};
+}
+
+bool SchedulerCore::MechanismHolds(std::uint64_t job_id) const {
+  if (!mech_) return false;
+  const auto mid = mech_of_job_.find(job_id);
+  return mid != mech_of_job_.end() && mech_->IsActive(mid->second) && mech_->IsHeld(mid->second);
 }
 
 void SchedulerCore::TranslatePolicyInput(policy::PolicyInput& input) const {
@@ -1454,6 +1597,7 @@ policy::PolicyInput SchedulerCore::BuildPolicyInput(
   const auto table_types = mechanism::TableTypesOf(mech_->layout(), *options_.throughputs);
   mechanism::PolicyInputOptions input_options;
   input_options.zero_oversized = true;
+  input_options.instance_costs = LayoutCosts(mech_->layout());
   policy::PolicyInput input = mechanism::BuildPolicyInputForJobs(
       mech_->layout(), *options_.throughputs, table_types.ok() ? *table_types : std::vector<int>{},
       infos, Seconds(static_cast<double>(now - epoch_ms_) / 1000.0), input_options);

@@ -1,11 +1,17 @@
 // SchedulerCore: the scheduler daemon's state machine — jobs, agents, rounds — around the
 // same RoundScheduler the simulator drives (design.md, "one scheduler core, two worlds").
 //
-// Ownership: the core owns its in-memory state, the RoundScheduler (rebuilt from the durable
-// job list whenever the set of live GPUs changes or a job leaves other than by finishing) and
-// the AllocationService. It borrows the Store, the AgentTransport and the WallClock, which
-// must outlive it. Every change is staged in a WriteBatch; Flush() commits it, and the daemon
-// replies to the requests behind a change only after that commit (durable before the reply).
+// Ownership: the core owns its in-memory state, the RoundScheduler and the AllocationService.
+// The RoundScheduler lives as long as the core: jobs enter it on submission and leave it when
+// they finish, are cancelled or fail (RemoveJob); a job backing off after a crash is held out
+// of its plans (HoldJob); measured throughputs reach it as they are learned
+// (UpdateThroughput); GPUs that register or die change its cluster between rounds
+// (ChangeCluster). None of these resets the jobs' time accounting behind the priorities. It is
+// rebuilt from the durable job list only at start-up (after a restart, the accounting is not
+// stored) and after an internal error (a policy failure, or an operation it refused).
+// It borrows the Store, the AgentTransport and the WallClock, which must outlive it. Every change
+// is staged in a WriteBatch; Flush() commits it, and the daemon replies to the requests behind a
+// change only after that commit (durable before the reply).
 //
 // A round, on the wall clock (docs/runtime.md, "Rounds"):
 //   plan (RoundScheduler::PlanRound) → dispatch one StartRound per live agent (leases to the
@@ -75,6 +81,10 @@ struct CoreOptions {
   // The first round waits until this many GPUs are registered and alive (the original's
   // expected_num_workers), so that the first allocation sees the whole cluster.
   int expected_gpus = 0;
+  // $/GPU-hour per GPU type name. The cost policies (max_sum_throughput_normalized_by_cost_*)
+  // need one for every GPU type that registers (an agent of an unpriced type is refused);
+  // other policies ignore them. Names must be GPU types of the throughput table.
+  std::map<std::string, double> instance_costs;
   // Solve the policy in the background (AllocationService); false = synchronously (tests).
   bool background_solves = true;
 };
@@ -93,7 +103,8 @@ struct CoreHooks {
 // Everything the core reports about itself (GetStatus and benchmarks).
 struct CoreCounters {
   std::uint64_t rounds_started = 0;
-  std::uint64_t rebuilds = 0;
+  std::uint64_t rebuilds = 0;         // RoundSchedulers built (1 in a healthy run)
+  std::uint64_t cluster_changes = 0;  // ChangeCluster calls (GPUs joined or left)
   std::uint64_t reports = 0;
   std::uint64_t stale_reports = 0;
   std::uint64_t stragglers_killed = 0;
@@ -152,6 +163,13 @@ class SchedulerCore {
   AllocationService& allocation_service() { return *allocation_; }
   std::optional<std::uint64_t> current_round() const;
   const CoreOptions& options() const { return options_; }
+  // The RoundScheduler's time accounting of an active job (tests, diagnostics); nullopt when
+  // the job is not in the current RoundScheduler. Vectors follow the GPU type names of
+  // mechanism_gpu_types().
+  std::optional<mechanism::JobAccounting> MechanismAccounting(std::uint64_t job_id) const;
+  std::vector<std::string> mechanism_gpu_types() const;
+  // Whether the RoundScheduler holds the job out of its plans (backing off after a crash).
+  bool MechanismHolds(std::uint64_t job_id) const;
 
  private:
   struct Job {
@@ -218,6 +236,23 @@ class SchedulerCore {
 
   // Mechanism upkeep.
   void Rebuild(std::int64_t now);
+  // The layout of the live GPUs and, by layout worker id, the daemon's worker ids.
+  Result<mechanism::ClusterLayout> LiveLayout(std::vector<std::uint64_t>* workers) const;
+  // Moves the RoundScheduler onto the live GPUs (ChangeCluster); rebuilds if it refuses.
+  void ApplyClusterChange(std::int64_t now);
+  // Admits an active job to the RoundScheduler with its throughput estimates. Error: no GPU
+  // type of the cluster can run it (it waits for the cluster to change: AdmitMissingJobs).
+  Status AddToMechanism(Job& job);
+  // Admits the active jobs the RoundScheduler lacks (after the cluster changed).
+  void AdmitMissingJobs(std::int64_t now);
+  // Hands the job's throughput estimates to the RoundScheduler (positive ones only: an
+  // estimate of 0 means "not known for this type", and the stand-in's table value lets the
+  // job fill idle GPUs there).
+  void PushThroughputs(const Job& job);
+  // Holds jobs backing off after a crash out of the plan, releases those whose time came.
+  void SyncHolds(std::int64_t now);
+  // Takes a job that left (cancelled, failed) out of the RoundScheduler.
+  void RemoveFromMechanism(const Job& job, std::int64_t now);
   // with_leavers: also the problem without the jobs that will likely finish this round.
   void PrefetchAllocation(std::int64_t now, bool with_leavers);
   // The problem for the active jobs except `leaving` (jobs about to finish).
@@ -239,6 +274,9 @@ class SchedulerCore {
   void KillEverywhere(std::uint64_t job_id, const std::string& reason, bool any_round,
                       const std::string& spare = "");
 
+  // Prices per type of `layout` when the policy uses them, else none.
+  std::vector<double> LayoutCosts(const mechanism::ClusterLayout& layout) const;
+
   // Agents and workers.
   const Agent* AgentOfWorker(std::uint64_t worker_id) const;
   std::vector<std::string> LiveGpuTypes() const;
@@ -256,6 +294,7 @@ class SchedulerCore {
   const WallClock* clock_;
   CoreHooks hooks_;
   Seconds grace_;
+  bool needs_instance_costs_ = false;  // the policy prices GPU types
   std::int64_t epoch_ms_ = 0;      // the state directory's creation time: mechanism time 0
   std::int64_t started_ms_ = 0;
 
@@ -276,6 +315,7 @@ class SchedulerCore {
   std::vector<std::uint64_t> worker_of_layout_;            // layout worker id -> worker id
   std::unordered_map<std::uint64_t, WorkerId> layout_of_worker_;
   bool needs_rebuild_ = true;
+  bool cluster_changed_ = false;   // live GPUs changed since the RoundScheduler's layout
   bool jobs_changed_ = false;      // the active job set changed since the last prefetch
   bool prefetched_this_round_ = false;
   std::shared_ptr<AllocationService> allocation_;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "gavel/core/snapshot.h"
 #include "gavel/daemon/fake_transport.h"
 
@@ -444,6 +447,192 @@ TEST_F(CoreTest, AnUndeliverableRoundFailsItsTasksAtOnceWithoutBlamingTheJob) {
   Tick();
   EXPECT_EQ(Job(job).failures(), 0u);
   EXPECT_EQ(Job(job).state(), wire::RUNNING) << "a new round started at once";
+}
+
+// The cost policies need a price per GPU type: without prices the core refuses to start, and
+// an agent of an unpriced type is refused; with them jobs run.
+TEST_F(CoreTest, CostPoliciesRunWithInstancePrices) {
+  core_.reset();
+  CoreOptions options = Options();
+  options.policy = "max_sum_throughput_normalized_by_cost_perf";
+  auto refused = SchedulerCore::Create(options, &store_, &transport_, &clock_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--instance-costs"), std::string::npos)
+      << refused.status().message();
+  options.instance_costs = {{"h100", 1.0}};
+  refused = SchedulerCore::Create(options, &store_, &transport_, &clock_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("h100"), std::string::npos);
+  options.instance_costs = {{"v100", -1.0}};
+  EXPECT_FALSE(SchedulerCore::Create(options, &store_, &transport_, &clock_).ok());
+
+  options.instance_costs = {{"v100", 2.48}};
+  auto core = SchedulerCore::Create(options, &store_, &transport_, &clock_);
+  ASSERT_TRUE(core.ok()) << core.status().ToString();
+  core_ = *std::move(core);
+  const auto w = Register("a1", "v100");
+  wire::RegisterWorkerRequest unpriced;
+  unpriced.set_agent_id("a2");
+  unpriced.set_gpu_type("k80");
+  unpriced.set_num_gpus(1);
+  unpriced.set_address("127.0.0.1:4001");
+  auto response = core_->RegisterWorker(kAdmin, unpriced);
+  ASSERT_FALSE(response.ok());
+  EXPECT_NE(response.status().message().find("gpu_type"), std::string::npos);
+  const std::uint64_t job = Submit(Spec(1000));
+  Tick();
+  const wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 1);
+  EXPECT_EQ(round.tasks(0).worker_id(), w[0]);
+  EXPECT_EQ(round.tasks(0).job().job_id(), job);
+  const auto* v100 = Stats(Job(job), "v100");
+  ASSERT_NE(v100, nullptr);
+  EXPECT_GT(v100->allocation(), 0.0);
+}
+
+// ---- The RoundScheduler outlives cancels, failures, backoffs and cluster changes ----
+
+class AccountingTest : public CoreTest {
+ protected:
+  // Runs the open round to its end: every task reports LEASE_EXPIRED with 10 more steps
+  // after 10 s of training; then the next round starts. Returns the jobs that ran.
+  std::vector<std::uint64_t> RunRound(const std::string& agent,
+                                      const std::vector<std::string>& alive) {
+    const wire::StartRoundRequest round = transport_.LastRound(agent);
+    Advance(kRoundMs, alive);
+    std::vector<std::uint64_t> ran;
+    for (const wire::Task& task : round.tasks()) {
+      const std::uint64_t job = task.job().job_id();
+      steps_[job] += 10;
+      EXPECT_TRUE(Report(agent, task.worker_id(), job, round.round_id(), wire::LEASE_EXPIRED,
+                         steps_[job], 10, 10.0)
+                      .ok());
+      ran.push_back(job);
+    }
+    Tick();
+    return ran;
+  }
+  // Seconds the RoundScheduler booked for the job on `type` since its last reset (5 s =
+  // the half-round credit it starts with).
+  double Received(std::uint64_t job, const std::string& type) {
+    const auto accounting = core_->MechanismAccounting(job);
+    const std::vector<std::string> types = core_->mechanism_gpu_types();
+    EXPECT_TRUE(accounting.has_value()) << "job " << job;
+    if (!accounting) return -1.0;
+    for (std::size_t t = 0; t < types.size(); ++t) {
+      if (types[t] == type) return accounting->time_received[t];
+    }
+    ADD_FAILURE() << "no type " << type;
+    return -1.0;
+  }
+  std::map<std::uint64_t, std::uint64_t> steps_;
+};
+
+// Three jobs share one GPU. After three rounds each has run once: 5 s of credit + 10.5 s
+// booked. Cancelling one (while it runs) must leave the others' 15.5 s alone; a rebuilt
+// RoundScheduler would have put them back at 5 s.
+TEST_F(AccountingTest, ACancelLeavesTheOtherJobsTimeAccountingAlone) {
+  Register("a1", "v100");
+  const std::uint64_t a = Submit(Spec(1'000'000));
+  const std::uint64_t b = Submit(Spec(1'000'000));
+  const std::uint64_t c = Submit(Spec(1'000'000));
+  Tick();
+  std::set<std::uint64_t> ran;
+  for (int round = 0; round < 3; ++round) {
+    for (std::uint64_t job : RunRound("a1", {"a1"})) ran.insert(job);
+  }
+  ASSERT_EQ(ran, (std::set<std::uint64_t>{a, b, c}));
+  const wire::StartRoundRequest fourth = transport_.LastRound("a1");
+  ASSERT_EQ(fourth.tasks_size(), 1);
+  const std::uint64_t victim = fourth.tasks(0).job().job_id();
+  std::vector<std::uint64_t> others;
+  for (std::uint64_t job : {a, b, c}) {
+    if (job != victim) others.push_back(job);
+  }
+  std::map<std::uint64_t, double> before;
+  for (std::uint64_t job : others) before[job] = Received(job, "v100");
+  EXPECT_DOUBLE_EQ(before[others[0]], 15.5);
+  EXPECT_DOUBLE_EQ(before[others[1]], 15.5);
+
+  ASSERT_TRUE(core_->Cancel(kAlice, victim).ok());
+  ASSERT_TRUE(core_->Flush().ok());
+  EXPECT_FALSE(core_->MechanismAccounting(victim).has_value());
+  Tick();  // the cancelled job's round closes; the next one starts without it
+  const wire::StartRoundRequest fifth = transport_.LastRound("a1");
+  ASSERT_GT(fifth.round_id(), fourth.round_id());
+  ASSERT_EQ(fifth.tasks_size(), 1);
+  EXPECT_NE(fifth.tasks(0).job().job_id(), victim);
+  for (std::uint64_t job : others) EXPECT_DOUBLE_EQ(Received(job, "v100"), before[job]);
+  EXPECT_EQ(core_->counters().rebuilds, 1u) << "no rebuild after a cancel";
+  // The two that are left take turns; the cancelled one never runs again.
+  for (int round = 0; round < 4; ++round) {
+    for (std::uint64_t job : RunRound("a1", {"a1"})) EXPECT_NE(job, victim);
+  }
+  EXPECT_GT(Received(others[0], "v100"), 15.5);
+  EXPECT_GT(Received(others[1], "v100"), 15.5);
+  EXPECT_EQ(core_->counters().rebuilds, 1u);
+}
+
+// A k80 agent joins and later dies: the jobs keep what they received on the v100.
+TEST_F(AccountingTest, GpusJoiningAndDyingKeepTheAccounting) {
+  Register("a1", "v100");
+  const std::uint64_t a = Submit(Spec(1'000'000));
+  const std::uint64_t b = Submit(Spec(1'000'000));
+  Tick();
+  RunRound("a1", {"a1"});
+  RunRound("a1", {"a1"});
+  const double a_v100 = Received(a, "v100");
+  const double b_v100 = Received(b, "v100");
+  EXPECT_DOUBLE_EQ(a_v100, 15.5);
+  EXPECT_DOUBLE_EQ(b_v100, 15.5);
+
+  Register("a2", "k80");
+  RunRound("a1", {"a1", "a2"});  // the change is taken at this round's end
+  EXPECT_EQ(core_->counters().cluster_changes, 1u);
+  EXPECT_EQ(core_->mechanism_gpu_types(), (std::vector<std::string>{"k80", "v100"}));
+  EXPECT_GE(Received(a, "v100"), a_v100);
+  EXPECT_GE(Received(b, "v100"), b_v100);
+  EXPECT_GT(Received(a, "v100") + Received(b, "v100"), a_v100 + b_v100);
+  EXPECT_EQ(transport_.LastRound("a1").tasks_size() + transport_.LastRound("a2").tasks_size(), 2)
+      << "both jobs run now, one on each GPU";
+  const double a_now = Received(a, "v100");
+  const double b_now = Received(b, "v100");
+
+  // a2 goes silent and is declared dead; a1 runs on.
+  Advance(6000, {"a1"});
+  RunRound("a1", {"a1"});
+  EXPECT_EQ(core_->counters().cluster_changes, 2u);
+  EXPECT_EQ(core_->mechanism_gpu_types(), std::vector<std::string>{"v100"});
+  EXPECT_GE(Received(a, "v100"), a_now);
+  EXPECT_GE(Received(b, "v100"), b_now);
+  EXPECT_EQ(core_->counters().rebuilds, 1u);
+}
+
+// A job backing off after a crash is held out of the plan, so its GPU goes to another job
+// instead of idling; it comes back once its retry time has passed.
+TEST_F(AccountingTest, AJobBackingOffIsHeldAndItsGpuGoesToAnother) {
+  const auto w = Register("a1", "v100");
+  const std::uint64_t x = Submit(Spec(1'000'000));
+  Tick();
+  const wire::StartRoundRequest first = transport_.LastRound("a1");
+  ASSERT_EQ(first.tasks_size(), 1);
+  Advance(1000, {"a1"});
+  ASSERT_TRUE(Report("a1", w[0], x, first.round_id(), wire::CRASHED, 0, 0, 0.5, 3).ok());
+  Tick();
+  EXPECT_FALSE(core_->current_round().has_value()) << "x backs off: nothing to run";
+  const std::uint64_t y = Submit(Spec(1'000'000));
+  Tick();
+  const wire::StartRoundRequest second = transport_.LastRound("a1");
+  ASSERT_GT(second.round_id(), first.round_id());
+  ASSERT_EQ(second.tasks_size(), 1);
+  EXPECT_EQ(second.tasks(0).job().job_id(), y) << "x's backoff must not idle the GPU";
+  EXPECT_TRUE(core_->MechanismHolds(x));
+  steps_[y] = 0;
+  RunRound("a1", {"a1"});  // 10 s: x's 4-s backoff is over
+  EXPECT_FALSE(core_->MechanismHolds(x));
+  EXPECT_EQ(transport_.LastRound("a1").tasks(0).job().job_id(), x)
+      << "x has received nothing: its priority is the higher";
+  EXPECT_EQ(core_->counters().rebuilds, 1u);
 }
 
 }  // namespace

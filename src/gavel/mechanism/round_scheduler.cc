@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "gavel/policy/registry.h"
 
@@ -26,6 +27,7 @@ Result<std::unique_ptr<RoundScheduler>> RoundScheduler::Create(
   policy_options.seed = options.seed;
   policy_options.lp_solver = options.lp_solver;
   policy_options.milp_solver = options.milp_solver;
+  policy_options.solve_path = options.solve_path;
   GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> policy,
                          policy::MakePolicy(options.policy, policy_options));
   PolicyTraits traits;
@@ -168,15 +170,12 @@ Result<JobId> RoundScheduler::AddJob(const JobDescription& job) {
 
   // The job itself first, then its pairs with every earlier active job of the same scale
   // factor: the original's insertion order, which breaks ties in the per-type queues.
+  active.tput_estimate.assign(static_cast<std::size_t>(num_types_),
+                              std::numeric_limits<double>::quiet_NaN());
   const int single = NewCombo(Combination::Single(id), active.scale_factor);
   active.single_slot = single;
+  RefreshThroughputs(active);
   ComboState& s = combo(single);
-  s.tput_a = IsolatedThroughputs(*throughputs_, table_types_, *key);
-  for (int t = 0; t < num_types_; ++t) {
-    if (!options_.compat.raw_policy_input && active.scale_factor > layout_.gpu_count(t)) {
-      s.tput_a[static_cast<std::size_t>(t)] = 0.0;
-    }
-  }
   std::fill(s.job_time.begin(), s.job_time.end(), HalfRound(options_));
 
   if (traits_.packing) {
@@ -184,15 +183,7 @@ Result<JobId> RoundScheduler::AddJob(const JobDescription& job) {
       if (other_id == id || other.scale_factor != active.scale_factor) continue;
       const Combination pair = Combination::Pair(other_id, id);
       const int slot = NewCombo(pair, active.scale_factor);
-      ComboState& p = combo(slot);
-      const auto co = ColocatedThroughputs(*throughputs_, table_types_, other.table_key, *key);
-      for (int t = 0; t < num_types_; ++t) {
-        const auto ut = static_cast<std::size_t>(t);
-        const bool oversized =
-            !options_.compat.raw_policy_input && active.scale_factor > layout_.gpu_count(t);
-        p.tput_a[ut] = oversized ? 0.0 : co[ut][0];
-        p.tput_b[ut] = oversized ? 0.0 : co[ut][1];
-      }
+      RefreshPairThroughputs(combo(slot));
       pair_slots_[pair] = slot;
       other.pair_slots.push_back(slot);
       active.pair_slots.push_back(slot);
@@ -232,10 +223,38 @@ int RoundScheduler::NewCombo(const Combination& id, int scale_factor) {
   return slot;
 }
 
-void RoundScheduler::RemoveJob(JobId job, bool dropped) {
+void RoundScheduler::RefreshThroughputs(const ActiveJob& job) {
+  ComboState& s = combo(job.single_slot);
+  s.tput_a = IsolatedThroughputs(*throughputs_, table_types_, job.table_key);
+  for (int t = 0; t < num_types_; ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    if (!std::isnan(job.tput_estimate[ut])) s.tput_a[ut] = job.tput_estimate[ut];
+    if (!options_.compat.raw_policy_input && job.scale_factor > layout_.gpu_count(t)) {
+      s.tput_a[ut] = 0.0;
+    }
+  }
+}
+
+void RoundScheduler::RefreshPairThroughputs(ComboState& p) {
+  const auto key_of = [&](JobId j) {
+    return records_[static_cast<std::size_t>(j.value())].table_key;
+  };
+  const auto co = ColocatedThroughputs(*throughputs_, table_types_, key_of(p.id.member(0)),
+                                       key_of(p.id.member(1)));
+  for (int t = 0; t < num_types_; ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    const bool oversized =
+        !options_.compat.raw_policy_input && p.scale_factor > layout_.gpu_count(t);
+    p.tput_a[ut] = oversized ? 0.0 : co[ut][0];
+    p.tput_b[ut] = oversized ? 0.0 : co[ut][1];
+  }
+}
+
+void RoundScheduler::EraseJob(JobId job, bool dropped) {
   ActiveJob* active = FindActive(job);
   GAVEL_CHECK(active != nullptr);
   records_[static_cast<std::size_t>(job.value())].dropped = dropped;
+  held_.erase(job);
   auto kill = [&](int slot) {
     GAVEL_CHECK_MSG(!combo(slot).running, "a combination was removed while it ran");
     combo(slot).alive = false;
@@ -404,7 +423,7 @@ Result<ReportOutcome> RoundScheduler::CompleteMicroTask(ComboState& c,
     }
   }
   for (int k = 0; k < num_to_remove; ++k) {
-    RemoveJob(to_remove[static_cast<std::size_t>(k)], /*dropped=*/!succeeded);
+    EraseJob(to_remove[static_cast<std::size_t>(k)], /*dropped=*/!succeeded);
   }
   return outcome;
 }
@@ -427,12 +446,206 @@ std::vector<double> RoundScheduler::AllocationOf(JobId job) const {
   return c.allocation;
 }
 
+std::optional<JobAccounting> RoundScheduler::AccountingOf(JobId job) const {
+  const auto it = active_.find(job);
+  if (it == active_.end()) return std::nullopt;
+  const ComboState& c = combo(it->second.single_slot);
+  JobAccounting accounting;
+  accounting.time_received = c.job_time;
+  accounting.deficit = c.deficit;
+  accounting.priority = c.priority;
+  accounting.throughput = c.tput_a;
+  return accounting;
+}
+
+// ------------------------------------------------------------------------------------------
+// Changes from a live cluster.
+
+Status RoundScheduler::RemoveJob(JobId job) {
+  ActiveJob* active = FindActive(job);
+  if (active == nullptr) {
+    return Status::NotFound("job " + job.ToString() + " is not active");
+  }
+  // A running micro-task of the job is abandoned: its GPUs are free for the next plan and
+  // nothing it did is booked (the job is leaving; its partner in a pair loses that round).
+  auto abandon = [&](int slot) {
+    ComboState& c = combo(slot);
+    if (!c.running) return;
+    c.running = false;
+    c.reports.clear();
+    --num_running_;
+  };
+  abandon(active->single_slot);
+  for (int slot : active->pair_slots) abandon(slot);
+  records_[static_cast<std::size_t>(job.value())].removed = true;
+  EraseJob(job, /*dropped=*/false);
+  return Status::Ok();
+}
+
+Status RoundScheduler::UpdateThroughput(JobId job, int type, double steps_per_s) {
+  ActiveJob* active = FindActive(job);
+  if (active == nullptr) {
+    return Status::NotFound("job " + job.ToString() + " is not active");
+  }
+  if (type < 0 || type >= num_types_) {
+    return Status::InvalidArgument("GPU type index " + std::to_string(type) + " is not one of " +
+                                   std::to_string(num_types_));
+  }
+  if (!std::isfinite(steps_per_s) || steps_per_s < 0.0) {
+    return Status::InvalidArgument("job " + job.ToString() +
+                                   ": a throughput must be a non-negative number of steps/s");
+  }
+  active->tput_estimate[static_cast<std::size_t>(type)] = steps_per_s;
+  RefreshThroughputs(*active);
+  return Status::Ok();
+}
+
+Status RoundScheduler::HoldJob(JobId job, Seconds until) {
+  if (FindActive(job) == nullptr) {
+    return Status::NotFound("job " + job.ToString() + " is not active");
+  }
+  held_[job] = until;
+  return Status::Ok();
+}
+
+Status RoundScheduler::ReleaseJob(JobId job) {
+  if (FindActive(job) == nullptr) {
+    return Status::NotFound("job " + job.ToString() + " is not active");
+  }
+  held_.erase(job);
+  return Status::Ok();
+}
+
+Status RoundScheduler::ChangeCluster(ClusterLayout layout,
+                                     std::span<const std::optional<WorkerId>> successor,
+                                     std::vector<double> instance_costs) {
+  // ---- Validate everything first: an error changes nothing. ----
+  if (num_running_ > 0) {
+    return Status::FailedPrecondition("the cluster can change only between rounds (" +
+                                      std::to_string(num_running_) + " micro-tasks still run)");
+  }
+  if (successor.size() != static_cast<std::size_t>(layout_.num_workers())) {
+    return Status::InvalidArgument("successor list: expected one entry per old GPU (" +
+                                   std::to_string(layout_.num_workers()) + "), got " +
+                                   std::to_string(successor.size()));
+  }
+  std::vector<char> taken(static_cast<std::size_t>(layout.num_workers()), 0);
+  for (std::size_t w = 0; w < successor.size(); ++w) {
+    if (!successor[w]) continue;
+    const WorkerId to = *successor[w];
+    if (to.value() >= static_cast<std::uint64_t>(layout.num_workers())) {
+      return Status::InvalidArgument("successor of GPU " + std::to_string(w) + ": " +
+                                     to.ToString() + " is not a GPU of the new cluster");
+    }
+    if (layout.type_name(layout.TypeOf(to)) != layout_.type_name(layout_.TypeOf(WorkerId(w)))) {
+      return Status::InvalidArgument("successor of GPU " + std::to_string(w) + ": " +
+                                     to.ToString() + " is of another GPU type");
+    }
+    if (taken[static_cast<std::size_t>(to.value())] != 0) {
+      return Status::InvalidArgument("successor list: " + to.ToString() + " is given twice");
+    }
+    taken[static_cast<std::size_t>(to.value())] = 1;
+  }
+  GAVEL_ASSIGN_OR_RETURN(std::vector<int> table_types, TableTypesOf(layout, *throughputs_));
+  const int new_types = layout.num_types();
+  const auto nt = static_cast<std::size_t>(new_types);
+  std::vector<int> old_of_new(nt, -1);  // new type index -> old one, or -1 for a new type
+  for (int t = 0; t < new_types; ++t) {
+    old_of_new[static_cast<std::size_t>(t)] = layout_.TypeIndex(layout.type_name(t));
+  }
+  if (!instance_costs.empty()) {
+    if (instance_costs.size() != nt) {
+      return Status::InvalidArgument("instance costs: expected one price per GPU type (" +
+                                     std::to_string(new_types) + "), got " +
+                                     std::to_string(instance_costs.size()));
+    }
+    for (double price : instance_costs) {
+      if (!std::isfinite(price) || price < 0.0) {
+        return Status::InvalidArgument("instance costs must be non-negative numbers");
+      }
+    }
+  } else if (!options_.instance_costs.empty()) {
+    for (int t = 0; t < new_types; ++t) {
+      const int old = old_of_new[static_cast<std::size_t>(t)];
+      if (old < 0) {
+        return Status::InvalidArgument("instance costs: no price for the new GPU type " +
+                                       layout.type_name(t));
+      }
+      instance_costs.push_back(options_.instance_costs[static_cast<std::size_t>(old)]);
+    }
+  }
+
+  // ---- Carry every per-type and per-worker quantity over. ----
+  const double half = HalfRound(options_);
+  auto remap = [&](const std::vector<double>& old, double fresh) {
+    std::vector<double> out(nt, fresh);
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (old_of_new[t] >= 0) out[t] = old[static_cast<std::size_t>(old_of_new[t])];
+    }
+    return out;
+  };
+  std::size_t alive = 0;
+  for (ComboState& c : combos_) {
+    if (!c.alive) continue;
+    ++alive;
+    c.allocation = remap(c.allocation, 0.0);
+    c.job_time = remap(c.job_time, half);  // a new type starts as after a reset
+    c.deficit = remap(c.deficit, 0.0);
+    c.priority = remap(c.priority, 0.0);
+    c.tput_a.assign(nt, 0.0);
+    if (c.id.is_pair()) c.tput_b.assign(nt, 0.0);
+    // Last round's GPUs, renamed; if any of them left, the combination is placed afresh.
+    bool kept = c.last_round >= 0;
+    for (WorkerId& w : c.last_workers) {
+      const auto& to = successor[static_cast<std::size_t>(w.value())];
+      kept = kept && to.has_value();
+      if (to) w = *to;
+    }
+    if (kept && !c.last_workers.empty()) {
+      c.last_type = layout.TypeOf(c.last_workers.front());
+    } else {
+      c.last_round = -1;
+      c.last_workers.clear();
+    }
+  }
+  std::vector<double> worker_time = remap(worker_time_, half * static_cast<double>(alive));
+  std::vector<double> busy(static_cast<std::size_t>(layout.num_workers()), 0.0);
+  for (std::size_t w = 0; w < successor.size(); ++w) {
+    if (successor[w]) busy[static_cast<std::size_t>(successor[w]->value())] = worker_busy_[w];
+  }
+  std::vector<double> gpu_seconds(records_.size() * nt, 0.0);
+  for (std::size_t j = 0; j < records_.size(); ++j) {
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (old_of_new[t] < 0) continue;
+      gpu_seconds[j * nt + t] = gpu_seconds_[j * static_cast<std::size_t>(num_types_) +
+                                             static_cast<std::size_t>(old_of_new[t])];
+    }
+  }
+  for (auto& [id, job] : active_) {
+    job.tput_estimate = remap(job.tput_estimate, std::numeric_limits<double>::quiet_NaN());
+  }
+
+  layout_ = std::move(layout);
+  table_types_ = std::move(table_types);
+  num_types_ = new_types;
+  options_.instance_costs = std::move(instance_costs);
+  worker_time_ = std::move(worker_time);
+  worker_busy_ = std::move(busy);
+  gpu_seconds_ = std::move(gpu_seconds);
+  for (const auto& [id, job] : active_) RefreshThroughputs(job);
+  for (const auto& [pair, slot] : pair_slots_) RefreshPairThroughputs(combo(slot));
+  // Dead slots get vectors of the new size when reused (NewCombo).
+  need_reallocation_ = true;
+  return Status::Ok();
+}
+
 // ------------------------------------------------------------------------------------------
 // The round.
 
 Result<RoundPlan> RoundScheduler::PlanRound() {
   GAVEL_CHECK_MSG(num_running_ == 0, "PlanRound while micro-tasks of the last round still run");
   const Seconds now = clock_->Now();
+  std::erase_if(held_, [&](const auto& hold) { return hold.second <= now; });
   GAVEL_ASSIGN_OR_RETURN(const bool recomputed, MaybeRecomputeAllocation(now));
   UpdatePriorities();
   const std::vector<int> type_order = RoundTypeOrder();
@@ -509,8 +722,20 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
   input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
   input_options.zero_oversized = !options_.compat.raw_policy_input;
   input_options.instance_costs = options_.instance_costs;
-  const policy::PolicyInput input =
+  policy::PolicyInput input =
       BuildPolicyInputForJobs(layout_, *throughputs_, table_types_, jobs, now, input_options);
+  // Estimates from UpdateThroughput replace the table's values (rows are sorted by id, as is
+  // active_).
+  {
+    std::size_t i = 0;
+    for (const auto& [id, job] : active_) {
+      const ComboState& single = combo(job.single_slot);
+      for (std::size_t j = 0; j < static_cast<std::size_t>(num_types_); ++j) {
+        if (!std::isnan(job.tput_estimate[j])) input.throughput(i, j) = single.tput_a[j];
+      }
+      ++i;
+    }
+  }
 
   const auto start = std::chrono::steady_clock::now();
   Result<policy::PolicyOutput> output = policy_->Allocate(input);
@@ -594,8 +819,9 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     left[static_cast<std::size_t>(t)] = layout_.gpu_count(t);
     total_left += layout_.gpu_count(t);
   }
-  ++stamp_;  // job_stamp_[j] == stamp_: job j was chosen this round
+  ++stamp_;  // job_stamp_[j] == stamp_: job j was chosen this round, or is held
   auto taken = [&](JobId j) { return job_stamp_[static_cast<std::size_t>(j.value())] == stamp_; };
+  for (const auto& [job, until] : held_) job_stamp_[static_cast<std::size_t>(job.value())] = stamp_;
   std::vector<Chosen> chosen;
   std::vector<Entry> entries;
   entries.reserve(order_.size());

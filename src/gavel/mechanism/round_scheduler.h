@@ -26,6 +26,13 @@
 // placement with consolidation and keeping last round's GPUs, pairs, lease statistics — is the
 // same in both.
 //
+// The daemon also changes things the simulator never does, without losing anyone's time
+// accounting (a rebuilt scheduler would restart every job's priority memory):
+//   RemoveJob         a job leaves other than by finishing (cancelled, failed by the caller);
+//   UpdateThroughput  an online estimate of a job's steps/s on a type;
+//   HoldJob/ReleaseJob  keep a job out of the plans for a while (a crashed job backing off);
+//   ChangeCluster     GPUs joined or left (an agent registered or died).
+//
 // Cost: a round is O(C · T · log C) for C combinations (jobs, plus pairs for packing policies)
 // and T GPU types; per-job records of finished jobs are kept compactly for metrics.
 //
@@ -71,6 +78,7 @@ struct SchedulerOptions {
   // Solvers for the policy; null = the defaults (policy::PolicyOptions).
   std::shared_ptr<lp::Solver> lp_solver;
   std::shared_ptr<lp::Solver> milp_solver;
+  policy::SolvePath solve_path = policy::SolvePath::kFast;
 };
 
 // The policy traits the mechanism acts on (policy::PolicyInfo carries them for named policies).
@@ -102,10 +110,11 @@ struct JobRecord {
   std::optional<Seconds> first_start;  // start of the first round it was placed in
   std::optional<Seconds> finish;       // end of the micro-task that completed it
   bool dropped = false;                // removed after too many failed micro-tasks
+  bool removed = false;                // removed by RemoveJob (cancelled, failed by the caller)
   double cost = 0.0;                   // $ (only with instance costs)
-  bool done() const { return finish.has_value() || dropped; }
+  bool done() const { return finish.has_value() || dropped || removed; }
   std::optional<Seconds> jct() const {
-    if (!finish || dropped) return std::nullopt;
+    if (!finish || dropped || removed) return std::nullopt;
     return *finish - arrival;
   }
 };
@@ -119,6 +128,18 @@ struct SchedulerStats {
   std::int64_t lease_extension_opportunities = 0;
   std::int64_t micro_tasks = 0;
   std::int64_t failed_micro_tasks = 0;
+};
+
+// A job's time accounting (spec §3.4), per layout type. Vectors are indexed by layout type.
+struct JobAccounting {
+  // Seconds received on each type since the last reset, including the half-round credit
+  // every job starts with.
+  std::vector<double> time_received;
+  std::vector<double> deficit;     // seconds it should have received by the last reset, minus
+                                   // what it did (accumulated over resets)
+  std::vector<double> priority;    // as computed by the latest PlanRound (0 before the first)
+  std::vector<double> throughput;  // isolated steps/s the plans use (the table's, or the
+                                   // estimate given to UpdateThroughput)
 };
 
 // What a worker report changed.
@@ -162,6 +183,51 @@ class RoundScheduler {
   // Forces a recomputation at the next round (e.g. after a price change).
   void RequestReallocation() { need_reallocation_ = true; }
 
+  // ---- Changes from a live cluster (the daemon; none of them resets anyone's accounting) ----
+  // The job leaves for good (cancelled, or failed by the caller's own rules): it and its
+  // pairs are in no later plan, and its record says `removed`. A micro-task of it (or of a
+  // pair containing it) that is still running is abandoned: nothing is credited for it and
+  // its later reports are refused like those of any micro-task that is not running. Other
+  // jobs' time received, deficits and priorities are untouched; the next round recomputes
+  // the allocation without the job. Error: NotFound when the job is not active.
+  Status RemoveJob(JobId job);
+  // The caller's estimate of the job's isolated steps/s on layout type `type` (measured
+  // online). The next plans use it (lease budgets, expected throughputs; 0 = never placed
+  // there) and so does the policy from its next recomputation, which this does not request:
+  // call RequestReallocation when the estimate moved enough to be worth a solve. A type with
+  // fewer GPUs than the job needs keeps throughput 0 (unless compat.raw_policy_input). Pairs
+  // keep the table's co-located throughputs. Errors: NotFound (job not active),
+  // InvalidArgument (type out of range, value negative or not finite).
+  Status UpdateThroughput(JobId job, int type, double steps_per_s);
+  // Keeps the job out of every plan until `until` (scheduler time; the first PlanRound at or
+  // after it lets it back) or until ReleaseJob, e.g. while a crashed job backs off. The job
+  // stays in the policy's problem and keeps its allocation, so holding requests no solve; it
+  // receives no time while held, so its priority rises and it catches up once back. Its GPUs
+  // go to the next jobs in the queues. Holding a held job replaces its release time; use an
+  // infinite `until` to hold until ReleaseJob. Error: NotFound when the job is not active.
+  Status HoldJob(JobId job, Seconds until);
+  // Ends a hold at once (no-op for a job that is not held). Error: NotFound (not active).
+  Status ReleaseJob(JobId job);
+  bool IsHeld(JobId job) const { return held_.contains(job); }
+  // GPUs joined or left the cluster: continue on `layout`. `successor[w]` is the id in the
+  // new layout of old worker w (same GPU type), or nullopt for a GPU that left. Every job
+  // keeps its time received, deficit and allocation on the types that remain; a type new to
+  // the cluster starts as after a reset (the half-round credit each, no deficit, allocation 0
+  // until the recomputation this requests). A combination whose last round's GPUs all remain
+  // can keep them (lease extension); others are placed afresh. Throughputs are refreshed for
+  // the new GPU counts (a job larger than a type gets 0 there, and back its value when the
+  // type grows again); estimates from UpdateThroughput are kept for the types that remain.
+  // A job no type can run any more stays active and waits. Per-worker busy seconds and
+  // per-job GPU-seconds of GPUs or types that left are forgotten. `instance_costs` prices
+  // the new layout's types (rules as SchedulerOptions::instance_costs); empty = keep the
+  // current prices of the types that remain (an error if prices are in use and a new type
+  // has none). Errors (nothing changes): FailedPrecondition while micro-tasks run (change
+  // the cluster between rounds); InvalidArgument for a successor list of the wrong length,
+  // an id out of range, of another type or given twice, or bad prices; NotFound for a type
+  // the throughput table lacks.
+  Status ChangeCluster(ClusterLayout layout, std::span<const std::optional<WorkerId>> successor,
+                       std::vector<double> instance_costs = {});
+
   // ---- The round ----
   // Plans the round that starts at clock->Now(). Every combination in the plan is running
   // from then until all its GPUs reported. Errors: the policy failed (e.g. Unimplemented).
@@ -190,6 +256,11 @@ class RoundScheduler {
   const SchedulerStats& stats() const { return stats_; }
   // The current allocation of a job alone on each type (0 where it has none).
   std::vector<double> AllocationOf(JobId job) const;
+  // The job's time accounting; nullopt when it is not active.
+  std::optional<JobAccounting> AccountingOf(JobId job) const;
+  // Seconds booked on each type since the last reset: the denominators of the priorities
+  // (the sum of every combination's time received, including jobs that left since).
+  const std::vector<double>& type_time() const { return worker_time_; }
 
  private:
   // An admitted job that has not finished.
@@ -200,6 +271,8 @@ class RoundScheduler {
     int failures = 0;  // consecutive failed micro-tasks
     int single_slot = -1;
     std::vector<int> pair_slots;  // pairs containing this job
+    // UpdateThroughput's estimates by layout type; NaN = none (the table's value applies).
+    std::vector<double> tput_estimate;
   };
 
   // A single job or a pair, with its per-type state (spec §3.2). Vectors are indexed by layout
@@ -254,7 +327,11 @@ class RoundScheduler {
 
   // Job table upkeep.
   int NewCombo(const Combination& id, int scale_factor);
-  void RemoveJob(JobId job, bool dropped);
+  // Takes an active job out of the table (no combination of it may be running).
+  void EraseJob(JobId job, bool dropped);
+  // Recomputes the throughputs of the job's single (estimate or table, 0 where oversized).
+  void RefreshThroughputs(const ActiveJob& job);
+  void RefreshPairThroughputs(ComboState& pair);
   void CompactOrder();
   ComboState& combo(int slot);
   const ComboState& combo(int slot) const;
@@ -281,6 +358,9 @@ class RoundScheduler {
   std::vector<int> order_;
   std::size_t dead_in_order_ = 0;
   std::unordered_map<Combination, int> pair_slots_;
+
+  // Jobs held out of the plans, with the time they come back (HoldJob).
+  std::map<JobId, Seconds> held_;
 
   // Allocation state.
   bool need_reallocation_ = false;

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -435,6 +437,272 @@ TEST(RoundSchedulerTest, RegistryPolicyNeedsPricesWhenItSaysSo) {
   options.policy = "no_such_policy";
   EXPECT_EQ(RoundScheduler::Create(*layout, SmallTable(), options, &clock).status().code(),
             StatusCode::kNotFound);
+}
+
+// ---- Changes from a live cluster (the daemon's operations) ----
+
+// Every active job gets 1/n of every type; records the problems the policy saw.
+FakePolicy::Rule EvenShares(std::vector<policy::PolicyInput>* seen) {
+  return [seen](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    seen->push_back(in);
+    for (std::size_t i = 0; i < in.num_jobs(); ++i) {
+      for (std::size_t j = 0; j < in.num_types(); ++j) {
+        out.allocation(i, j) = 1.0 / static_cast<double>(in.num_jobs());
+      }
+    }
+  };
+}
+
+// Three jobs with a third each on one GPU, worked by hand (spec §3.4): all start with the
+// 180-s credit (priority 1), so a, b, c run in turn. c is cancelled while it runs at 720 s:
+// a and b keep exactly what they received (540 s each out of 1,260 s booked), and the new
+// allocation (a half each) gives both priority 0.5 / (540 / 1260) — a rebuilt scheduler would
+// have restarted them at the 180-s credit. c is in no later plan.
+TEST(RoundSchedulerChangesTest, RemoveJobKeepsTheOthersAccountingAndDropsItsRunningTask) {
+  std::vector<policy::PolicyInput> seen;
+  Fixture f({{"v100", 1, 1}}, EvenShares(&seen));
+  const JobId a = f.Add("A", 1, 1e7, 0.0);
+  const JobId b = f.Add("B", 1, 1e7, 0.0);
+  const JobId c = f.Add("A", 1, 1e7, 0.0);
+  RoundPlan plan = f.Plan(0.0);
+  EXPECT_THAT(RunningJobs(plan), ElementsAre(a));
+  f.Finish(plan, 360.0);
+  plan = f.Plan(360.0);
+  EXPECT_THAT(RunningJobs(plan), ElementsAre(b));
+  f.Finish(plan, 360.0);
+  plan = f.Plan(720.0);
+  ASSERT_THAT(RunningJobs(plan), ElementsAre(c));
+  const JobAccounting a_before = *f.scheduler->AccountingOf(a);
+  const JobAccounting b_before = *f.scheduler->AccountingOf(b);
+
+  ASSERT_TRUE(f.scheduler->RemoveJob(c).ok());
+  EXPECT_FALSE(f.scheduler->IsActive(c));
+  EXPECT_FALSE(f.scheduler->HasRunningMicroTasks());  // c's micro-task was abandoned
+  EXPECT_TRUE(f.scheduler->record(c).removed);
+  EXPECT_TRUE(f.scheduler->record(c).done());
+  EXPECT_FALSE(f.scheduler->record(c).jct().has_value());
+  EXPECT_FALSE(f.scheduler->AccountingOf(c).has_value());
+  EXPECT_EQ(f.scheduler->RemoveJob(c).code(), StatusCode::kNotFound);
+  // Its late report is refused like any report of a micro-task that is not running.
+  WorkerReport late;
+  late.combination = Combination::Single(c);
+  late.worker = WorkerId(0);
+  late.steps = {100.0};
+  late.elapsed = {Seconds(360.0)};
+  EXPECT_EQ(f.scheduler->OnWorkerDone(late).status().code(), StatusCode::kFailedPrecondition);
+
+  // The others' accounting is untouched, and nothing of c's abandoned round is booked.
+  const JobAccounting a_after = *f.scheduler->AccountingOf(a);
+  EXPECT_EQ(a_after.time_received, a_before.time_received);
+  EXPECT_EQ(a_after.deficit, a_before.deficit);
+  EXPECT_EQ(a_after.priority, a_before.priority);
+  EXPECT_EQ(f.scheduler->AccountingOf(b)->time_received, b_before.time_received);
+  EXPECT_THAT(a_after.time_received, ElementsAre(540.0));
+  EXPECT_THAT(f.scheduler->AccountingOf(b)->time_received, ElementsAre(540.0));
+  EXPECT_THAT(f.scheduler->type_time(), ElementsAre(1260.0));
+
+  // The next round solves for a and b only and keeps their memory.
+  ASSERT_EQ(f.policy_calls, 1);
+  plan = f.Plan(1080.0);
+  EXPECT_EQ(f.policy_calls, 2);
+  ASSERT_EQ(seen.back().num_jobs(), 2u);
+  EXPECT_EQ(seen.back().jobs[1].id, b);
+  EXPECT_DOUBLE_EQ(f.scheduler->AccountingOf(a)->priority[0], 0.5 / (540.0 / 1260.0));
+  EXPECT_DOUBLE_EQ(f.scheduler->AccountingOf(b)->priority[0], 0.5 / (540.0 / 1260.0));
+  EXPECT_THAT(RunningJobs(plan), ElementsAre(a));  // the tie goes to the first job
+  std::vector<JobId> ran;
+  for (double t = 1080.0; t < 1080.0 + 6 * 360.0; t += 360.0) {
+    if (t > 1080.0) plan = f.Plan(t);
+    for (JobId j : RunningJobs(plan)) ran.push_back(j);
+    f.Finish(plan, 360.0);
+  }
+  EXPECT_THAT(ran, ElementsAre(a, b, a, b, a, b));
+}
+
+TEST(RoundSchedulerChangesTest, UpdateThroughputFeedsPlansAndTheNextAllocation) {
+  std::vector<policy::PolicyInput> seen;
+  // Types in layout order: k80 (0), v100 (1); A runs 1 step/s on k80 and 2 on v100.
+  Fixture f({{"v100", 1, 1}, {"k80", 1, 1}}, EvenShares(&seen));
+  const JobId a = f.Add("A", 1, 1e7, 0.0);
+  RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].gpu_type, 1);
+  EXPECT_THAT(plan.assignments[0].expected_throughput, ElementsAre(2.0));
+  f.Finish(plan, 360.0);
+
+  ASSERT_TRUE(f.scheduler->UpdateThroughput(a, 1, 3.0).ok());
+  EXPECT_THAT(f.scheduler->AccountingOf(a)->throughput, ElementsAre(1.0, 3.0));
+  plan = f.Plan(360.0);
+  EXPECT_EQ(f.policy_calls, 1);  // an estimate alone asks for no solve
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_THAT(plan.assignments[0].expected_throughput, ElementsAre(3.0));
+  EXPECT_THAT(plan.assignments[0].max_steps, ElementsAre(1080.0));
+  EXPECT_TRUE(plan.assignments[0].lease_extended);
+  f.Finish(plan, 360.0);
+
+  f.scheduler->RequestReallocation();
+  plan = f.Plan(720.0);
+  ASSERT_EQ(f.policy_calls, 2);
+  EXPECT_EQ(seen.back().throughput(0, 0), 1.0);  // the table's, where nothing was measured
+  EXPECT_EQ(seen.back().throughput(0, 1), 3.0);
+  f.Finish(plan, 360.0);
+
+  // An estimate of 0: the job is never placed on that type.
+  ASSERT_TRUE(f.scheduler->UpdateThroughput(a, 1, 0.0).ok());
+  plan = f.Plan(1080.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].gpu_type, 0);
+
+  EXPECT_EQ(f.scheduler->UpdateThroughput(a, 2, 1.0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.scheduler->UpdateThroughput(a, 0, -1.0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.scheduler->UpdateThroughput(a, 0, std::nan("")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.scheduler->UpdateThroughput(JobId(9), 0, 1.0).code(), StatusCode::kNotFound);
+
+  // A type with fewer GPUs than the job needs keeps throughput 0 whatever the estimate.
+  Fixture g({{"v100", 2, 2}, {"k80", 1, 1}}, Share(1.0));
+  const JobId big = g.Add("A", 2, 1e7, 0.0);
+  ASSERT_TRUE(g.scheduler->UpdateThroughput(big, 0, 5.0).ok());
+  EXPECT_THAT(g.scheduler->AccountingOf(big)->throughput, ElementsAre(0.0, 3.0));
+}
+
+// Two half shares on one GPU; a is held until 1,000 s, so b runs at 0, 360 and 720 (without
+// the hold the tie at 0 would go to a). At 1,080 a is back with priority
+// 0.5 / (180 / 1440) = 4 against b's 0.5 / (1260 / 1440) and runs.
+TEST(RoundSchedulerChangesTest, AHeldJobIsNotPlannedUntilReleased) {
+  Fixture f({{"v100", 1, 1}}, Share(0.5));
+  const JobId a = f.Add("A", 1, 1e7, 0.0);
+  const JobId b = f.Add("B", 1, 1e7, 0.0);
+  ASSERT_TRUE(f.scheduler->HoldJob(a, Seconds(1000.0)).ok());
+  EXPECT_TRUE(f.scheduler->IsHeld(a));
+  for (double t : {0.0, 360.0, 720.0}) {
+    const RoundPlan plan = f.Plan(t);
+    EXPECT_THAT(RunningJobs(plan), ElementsAre(b)) << "at " << t;
+    f.Finish(plan, 360.0);
+  }
+  EXPECT_TRUE(f.scheduler->IsHeld(a));
+  RoundPlan plan = f.Plan(1080.0);
+  EXPECT_FALSE(f.scheduler->IsHeld(a));
+  EXPECT_THAT(RunningJobs(plan), ElementsAre(a));
+  EXPECT_DOUBLE_EQ(f.scheduler->AccountingOf(a)->priority[0], 4.0);
+  EXPECT_EQ(f.policy_calls, 1);  // holding asks for no solve
+  f.Finish(plan, 360.0);
+
+  // Held until released by hand.
+  ASSERT_TRUE(f.scheduler->HoldJob(b, Seconds(std::numeric_limits<double>::infinity())).ok());
+  for (double t : {1440.0, 1800.0, 2160.0}) {
+    plan = f.Plan(t);
+    EXPECT_THAT(RunningJobs(plan), ElementsAre(a)) << "at " << t;
+    f.Finish(plan, 360.0);
+  }
+  ASSERT_TRUE(f.scheduler->ReleaseJob(b).ok());
+  EXPECT_FALSE(f.scheduler->IsHeld(b));
+  plan = f.Plan(2520.0);
+  EXPECT_THAT(RunningJobs(plan), ElementsAre(b));  // far behind a by now
+  f.Finish(plan, 360.0);
+
+  EXPECT_EQ(f.scheduler->HoldJob(JobId(7), Seconds(1.0)).code(), StatusCode::kNotFound);
+  EXPECT_EQ(f.scheduler->ReleaseJob(JobId(7)).code(), StatusCode::kNotFound);
+  // A job that leaves is no longer held.
+  ASSERT_TRUE(f.scheduler->HoldJob(a, Seconds(1e9)).ok());
+  ASSERT_TRUE(f.scheduler->RemoveJob(a).ok());
+  EXPECT_FALSE(f.scheduler->IsHeld(a));
+}
+
+// One v100 with a and b (a half each), 540 s received each. A v100 and a k80 join: both keep
+// their 540 s on v100 and start the k80 as after a reset (180 s each). b keeps its GPU under
+// its new id (a lease extension). Then the k80 and b's v100 leave: the v100 accounting stays.
+TEST(RoundSchedulerChangesTest, GpusJoinAndLeaveWithoutResettingTheAccounting) {
+  std::vector<policy::PolicyInput> seen;
+  Fixture f({{"v100", 1, 1}}, EvenShares(&seen));
+  const JobId a = f.Add("A", 1, 1e7, 0.0);
+  const JobId b = f.Add("B", 1, 1e7, 0.0);
+  RoundPlan plan = f.Plan(0.0);
+  f.Finish(plan, 360.0);
+  plan = f.Plan(360.0);
+  ASSERT_THAT(RunningJobs(plan), ElementsAre(b));
+  f.Finish(plan, 360.0);
+
+  auto bigger = ClusterLayout::Create({{"v100", 2, 1}, {"k80", 1, 1}});
+  ASSERT_TRUE(bigger.ok());
+  // New ids: k80 = 0, v100 = 1 and 2; the old v100 (0) is now 1.
+  const std::vector<std::optional<WorkerId>> grow = {WorkerId(1)};
+  ASSERT_TRUE(f.scheduler->ChangeCluster(*bigger, grow).ok());
+  EXPECT_EQ(f.scheduler->layout().num_workers(), 3);
+  EXPECT_THAT(f.scheduler->AccountingOf(a)->time_received, ElementsAre(180.0, 540.0));
+  EXPECT_THAT(f.scheduler->AccountingOf(b)->time_received, ElementsAre(180.0, 540.0));
+  EXPECT_THAT(f.scheduler->type_time(), ElementsAre(360.0, 1080.0));
+  EXPECT_THAT(f.scheduler->AccountingOf(a)->throughput, ElementsAre(1.0, 2.0));
+  EXPECT_THAT(f.scheduler->worker_busy_seconds(), ElementsAre(0.0, 720.0, 0.0));
+  EXPECT_THAT(f.scheduler->AccountingOf(a)->deficit, ElementsAre(0.0, 0.0));
+
+  plan = f.Plan(720.0);
+  ASSERT_EQ(f.policy_calls, 2);  // the cluster changed: a new solve
+  EXPECT_EQ(seen.back().gpu_counts, (std::vector<double>{1.0, 2.0}));
+  ASSERT_EQ(plan.assignments.size(), 2u);
+  std::map<JobId, Assignment> by_job;
+  for (const Assignment& x : plan.assignments) by_job[x.combination.member(0)] = x;
+  EXPECT_EQ(by_job[b].workers, std::vector<WorkerId>{WorkerId(1)});
+  EXPECT_TRUE(by_job[b].lease_extended);
+  EXPECT_EQ(by_job[a].workers, std::vector<WorkerId>{WorkerId(2)});
+  EXPECT_FALSE(by_job[a].lease_extended);
+
+  // Not while micro-tasks run.
+  auto smaller = ClusterLayout::Create({{"v100", 1, 1}});
+  ASSERT_TRUE(smaller.ok());
+  const std::vector<std::optional<WorkerId>> shrink = {std::nullopt, std::nullopt, WorkerId(0)};
+  EXPECT_EQ(f.scheduler->ChangeCluster(*smaller, shrink).code(), StatusCode::kFailedPrecondition);
+  f.Finish(plan, 360.0);
+  EXPECT_THAT(f.scheduler->AccountingOf(a)->time_received, ElementsAre(180.0, 900.0));
+
+  // Bad successor lists change nothing.
+  const std::vector<std::optional<WorkerId>> too_short = {WorkerId(0)};
+  EXPECT_EQ(f.scheduler->ChangeCluster(*smaller, too_short).code(), StatusCode::kInvalidArgument);
+  const std::vector<std::optional<WorkerId>> twice = {std::nullopt, WorkerId(0), WorkerId(0)};
+  EXPECT_EQ(f.scheduler->ChangeCluster(*smaller, twice).code(), StatusCode::kInvalidArgument);
+  const std::vector<std::optional<WorkerId>> out_of_range = {std::nullopt, WorkerId(5),
+                                                             std::nullopt};
+  EXPECT_EQ(f.scheduler->ChangeCluster(*smaller, out_of_range).code(),
+            StatusCode::kInvalidArgument);
+  const std::vector<std::optional<WorkerId>> wrong_type = {WorkerId(0), std::nullopt, std::nullopt};
+  EXPECT_EQ(f.scheduler->ChangeCluster(*smaller, wrong_type).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.scheduler->layout().num_workers(), 3);
+
+  // The k80 and b's v100 leave; a's v100 (2) becomes 0.
+  ASSERT_TRUE(f.scheduler->ChangeCluster(*smaller, shrink).ok());
+  EXPECT_THAT(f.scheduler->AccountingOf(a)->time_received, ElementsAre(900.0));
+  EXPECT_THAT(f.scheduler->AccountingOf(b)->time_received, ElementsAre(900.0));
+  EXPECT_THAT(f.scheduler->type_time(), ElementsAre(1800.0));
+  EXPECT_THAT(f.scheduler->worker_busy_seconds(), ElementsAre(360.0));
+  plan = f.Plan(1080.0);
+  ASSERT_THAT(RunningJobs(plan), ElementsAre(a));  // equal priorities: the first job
+  EXPECT_EQ(plan.assignments[0].workers, std::vector<WorkerId>{WorkerId(0)});
+  EXPECT_TRUE(plan.assignments[0].lease_extended);
+  EXPECT_DOUBLE_EQ(f.scheduler->AccountingOf(a)->priority[0], 0.5 / (900.0 / 1800.0));
+}
+
+// A 2-GPU job on a type that shrinks below two GPUs gets throughput 0 there and waits; it runs
+// again when the type grows back.
+TEST(RoundSchedulerChangesTest, AJobTooLargeForWhatIsLeftWaitsForGpusToReturn) {
+  Fixture f({{"v100", 2, 1}}, Share(1.0));
+  const JobId big = f.Add("A", 2, 1e7, 0.0);
+  RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  f.Finish(plan, 360.0);
+  auto one = ClusterLayout::Create({{"v100", 1, 1}});
+  ASSERT_TRUE(one.ok());
+  const std::vector<std::optional<WorkerId>> shrink = {WorkerId(0), std::nullopt};
+  ASSERT_TRUE(f.scheduler->ChangeCluster(*one, shrink).ok());
+  EXPECT_TRUE(f.scheduler->IsActive(big));
+  EXPECT_THAT(f.scheduler->AccountingOf(big)->throughput, ElementsAre(0.0));
+  EXPECT_TRUE(f.Plan(360.0).assignments.empty());
+  auto two = ClusterLayout::Create({{"v100", 2, 1}});
+  ASSERT_TRUE(two.ok());
+  const std::vector<std::optional<WorkerId>> grow = {WorkerId(0)};
+  ASSERT_TRUE(f.scheduler->ChangeCluster(*two, grow).ok());
+  EXPECT_THAT(f.scheduler->AccountingOf(big)->throughput, ElementsAre(3.0));
+  plan = f.Plan(720.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].workers.size(), 2u);
 }
 
 // Invariants over random workloads with a real policy: no GPU is booked twice in a round, every
