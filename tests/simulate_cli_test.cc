@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -81,6 +82,20 @@ TEST_F(SimulateCliTest, WritesTheJsonResultAndTheJobsCsv) {
   EXPECT_GE(std::count(csv.begin(), csv.end(), '\n'), 13);
 }
 
+// Both solve paths of a policy with a unique optimum for the mechanism to act on (every job
+// alone on its fastest type: a static run on a cluster with room for all) give one schedule.
+TEST_F(SimulateCliTest, BothSolvePathsRunAndAgreeWhereTheOptimumIsUnique) {
+  std::map<std::string, double> makespans;
+  for (const std::string solver : {"auto", "clp"}) {
+    const Ran ran =
+        Simulate("-c 4:4:4 -p max_min_fairness_perf -l 0 -e 3 --json - --solver " + solver);
+    ASSERT_EQ(ran.exit_code, 0) << ran.err;
+    makespans[solver] = nlohmann::json::parse(ran.out)["makespan_seconds"].get<double>();
+  }
+  EXPECT_GT(makespans["auto"], 0.0);
+  EXPECT_NEAR(makespans["auto"], makespans["clp"], 1e-9 * makespans["clp"]);
+}
+
 TEST_F(SimulateCliTest, StaticRunReportsItsMakespanInTheSummary) {
   const Ran ran = Simulate("-c 2:2:2 -p fifo_perf -l 0 -e 8 --compat gavel");
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
@@ -106,6 +121,7 @@ TEST_F(SimulateCliTest, BadInputFailsWithAClearMessage) {
            Case{"-p fifo --trace no_such_file.trace", "no_such_file.trace"},
            Case{"-p fifo -l 100 --throughputs missing.json", "missing.json"},
            Case{"-p max_sum_throughput_normalized_by_cost_perf -l 100 -e 5", "prices"},
+           Case{"-p fifo -l 100 --solver glpk", "--solver"},
        }) {
     SCOPED_TRACE(c.args);
     const Ran ran = Simulate(c.args);

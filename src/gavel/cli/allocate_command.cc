@@ -26,10 +26,12 @@ constexpr double kPrintEpsilon = 1e-7;
 
 double Clean(double v) { return v < kPrintEpsilon ? 0.0 : v; }
 
-ordered_json ToJson(const std::string& policy_name, const PolicyInput& input,
-                    const PolicyOutput& output, double solve_seconds, bool packing) {
+ordered_json ToJson(const std::string& policy_name, const std::string& solver,
+                    const PolicyInput& input, const PolicyOutput& output, double solve_seconds,
+                    bool packing) {
   ordered_json result;
   result["policy"] = policy_name;
+  result["solver"] = solver;
   result["status"] = policy::AllocationStatusName(output.status);
   result["solve_seconds"] = solve_seconds;
   result["objective"] = output.objective ? ordered_json(*output.objective) : ordered_json(nullptr);
@@ -131,8 +133,13 @@ Status RunAllocate(const AllocateOptions& options, std::ostream& out) {
     GAVEL_ASSIGN_OR_RETURN(table, ThroughputTable::LoadFile(path));
   }
 
+  if (options.solver != "auto" && options.solver != "clp") {
+    return Status::InvalidArgument("--solver must be auto or clp, got " + options.solver);
+  }
   policy::PolicyOptions policy_options;
   policy_options.compat_gavel = options.compat_gavel;
+  policy_options.solve_path =
+      options.solver == "clp" ? policy::SolvePath::kGeneral : policy::SolvePath::kFast;
   GAVEL_ASSIGN_OR_RETURN(auto policy, policy::MakePolicy(options.policy, policy_options));
 
   const auto start = std::chrono::steady_clock::now();
@@ -149,7 +156,7 @@ Status RunAllocate(const AllocateOptions& options, std::ostream& out) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (options.format == "json") {
-    out << ToJson(options.policy, *input, *output, solve_seconds, info->packing).dump() << "\n";
+    out << ToJson(options.policy, options.solver, *input, *output, solve_seconds, info->packing).dump() << "\n";
   } else {
     PrintTable(options.policy, snapshot, *input, *output, solve_seconds, out);
   }

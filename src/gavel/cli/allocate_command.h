@@ -14,6 +14,9 @@ struct AllocateOptions {
   std::string snapshot_path;
   bool compat_gavel = false;
   std::string format = "json";  // "json" or "table"
+  // "auto": the policy's fast path where it has one (docs/policies.md, "Fast paths");
+  // "clp": the whole LP on Clp, for comparison.
+  std::string solver = "auto";
 };
 
 // Writes the result to `out`; returns a non-OK status (and writes nothing) on bad input.

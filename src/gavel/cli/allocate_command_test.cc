@@ -313,6 +313,25 @@ TEST_F(AllocateCommandTest, CompatMustBeGavel) {
   ExpectFailure(Allocate("max_min_fairness", snapshot, "--compat python"), {"compat"});
 }
 
+// --solver clp forces the whole LP on Clp; the default takes the fast path. Both reach the
+// same optimum, and the output says which was asked for.
+TEST_F(AllocateCommandTest, SolverClpGivesTheSameOptimumAsTheFastPath) {
+  const std::string example = std::string(GAVEL_SOURCE_DIR) + "/examples/snapshot.json";
+  for (const std::string policy : {"max_min_fairness_perf", "finish_time_fairness_perf",
+                                   "max_min_fairness_water_filling_perf",
+                                   "min_total_duration_perf", "max_sum_throughput_perf"}) {
+    SCOPED_TRACE(policy);
+    const json fast = ParsedOutput(Allocate(policy, example));
+    const json general = ParsedOutput(Allocate(policy, example, "--solver clp"));
+    EXPECT_EQ(fast.at("solver"), "auto");
+    EXPECT_EQ(general.at("solver"), "clp");
+    EXPECT_FALSE(fast.contains("note")) << fast.at("note");
+    const double optimum = general.at("objective").get<double>();
+    EXPECT_NEAR(fast.at("objective").get<double>(), optimum, 1e-6 * std::max(1.0, optimum));
+  }
+  ExpectFailure(Allocate("max_min_fairness_perf", example, "--solver glpk"), {"solver"});
+}
+
 TEST_F(AllocateCommandTest, AnUnknownPolicyIsNamed) {
   const fs::path snapshot = Write("s.json", R"j({"cluster": {"v100": 1},
       "jobs": [{"id": 0, "job_type": "A3C", "scale_factor": 1}]})j");

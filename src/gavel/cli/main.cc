@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"gavel"}));
   allocate_cmd->add_option("--format", allocate.format, "json (default) or table")
       ->check(CLI::IsMember({"json", "table"}));
+  allocate_cmd
+      ->add_option("--solver", allocate.solver,
+                   "auto (default): the policy's fast path where it has one; clp: the whole LP "
+                   "on Clp")
+      ->check(CLI::IsMember({"auto", "clp"}));
 
   app.add_subcommand("policies", "List the policy names with a one-line description");
 

@@ -173,6 +173,10 @@ Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
     if (!compat.ok()) return Status::InvalidArgument("--compat: " + compat.status().message());
     options.compat = *compat;
   }
+  if (o.solver != "auto" && o.solver != "clp") {
+    return Status::InvalidArgument("--solver must be auto or clp, got " + o.solver);
+  }
+  options.solve_path = o.solver == "clp" ? policy::SolvePath::kGeneral : policy::SolvePath::kFast;
   options.ideal = o.ideal;
   options.fairness = o.fairness;
   options.window_start = o.window_start;
@@ -287,6 +291,11 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandLine* line) {
   simulate_cmd->add_option("--compat", line->options.compat,
                            "`gavel` reproduces the original implementation's quirks; a "
                            "comma-separated list of switches reproduces only those");
+  simulate_cmd
+      ->add_option("--solver", line->options.solver,
+                   "auto (default): the policy's fast path where it has one; clp: the whole LP "
+                   "on Clp")
+      ->check(CLI::IsMember({"auto", "clp"}));
   simulate_cmd->add_flag("--fairness", line->options.fairness,
                          "Also run `isolated` and report finish-time fairness rho per job");
   simulate_cmd->add_option(

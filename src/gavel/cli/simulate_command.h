@@ -39,6 +39,7 @@ struct SimulateOptions {
   std::string trace_format = "gavel";  // gavel | csv | msr
   bool ideal = false;
   std::string compat;  // "gavel", "none"/empty, or switch names
+  std::string solver = "auto";  // "auto": the policy's fast path; "clp": the whole LP on Clp
 
   bool fairness = false;
   std::string instance_costs;        // "$/GPU-hour" per type, in worker_types order

@@ -32,7 +32,7 @@ class SweepTest : public ::testing::Test {
   SweepOptions Small() const {
     SweepOptions o;
     o.clusters = {"4:4:4"};
-    o.policies = "fifo,max_min_fairness";
+    o.policies = "fifo,max_min_fairness_perf";
     o.seeds = "0,1";
     o.rates = {1.0};
     o.window_start = 2;

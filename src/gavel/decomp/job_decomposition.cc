@@ -1,6 +1,7 @@
 #include "gavel/decomp/job_decomposition.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -15,19 +16,40 @@ namespace gavel::decomp {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr std::uint8_t kIdle = 0xff;
+// A job's pure choice as a set of types, bit j for type j: all of its time spread evenly over
+// them. Types that tie exactly (same gain, same priced value) are one choice, so that where
+// the policy cannot tell types apart (the heterogeneity-agnostic variants, or spare capacity
+// at zero price) a job's time is spread over all of them, as an interior-point solver's
+// central optimum does, rather than piled on whichever comes first. 0 = idle.
+using Choice = std::uint32_t;
+constexpr Choice kIdle = 0;
+constexpr std::size_t kMaxTypes = 32;
 // The master solver's dual feasibility tolerance (Clp's default): a reduced cost below it
 // does not make the master's simplex move.
 constexpr double kMasterDualTolerance = 1e-7;
 // The size the master's objective is scaled to (see Master).
 constexpr double kMasterObjectiveSize = 1e4;
 
-// One job's share of a column: x_i = (1 − w)·e_first + w·e_second (kIdle = the zero vector).
+// One job's share of a column: (1 − w) of its time on choice `first`, w on `second`.
 struct JobPoint {
-  std::uint8_t first = kIdle;
-  std::uint8_t second = kIdle;
+  Choice first = kIdle;
+  Choice second = kIdle;
   double w = 0.0;
 };
+
+// Calls f(type, share) for the types of `choice`, each with its share of `weight`.
+template <class F>
+void ForEachShare(Choice choice, double weight, const F& f) {
+  if (choice == kIdle || weight <= 0.0) return;
+  const double share = weight / std::popcount(choice);
+  for (Choice rest = choice; rest != 0; rest &= rest - 1) {
+    f(static_cast<std::size_t>(std::countr_zero(rest)), share);
+  }
+}
+
+bool SameValue(double x, double y) {
+  return std::abs(x - y) <= 1e-12 * std::max({1.0, std::abs(x), std::abs(y)});
+}
 
 // A best response of all jobs to a set of prices: a point of the set the master combines.
 struct ColumnPoint {
@@ -43,7 +65,7 @@ struct ColumnPoint {
 struct Vertex {
   double a = 0.0;
   double c = 0.0;
-  std::uint8_t choice = kIdle;
+  Choice choice = kIdle;
 };
 
 // A change of the one-dimensional objective's slope at t.
@@ -55,7 +77,9 @@ struct SlopeEvent {
 Status Validate(const JobProblem& p) {
   const std::size_t n = p.num_jobs();
   const std::size_t k = p.num_types();
-  if (k == 0 || k >= kIdle) return Status::InvalidArgument("job problem: 1 to 254 types needed");
+  if (k == 0 || k > kMaxTypes) {
+    return Status::InvalidArgument("job problem: 1 to 32 types needed");
+  }
   if (p.allowed.size() != n * k) return Status::InvalidArgument("job problem: allowed is not n × k");
   for (double c : p.capacity) {
     if (!(c >= 0.0) || !std::isfinite(c)) {
@@ -152,12 +176,14 @@ class Decomposition {
         if (!Allowed(i, j)) continue;
         const double g = p_.profit.rows() ? p_.profit(i, j) : 0.0;
         priced_[count++] = Vertex{demand_[i] ? p_.gain(i, j) : 0.0, g - s * prices[j],
-                                  static_cast<std::uint8_t>(j)};
+                                  Choice{1} << j};
       }
+      count = MergeTies(count);
       if (!demand_[i]) {
+        // Idle unless some choice is worth strictly more.
         Vertex best{0.0, 0.0, kIdle};
         for (std::size_t q = 0; q < count; ++q) {
-          if (priced_[q].c > best.c) best = priced_[q];
+          if (priced_[q].c > best.c && !SameValue(priced_[q].c, 0.0)) best = priced_[q];
         }
         column.jobs[i] = JobPoint{best.choice, kIdle, 0.0};
         constant += best.c;
@@ -200,14 +226,12 @@ class Decomposition {
     for (std::size_t i = 0; i < n_; ++i) {
       const JobPoint& jp = column.jobs[i];
       const double s = p_.size[i];
-      if (jp.first != kIdle) {
-        column.usage[jp.first] += s * (1.0 - jp.w);
-        if (p_.profit.rows()) objective += p_.profit(i, jp.first) * (1.0 - jp.w);
-      }
-      if (jp.second != kIdle && jp.w > 0.0) {
-        column.usage[jp.second] += s * jp.w;
-        if (p_.profit.rows()) objective += p_.profit(i, jp.second) * jp.w;
-      }
+      const auto add = [&](std::size_t j, double share) {
+        column.usage[j] += s * share;
+        if (p_.profit.rows()) objective += p_.profit(i, j) * share;
+      };
+      ForEachShare(jp.first, 1.0 - jp.w, add);
+      ForEachShare(jp.second, jp.w, add);
     }
     column.objective = objective;
     CleanUsage(column);
@@ -272,8 +296,9 @@ class Decomposition {
       }
       for (std::size_t i = 0; i < n_; ++i) {
         const JobPoint& jp = columns[c].jobs[i];
-        if (jp.first != kIdle) x(i, jp.first) += lambda * (1.0 - jp.w);
-        if (jp.second != kIdle) x(i, jp.second) += lambda * jp.w;
+        const auto add = [&](std::size_t j, double share) { x(i, j) += lambda * share; };
+        ForEachShare(jp.first, 1.0 - jp.w, add);
+        ForEachShare(jp.second, jp.w, add);
       }
     }
     return x;
@@ -285,6 +310,23 @@ class Decomposition {
  private:
   static double Tolerance(double scale) { return 1e-12 * std::max(1.0, std::abs(scale)); }
   bool Allowed(std::size_t i, std::size_t j) const { return p_.allowed[i * k_ + j] != 0; }
+
+  // Merges the choices in priced_[0, count) that tie exactly (same gain and value) into one;
+  // returns the new count.
+  std::size_t MergeTies(std::size_t count) {
+    std::size_t kept = 0;
+    for (std::size_t q = 0; q < count; ++q) {
+      bool merged = false;
+      for (std::size_t r = 0; r < kept && !merged; ++r) {
+        if (SameValue(priced_[r].a, priced_[q].a) && SameValue(priced_[r].c, priced_[q].c)) {
+          priced_[r].choice |= priced_[q].choice;
+          merged = true;
+        }
+      }
+      if (!merged) priced_[kept++] = priced_[q];
+    }
+    return kept;
+  }
 
   // The part of the upper concave envelope of priced_[0, count) from its highest point
   // (largest gain among ties) to the right: the job's best value as its demand rises.
@@ -306,7 +348,7 @@ class Decomposition {
         const Vertex& v = priced_[q];
         if (v.a <= cur.a) continue;
         const double slope = (v.c - cur.c) / (v.a - cur.a);
-        if (slope > best_slope || (slope == best_slope && v.a > priced_[next].a)) {
+        if (slope > best_slope || (slope == best_slope && next < count && v.a > priced_[next].a)) {
           best_slope = slope;
           next = q;
         }

@@ -246,6 +246,25 @@ TEST_F(JobDecompositionTest, HandWorkedMaxMin) {
   EXPECT_GT(s->marginal_cost[1], 0.0);
 }
 
+TEST_F(JobDecompositionTest, TypesThatTieShareTheJobsTimeEvenly) {
+  // Three jobs, three types of two GPUs each that every job runs at the same speed: any
+  // split is optimal (t = 1); ties are spread evenly, as a central optimum would.
+  JobProblem p;
+  p.capacity = {2.0, 2.0, 2.0};
+  p.size = {1.0, 1.0, 1.0};
+  p.allowed.assign(9, 1);
+  p.gain = Matrix(3, 3, 1.0);
+  p.has_demand = {1, 1, 1};
+  p.level = {0.0, 0.0, 0.0};
+  p.rate = {1.0, 1.0, 1.0};
+  p.t_weight = 1.0;
+  auto s = SolveJobProblem(p, *clp_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->outcome, JobOutcome::kOptimal);
+  EXPECT_NEAR(s->t, 1.0, 1e-12);
+  for (double x : s->x.data()) EXPECT_NEAR(x, 1.0 / 3.0, 1e-12);
+}
+
 TEST_F(JobDecompositionTest, DemandsNoAllocationMeetsAreInfeasible) {
   // One GPU, two jobs each needing 0.6 of it.
   JobProblem p;

@@ -49,6 +49,7 @@ class FluidSimulation {
     po.compat_gavel = options_.compat.policy;
     po.seed = options_.seed;
     po.lp_solver = options_.lp_solver;
+    po.solve_path = options_.solve_path;
     GAVEL_ASSIGN_OR_RETURN(policy_, policy::MakePolicy(options_.policy, po));
     GAVEL_ASSIGN_OR_RETURN(table_types_,
                            mechanism::TableTypesOf(setup_.layout, *options_.throughputs));

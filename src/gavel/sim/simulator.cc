@@ -64,6 +64,7 @@ class RoundSimulation {
     so.min_reset_interval = options_.min_reset_interval;
     so.instance_costs = setup_.instance_costs;
     so.lp_solver = options_.lp_solver;
+    so.solve_path = options_.solve_path;
     GAVEL_ASSIGN_OR_RETURN(
         scheduler_, RoundScheduler::Create(setup_.layout, options_.throughputs, so, &clock_));
     total_gpus_ = 0;

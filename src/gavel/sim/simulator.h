@@ -37,6 +37,7 @@
 #include "gavel/core/units.h"
 #include "gavel/lp/solver.h"
 #include "gavel/mechanism/compat.h"
+#include "gavel/policy/policy.h"
 #include "gavel/workload/generator.h"
 #include "gavel/workload/trace_job.h"
 
@@ -74,6 +75,8 @@ struct SimulationOptions {
   std::optional<Seconds> time_limit;
   // The policy's LP solver; null = the default (policy::PolicyOptions::lp_solver).
   std::shared_ptr<lp::Solver> lp_solver;
+  // The policy's solve path (policy::SolvePath): its fast path or the whole LP on Clp.
+  policy::SolvePath solve_path = policy::SolvePath::kFast;
 };
 
 struct JobResult {
