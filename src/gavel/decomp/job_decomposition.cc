@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <string>
 #include <utility>
 
@@ -56,7 +58,7 @@ struct ColumnPoint {
   double t = 0.0;
   double objective = 0.0;
   std::vector<double> usage;  // Σ_i s_i x[i][j]
-  std::vector<JobPoint> jobs;  // a best response: at most two pure choices per job
+  std::vector<JobPoint> jobs;  // a best response, per class of identical jobs
   Matrix explicit_x;           // a given start point instead (n × k), when jobs is empty
 };
 
@@ -146,8 +148,9 @@ class Decomposition {
       }
     }
     if (!has_t_) t_high_ = 0.0;
-    vertices_.resize(n_ * (k_ + 1));
-    vertex_count_.resize(n_);
+    GroupIdenticalJobs();
+    vertices_.resize(rep_.size() * (k_ + 1));
+    vertex_count_.resize(rep_.size());
     priced_.resize(k_ + 1);
   }
 
@@ -165,11 +168,12 @@ class Decomposition {
   // The best response to prices: the column that maximises objective − prices·usage.
   // Returns that maximum (the Lagrangian function minus prices·capacity).
   double Price(std::span<const double> prices, ColumnPoint& column) {
-    column.jobs.resize(n_);
+    column.jobs.resize(rep_.size());
     events_.clear();
     double slope = has_t_ ? p_.t_weight : 0.0;
     double constant = 0.0;  // Σ over jobs without demand of their best value
-    for (std::size_t i = 0; i < n_; ++i) {
+    for (std::size_t c = 0; c < rep_.size(); ++c) {
+      const std::size_t i = rep_[c];
       const double s = p_.size[i];
       std::size_t count = 0;
       for (std::size_t j = 0; j < k_; ++j) {
@@ -185,21 +189,22 @@ class Decomposition {
         for (std::size_t q = 0; q < count; ++q) {
           if (priced_[q].c > best.c && !SameValue(priced_[q].c, 0.0)) best = priced_[q];
         }
-        column.jobs[i] = JobPoint{best.choice, kIdle, 0.0};
-        constant += best.c;
-        vertex_count_[i] = 0;
+        column.jobs[c] = JobPoint{best.choice, kIdle, 0.0};
+        constant += members_[c] * best.c;
+        vertex_count_[c] = 0;
         continue;
       }
       priced_[count++] = Vertex{0.0, 0.0, kIdle};
-      BuildEnvelope(i, count);
-      slope += AddSlopeEvents(i);
+      BuildEnvelope(c, count);
+      slope += AddSlopeEvents(c);
     }
     const double t = has_t_ ? BestT(slope) : 0.0;
     column.t = t;
     double value = (has_t_ ? p_.t_weight * t : 0.0) + constant;
-    for (std::size_t i = 0; i < n_; ++i) {
+    for (std::size_t c = 0; c < rep_.size(); ++c) {
+      const std::size_t i = rep_[c];
       if (!demand_[i]) continue;
-      value += PointAt(i, p_.level[i] + p_.rate[i] * t, column.jobs[i]);
+      value += members_[c] * PointAt(c, p_.level[i] + p_.rate[i] * t, column.jobs[c]);
     }
     FillUsageAndObjective(column);
     return value;
@@ -208,8 +213,9 @@ class Decomposition {
   // −(right derivative of job i's best-response value) at demand d, for the envelope built
   // by the last Price call.
   double MarginalCost(std::size_t i, double d) const {
-    const Vertex* v = &vertices_[i * (k_ + 1)];
-    const std::size_t m = vertex_count_[i];
+    const std::size_t c = class_of_[i];
+    const Vertex* v = &vertices_[c * (k_ + 1)];
+    const std::size_t m = vertex_count_[c];
     for (std::size_t q = 0; q < m; ++q) {
       if (d < v[q].a - Tolerance(v[q].a)) {
         if (q == 0) return 0.0;
@@ -223,12 +229,13 @@ class Decomposition {
   void FillUsageAndObjective(ColumnPoint& column) const {
     column.usage.assign(k_, 0.0);
     double objective = has_t_ ? p_.t_weight * column.t : 0.0;
-    for (std::size_t i = 0; i < n_; ++i) {
-      const JobPoint& jp = column.jobs[i];
-      const double s = p_.size[i];
+    for (std::size_t c = 0; c < rep_.size(); ++c) {
+      const std::size_t i = rep_[c];
+      const JobPoint& jp = column.jobs[c];
+      const double s = p_.size[i] * members_[c];
       const auto add = [&](std::size_t j, double share) {
         column.usage[j] += s * share;
-        if (p_.profit.rows()) objective += p_.profit(i, j) * share;
+        if (p_.profit.rows()) objective += members_[c] * p_.profit(i, j) * share;
       };
       ForEachShare(jp.first, 1.0 - jp.w, add);
       ForEachShare(jp.second, jp.w, add);
@@ -295,7 +302,7 @@ class Decomposition {
         continue;
       }
       for (std::size_t i = 0; i < n_; ++i) {
-        const JobPoint& jp = columns[c].jobs[i];
+        const JobPoint& jp = columns[c].jobs[class_of_[i]];
         const auto add = [&](std::size_t j, double share) { x(i, j) += lambda * share; };
         ForEachShare(jp.first, 1.0 - jp.w, add);
         ForEachShare(jp.second, jp.w, add);
@@ -310,6 +317,40 @@ class Decomposition {
  private:
   static double Tolerance(double scale) { return 1e-12 * std::max(1.0, std::abs(scale)); }
   bool Allowed(std::size_t i, std::size_t j) const { return p_.allowed[i * k_ + j] != 0; }
+
+  // Jobs with identical rows (size, cells, gains, profits, demand) have identical best
+  // responses: they are priced once, as a class (real job mixes repeat a few dozen models).
+  void GroupIdenticalJobs() {
+    class_of_.resize(n_);
+    std::unordered_map<std::string, std::size_t> index;
+    std::string key;
+    const auto append = [&key](double v) {
+      char bytes[sizeof v];
+      std::memcpy(bytes, &v, sizeof v);
+      key.append(bytes, sizeof v);
+    };
+    for (std::size_t i = 0; i < n_; ++i) {
+      key.clear();
+      append(p_.size[i]);
+      key.push_back(static_cast<char>(demand_[i]));
+      if (demand_[i]) {
+        append(p_.level[i]);
+        append(p_.rate[i]);
+      }
+      for (std::size_t j = 0; j < k_; ++j) {
+        key.push_back(static_cast<char>(Allowed(i, j)));
+        if (demand_[i]) append(p_.gain(i, j));
+        if (p_.profit.rows()) append(p_.profit(i, j));
+      }
+      const auto [it, added] = index.emplace(key, rep_.size());
+      if (added) {
+        rep_.push_back(i);
+        members_.push_back(0.0);
+      }
+      class_of_[i] = it->second;
+      members_[it->second] += 1.0;
+    }
+  }
 
   // Merges the choices in priced_[0, count) that tie exactly (same gain and value) into one;
   // returns the new count.
@@ -330,8 +371,8 @@ class Decomposition {
 
   // The part of the upper concave envelope of priced_[0, count) from its highest point
   // (largest gain among ties) to the right: the job's best value as its demand rises.
-  void BuildEnvelope(std::size_t i, std::size_t count) {
-    Vertex* out = &vertices_[i * (k_ + 1)];
+  void BuildEnvelope(std::size_t c, std::size_t count) {
+    Vertex* out = &vertices_[c * (k_ + 1)];
     std::size_t peak = 0;
     for (std::size_t q = 1; q < count; ++q) {
       const Vertex& v = priced_[q];
@@ -356,17 +397,19 @@ class Decomposition {
       if (next == count) break;
       out[m++] = priced_[next];
     }
-    vertex_count_[i] = m;
+    vertex_count_[c] = m;
   }
 
-  // Adds job i's slope changes over t > 0 to events_; returns its slope contribution at
-  // t = 0+ (rate × the envelope's right derivative at its level).
-  double AddSlopeEvents(std::size_t i) {
+  // Adds class c's slope changes over t > 0 to events_ (for all its jobs); returns its slope
+  // contribution at t = 0+ (members × rate × the envelope's right derivative at the level).
+  double AddSlopeEvents(std::size_t c) {
+    const std::size_t i = rep_[c];
     const double r = p_.rate[i];
     if (r <= 0.0) return 0.0;
     const double l = p_.level[i];
-    const Vertex* v = &vertices_[i * (k_ + 1)];
-    const std::size_t m = vertex_count_[i];
+    const double members = members_[c];
+    const Vertex* v = &vertices_[c * (k_ + 1)];
+    const std::size_t m = vertex_count_[c];
     auto segment_slope = [&](std::size_t q) {  // slope left of vertex q (q = 0: flat)
       return q == 0 ? 0.0 : (v[q].c - v[q - 1].c) / (v[q].a - v[q - 1].a);
     };
@@ -375,11 +418,12 @@ class Decomposition {
     for (std::size_t q = 0; q < m; ++q) {
       if (v[q].a > l) {
         if (!found) {
-          initial = r * segment_slope(q);
+          initial = members * r * segment_slope(q);
           found = true;
         }
         if (q + 1 < m) {
-          events_.push_back(SlopeEvent{(v[q].a - l) / r, r * (segment_slope(q + 1) - segment_slope(q))});
+          events_.push_back(SlopeEvent{(v[q].a - l) / r,
+                                       members * r * (segment_slope(q + 1) - segment_slope(q))});
         }
       }
     }
@@ -413,10 +457,11 @@ class Decomposition {
     return t_high_;
   }
 
-  // Job i's best point for demand d (envelope from the last Price call); returns its value.
-  double PointAt(std::size_t i, double d, JobPoint& out) const {
-    const Vertex* v = &vertices_[i * (k_ + 1)];
-    const std::size_t m = vertex_count_[i];
+  // Class c's best point for demand d (envelope from the last Price call); returns its value
+  // per job.
+  double PointAt(std::size_t c, double d, JobPoint& out) const {
+    const Vertex* v = &vertices_[c * (k_ + 1)];
+    const std::size_t m = vertex_count_[c];
     if (d <= v[0].a) {
       out = JobPoint{v[0].choice, kIdle, 0.0};
       return v[0].c;
@@ -438,7 +483,10 @@ class Decomposition {
   std::vector<double> max_gain_;
   bool has_t_ = false;
   double t_high_ = 0.0;
-  std::vector<Vertex> vertices_;  // n × (k + 1) envelopes of the last pricing
+  std::vector<std::size_t> class_of_;  // per job: its class of identical jobs
+  std::vector<std::size_t> rep_;       // per class: its first job
+  std::vector<double> members_;        // per class: how many jobs
+  std::vector<Vertex> vertices_;  // classes × (k + 1) envelopes of the last pricing
   std::vector<std::size_t> vertex_count_;
   std::vector<Vertex> priced_;    // scratch: one job's priced points
   std::vector<SlopeEvent> events_;
@@ -554,6 +602,8 @@ Result<JobSolution> Run(const JobProblem& problem, lp::Solver& master_solver,
   const std::vector<double> no_prices(k, 0.0);
   double typical = std::abs(decomposition.Price(no_prices, candidate));
   for (const ColumnPoint& c : columns) typical = std::max(typical, std::abs(c.objective));
+  // That best response is a point of the master's set too: it saves the first iteration.
+  columns.push_back(candidate);
   Master master(master_solver, problem.capacity, typical);
   GAVEL_RETURN_IF_ERROR(master.Load(columns));
 

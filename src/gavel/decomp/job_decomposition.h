@@ -24,8 +24,11 @@
 // not an approximation of it; the returned point is feasible by construction (a convex
 // combination of best responses that the master keeps within capacity).
 //
-// Cost per iteration: O(n·k) plus a master re-solve with k + 1 rows; a few dozen iterations
-// for 3–8 types. Memory: the columns' points, about 16 bytes per job and column.
+// Jobs with identical rows are priced once, as a class (real job mixes repeat a few dozen
+// models). Cost per iteration: O(classes·k²) plus a master re-solve with k + 1 rows; a few
+// dozen iterations for 3–8 types. Memory: the columns' points, about 16 bytes per class and
+// column. Types that tie exactly for a job share its time evenly (a central choice among
+// equally good types, rather than the first one).
 //
 // Thread-compatible: a call uses only its arguments and the injected LP solver (which must be
 // safe to use from the calling thread).
