@@ -834,14 +834,21 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
       entries.push_back(Entry{c.priority[ut], c.deficit[ut],
                               c.in_allocation ? c.allocation[ut] : 0.0, static_cast<int>(pos)});
     }
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-      if (a.priority != b.priority) return a.priority > b.priority;
-      if (a.deficit != b.deficit) return a.deficit > b.deficit;
-      if (a.allocation != b.allocation) return a.allocation > b.allocation;
-      return a.position < b.position;
-    });
-    for (const Entry& e : entries) {
-      if (left[ut] == 0) break;
+    // Visited in (priority, deficit, allocation, position) order, a total order, until the
+    // type is full. A heap yields that order lazily: with space sharing there are n²/2 pair
+    // entries and a full sort of them each round dominated whole simulations (gandiva at
+    // 6 jobs/h: 891 s), while a round needs only the first few.
+    const auto after = [](const Entry& a, const Entry& b) {
+      if (a.priority != b.priority) return a.priority < b.priority;
+      if (a.deficit != b.deficit) return a.deficit < b.deficit;
+      if (a.allocation != b.allocation) return a.allocation < b.allocation;
+      return a.position > b.position;
+    };
+    std::make_heap(entries.begin(), entries.end(), after);
+    for (auto unvisited = entries.end(); unvisited != entries.begin() && left[ut] > 0;) {
+      std::pop_heap(entries.begin(), unvisited, after);
+      --unvisited;
+      const Entry& e = *unvisited;
       const int slot = order_[static_cast<std::size_t>(e.position)];
       const ComboState& c = combo(slot);
       if (taken(c.id.member(0)) || (c.id.is_pair() && taken(c.id.member(1)))) continue;
