@@ -8,7 +8,7 @@
 // AlloX) always start cold, as in the original, which builds its policy once per trial.
 //
 // Sizes: 32, 64, ..., 2048 for every policy; 10,000 and 100,000 for the policies without
-// space sharing, only with --gavel_large (the general LP path needs minutes there). A point
+// space sharing, only with --gavel_large (a few extra minutes in all). A point
 // whose solve time, extrapolated from the smaller points of the same policy, would exceed the
 // budget (or whose memory would exceed the limit) is skipped with a message saying so, and a
 // policy that returns an error is skipped with its message: neither stops the run.
@@ -289,8 +289,8 @@ struct KnownCap {
 };
 constexpr KnownCap kKnownCaps[] = {
     {"max_min_fairness_water_filling_packed", 128,
-     "256 jobs took 116 s and 370 s per solve in two runs on 2026-11-22 (its bottleneck MILPs "
-     "in Cbc) after 0.4-2 s at 64 and 128 jobs"},
+     "256 jobs took 116 s and 370 s per solve in two runs on 2026-11-22, and 227 s with column "
+     "generation, after 0.4-2 s at 64 and 128 jobs"},
 };
 
 // Why this point should not run, or nothing.
