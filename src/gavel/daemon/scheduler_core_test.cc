@@ -485,7 +485,8 @@ TEST_F(CoreTest, CostPoliciesRunWithInstancePrices) {
   ASSERT_EQ(round.tasks_size(), 1);
   EXPECT_EQ(round.tasks(0).worker_id(), w[0]);
   EXPECT_EQ(round.tasks(0).job().job_id(), job);
-  const auto* v100 = Stats(Job(job), "v100");
+  const wire::JobInfo info = Job(job);  // Stats points into it
+  const auto* v100 = Stats(info, "v100");
   ASSERT_NE(v100, nullptr);
   EXPECT_GT(v100->allocation(), 0.0);
 }
