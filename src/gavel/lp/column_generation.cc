@@ -17,6 +17,13 @@ constexpr int kLeftOut = -1;
 // Phase 1 calls the whole LP infeasible when its least total elastic slack exceeds this per
 // row: the primal feasibility tolerance of Clp and GLPK.
 constexpr double kInfeasibilityTolerance = 1e-7;
+// Pricing (column_generation.h): the relative tolerance for an improving column, how many
+// columns of one row enter per round, and partial pricing's least share of the columns
+// looked at and its number of batches' worth of candidates that ends a round early.
+constexpr double kPricingTolerance = 1e-9;
+constexpr int kMaxPerRow = 2;
+constexpr double kPartialPricingShare = 0.1;
+constexpr int kCandidatesPerBatch = 2;
 
 // A column of the whole model as the session currently knows it.
 struct FullColumn {
@@ -310,8 +317,8 @@ class ColumnGenerationSession final : public Session {
     // Partial pricing: a round may stop early, once it has looked at a good share of the
     // columns and found plenty of candidates; the next round goes on from there. Only a
     // round that has looked at every column can end the solve.
-    const auto min_scan = static_cast<std::size_t>(cg_.partial_pricing_share * static_cast<double>(n));
-    const std::size_t enough = static_cast<std::size_t>(cg_.candidates_per_batch) * batch;
+    const auto min_scan = static_cast<std::size_t>(kPartialPricingShare * static_cast<double>(n));
+    const std::size_t enough = static_cast<std::size_t>(kCandidatesPerBatch) * batch;
     const double direction = sense_ == Sense::kMaximize ? 1.0 : -1.0;
     // (how much one unit of movement improves the objective, column), for improving columns.
     std::vector<std::pair<double, int>> improving;
@@ -337,7 +344,7 @@ class ColumnGenerationSession final : public Session {
       reduced_costs[j] = reduced;
       // Raising x_j from 0 changes the objective (in its sense) by `gain` per unit.
       const double gain = direction * reduced;
-      const double tolerance = cg_.pricing_tolerance * (1.0 + std::abs(cost) + magnitude);
+      const double tolerance = kPricingTolerance * (1.0 + std::abs(cost) + magnitude);
       if ((gain > tolerance && c.upper > 0.0) || (gain < -tolerance && c.lower < 0.0)) {
         improving.emplace_back(std::abs(gain), static_cast<int>(j));
       }
@@ -359,7 +366,7 @@ class ColumnGenerationSession final : public Session {
       const auto last = static_cast<std::size_t>(column_start_[column + 1]);
       bool room = first == last;
       for (std::size_t k = first; k < last && !room; ++k) {
-        room = taken_in_row[static_cast<std::size_t>(entry_row_[k])] < cg_.max_per_row;
+        room = taken_in_row[static_cast<std::size_t>(entry_row_[k])] < kMaxPerRow;
       }
       if (!room) continue;
       for (std::size_t k = first; k < last; ++k) ++taken_in_row[static_cast<std::size_t>(entry_row_[k])];

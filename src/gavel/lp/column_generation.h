@@ -35,22 +35,16 @@
 namespace gavel::lp {
 
 struct ColumnGenerationOptions {
-  // A left-out column enters when it improves the objective per unit by more than
-  // pricing_tolerance · (1 + |c_j| + Σ_i |y_i a_ij|), i.e. by more than rounding noise.
-  double pricing_tolerance = 1e-9;
   // Columns added per pricing round: the most improving ones, at most
-  // max(min_batch, rows · batch_per_row).
+  // max(min_batch, rows · batch_per_row). A left-out column counts as improving when it
+  // improves the objective per unit by more than 1e-9 · (1 + |c_j| + Σ_i |y_i a_ij|), i.e. by
+  // more than rounding noise; a batch takes a column only while one of its rows has had
+  // fewer than 2 columns enter in the same round (columns that share all their rows mostly
+  // stand in for one another). Partial pricing: a round looks at a tenth of the columns at
+  // least, and stops there once it has twice a batch of improving columns; the next round
+  // goes on where it stopped. A solve ends only after a round that looked at every column.
   int min_batch = 100;
   double batch_per_row = 0.5;
-  // A column enters a batch only while one of its rows has had fewer than this many
-  // columns enter in the same round (columns that share all their rows mostly stand in for
-  // one another).
-  int max_per_row = 2;
-  // Partial pricing: a round looks at this share of the columns at least, and stops there
-  // once it has candidates_per_batch times a batch of improving columns; the next round
-  // goes on where it stopped. A solve ends only after a round that looked at every column.
-  double partial_pricing_share = 0.1;
-  int candidates_per_batch = 2;
 };
 
 // The wrapped solver; name() is inner's name followed by "+column-generation".

@@ -228,18 +228,16 @@ std::vector<std::vector<ThroughputTerm>> ThroughputTerms(const PolicyInput& inpu
 }
 
 double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
-                          const BaseProblem& problem, bool packed, std::size_t job) {
+                          std::span<const int> pairs, std::size_t job) {
   std::vector<std::pair<double, double>> speed_and_time;
   for (std::size_t j = 0; j < input.num_types(); ++j) {
     double best = throughput(job, j);
-    if (packed) {
-      for (int p : problem.pairs_of_job[job]) {
-        const auto pair = static_cast<std::size_t>(p);
-        const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == job
-                                   ? input.pair_throughput_first
-                                   : input.pair_throughput_second;
-        best = std::max(best, member(pair, j));
-      }
+    for (int p : pairs) {
+      const auto pair = static_cast<std::size_t>(p);
+      const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == job
+                                 ? input.pair_throughput_first
+                                 : input.pair_throughput_second;
+      best = std::max(best, member(pair, j));
     }
     speed_and_time.emplace_back(
         best, input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));

@@ -8,6 +8,7 @@
 //   time:      Σ_j X[i][j] + Σ_{p ∋ i} Σ_j X[p][j] <= 1       for every job i
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "gavel/core/matrix.h"
@@ -80,10 +81,12 @@ std::vector<std::vector<ThroughputTerm>> ThroughputTerms(const PolicyInput& inpu
                                                          const Matrix& throughput, bool packed);
 
 // The most throughput job k can get under the base constraints: alone in the cluster, on its
-// fastest types first (its best pair share counts when `packed`), at most c_j / s_k of type j
-// and 1 in total. Used to scale a job's rows to O(1).
+// fastest types first, at most c_j / s_k of type j and 1 in total; on each type its best share
+// in one of `pairs` (indices into input.pairs: BaseProblem::pairs_of_job[k] for a packed
+// variant, none otherwise) counts when it beats running alone. Used to scale a job's rows to
+// O(1).
 double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
-                          const BaseProblem& problem, bool packed, std::size_t job);
+                          std::span<const int> pairs, std::size_t job);
 
 // Sets to 0 every cell where the job (or pair) cannot run: T[i][j] = 0 (both members' shared
 // throughputs 0 for a pair). Rule-based policies that split time evenly use it by default, so

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,14 +79,18 @@ class FinishTimeFairness final : public Policy {
       GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
     }
 
-    // The fast path (per-job decomposition) needs no whole-LP model.
+    // The fast path (per-job decomposition) needs no whole-LP model: it is built (with the
+    // jobs' throughput terms) for the general path, or when the fast path fails.
     const bool fast = m > 0 && UseFastPath(variant_, options_);
     std::optional<BaseProblem> problem;
-    if (!fast) {
-      GAVEL_ASSIGN_OR_RETURN(problem,
-                             BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
-                                              BaseOptions()));
-    }
+    std::vector<std::vector<ThroughputTerm>> terms;
+    const auto build_general = [&]() -> Status {
+      GAVEL_ASSIGN_OR_RETURN(problem, BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
+                                                       BaseOptions()));
+      terms = ThroughputTerms(input, *problem, throughput, packed);
+      return Status::Ok();
+    };
+    if (!fast) GAVEL_RETURN_IF_ERROR(build_general());
     if (m == 0) {
       previous_remaining_.clear();
       previous_isolated_throughput_.clear();
@@ -99,10 +104,6 @@ class FinishTimeFairness final : public Policy {
     // The original divides throughputs by the priority weight only in the packed variant;
     // by default every variant does (docs/differences.md).
     const bool use_weights = packed || !compat;
-    const BaseProblem no_pairs;
-    const std::vector<std::vector<ThroughputTerm>> terms =
-        fast ? std::vector<std::vector<ThroughputTerm>>()
-             : ThroughputTerms(input, *problem, throughput, packed);
     std::vector<FairnessRow> rows;
     for (std::size_t k = 0; k < m; ++k) {
       const PolicyJob& job = input.jobs[k];
@@ -117,8 +118,9 @@ class FinishTimeFairness final : public Policy {
       f.weight = use_weights ? job.priority_weight : 1.0;
       f.isolated_time = cumulative[k] + job.steps_remaining / isolated[k];
       f.isolated_throughput = isolated[k];
-      f.max_raw_throughput =
-          MaxThroughputAlone(input, throughput, fast ? no_pairs : *problem, packed, k);
+      // (A packed variant never takes the fast path, so its problem is built.)
+      f.max_raw_throughput = MaxThroughputAlone(
+          input, throughput, packed ? problem->pairs_of_job[k] : std::span<const int>(), k);
       rows.push_back(f);
     }
     if (rows.empty()) {
@@ -133,15 +135,9 @@ class FinishTimeFairness final : public Policy {
       Result<PolicyOutput> output = SolveByDecomposition(input, throughput, rows);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
-      GAVEL_ASSIGN_OR_RETURN(problem,
-                             BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
-                                              BaseOptions()));
-      terms_for_fallback_ = ThroughputTerms(input, *problem, throughput, packed);
+      GAVEL_RETURN_IF_ERROR(build_general());
     }
-    const std::vector<std::vector<ThroughputTerm>>& row_terms =
-        fast ? terms_for_fallback_ : terms;
-    return SolveByBisection(input, throughput, *problem, row_terms, std::move(rows),
-                            fast_path_note);
+    return SolveByBisection(input, throughput, *problem, terms, std::move(rows), fast_path_note);
   }
 
  private:
@@ -437,8 +433,6 @@ class FinishTimeFairness final : public Policy {
   std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
   std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
   std::shared_ptr<lp::Solver> master_solver_;   // the fast path's master problem
-  // Throughput terms built only when the fast path fails and the general path takes over.
-  std::vector<std::vector<ThroughputTerm>> terms_for_fallback_;
   // Keyed by job id and never pruned, as in the original: a job that leaves for a call and
   // comes back keeps its credit (one double per job ever seen).
   std::map<JobId, double> cumulative_isolated_time_;

@@ -1,7 +1,5 @@
 #include "gavel/policy/gandiva.h"
 
-#include "gavel/policy/common.h"
-
 #include <algorithm>
 #include <cstddef>
 #include <map>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "gavel/core/py_random.h"
+#include "gavel/policy/common.h"
 
 namespace gavel::policy {
 namespace {

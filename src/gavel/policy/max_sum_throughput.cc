@@ -23,12 +23,6 @@ namespace {
 // The largest row or bound violation accepted from a central point.
 constexpr double kCentralPointTolerance = 1e-6;
 
-struct Term {
-  int column = 0;
-  std::size_t type = 0;
-  double steps_per_second = 0.0;
-};
-
 class MaxSumThroughput final : public Policy {
  public:
   MaxSumThroughput(const MaxSumThroughputOptions& variant, const PolicyOptions& options)
@@ -42,46 +36,40 @@ class MaxSumThroughput final : public Policy {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     GAVEL_ASSIGN_OR_RETURN(const std::vector<double> costs, CostsOf(input));
+    const Variant variant = variant_.packed ? Variant::kPacked : Variant::kPerf;
     std::string fast_path_note;
-    if (m > 0 && UseFastPath(variant_.packed ? Variant::kPacked : Variant::kPerf, options_)) {
+    if (m > 0 && UseFastPath(variant, options_)) {
       Result<PolicyOutput> fast = SolveByDecomposition(input, costs);
       if (fast.ok()) return fast;
       fast_path_note = FastPathFailureNote(fast.status());
     }
 
-    BaseProblemOptions base_options;
-    base_options.with_pairs = variant_.packed;
-    base_options.fix_unrunnable_to_zero = !options_.compat_gavel;
-    base_options.compat_packed_reshape = options_.compat_gavel;
+    // The whole LP: this policy does not mark its pair columns lazy (docs/policies.md).
+    BaseProblemOptions base_options = BaseProblemOptionsFor(variant, options_);
+    base_options.lazy_pairs = false;
     GAVEL_ASSIGN_OR_RETURN(
         BaseProblem problem,
         BuildBaseProblem(input, input.throughput, lp::Sense::kMaximize, base_options));
     if (m == 0) return ExtractAllocation(input, problem, lp::Solution{});
 
-    // Each job's throughput thr_i(X) as terms; the objective sums them over jobs.
-    std::vector<std::vector<Term>> terms(m);
+    // The objective Σ_i thr_i(X) / cost: a column's steps/s (both members' for a pair) per
+    // unit cost of its type.
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t j = 0; j < n; ++j) {
-        terms[i].push_back({problem.job_columns[i * n + j], j, input.throughput(i, j)});
-      }
-      if (!variant_.packed) continue;
-      for (int p : problem.pairs_of_job[i]) {
-        const auto pair = static_cast<std::size_t>(p);
-        const Matrix& member = static_cast<std::size_t>(input.pairs[pair].first) == i
-                                   ? input.pair_throughput_first
-                                   : input.pair_throughput_second;
-        for (std::size_t j = 0; j < n; ++j) {
-          terms[i].push_back({problem.pair_columns[pair * n + j], j, member(pair, j)});
-        }
+        problem.model.SetObjective(problem.job_columns[i * n + j],
+                                   input.throughput(i, j) / costs[j]);
       }
     }
-    for (const auto& job_terms : terms) {
-      for (const Term& t : job_terms) {
-        const double objective =
-            problem.model.columns()[static_cast<std::size_t>(t.column)].objective;
-        problem.model.SetObjective(t.column, objective + t.steps_per_second / costs[t.type]);
+    const std::size_t num_pairs = variant_.packed ? input.pairs.size() : 0;
+    for (std::size_t p = 0; p < num_pairs; ++p) {
+      for (std::size_t j = 0; j < n; ++j) {
+        problem.model.SetObjective(problem.pair_columns[p * n + j],
+                                   input.pair_throughput_first(p, j) / costs[j] +
+                                       input.pair_throughput_second(p, j) / costs[j]);
       }
     }
+    const std::vector<std::vector<ThroughputTerm>> terms =
+        ThroughputTerms(input, problem, input.throughput, variant_.packed);
 
     // SLO rows on a copy, each scaled by the job's largest throughput coefficient: dropping
     // them means going back to the model without them (an interior-point solve, used under
@@ -100,15 +88,14 @@ class MaxSumThroughput final : public Policy {
         // vacuous then too (a negative right-hand side).
         if (time_left <= 0.0 || job.steps_remaining <= 0.0) continue;
         double largest = 0.0;
-        for (const Term& t : terms[i]) largest = std::max(largest, t.steps_per_second);
+        for (const ThroughputTerm& t : terms[i]) largest = std::max(largest, t.steps_per_second);
         if (largest <= 0.0) {
           unmeetable = true;
           break;
         }
         cols.clear();
         coefs.clear();
-        for (const Term& t : terms[i]) {
-          if (t.steps_per_second <= 0.0) continue;
+        for (const ThroughputTerm& t : terms[i]) {
           cols.push_back(t.column);
           coefs.push_back(t.steps_per_second / largest);
         }

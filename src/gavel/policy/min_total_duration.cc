@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,13 +72,11 @@ class MinTotalDuration final : public Policy {
 
     const std::vector<std::vector<ThroughputTerm>> terms =
         ThroughputTerms(input, problem, throughput, packed);
-    std::vector<DemandRow> demands;
-    for (std::size_t k = 0; k < m; ++k) {
-      // A job that can run nowhere can never finish; the original's search never ends on it.
-      if (input.jobs[k].steps_remaining <= 0.0 || terms[k].empty()) continue;
-      demands.push_back({k, -1, input.jobs[k].steps_remaining,
-                         MaxThroughputAlone(input, throughput, problem, packed, k)});
-    }
+    std::vector<DemandRow> demands =
+        DemandRowsOf(input, throughput,
+                     packed ? std::span<const std::vector<int>>(problem.pairs_of_job)
+                            : std::span<const std::vector<int>>(),
+                     [&](std::size_t k) { return !terms[k].empty(); });
     if (demands.empty()) return NothingToFinish(input, packed);
     Result<PolicyOutput> output = compat ? Bisect(input, std::move(problem), terms, demands)
                                          : SolveExactly(input, std::move(problem), terms, demands);
@@ -86,6 +85,31 @@ class MinTotalDuration final : public Policy {
   }
 
  private:
+  // The jobs that must finish, in job order: R_k > 0 and `runs_somewhere(k)` (a job that can
+  // run nowhere can never finish; the original's search never ends on it). thr_max_k counts
+  // job k's pairs in `pairs_of_job` (empty when not packed).
+  template <class RunsSomewhere>
+  static std::vector<DemandRow> DemandRowsOf(const PolicyInput& input, const Matrix& throughput,
+                                             std::span<const std::vector<int>> pairs_of_job,
+                                             const RunsSomewhere& runs_somewhere) {
+    std::vector<DemandRow> demands;
+    for (std::size_t k = 0; k < input.num_jobs(); ++k) {
+      if (input.jobs[k].steps_remaining <= 0.0 || !runs_somewhere(k)) continue;
+      const std::span<const int> pairs =
+          pairs_of_job.empty() ? std::span<const int>() : std::span<const int>(pairs_of_job[k]);
+      demands.push_back({k, -1, input.jobs[k].steps_remaining,
+                         MaxThroughputAlone(input, throughput, pairs, k)});
+    }
+    return demands;
+  }
+
+  // L = max_k R_k / thr_max_k: the rows' φ coefficients R_k / (thr_max_k L) are then at most 1.
+  static double MakespanScale(const std::vector<DemandRow>& demands) {
+    double scale = 0.0;
+    for (const DemandRow& d : demands) scale = std::max(scale, d.remaining / d.max_raw_throughput);
+    return scale;
+  }
+
   static PolicyOutput NothingToFinish(const PolicyInput& input, bool packed) {
     PolicyOutput output;
     output.allocation = Matrix(input.num_jobs(), input.num_types());
@@ -102,16 +126,11 @@ class MinTotalDuration final : public Policy {
     decomp::JobProblem problem = BaseJobProblem(input, throughput);
     PrepareDemandRows(problem);
     problem.t_weight = 1.0;
-    const BaseProblem no_pairs;
-    std::vector<DemandRow> demands;
-    for (std::size_t k = 0; k < input.num_jobs(); ++k) {
-      if (input.jobs[k].steps_remaining <= 0.0 || throughput.RowSum(k) <= 0.0) continue;
-      demands.push_back({k, -1, input.jobs[k].steps_remaining,
-                         MaxThroughputAlone(input, throughput, no_pairs, false, k)});
-    }
+    const std::vector<DemandRow> demands =
+        DemandRowsOf(input, throughput, /*pairs_of_job=*/{},
+                     [&](std::size_t k) { return throughput.RowSum(k) > 0.0; });
     if (demands.empty()) return NothingToFinish(input, /*packed=*/false);
-    double scale = 0.0;  // L
-    for (const DemandRow& d : demands) scale = std::max(scale, d.remaining / d.max_raw_throughput);
+    const double scale = MakespanScale(demands);  // L
     for (const DemandRow& d : demands) {
       for (std::size_t j = 0; j < input.num_types(); ++j) {
         problem.gain(d.job, j) = throughput(d.job, j) / d.max_raw_throughput;
@@ -153,10 +172,7 @@ class MinTotalDuration final : public Policy {
   Result<PolicyOutput> SolveExactly(const PolicyInput& input, BaseProblem problem,
                                     const std::vector<std::vector<ThroughputTerm>>& terms,
                                     std::vector<DemandRow> demands) const {
-    double scale = 0.0;  // L
-    for (const DemandRow& d : demands) {
-      scale = std::max(scale, d.remaining / d.max_raw_throughput);
-    }
+    const double scale = MakespanScale(demands);  // L
     const int phi = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
     AddDemandRows(problem, terms, demands, phi, scale);
     GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solver_->Solve(problem.model));

@@ -69,7 +69,10 @@ Result<PolicyOutput> Allocate(const std::string& policy, const PolicyInput& inpu
   return made->Allocate(input);
 }
 
-// The packed policies that solve LPs (fifo_packed and gandiva are rule-based).
+// The packed policies that solve LPs (fifo_packed and gandiva are rule-based). Only
+// max_min_fairness_packed and min_total_duration_packed mark their pairs lazy
+// (docs/policies.md); for the others both paths solve the whole LP, and the comparison below
+// guards against one of them starting to differ.
 std::vector<std::string> PackedLpPolicies() {
   return {"max_min_fairness_packed", "max_min_fairness_water_filling_packed",
           "finish_time_fairness_packed", "min_total_duration_packed",

@@ -11,17 +11,17 @@
 #include <vector>
 
 #include "gavel/core/check.h"
+#include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/policy/policy.h"
 #include "gavel/policy/policy_input.h"
 
 namespace gavel::policy {
 
-// The shipped simulation table (data/simulation_throughputs.json), loaded once.
+// The shipped simulation table (DefaultThroughputsFile()), loaded once.
 inline const ThroughputTable& ShippedTable() {
   static const ThroughputTable table = [] {
-    auto loaded = ThroughputTable::LoadFile(std::string(GAVEL_SOURCE_DIR) +
-                                            "/data/simulation_throughputs.json");
+    auto loaded = ThroughputTable::LoadFile(DefaultThroughputsFile());
     GAVEL_CHECK_MSG(loaded.ok(), loaded.status().ToString().c_str());
     return std::move(loaded).value();
   }();

@@ -141,6 +141,18 @@ bool UpdateWeights(const PolicyInput& input, const std::vector<bool>& included, 
   return any_active;
 }
 
+// Raises every job's level by rate_k · gain; returns whether some job rose by more than the
+// solvers resolve (kMinimumRise).
+bool RaiseLevels(double gain, Levels& s) {
+  bool progress = false;
+  for (std::size_t k = 0; k < s.level.size(); ++k) {
+    const double rise = gain * s.rate[k];
+    progress = progress || rise > kMinimumRise * std::max(1.0, s.level[k]);
+    s.level[k] += rise;
+  }
+  return progress;
+}
+
 struct Raised {
   lp::Solution solution;
   double gain = 0.0;  // t, when the solution is optimal
@@ -454,12 +466,7 @@ class WaterFilling final : public Policy {
         break;
       }
       if (!objective.has_value()) objective = raised.gain;
-      bool progress = false;
-      for (std::size_t k = 0; k < s.level.size(); ++k) {
-        const double rise = raised.gain * s.rate[k];
-        progress = progress || rise > kMinimumRise * std::max(1.0, s.level[k]);
-        s.level[k] += rise;
-      }
+      const bool progress = RaiseLevels(raised.gain, s);
       last = std::move(raised.solution);
 
       GAVEL_ASSIGN_OR_RETURN(const int newly_frozen,
@@ -488,13 +495,8 @@ class WaterFilling final : public Policy {
   Result<PolicyOutput> AllocateByDecomposition(const PolicyInput& input) const {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
-    const Matrix throughput = variant_ == Variant::kAgnostic
-                                  ? UnitThroughput(input, options_.compat_gavel)
-                                  : input.throughput;
-    std::vector<double> prop = ProportionalThroughputs(input, throughput);
-    if (variant_ == Variant::kAgnostic) {
-      for (double& p : prop) p = p > 0.0 ? 1.0 : 0.0;
-    }
+    const Matrix throughput = BelievedThroughput(input);
+    const std::vector<double> prop = NormalisingShares(input, throughput);
     decomp::JobProblem problem = BaseJobProblem(input, throughput);
     PrepareDemandRows(problem);
     problem.t_weight = 1.0;
@@ -534,12 +536,7 @@ class WaterFilling final : public Policy {
       }
       const double gain = std::max(0.0, raised.t);
       if (!objective.has_value()) objective = gain;
-      bool progress = false;
-      for (std::size_t k = 0; k < m; ++k) {
-        const double rise = gain * s.rate[k];
-        progress = progress || rise > kMinimumRise * std::max(1.0, s.level[k]);
-        s.level[k] += rise;
-      }
+      const bool progress = RaiseLevels(gain, s);
       last = raised.x;
       options.start_points.assign(1, raised.x);
 
@@ -606,27 +603,34 @@ class WaterFilling final : public Policy {
         });
   }
 
+  // The throughputs the variant believes: UnitThroughput when agnostic.
+  Matrix BelievedThroughput(const PolicyInput& input) const {
+    return variant_ == Variant::kAgnostic ? UnitThroughput(input, options_.compat_gavel)
+                                          : input.throughput;
+  }
+
+  // prop_k, by which NET_k is normalised. Agnostic: 1 (the original's T ≡ 1 gives
+  // Σ_j c_j / Σ_t c_t = 1), as max-min fairness does; a job that can run nowhere still gets 0.
+  std::vector<double> NormalisingShares(const PolicyInput& input, const Matrix& throughput) const {
+    std::vector<double> prop = ProportionalThroughputs(input, throughput);
+    if (variant_ == Variant::kAgnostic) {
+      for (double& p : prop) p = p > 0.0 ? 1.0 : 0.0;
+    }
+    return prop;
+  }
+
   Result<Formulation> Formulate(const PolicyInput& input) const {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const bool packed = variant_ == Variant::kPacked;
-    const bool agnostic = variant_ == Variant::kAgnostic;
-    const Matrix throughput =
-        agnostic ? UnitThroughput(input, options_.compat_gavel) : input.throughput;
+    const Matrix throughput = BelievedThroughput(input);
 
-    BaseProblemOptions base_options;
-    base_options.with_pairs = packed;
-    base_options.fix_unrunnable_to_zero = !options_.compat_gavel;
-    base_options.compat_packed_reshape = options_.compat_gavel;
+    // The whole LP: this policy does not mark its pair columns lazy (docs/policies.md).
+    BaseProblemOptions base_options = BaseProblemOptionsFor(variant_, options_);
+    base_options.lazy_pairs = false;
     GAVEL_ASSIGN_OR_RETURN(BaseProblem base,
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
-
-    // Agnostic: prop = 1 (the original's T ≡ 1 gives Σ_j c_j / Σ_t c_t = 1), as max-min
-    // fairness does; a job that can run nowhere still gets 0.
-    std::vector<double> prop = ProportionalThroughputs(input, throughput);
-    if (agnostic) {
-      for (double& p : prop) p = p > 0.0 ? 1.0 : 0.0;
-    }
+    const std::vector<double> prop = NormalisingShares(input, throughput);
 
     Formulation f{std::move(base), std::vector<Terms>(m), std::vector<bool>(m, false), 0.0};
     for (std::size_t k = 0; k < m; ++k) {
