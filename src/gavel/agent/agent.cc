@@ -203,13 +203,14 @@ Agent::Slot* Agent::FindSlotByWorker(std::uint64_t worker_id) {
   return nullptr;
 }
 
-Agent::Run* Agent::FindRun(std::uint64_t job_id, std::uint64_t worker_id) {
+Result<Agent::Slot*> Agent::FindRun(std::uint64_t job_id, std::uint64_t worker_id) {
   for (Slot& slot : slots_) {
     if (slot.run && slot.run->task.job().job_id() == job_id && slot.run->launched_as == worker_id) {
-      return slot.run.get();
+      return &slot;
     }
   }
-  return nullptr;
+  return Status::NotFound("this agent runs no job " + std::to_string(job_id) + " on worker " +
+                          std::to_string(worker_id));
 }
 
 wire::Lease Agent::DeliverLease(Run& run, Seconds now) {
@@ -392,10 +393,17 @@ Status Agent::KillJob(const wire::KillJobRequest& request) {
     const Seconds now = clock_->Now();
     const std::string reason =
         "KillJob" + (request.reason().empty() ? std::string() : ": " + request.reason());
+    // A kill meant for an earlier round spares what a later round started or extended
+    // (worker.proto, KillJobRequest.round_id; 0 = any round).
+    auto applies = [&](std::uint64_t job_id, std::uint64_t round_id) {
+      return job_id == request.job_id() &&
+             (request.round_id() == 0 || round_id <= request.round_id());
+    };
     for (Slot& slot : slots_) {
-      if (slot.pending && slot.pending->first.job().job_id() == request.job_id())
+      if (slot.pending && applies(slot.pending->first.job().job_id(), slot.pending->second)) {
         DropPending(slot, reason);
-      if (slot.run && slot.run->task.job().job_id() == request.job_id()) {
+      }
+      if (slot.run && applies(slot.run->task.job().job_id(), slot.run->round_id)) {
         StopRun(slot, wire::KILLED, reason, now, deferred);
       }
     }
@@ -412,11 +420,8 @@ Status Agent::KillJob(const wire::KillJobRequest& request) {
 
 Result<wire::InitResponse> Agent::Init(const wire::InitRequest& request) {
   std::lock_guard lock(mu_);
-  Run* run = FindRun(request.job_id(), request.worker_id());
-  if (run == nullptr) {
-    return Status::NotFound("this agent runs no job " + std::to_string(request.job_id()) +
-                            " on worker " + std::to_string(request.worker_id()));
-  }
+  GAVEL_ASSIGN_OR_RETURN(Slot* slot, FindRun(request.job_id(), request.worker_id()));
+  Run* run = slot->run.get();
   const Seconds now = clock_->Now();
   // The restored checkpoint is the truth about the job's progress.
   run->checkpointed_steps = request.restored_steps();
@@ -432,11 +437,8 @@ Result<wire::InitResponse> Agent::Init(const wire::InitRequest& request) {
 
 Result<wire::ProgressResponse> Agent::Progress(const wire::ProgressRequest& request) {
   std::lock_guard lock(mu_);
-  Run* run = FindRun(request.job_id(), request.worker_id());
-  if (run == nullptr) {
-    return Status::NotFound("this agent runs no job " + std::to_string(request.job_id()) +
-                            " on worker " + std::to_string(request.worker_id()));
-  }
+  GAVEL_ASSIGN_OR_RETURN(Slot* slot, FindRun(request.job_id(), request.worker_id()));
+  Run* run = slot->run.get();
   run->steps = request.steps();
   run->checkpointed_steps = request.checkpointed_steps();
   run->steps_trained = request.steps() > run->steps_base ? request.steps() - run->steps_base : 0;
@@ -450,21 +452,16 @@ void Agent::Done(const wire::DoneRequest& request, DoneReply reply) {
   Deferred deferred;
   {
     std::lock_guard lock(mu_);
-    Run* run = FindRun(request.job_id(), request.worker_id());
-    Slot* slot = nullptr;
-    for (Slot& s : slots_) {
-      if (run != nullptr && s.run.get() == run) slot = &s;
-    }
+    Result<Slot*> found = FindRun(request.job_id(), request.worker_id());
     const Seconds now = clock_->Now();
-    if (run == nullptr || slot == nullptr) {
-      deferred.emplace_back(
-          std::move(reply),
-          Status::NotFound("this agent runs no job " + std::to_string(request.job_id()) +
-                           " on worker " + std::to_string(request.worker_id())));
+    if (!found.ok()) {
+      deferred.emplace_back(std::move(reply), found.status());
     } else if (request.reason() != wire::LEASE_REACHED && request.reason() != wire::COMPLETE) {
       deferred.emplace_back(std::move(reply),
                             Status::InvalidArgument("reason: must be LEASE_REACHED or COMPLETE"));
     } else {
+      Slot* slot = *found;
+      Run* run = slot->run.get();
       run->checkpointed_steps = request.checkpointed_steps();
       run->steps = std::max(run->steps, request.checkpointed_steps());
       run->steps_trained = request.steps_trained();
@@ -577,13 +574,8 @@ void Agent::ReapAndEnforce(Seconds now, Deferred& deferred) {
       }
       case Run::Phase::kPaused:
         if (now >= run.hold_until) {
-          deferred.emplace_back(std::move(run.held), StopResponse());
-          run.held = nullptr;
-          run.phase = Run::Phase::kStopping;
-          run.stop_reason = "no next round within the hold timeout";
-          run.kill_at = now + options_.kill_grace;
-          Log("job " + job + " on GPU " + slot.worker_id->ToString() +
-              ": no next round within the hold timeout; telling it to exit");
+          // Already reported (LEASE_EXPIRED): the outcome is not used.
+          StopRun(slot, wire::KILLED, "no next round within the hold timeout", now, deferred);
         }
         break;
     }

@@ -169,7 +169,8 @@ class Agent {
 
   // Locked helpers (the caller holds mu_).
   Slot* FindSlotByWorker(std::uint64_t worker_id);
-  Run* FindRun(std::uint64_t job_id, std::uint64_t worker_id);
+  // The slot running the job's process launched as `worker_id`; kNotFound otherwise.
+  Result<Slot*> FindRun(std::uint64_t job_id, std::uint64_t worker_id);
   wire::Lease DeliverLease(Run& run, Seconds now);
   void ApplyTask(Slot& slot, const wire::Task* task, std::uint64_t round_id, Seconds now,
                  Deferred& deferred);

@@ -698,6 +698,20 @@ TEST_F(AgentTest, KillJobEndsItsProcessAndItsWaitingTask) {
   EXPECT_TRUE(agent.KillJob(kill).ok());  // unknown now: still fine
 }
 
+TEST_F(AgentTest, KillJobForAnEarlierRoundSparesTheJobsLaterRound) {
+  Agent& agent = Running();  // round 1: job 7 on GPU 10
+  ASSERT_TRUE(agent.StartRound(Round(2, {MakeTask(kGpu0, 7)})).ok());  // extended into round 2
+  wire::KillJobRequest kill;
+  kill.set_job_id(7);
+  kill.set_round_id(1);  // overtaken by round 2
+  ASSERT_TRUE(agent.KillJob(kill).ok());
+  EXPECT_TRUE(launcher_.process(0).signals.empty());
+  EXPECT_EQ(agent.Snapshot().gpus[0].phase, AgentSnapshot::Phase::kRunning);
+  kill.set_round_id(2);
+  ASSERT_TRUE(agent.KillJob(kill).ok());
+  EXPECT_EQ(launcher_.process(0).signals, std::vector<int>{SIGTERM});
+}
+
 TEST_F(AgentTest, JobMovingBetweenGpusStartsOnlyAfterItsOldProcessIsGone) {
   launcher_.set_exits_on_sigterm(false);
   Agent& agent = Running();

@@ -35,8 +35,13 @@ class IteratorEndpointTest : public ::testing::Test {
     options.log = [](const std::string&) {};
     agent_ = std::make_unique<Agent>(options, &scheduler_, &launcher_, &clock_);
     agent_->Tick();  // registers: worker id 10
+    ASSERT_TRUE(agent_->StartRound(Round(1)).ok());
+    agent_->Tick();
+  }
+  // Round `round_id`: job 3 (500 steps) on worker 10 with a 30-s lease.
+  static wire::StartRoundRequest Round(std::uint64_t round_id) {
     wire::StartRoundRequest round;
-    round.set_round_id(1);
+    round.set_round_id(round_id);
     wire::Task* task = round.add_tasks();
     task->set_worker_id(10);
     task->mutable_job()->set_job_id(3);
@@ -44,8 +49,7 @@ class IteratorEndpointTest : public ::testing::Test {
     task->mutable_job()->set_total_steps(500);
     task->mutable_lease()->set_stop_at_step(500);
     task->mutable_lease()->set_max_duration_s(30.0);
-    ASSERT_TRUE(agent_->StartRound(round).ok());
-    agent_->Tick();
+    return round;
   }
   void TearDown() override {
     server_.reset();
@@ -133,16 +137,7 @@ TEST_F(IteratorEndpointTest, DoneIsHeldUntilTheNextRoundDecides) {
   EXPECT_EQ(scheduler_.reports()[0].checkpointed_steps(), 120u);
   EXPECT_EQ(done.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
 
-  wire::StartRoundRequest next;
-  next.set_round_id(2);
-  wire::Task* task = next.add_tasks();
-  task->set_worker_id(10);
-  task->mutable_job()->set_job_id(3);
-  task->mutable_job()->add_command("true");
-  task->mutable_job()->set_total_steps(500);
-  task->mutable_lease()->set_stop_at_step(500);
-  task->mutable_lease()->set_max_duration_s(30.0);
-  ASSERT_TRUE(agent_->StartRound(next).ok());
+  ASSERT_TRUE(agent_->StartRound(Round(2)).ok());
   const std::string body = BodyOf(done.get());
   EXPECT_THAT(body, HasSubstr(R"("continueRunning":true)"));
   EXPECT_THAT(body, HasSubstr(R"("roundId":"2")"));

@@ -319,6 +319,18 @@ bool AllFinished(const wire::ListJobsResponse& jobs) {
   return jobs.jobs_size() > 0;
 }
 
+// Polls the job list every 200 ms until every job finished or `limit` passed; the last list.
+Result<wire::ListJobsResponse> WaitAllFinished(Cluster& cluster, std::chrono::seconds limit) {
+  wire::ListJobsResponse last;
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    GAVEL_ASSIGN_OR_RETURN(last, cluster.Jobs());
+    if (AllFinished(last)) break;
+  }
+  return last;
+}
+
 std::vector<std::uint64_t> ReadExecLog(const std::string& path) {
   std::vector<std::uint64_t> steps;
   std::ifstream in(path);
@@ -527,15 +539,9 @@ TEST(RuntimeEndToEnd, AKilledDaemonRestartsWithNoJobLostAndProgressKept) {
     EXPECT_EQ(after->jobs(i).id(), before->jobs(i).id());
     EXPECT_GE(after->jobs(i).steps_done(), before->jobs(i).steps_done()) << "progress kept";
   }
-  wire::ListJobsResponse last;
-  const auto deadline = Clock::now() + std::chrono::seconds(45);
-  while (Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    auto jobs = cluster.Jobs();
-    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
-    last = *std::move(jobs);
-    if (AllFinished(last)) break;
-  }
+  Result<wire::ListJobsResponse> finished = WaitAllFinished(cluster, std::chrono::seconds(45));
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  const wire::ListJobsResponse& last = *finished;
   ASSERT_TRUE(AllFinished(last)) << last.DebugString();
   for (const auto& job : last.jobs()) {
     const JobPlan& plan = plans[plan_of.at(job.id())];
@@ -554,15 +560,10 @@ TEST(RuntimeEndToEnd, AJobThatCrashesTheSameWayIsFailedAndOthersRunOn) {
   JobPlan bad{"Transformer (batch size 16)", 100};
   // The bad job's program fails at step 5 every time (exit status 3).
   auto bad_id = [&]() -> Result<std::uint64_t> {
-    wire::JobSpec spec;
-    for (const std::string& arg : cluster.TrainCommand(bad, kSpeedup)) spec.add_command(arg);
-    spec.add_command("--fail-at-step");
-    spec.add_command("5");
-    spec.set_total_steps(bad.steps);
-    spec.set_scale_factor(1);
-    spec.set_job_type(bad.type);
+    std::vector<std::string> argv = cluster.TrainCommand(bad, kSpeedup);
+    argv.push_back("--fail-at-step");
+    argv.push_back("5");
     const std::string file = cluster.dir() + "/bad.json";
-    const std::vector<std::string> argv(spec.command().begin(), spec.command().end());
     nlohmann::json job = {{"command", argv}, {"steps", bad.steps},
                           {"job_type", bad.type}, {"name", "bad"}};
     std::ofstream(file) << job.dump();
@@ -574,15 +575,9 @@ TEST(RuntimeEndToEnd, AJobThatCrashesTheSameWayIsFailedAndOthersRunOn) {
   auto good_id = cluster.Submit(good, kSpeedup);
   ASSERT_TRUE(good_id.ok());
   cluster.StartAgent("v100");
-  wire::ListJobsResponse last;
-  const auto deadline = Clock::now() + std::chrono::seconds(45);
-  while (Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    auto jobs = cluster.Jobs();
-    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
-    last = *std::move(jobs);
-    if (AllFinished(last)) break;
-  }
+  Result<wire::ListJobsResponse> finished = WaitAllFinished(cluster, std::chrono::seconds(45));
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  const wire::ListJobsResponse& last = *finished;
   ASSERT_TRUE(AllFinished(last)) << last.DebugString();
   for (const auto& job : last.jobs()) {
     if (job.id() == *bad_id) {

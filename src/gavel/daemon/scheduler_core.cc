@@ -146,7 +146,10 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
 
   std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(options), store, transport,
                                                         clock, std::move(hooks)));
-  core->needs_instance_costs_ = info->needs_instance_costs;
+  core->traits_.packing = false;  // refused above
+  core->traits_.shuffles_gpu_type_order = info->shuffles_gpu_type_order;
+  core->traits_.skips_zero_priority = info->skips_zero_priority;
+  core->traits_.needs_instance_costs = info->needs_instance_costs;
   core->allocation_ = std::make_shared<AllocationService>(
       std::move(inner), core->options_.background_solves, core->hooks_.wake);
   // Stand-in types for jobs whose type the table does not know: per scale factor, the key
@@ -197,22 +200,14 @@ Status SchedulerCore::Recover() {
   next_round_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_round, 0));
   mech_clock_ = std::make_unique<MechanismClock>(clock_, epoch_ms_);
 
-  const ThroughputTable& table = *options_.throughputs;
   for (JobRow& row : state.jobs) {
     Job job;
     job.row = std::move(row);
-    const auto sf = static_cast<int>(job.row.spec.scale_factor());
-    const JobTypeKey key{job.row.spec.job_type(), sf};
-    job.table_type = table.HasJobType(key);
-    const auto rep = representative_key_.find(sf);
-    if (job.table_type) {
-      job.mech_type = key;
-    } else if (rep != representative_key_.end()) {
-      job.mech_type = table.job_types()[static_cast<std::size_t>(rep->second)];
-    } else if (job.row.state == wire::QUEUED || job.row.state == wire::RUNNING) {
+    if (!ResolveMechType(job) && IsActive(job)) {
       return Status::InvalidArgument("state database, job " + std::to_string(job.row.id) +
                                      ", field spec.scale_factor: the throughput table has no "
-                                     "job type with " + std::to_string(sf) + " GPUs");
+                                     "job type with " +
+                                     std::to_string(job.row.spec.scale_factor()) + " GPUs");
     }
     if (job.row.state == wire::RUNNING) job.row.state = wire::QUEUED;  // until its round says
     next_job_id_ = std::max(next_job_id_, job.row.id + 1);
@@ -276,6 +271,21 @@ Status SchedulerCore::Recover() {
 
 // ------------------------------------------------------------------------------------------
 // Small helpers.
+
+bool SchedulerCore::ResolveMechType(Job& job) const {
+  const ThroughputTable& table = *options_.throughputs;
+  const auto sf = static_cast<int>(job.row.spec.scale_factor());
+  const JobTypeKey key{job.row.spec.job_type(), sf};
+  job.table_type = table.HasJobType(key);
+  if (job.table_type) {
+    job.mech_type = key;
+    return true;
+  }
+  const auto rep = representative_key_.find(sf);
+  if (rep == representative_key_.end()) return false;
+  job.mech_type = table.job_types()[static_cast<std::size_t>(rep->second)];
+  return true;
+}
 
 bool SchedulerCore::IsActive(const Job& job) const {
   return job.row.state == wire::QUEUED || job.row.state == wire::RUNNING;
@@ -423,12 +433,7 @@ Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
   if (job.row.spec.entity().empty()) job.row.spec.set_entity(user.user);
   job.row.state = wire::QUEUED;
   job.row.submitted_ms = now;
-  const auto sf = static_cast<int>(spec.scale_factor());
-  const JobTypeKey key{spec.job_type(), sf};
-  job.table_type = options_.throughputs->HasJobType(key);
-  job.mech_type = job.table_type ? key
-                                 : options_.throughputs->job_types()[static_cast<std::size_t>(
-                                       representative_key_.at(sf))];
+  GAVEL_CHECK(ResolveMechType(job));  // ValidateSpec checked the scale factor
   for (const std::string& type : LiveGpuTypes()) {
     job.row.per_type[type].prior = Prior(job, type);
   }
@@ -470,22 +475,9 @@ Result<wire::JobInfo> SchedulerCore::Cancel(const rpc::Principal& user, std::uin
   KillEverywhere(job_id, "cancelled by " + user.user, /*any_round=*/true);
   EndJob(job, wire::CANCELLED, "cancelled by " + user.user, now);
   // Its tasks of this round end now; whatever its process checkpointed no longer matters.
-  if (round_) {
-    const auto workers = round_->job_workers.find(job_id);
-    if (workers != round_->job_workers.end()) {
-      bool pending = false;
-      for (std::uint64_t w : workers->second) {
-        Task& task = round_->tasks.at(w);
-        if (task.reported) continue;
-        task.reported = true;
-        task.outcome = wire::KILLED;
-        task.job_at_fault = false;
-        task.message = "cancelled";
-        batch_.reported_workers.push_back(w);
-        pending = true;
-      }
-      if (pending) FinishJobTasks(job_id, now);
-    }
+  if (round_ && round_->job_workers.contains(job_id) &&
+      EndTasksWithoutBlame(job_id, "cancelled")) {
+    FinishJobTasks(job_id, now);
   }
   return Info(job);
 }
@@ -653,7 +645,7 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
                                    " is not a GPU type of the throughput table (" +
                                    JoinNames(table.gpu_types()) + ")");
   }
-  if (needs_instance_costs_ && !options_.instance_costs.contains(request.gpu_type())) {
+  if (traits_.needs_instance_costs && !options_.instance_costs.contains(request.gpu_type())) {
     return Status::InvalidArgument("gpu_type: policy " + options_.policy + " needs the price of " +
                                    Quoted(request.gpu_type()) +
                                    " GPUs, and gavel serve has none (--instance-costs)");
@@ -793,31 +785,55 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
 void SchedulerCore::OnDispatchFailed(const std::string& agent_id, std::uint64_t round_id) {
   if (!round_ || round_->id != round_id) return;
   const std::int64_t now = clock_->NowMs();
-  std::set<std::uint64_t> jobs;
-  for (auto& [worker, task] : round_->tasks) {
-    const auto owner = worker_agent_.find(worker);
-    if (task.reported || owner == worker_agent_.end() || owner->second != agent_id) continue;
+  // Only the jobs' other GPUs need telling: the unreachable agent never got the round.
+  if (AbandonAgentTasks(agent_id, "the round's work could not be delivered to agent " + agent_id,
+                        "another of its GPUs is unreachable", now)) {
+    Log(now, "dispatch-failed", 0, 0, "agent " + agent_id);
+  }
+}
+
+bool SchedulerCore::EndTasksWithoutBlame(std::uint64_t job_id, const std::string& message) {
+  bool pending = false;
+  for (std::uint64_t w : round_->job_workers.at(job_id)) {
+    Task& task = round_->tasks.at(w);
+    if (task.reported) continue;
     task.reported = true;
     task.outcome = wire::KILLED;
     task.job_at_fault = false;
-    task.message = "the round's work could not be delivered to agent " + agent_id;
-    batch_.reported_workers.push_back(worker);
-    jobs.insert(task.job_id);
+    task.message = message;
+    batch_.reported_workers.push_back(w);
+    pending = true;
   }
-  if (!jobs.empty()) Log(now, "dispatch-failed", 0, 0, "agent " + agent_id);
+  return pending;
+}
+
+bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::string& message,
+                                      const std::string& kill_reason, std::int64_t now) {
+  auto on_agent = [&](std::uint64_t worker) {
+    const auto owner = worker_agent_.find(worker);
+    return owner != worker_agent_.end() && owner->second == agent_id;
+  };
+  std::set<std::uint64_t> jobs;
+  for (const auto& [worker, task] : round_->tasks) {
+    if (!task.reported && on_agent(worker)) jobs.insert(task.job_id);
+  }
   for (std::uint64_t job : jobs) {
-    // Only its other GPUs need telling: the unreachable agent never got the round.
-    KillEverywhere(job, "another of its GPUs is unreachable", /*any_round=*/false, agent_id);
+    // The job's ranks on this agent first (they carry the message), then its other ranks,
+    // which cannot go on without them.
     for (std::uint64_t w : round_->job_workers.at(job)) {
       Task& task = round_->tasks.at(w);
-      if (task.reported) continue;
+      if (task.reported || !on_agent(w)) continue;
       task.reported = true;
       task.outcome = wire::KILLED;
       task.job_at_fault = false;
+      task.message = message;
       batch_.reported_workers.push_back(w);
     }
+    KillEverywhere(job, kill_reason, /*any_round=*/false, /*spare=*/agent_id);
+    EndTasksWithoutBlame(job, "");
     FinishJobTasks(job, now);
   }
+  return !jobs.empty();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1066,31 +1082,7 @@ void SchedulerCore::CheckHeartbeats(std::int64_t now) {
     Log(now, "worker-dead", 0, agent.row.first_worker_id,
         "agent " + id + ": no heartbeat for " +
             std::to_string((now - agent.last_heartbeat_ms) / 1000) + " s");
-    if (!round_) continue;
-    std::set<std::uint64_t> jobs;
-    for (auto& [worker, task] : round_->tasks) {
-      const auto owner = worker_agent_.find(worker);
-      if (task.reported || owner == worker_agent_.end() || owner->second != id) continue;
-      task.reported = true;
-      task.outcome = wire::KILLED;
-      task.job_at_fault = false;
-      task.message = "its worker died";
-      batch_.reported_workers.push_back(worker);
-      jobs.insert(task.job_id);
-    }
-    for (std::uint64_t job : jobs) {
-      // Other ranks of a distributed job cannot go on without this one.
-      KillEverywhere(job, "a GPU of the job died", /*any_round=*/false, id);
-      for (std::uint64_t w : round_->job_workers.at(job)) {
-        Task& task = round_->tasks.at(w);
-        if (task.reported) continue;
-        task.reported = true;
-        task.outcome = wire::KILLED;
-        task.job_at_fault = false;
-        batch_.reported_workers.push_back(w);
-      }
-      FinishJobTasks(job, now);
-    }
+    if (round_) AbandonAgentTasks(id, "its worker died", "a GPU of the job died", now);
   }
 }
 
@@ -1103,10 +1095,13 @@ bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
   if (gpus == 0) return false;
   // Only the very first round waits for the expected cluster; later ones run on what is left.
   if (next_round_id_ == 0 && gpus < options_.expected_gpus) return false;
-  for (const auto& [id, job] : jobs_) {
-    if (IsActive(job) && job.row.next_retry_ms <= now) return true;
-  }
-  return false;
+  return AnyRunnable(now);
+}
+
+bool SchedulerCore::AnyRunnable(std::int64_t now) const {
+  return std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& entry) {
+    return IsActive(entry.second) && entry.second.row.next_retry_ms <= now;
+  });
 }
 
 void SchedulerCore::Tick() {
@@ -1117,14 +1112,8 @@ void SchedulerCore::Tick() {
     bool all = true;
     for (const auto& [worker, task] : round_->tasks) all = all && task.reported;
     if (round_->tasks.empty()) {
-      // An idle round ends early when something became runnable.
-      if (now >= round_->end_ms || ShouldStartRound(now) || jobs_changed_) {
-        bool runnable = false;
-        for (const auto& [id, job] : jobs_) {
-          runnable = runnable || (IsActive(job) && job.row.next_retry_ms <= now);
-        }
-        if (now >= round_->end_ms || runnable) CloseRound(now);
-      }
+      // An idle round ends early when the job set changed and something is runnable.
+      if (now >= round_->end_ms || (jobs_changed_ && AnyRunnable(now))) CloseRound(now);
     } else if (all) {
       CloseRound(now);
     } else if (now >= round_->deadline_ms) {
@@ -1352,7 +1341,9 @@ Result<mechanism::ClusterLayout> SchedulerCore::LiveLayout(
   for (const auto& [id, agent] : agents_) {
     // Under a cost policy an unpriced type cannot be used (RegisterWorker refuses such agents;
     // a state directory written under another policy may still list one).
-    if (needs_instance_costs_ && !options_.instance_costs.contains(agent.row.gpu_type)) continue;
+    if (traits_.needs_instance_costs && !options_.instance_costs.contains(agent.row.gpu_type)) {
+      continue;
+    }
     if (agent.row.alive) by_type[agent.row.gpu_type].push_back(&agent);
   }
   if (by_type.empty()) return Status::FailedPrecondition("no live GPU");
@@ -1416,17 +1407,10 @@ void SchedulerCore::Rebuild(std::int64_t now) {
   mech_options.min_reset_interval = options_.min_reset_interval;
   mech_options.max_failed_attempts = kNeverDrop;
   mech_options.instance_costs = LayoutCosts(*layout);
-  GAVEL_CHECK_MSG(policy::FindPolicy(options_.policy).ok(), "policy vanished");
-  const policy::PolicyInfo* info = *policy::FindPolicy(options_.policy);
-  mechanism::PolicyTraits traits;
-  traits.packing = false;
-  traits.shuffles_gpu_type_order = info->shuffles_gpu_type_order;
-  traits.skips_zero_priority = info->skips_zero_priority;
-  traits.needs_instance_costs = info->needs_instance_costs;
   Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
       mechanism::RoundScheduler::CreateWithPolicy(
           *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
-          std::make_unique<PolicyAdapter>(this, allocation_), traits);
+          std::make_unique<PolicyAdapter>(this, allocation_), traits_);
   if (!mech.ok()) {
     Log(now, "internal", 0, 0, mech.status().ToString());
     return;
@@ -1535,7 +1519,7 @@ void SchedulerCore::RemoveFromMechanism(const Job& job, std::int64_t now) {
 
 std::vector<double> SchedulerCore::LayoutCosts(const mechanism::ClusterLayout& layout) const {
   std::vector<double> costs;
-  if (!needs_instance_costs_) return costs;
+  if (!traits_.needs_instance_costs) return costs;
   for (const std::string& type : layout.type_names()) {
     costs.push_back(options_.instance_costs.at(type));  // LiveLayout left unpriced types out
   }

@@ -126,8 +126,9 @@ class SchedulerCore {
 
   // ---- Requests (docs: scheduler.proto, worker.proto). Errors name the offending field. ----
   Result<std::uint64_t> Submit(const rpc::Principal& user, const wire::JobSpec& spec);
-  // Errors: no such job; not the caller's job and the caller is not an admin (kPermission:
-  // see CancelDenied); the job already finished.
+  // Errors: no such job (kNotFound); not the caller's job and the caller is not an admin
+  // (kFailedPrecondition: Status has no permission code, so the gRPC service asks
+  // CancelDenied first and answers PERMISSION_DENIED); the job already finished.
   Result<wire::JobInfo> Cancel(const rpc::Principal& user, std::uint64_t job_id);
   // True when `user` may not cancel `job_id` (it exists, belongs to another user, and `user`
   // is not an admin).
@@ -228,11 +229,22 @@ class SchedulerCore {
 
   // Round phases.
   bool ShouldStartRound(std::int64_t now) const;
+  // Whether an active job is out of its retry backoff.
+  bool AnyRunnable(std::int64_t now) const;
   void StartRound(std::int64_t now);
   void KillStragglers(std::int64_t now);
   void CloseRound(std::int64_t now);
   void FinishJobTasks(std::uint64_t job_id, std::int64_t now);
   void CheckHeartbeats(std::int64_t now);
+  // Marks the job's unreported tasks of the open round as killed through no fault of the job
+  // (the caller then credits them with FinishJobTasks). Returns whether any was unreported.
+  bool EndTasksWithoutBlame(std::uint64_t job_id, const std::string& message);
+  // The agent is gone (dead, or the round could not be delivered): its unreported tasks of the
+  // open round end without blame (with `message`), the other ranks of their jobs are told to
+  // stop (`kill_reason`) and end too, and the jobs are credited. Returns whether any task was
+  // unreported.
+  bool AbandonAgentTasks(const std::string& agent_id, const std::string& message,
+                         const std::string& kill_reason, std::int64_t now);
 
   // Mechanism upkeep.
   void Rebuild(std::int64_t now);
@@ -264,6 +276,9 @@ class SchedulerCore {
   // Jobs.
   Status ValidateSpec(const wire::JobSpec& spec) const;
   bool IsActive(const Job& job) const;
+  // Sets table_type and mech_type: the job's own table entry, else the stand-in of its scale
+  // factor. False when the table has no job type of that scale factor.
+  bool ResolveMechType(Job& job) const;
   double Prior(const Job& job, const std::string& gpu_type) const;
   double Estimate(const Job& job, const std::string& gpu_type) const;
   wire::JobInfo Info(const Job& job) const;
@@ -294,7 +309,7 @@ class SchedulerCore {
   const WallClock* clock_;
   CoreHooks hooks_;
   Seconds grace_;
-  bool needs_instance_costs_ = false;  // the policy prices GPU types
+  mechanism::PolicyTraits traits_;  // the policy's, from the registry (never packing)
   std::int64_t epoch_ms_ = 0;      // the state directory's creation time: mechanism time 0
   std::int64_t started_ms_ = 0;
 
