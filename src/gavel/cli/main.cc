@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   gavel::cli::ClientCommandOptions client;
   gavel::cli::AddClientCommands(app, &client);
 
-  gavel::cli::SimulateCommandLine simulate;
+  gavel::cli::SimulateOptions simulate;
   CLI::App* simulate_cmd = gavel::cli::AddSimulateCommand(app, &simulate);
   gavel::cli::SweepCommandLine sweep;
   CLI::App* sweep_cmd = gavel::cli::AddSweepCommand(app, &sweep);

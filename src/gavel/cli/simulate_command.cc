@@ -154,7 +154,7 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
 
 }  // namespace
 
-Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
+Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
   sim::SimulationOptions options;
   GAVEL_ASSIGN_OR_RETURN(options.cluster, ParseCluster(o));
   GAVEL_ASSIGN_OR_RETURN(options.instance_costs, ParseCosts(o));
@@ -233,7 +233,11 @@ Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
     options.generator = g;
     if (!options.window_end) options.window_end = 5000;
   }
+  return options;
+}
 
+Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
+  GAVEL_ASSIGN_OR_RETURN(const sim::SimulationOptions options, ToSimulationOptions(o));
   GAVEL_ASSIGN_OR_RETURN(const sim::SimulationResult result, sim::Simulate(options));
   if (!o.json_path.empty()) {
     GAVEL_RETURN_IF_ERROR(WriteOutput(o.json_path, sim::ResultToJson(result), out));
@@ -245,78 +249,72 @@ Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
   return Status::Ok();
 }
 
-CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandLine* line) {
+CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
   CLI::App* simulate_cmd = app.add_subcommand(
       "simulate", "Simulate a workload on a cluster under a policy and the round mechanism");
-  simulate_cmd->add_option("-c,--cluster", line->options.cluster,
+  simulate_cmd->add_option("-c,--cluster", options->cluster,
                            "GPU counts per type, in --worker-types order (default 36:36:36)");
-  simulate_cmd->add_option("--worker-types", line->options.worker_types,
+  simulate_cmd->add_option("--worker-types", options->worker_types,
                            "GPU type names, comma-separated (default v100,p100,k80)");
-  simulate_cmd->add_option("--num-gpus-per-server", line->options.gpus_per_server,
+  simulate_cmd->add_option("--num-gpus-per-server", options->gpus_per_server,
                            "GPUs per server per type (default 1:1:1)");
   simulate_cmd
-      ->add_option("-p,--policy", line->options.policy, "Policy name (see `gavel policies`)")
+      ->add_option("-p,--policy", options->policy, "Policy name (see `gavel policies`)")
       ->required();
-  simulate_cmd->add_option("--seed", line->options.seed, "Random seed (default 0)");
-  line->lam_opt = simulate_cmd->add_option(
-      "-l,--lam", line->lam, "Mean inter-arrival time in seconds; 0 = all jobs at time 0 (static)");
-  line->jph_opt = simulate_cmd->add_option("--jobs-per-hour", line->jobs_per_hour,
-                                           "Arrival rate (jobs per hour)");
-  simulate_cmd->add_option("-s,--window-start", line->options.window_start,
+  simulate_cmd->add_option("--seed", options->seed, "Random seed (default 0)");
+  simulate_cmd->add_option("-l,--lam", options->lam,
+                           "Mean inter-arrival time in seconds; 0 = all jobs at time 0 (static)");
+  simulate_cmd->add_option("--jobs-per-hour", options->jobs_per_hour,
+                           "Arrival rate (jobs per hour)");
+  simulate_cmd->add_option("-s,--window-start", options->window_start,
                            "First job id of the measurement window (default 0)");
-  line->window_end_opt = simulate_cmd->add_option(
-      "-e,--window-end", line->window_end,
+  simulate_cmd->add_option(
+      "-e,--window-end", options->window_end,
       "Job id after the measurement window (default 5000; a trace: all its jobs)");
-  simulate_cmd->add_option("-i,--round-seconds", line->options.round_seconds,
+  simulate_cmd->add_option("-i,--round-seconds", options->round_seconds,
                            "Round length in seconds (default 360)");
-  simulate_cmd->add_flag("-m,--generate-multi-gpu-jobs", line->options.multi_gpu,
+  simulate_cmd->add_flag("-m,--generate-multi-gpu-jobs", options->multi_gpu,
                          "Generate multi-GPU jobs (1/2/4/8 GPUs)");
-  simulate_cmd->add_flag("--generate-multi-priority-jobs", line->options.multi_priority,
+  simulate_cmd->add_flag("--generate-multi-priority-jobs", options->multi_priority,
                          "Give 20% of generated jobs priority weight 5");
-  simulate_cmd->add_flag("--assign-slos", line->options.assign_slos,
+  simulate_cmd->add_flag("--assign-slos", options->assign_slos,
                          "Give generated jobs SLO deadlines");
-  line->fixed_opt = simulate_cmd->add_option("-f,--fixed-job-duration", line->fixed_duration,
-                                             "Every generated job runs this long on a V100");
-  simulate_cmd->add_flag("--simulate-steady-state", line->options.steady_state,
+  simulate_cmd->add_option("-f,--fixed-job-duration", options->fixed_duration,
+                           "Every generated job runs this long on a V100");
+  simulate_cmd->add_flag("--simulate-steady-state", options->steady_state,
                          "Start with as many jobs as the cluster has GPUs");
-  simulate_cmd->add_option("--throughputs", line->options.throughputs_file,
+  simulate_cmd->add_option("--throughputs", options->throughputs_file,
                            "Throughput table (default: the shipped simulation table)");
-  simulate_cmd->add_option("--trace", line->options.trace_file,
+  simulate_cmd->add_option("--trace", options->trace_file,
                            "Trace file instead of generated jobs");
   simulate_cmd
-      ->add_option("--trace-format", line->options.trace_format, "gavel (default), csv or msr")
+      ->add_option("--trace-format", options->trace_format, "gavel (default), csv or msr")
       ->check(CLI::IsMember({"gavel", "csv", "msr"}));
-  simulate_cmd->add_flag("--ideal", line->options.ideal,
+  simulate_cmd->add_flag("--ideal", options->ideal,
                          "Apply allocations exactly between events (fluid model), no rounds");
-  simulate_cmd->add_option("--compat", line->options.compat,
+  simulate_cmd->add_option("--compat", options->compat,
                            "`gavel` reproduces the original implementation's quirks; a "
                            "comma-separated list of switches reproduces only those");
   simulate_cmd
-      ->add_option("--solver", line->options.solver,
+      ->add_option("--solver", options->solver,
                    "auto (default): the policy's fast path where it has one; clp: the whole LP "
                    "on Clp")
       ->check(CLI::IsMember({"auto", "clp"}));
-  simulate_cmd->add_flag("--fairness", line->options.fairness,
+  simulate_cmd->add_flag("--fairness", options->fairness,
                          "Also run `isolated` and report finish-time fairness rho per job");
   simulate_cmd->add_option(
-      "--instance-costs", line->options.instance_costs,
+      "--instance-costs", options->instance_costs,
       "$ per GPU-hour per type, in --worker-types order (e.g. 0.74:0.43:0.135)");
-  line->limit_opt = simulate_cmd->add_option("--time-limit", line->time_limit,
-                                             "Fail once simulated time passes this many seconds");
-  simulate_cmd->add_option("--json", line->options.json_path,
+  simulate_cmd->add_option("--time-limit", options->time_limit,
+                           "Fail once simulated time passes this many seconds");
+  simulate_cmd->add_option("--json", options->json_path,
                            "Write the JSON result here (- = stdout)");
-  simulate_cmd->add_option("--jobs-csv", line->options.jobs_csv_path,
+  simulate_cmd->add_option("--jobs-csv", options->jobs_csv_path,
                            "Write the per-job CSV here (- = stdout)");
   return simulate_cmd;
 }
 
-int RunSimulateCommand(const SimulateCommandLine& line) {
-  SimulateOptions options = line.options;
-  if (line.lam_opt->count() > 0) options.lam = line.lam;
-  if (line.jph_opt->count() > 0) options.jobs_per_hour = line.jobs_per_hour;
-  if (line.window_end_opt->count() > 0) options.window_end = line.window_end;
-  if (line.fixed_opt->count() > 0) options.fixed_duration = line.fixed_duration;
-  if (line.limit_opt->count() > 0) options.time_limit = line.time_limit;
+int RunSimulateCommand(const SimulateOptions& options) {
   const Status status = RunSimulate(options, std::cout);
   if (!status.ok()) {
     std::cerr << "gavel simulate: " << status.message() << "\n";

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "gavel/core/status.h"
+#include "gavel/sim/simulator.h"
 
 namespace CLI {
 class App;
-class Option;
 }  // namespace CLI
 
 namespace gavel::cli {
@@ -48,29 +48,17 @@ struct SimulateOptions {
   std::string jobs_csv_path;         // "-" = stdout; empty = none
 };
 
+// The simulation `options` ask for, with the defaults and checks of `gavel simulate` (the
+// throughput table and a trace are read here). Errors name the offending option.
+Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& options);
+
 // Runs the simulation. Writes a short human summary to `out` unless the JSON goes there.
 // Returns a non-OK status (naming the offending option) on bad input or a failed run.
 Status RunSimulate(const SimulateOptions& options, std::ostream& out);
 
-// The `simulate` subcommand's command line: the options it fills, and the options whose
-// absence means "keep SimulateOptions' default" (so they are read only when given).
-struct SimulateCommandLine {
-  SimulateOptions options;
-  double lam = 0.0;
-  double jobs_per_hour = 0.0;
-  std::size_t window_end = 0;
-  double fixed_duration = 0.0;
-  double time_limit = 0.0;
-  CLI::Option* lam_opt = nullptr;
-  CLI::Option* jph_opt = nullptr;
-  CLI::Option* window_end_opt = nullptr;
-  CLI::Option* fixed_opt = nullptr;
-  CLI::Option* limit_opt = nullptr;
-};
-
-// Registers `simulate` (the original simulator's vocabulary) on `app`, filling `*line`.
-CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandLine* line);
+// Registers `simulate` (the original simulator's vocabulary) on `app`, filling `*options`.
+CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options);
 // Runs a parsed `simulate`; returns the process exit code (errors go to stderr).
-int RunSimulateCommand(const SimulateCommandLine& line);
+int RunSimulateCommand(const SimulateOptions& options);
 
 }  // namespace gavel::cli

@@ -14,7 +14,6 @@
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -156,7 +155,7 @@ std::vector<std::string> RowKey(const Row& row) {
   return key;
 }
 
-// Runs one point through `gavel simulate`'s own code path and turns it into a CSV row.
+// Runs one point through `gavel simulate`'s own options and turns it into a CSV row.
 Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   SimulateOptions s;
   s.cluster = p.cluster;
@@ -166,7 +165,6 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   s.window_end = o.window_end;
   s.multi_gpu = o.multi_gpu;
   s.compat = o.compat;
-  s.json_path = "-";
   if (p.jobs_per_hour > 0.0) {
     s.jobs_per_hour = p.jobs_per_hour;
     s.time_limit = SaturationLimitSeconds(p.jobs_per_hour, o.window_end, o.saturation_factor,
@@ -180,38 +178,32 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   for (std::size_t i = kKeyColumns; i < CsvColumns().size(); ++i) row[CsvColumns()[i]] = "";
 
   const auto start = std::chrono::steady_clock::now();
-  std::ostringstream json_text;
-  const Status status = RunSimulate(s, json_text);
-  const double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!status.ok()) {
+  const Result<sim::SimulationOptions> options = ToSimulationOptions(s);
+  if (!options.ok()) return options.status().WithContext(p.Label());
+  const Result<sim::SimulationResult> result = sim::Simulate(*options);
+  if (!result.ok()) {
+    const Status& status = result.status();
     if (status.code() == StatusCode::kFailedPrecondition &&
         status.message().find(kSaturationMarker) != std::string::npos) {
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       row["saturated"] = "1";
       row["wall_seconds"] = FormatNumber(wall);
       return row;
     }
     return status.WithContext(p.Label());
   }
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json_text.str());
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Internal(p.Label() + ": unreadable simulate result: " + e.what());
-  }
-  const auto number = [&j](const char* name) {
-    return j.contains(name) && j[name].is_number() ? FormatNumber(j[name].get<double>())
-                                                   : std::string();
-  };
+  const sim::SimulationResult& r = *result;
   row["saturated"] = "0";
-  for (const char* name :
-       {"average_jct_seconds", "jct_p50_seconds", "jct_p90_seconds", "makespan_seconds",
-        "utilization", "rounds", "policy_solves", "wall_seconds"}) {
-    row[name] = number(name);
-  }
-  if (j.contains("window") && j["window"].contains("jobs_completed")) {
-    row["window_jobs_completed"] = FormatNumber(j["window"]["jobs_completed"].get<double>());
-  }
+  row["average_jct_seconds"] = FormatNumber(r.average_jct_seconds);
+  row["jct_p50_seconds"] = FormatNumber(r.jct_p50_seconds);
+  row["jct_p90_seconds"] = FormatNumber(r.jct_p90_seconds);
+  row["makespan_seconds"] = FormatNumber(r.makespan_seconds);
+  row["utilization"] = FormatNumber(r.utilization);
+  row["window_jobs_completed"] = FormatNumber(static_cast<double>(r.window_jobs_completed));
+  row["rounds"] = FormatNumber(static_cast<double>(r.rounds));
+  row["policy_solves"] = FormatNumber(static_cast<double>(r.policy_solves));
+  row["wall_seconds"] = FormatNumber(r.wall_seconds);
   return row;
 }
 
@@ -659,15 +651,12 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
   sweep_cmd->add_option("-p,--policies", line->options.policies, "Policy names, comma-separated")
       ->required();
   sweep_cmd->add_option("--seeds", line->options.seeds, "Seeds, comma-separated (default 0)");
-  line->rates_opt =
-      sweep_cmd->add_option("--rates", line->rates, "Input rates in jobs/hour (0 = static)")
-          ->delimiter(',');
-  line->a_opt =
-      sweep_cmd->add_option("-a,--throughput-lower-bound", line->a, "Lowest rate (jobs/hour)");
-  line->b_opt =
-      sweep_cmd->add_option("-b,--throughput-upper-bound", line->b, "Highest rate (jobs/hour)");
-  line->n_opt =
-      sweep_cmd->add_option("-n,--num-data-points", line->n, "Rates in linspace(a, b, n)");
+  sweep_cmd
+      ->add_option("--rates", line->options.rates, "Input rates in jobs/hour (0 = static)")
+      ->delimiter(',');
+  sweep_cmd->add_option("-a,--throughput-lower-bound", line->a, "Lowest rate (jobs/hour)");
+  sweep_cmd->add_option("-b,--throughput-upper-bound", line->b, "Highest rate (jobs/hour)");
+  sweep_cmd->add_option("-n,--num-data-points", line->n, "Rates in linspace(a, b, n)");
   sweep_cmd->add_option("-s,--window-start", line->options.window_start,
                         "First job id of the measurement window (default 0)");
   sweep_cmd->add_option("-e,--window-end", line->options.window_end,
@@ -682,21 +671,21 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
   sweep_cmd->add_option("-j,--jobs", line->options.threads, "Threads (default: all cores)");
   sweep_cmd
       ->add_option("--out", line->options.out_dir,
-                   "Directory for line->options.csv and report.html")
+                   "Directory for sweep.csv and report.html")
       ->required();
   return sweep_cmd;
 }
 
 int RunSweepCommand(const SweepCommandLine& line) {
   SweepOptions options = line.options;
-  if ((line.a_opt->count() > 0 || line.b_opt->count() > 0 || line.n_opt->count() > 0) &&
-      !(line.a_opt->count() > 0 && line.b_opt->count() > 0 && line.n_opt->count() > 0)) {
+  if ((line.a || line.b || line.n) && !(line.a && line.b && line.n)) {
     std::cerr << "gavel sweep: -a, -b and -n go together\n";
     return 1;
   }
-  if (line.n_opt->count() > 0) options.rates = RateLinspace(line.a, line.b, line.n);
-  if (line.rates_opt->count() > 0) {
-    options.rates.insert(options.rates.end(), line.rates.begin(), line.rates.end());
+  // The linspace rates first, then those of --rates.
+  if (line.n) {
+    const std::vector<double> linspace = RateLinspace(*line.a, *line.b, *line.n);
+    options.rates.insert(options.rates.begin(), linspace.begin(), linspace.end());
   }
   // A bar redrawn in place only makes sense on a terminal; logs get one line per point.
   options.progress_bar = isatty(STDERR_FILENO) != 0;

@@ -2,8 +2,8 @@
 // independent `gavel simulate` run, on a pool of threads, and writes one CSV row per finished
 // point plus an HTML report with inline SVG plots.
 //
-// Each point goes through RunSimulate (simulate_command.h), so a sweep point's numbers are
-// exactly those of a direct `gavel simulate` run of the same point. Simulations share no
+// Each point goes through ToSimulationOptions (simulate_command.h), so a sweep point's numbers
+// are exactly those of a direct `gavel simulate` run of the same point. Simulations share no
 // mutable state (sim/simulator.h promises this), so points run concurrently.
 //
 // Resumable: the CSV is appended (and flushed) as each point finishes; on a rerun, points whose
@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,6 @@
 
 namespace CLI {
 class App;
-class Option;
 }  // namespace CLI
 
 namespace gavel::cli {
@@ -63,18 +63,13 @@ double SaturationLimitSeconds(double jobs_per_hour, std::size_t window_end, doub
 // other points finish); its row is not written, so a rerun retries it.
 Status RunSweep(const SweepOptions& options, std::ostream& out, std::ostream& progress);
 
-// The `sweep` subcommand's command line: the options it fills, rates given as a list or as
-// linspace(a, b, n), and which of those were given.
+// The `sweep` subcommand's command line: the options it fills (--rates lands in
+// options.rates), and the rates given as linspace(a, b, n) instead or as well.
 struct SweepCommandLine {
   SweepOptions options;
-  std::vector<double> rates;
-  double a = 0.0;
-  double b = 0.0;
-  int n = 0;
-  CLI::Option* rates_opt = nullptr;
-  CLI::Option* a_opt = nullptr;
-  CLI::Option* b_opt = nullptr;
-  CLI::Option* n_opt = nullptr;
+  std::optional<double> a;
+  std::optional<double> b;
+  std::optional<int> n;
 };
 
 // Registers `sweep` on `app`, filling `*line`.

@@ -62,8 +62,11 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
     row.time_since_start = now - job.arrival;
     if (job.deadline) row.slo_time_left = *job.deadline - now;
     input.jobs.push_back(row);
+    GAVEL_CHECK(job.throughputs.empty() || job.throughputs.size() == n);
     for (std::size_t j = 0; j < n; ++j) {
-      double tput = table.Isolated(table_types[j], job.table_key).value_or(0.0);
+      double tput = job.throughputs.empty()
+                        ? table.Isolated(table_types[j], job.table_key).value_or(0.0)
+                        : job.throughputs[j];
       if (options.zero_oversized && job.scale_factor > layout.gpu_count(static_cast<int>(j))) {
         tput = 0.0;
       }

@@ -28,6 +28,9 @@ struct ActiveJobInfo {
   double steps_remaining = 0.0;
   Seconds arrival{0.0};
   std::optional<Seconds> deadline;  // absolute; none = no SLO
+  // Isolated steps/s on each layout type where the caller knows better than the table (e.g.
+  // online estimates); empty = the table's.
+  std::span<const double> throughputs;
 };
 
 struct PolicyInputOptions {

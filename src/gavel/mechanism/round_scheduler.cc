@@ -713,29 +713,18 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
   jobs.reserve(active_.size());
   for (const auto& [id, job] : active_) {
     const JobRecord& record = records_[static_cast<std::size_t>(id.value())];
+    // The single's throughputs: the table's, or UpdateThroughput's estimates.
     jobs.push_back(ActiveJobInfo{id, job.table_key, job.scale_factor, record.priority_weight,
                                  record.total_steps - record.steps_run, record.arrival,
-                                 record.deadline});
+                                 record.deadline, combo(job.single_slot).tput_a});
   }
   PolicyInputOptions input_options;
   input_options.pairs = traits_.packing;
   input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
   input_options.zero_oversized = !options_.compat.raw_policy_input;
   input_options.instance_costs = options_.instance_costs;
-  policy::PolicyInput input =
+  const policy::PolicyInput input =
       BuildPolicyInputForJobs(layout_, *throughputs_, table_types_, jobs, now, input_options);
-  // Estimates from UpdateThroughput replace the table's values (rows are sorted by id, as is
-  // active_).
-  {
-    std::size_t i = 0;
-    for (const auto& [id, job] : active_) {
-      const ComboState& single = combo(job.single_slot);
-      for (std::size_t j = 0; j < static_cast<std::size_t>(num_types_); ++j) {
-        if (!std::isnan(job.tput_estimate[j])) input.throughput(i, j) = single.tput_a[j];
-      }
-      ++i;
-    }
-  }
 
   const auto start = std::chrono::steady_clock::now();
   Result<policy::PolicyOutput> output = policy_->Allocate(input);
@@ -827,10 +816,19 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
   entries.reserve(order_.size());
   for (int t : type_order) {
     const auto ut = static_cast<std::size_t>(t);
+    // Needs more GPUs than are left, or holds a job already chosen (or held): both change as
+    // the scan below chooses, so they are checked again there.
+    const auto blocked = [&](const ComboState& c) {
+      return c.scale_factor > left[ut] || taken(c.id.member(0)) ||
+             (c.id.is_pair() && taken(c.id.member(1)));
+    };
+    // The candidates: what can run on this type now.
     entries.clear();
     for (std::size_t pos = 0; pos < order_.size(); ++pos) {
       const ComboState& c = combo(order_[pos]);
-      if (!c.alive) continue;
+      if (!c.alive || blocked(c)) continue;
+      if (c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0)) continue;
+      if (traits_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
       entries.push_back(Entry{c.priority[ut], c.deficit[ut],
                               c.in_allocation ? c.allocation[ut] : 0.0, static_cast<int>(pos)});
     }
@@ -851,10 +849,7 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
       const Entry& e = *unvisited;
       const int slot = order_[static_cast<std::size_t>(e.position)];
       const ComboState& c = combo(slot);
-      if (taken(c.id.member(0)) || (c.id.is_pair() && taken(c.id.member(1)))) continue;
-      if (c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0)) continue;
-      if (traits_.skips_zero_priority && e.priority <= 0.0) continue;
-      if (c.scale_factor > left[ut]) continue;
+      if (blocked(c)) continue;
       left[ut] -= c.scale_factor;
       total_left -= c.scale_factor;
       for (int i = 0; i < c.id.size(); ++i) {

@@ -95,7 +95,8 @@ class FluidSimulation {
     for (std::size_t id : active_) {
       const JobRecord& r = records_[id];
       jobs.push_back(ActiveJobInfo{JobId(id), r.table_key, r.scale_factor, r.priority_weight,
-                                   r.total_steps - r.steps_run, r.arrival, r.deadline});
+                                   r.total_steps - r.steps_run, r.arrival, r.deadline,
+                                   /*throughputs=*/{}});
     }
     mechanism::PolicyInputOptions input_options;
     input_options.pairs = packing_;

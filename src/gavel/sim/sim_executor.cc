@@ -7,6 +7,7 @@
 namespace gavel::sim {
 
 Status SimExecutor::Execute(const mechanism::RoundPlan& plan) {
+  plan_end_ = plan.start;
   for (const mechanism::Assignment& a : plan.assignments) {
     MicroTaskEnd end;
     end.combination = a.combination;
@@ -24,6 +25,7 @@ Status SimExecutor::Execute(const mechanism::RoundPlan& plan) {
       end.finish = std::max(end.finish, plan.start + Seconds(a.max_steps[i] / tput));
     }
     const Seconds finish = end.finish;
+    plan_end_ = std::max(plan_end_, finish);
     queue_->Push(finish, std::move(end));
   }
   return Status::Ok();

@@ -33,9 +33,12 @@ class SimExecutor final : public mechanism::Executor {
   explicit SimExecutor(EventQueue<MicroTaskEnd>* queue) : queue_(queue) {}
   // Errors (Internal) on an assignment with a non-positive throughput.
   Status Execute(const mechanism::RoundPlan& plan) override;
+  // When the last micro-task of the last plan executed ends (its start if it had none).
+  Seconds plan_end() const { return plan_end_; }
 
  private:
   EventQueue<MicroTaskEnd>* queue_;
+  Seconds plan_end_{0.0};
 };
 
 // One report per GPU, each carrying `elapsed` for every member.

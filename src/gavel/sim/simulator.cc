@@ -149,14 +149,8 @@ class RoundSimulation {
   Result<bool> PlanAndLaunchRound() {
     GAVEL_ASSIGN_OR_RETURN(const mechanism::RoundPlan plan, scheduler_->PlanRound());
     GAVEL_RETURN_IF_ERROR(executor_.Execute(plan));
-    round_end_ = now_;
     // The queue holds exactly this round's micro-task ends.
-    for (const mechanism::Assignment& a : plan.assignments) {
-      for (std::size_t i = 0; i < a.max_steps.size(); ++i) {
-        round_end_ =
-            std::max(round_end_, now_ + Seconds(a.max_steps[i] / a.expected_throughput[i]));
-      }
-    }
+    round_end_ = executor_.plan_end();
     return !plan.assignments.empty();
   }
 
