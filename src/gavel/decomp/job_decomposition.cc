@@ -7,8 +7,8 @@
 #include <limits>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "gavel/core/check.h"
@@ -62,8 +62,8 @@ struct ColumnPoint {
   Matrix explicit_x;           // a given start point instead (n × k), when jobs is empty
 };
 
-// A vertex of a job's envelope: a pure choice (idle or one type) with its demand-row gain and
-// its priced value.
+// A vertex of a job's envelope: a pure choice (idle, or a set of tied types) with its
+// demand-row gain and its priced value.
 struct Vertex {
   double a = 0.0;
   double c = 0.0;
@@ -311,7 +311,6 @@ class Decomposition {
     return x;
   }
 
-  bool has_t() const { return has_t_; }
   bool HasDemand(std::size_t i) const { return demand_[i] != 0; }
 
  private:
@@ -559,8 +558,9 @@ class Master {
   std::vector<double> coefs_;
 };
 
-Result<JobSolution> Run(const JobProblem& problem, lp::Solver& master_solver,
-                        const JobSolveOptions& options, std::vector<ColumnPoint> columns);
+Result<JobSolution> Run(const JobProblem& problem, Decomposition& decomposition,
+                        lp::Solver& master_solver, const JobSolveOptions& options,
+                        std::vector<ColumnPoint> columns);
 
 // Phase one: a point that meets every demand at t = 0, from maximising τ <= 1 subject to
 // gain·x >= τ·l (the same kind of problem, started from the idle point).
@@ -584,18 +584,20 @@ Result<std::optional<Matrix>> FeasiblePoint(const JobProblem& problem, lp::Solve
   phase1.t_upper = 1.0;
   JobSolveOptions phase1_options = options;
   phase1_options.start_points.clear();
-  Decomposition idle(phase1);
+  Decomposition decomposition(phase1);
   ColumnPoint start;
-  GAVEL_CHECK(idle.ColumnFromPoint(Matrix(problem.num_jobs(), problem.num_types(), 0.0), start));
-  GAVEL_ASSIGN_OR_RETURN(JobSolution found,
-                         Run(phase1, master_solver, phase1_options, {std::move(start)}));
+  GAVEL_CHECK(
+      decomposition.ColumnFromPoint(Matrix(problem.num_jobs(), problem.num_types(), 0.0), start));
+  GAVEL_ASSIGN_OR_RETURN(
+      JobSolution found,
+      Run(phase1, decomposition, master_solver, phase1_options, {std::move(start)}));
   if (found.outcome != JobOutcome::kOptimal || found.t < 1.0 - 1e-9) return std::optional<Matrix>{};
   return std::optional<Matrix>(std::move(found.x));
 }
 
-Result<JobSolution> Run(const JobProblem& problem, lp::Solver& master_solver,
-                        const JobSolveOptions& options, std::vector<ColumnPoint> columns) {
-  Decomposition decomposition(problem);
+Result<JobSolution> Run(const JobProblem& problem, Decomposition& decomposition,
+                        lp::Solver& master_solver, const JobSolveOptions& options,
+                        std::vector<ColumnPoint> columns) {
   const std::size_t k = problem.num_types();
   ColumnPoint candidate;
   // Unpriced capacity gives an upper bound on the optimum: the master's objective scale.
@@ -635,12 +637,12 @@ Result<JobSolution> Run(const JobProblem& problem, lp::Solver& master_solver,
     const double scale = std::max(1.0, std::abs(value));
     const bool converged = gap <= options.relative_gap * scale ||
                            (repeated && gap <= 10.0 * master.dual_precision());
-    if (converged || iteration >= options.max_iterations) {
-      if (!converged) {
-        return Status::Internal("job decomposition: no convergence in " +
-                                std::to_string(options.max_iterations) + " iterations (gap " +
-                                std::to_string(gap) + ")");
-      }
+    if (!converged && iteration >= options.max_iterations) {
+      return Status::Internal("job decomposition: no convergence in " +
+                              std::to_string(options.max_iterations) + " iterations (gap " +
+                              std::to_string(gap) + ")");
+    }
+    if (converged) {
       // The master's weights within its tolerances: none below 0, summing to 1.
       std::vector<double> weights = master_solution.values;
       double total = 0.0;
@@ -714,7 +716,7 @@ Result<JobSolution> SolveJobProblem(const JobProblem& problem, lp::Solver& maste
       columns.push_back(std::move(column));
     }
   }
-  return Run(problem, master_solver, options, std::move(columns));
+  return Run(problem, decomposition, master_solver, options, std::move(columns));
 }
 
 }  // namespace gavel::decomp

@@ -176,7 +176,8 @@ class JobDecompositionTest : public ::testing::Test {
   std::unique_ptr<lp::Solver> clp_ = lp::MakeClpSolver();
   std::unique_ptr<lp::Solver> glpk_ = lp::MakeGlpkSolver();
 
-  void ExpectMatchesGeneralLp(const JobProblem& p, const std::string& what) {
+  // Adds 1 to *optima when both reached an optimum and it was compared.
+  void ExpectMatchesGeneralLp(const JobProblem& p, const std::string& what, int* optima) {
     SCOPED_TRACE(what);
     auto general = glpk_->Solve(AsGeneralLp(p));
     ASSERT_TRUE(general.ok()) << general.status().ToString();
@@ -195,12 +196,13 @@ class JobDecompositionTest : public ::testing::Test {
     const double scale = std::max(1.0, std::abs(general->objective));
     EXPECT_NEAR(fast->objective, general->objective, 1e-7 * scale);
     EXPECT_NEAR(CheckFeasibleAndValue(p, *fast, 1e-9), general->objective, 1e-7 * scale);
+    ++*optima;
   }
 };
 
 TEST_F(JobDecompositionTest, MatchesTheGeneralLpOnRandomInstances) {
   std::mt19937_64 rng(20261122);
-  int cases = 0;
+  int optima = 0;  // cases that reached an optimum (the others are infeasible or unbounded)
   for (Shape shape : {Shape::kMaxMin, Shape::kLevels, Shape::kThroughput,
                       Shape::kThroughputWithDemands, Shape::kMixed}) {
     for (std::size_t n : {1, 2, 3, 5, 8, 20, 60}) {
@@ -209,13 +211,14 @@ TEST_F(JobDecompositionTest, MatchesTheGeneralLpOnRandomInstances) {
           const JobProblem p = RandomProblem(rng, shape, n, k);
           ExpectMatchesGeneralLp(p, "shape " + std::to_string(static_cast<int>(shape)) + " n " +
                                         std::to_string(n) + " k " + std::to_string(k) +
-                                        " rep " + std::to_string(rep));
-          ++cases;
+                                        " rep " + std::to_string(rep),
+                                 &optima);
         }
       }
     }
   }
-  EXPECT_EQ(cases, 5 * 7 * 4 * 3);
+  // Most of the 420 cases must compare optima, or the test says little.
+  EXPECT_GE(optima, 350);
 }
 
 TEST_F(JobDecompositionTest, HandWorkedMaxMin) {
