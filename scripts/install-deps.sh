@@ -10,6 +10,9 @@ packages=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
   python3
+  # Tests only: ECOS itself (inside Debian's R package for it), the reference that
+  # src/gavel/lp/ecos_lp_test.cc compares our ECOS-faithful LP solver against.
+  r-cran-ecosolver
 )
 
 missing=()

@@ -1,0 +1,86 @@
+// An interior-point method for linear programs in inequality form that takes the same steps
+// as ECOS 2.0 (Domahidi, Chu, Boyd: "ECOS: An SOCP solver for embedded systems", ECC 2013)
+// restricted to the nonnegative orthant:
+//
+//     minimise c'x  subject to  G x + s = h,  s >= 0.
+//
+// Why it exists: the original Gavel solves its LPs with cvxpy + ECOS, and where an LP has
+// many optimal points (the makespan policy's feasibility problems have a whole polytope of
+// them) the allocation it used is the point where ECOS's iterations stopped: neither a vertex
+// (simplex) nor the analytic centre (a barrier method run to the end). --compat gavel needs
+// that point, so this solver repeats ECOS's algorithm step for step: Ruiz equilibration (3
+// passes), the least-squares starting point shifted into the cone, the homogeneous
+// self-dual embedding with Nesterov-Todd scaling, Mehrotra's predictor-corrector with
+// σ = (1 − α_aff)³, the step back from the boundary (0.99), ECOS's stopping rules, its
+// safeguards (best iterate, residual blow-up) and its exit codes. Linear systems are solved
+// to full accuracy (normal equations with iterative refinement on the KKT system) rather
+// than by ECOS's regularised sparse LDL', whose iterative refinement aims at the same
+// solutions; tests compare iterates and exit codes with ECOS itself where it is installed.
+//
+// Not a general-purpose LP solver: no equality rows, no second-order or exponential cones,
+// and the tolerances are ECOS's absolute ones (1e-8), which suit data scaled to O(1).
+// Use lp::Solver (Clp) for everything else.
+#pragma once
+
+#include <vector>
+
+namespace gavel::lp {
+
+// G in compressed sparse rows: row r holds entries [row_start[r], row_start[r+1]).
+struct InequalityLp {
+  int num_columns = 0;
+  std::vector<int> row_start{0};
+  std::vector<int> column;
+  std::vector<double> value;
+  std::vector<double> h;  // one per row
+  std::vector<double> c;  // one per column
+
+  int num_rows() const { return static_cast<int>(row_start.size()) - 1; }
+  // Appends the row  Σ coefficients[i]·x[columns[i]] + s = rhs.
+  void AddRow(const std::vector<int>& columns, const std::vector<double>& coefficients,
+              double rhs);
+};
+
+// ECOS's exit codes, same numbers (cvxpy maps 0 to "optimal", 10 to "optimal_inaccurate").
+enum class EcosExit {
+  kOptimal = 0,
+  kPrimalInfeasible = 1,
+  kDualInfeasible = 2,
+  kOptimalInaccurate = 10,
+  kPrimalInfeasibleInaccurate = 11,
+  kDualInfeasibleInaccurate = 12,
+  kMaxIterations = -1,
+  kNumerics = -2,
+  kFatal = -7,
+};
+const char* EcosExitName(EcosExit exit);
+
+// ECOS's defaults (ecos.h).
+struct EcosSettings {
+  double feastol = 1e-8;
+  double abstol = 1e-8;
+  double reltol = 1e-8;
+  double feastol_inaccurate = 1e-4;
+  double abstol_inaccurate = 5e-5;
+  double reltol_inaccurate = 5e-5;
+  double gamma = 0.99;  // fraction of the step to the boundary
+  int max_iterations = 100;
+};
+
+struct EcosResult {
+  EcosExit exit = EcosExit::kFatal;
+  int iterations = 0;    // ECOS's info->iter at exit
+  std::vector<double> x; // unscaled, divided by τ (ECOS's backscale), as cvxpy reads it
+  std::vector<double> s;
+  std::vector<double> z;
+  double tau = 0.0;
+  double kappa = 0.0;
+  double primal_residual = 0.0;  // ECOS's pres at exit
+  double gap = 0.0;              // s'z at exit (scaled problem)
+};
+
+// Solves `problem` (h sized to its rows, c to its columns). Never throws; a problem it
+// cannot factor at all ends kFatal, as in ECOS.
+EcosResult SolveEcosLp(const InequalityLp& problem, const EcosSettings& settings = {});
+
+}  // namespace gavel::lp
