@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "gavel/lp/ecos_lp.h"
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
 
@@ -17,11 +18,12 @@ namespace {
 // Makespan (spec §2.5, docs/policies.md). For every job k with R_k > 0 remaining steps that
 // can run somewhere, thr_k(X) >= R_k / M must hold for makespan M.
 //   default: one LP, maximise θ s.t. thr_k(X) >= R_k θ and the base constraints; M* = 1/θ*.
-//   --compat gavel: the original's bisection on M (feasibility LPs, stop within 5%).
+//   --compat gavel: the original's bisection on M (feasibility LPs, stop within 5%), each LP
+//   solved as the original's ECOS solves it (lp/ecos_lp.h) when not packed.
 // Scaling: θ = φ / L with L = max_k R_k / thr_max_k (a lower bound on M), and row k divided
 // by thr_max_k, so every coefficient lies in [0, 1] and φ* = L / M* in (0, 1].
 
-// The original's search (min_total_duration.py).
+// The original's search bracket and stopping ratio (min_total_duration.py).
 constexpr double kCompatMinMakespan = 100.0;
 constexpr double kCompatMaxMakespan = 1e6;
 constexpr double kCompatStopRatio = 1.05;
@@ -31,6 +33,39 @@ constexpr int kCompatMaxWidenings = 60;
 
 // The largest row or bound violation (rows are scaled to O(1)) accepted from a central point.
 constexpr double kCentralPointTolerance = 1e-6;
+
+// The original's search (min_total_duration.py): halve [min, max] until 1.05 min >= max,
+// keeping the answer for the last feasible makespan; if none was feasible, retry on the next
+// decade. `feasible_at(M)` is a Result<std::optional<Point>>: the point when M is feasible.
+// Returns the last feasible point and its makespan.
+template <class Point, class FeasibleAt>
+Result<std::pair<Point, double>> SearchMakespanAsTheOriginal(const FeasibleAt& feasible_at) {
+  double max_makespan = kCompatMaxMakespan;
+  double min_makespan = kCompatMinMakespan;
+  double last_max_makespan = max_makespan;
+  std::optional<Point> last_feasible;
+  double last_feasible_makespan = 0.0;
+  for (int widening = 0; !last_feasible.has_value(); ++widening) {
+    if (widening > kCompatMaxWidenings) {
+      return Status::Internal("min_total_duration: no makespan below 1e66 s is feasible");
+    }
+    while (kCompatStopRatio * min_makespan < max_makespan) {
+      const double makespan = (min_makespan + max_makespan) / 2.0;
+      GAVEL_ASSIGN_OR_RETURN(std::optional<Point> point, feasible_at(makespan));
+      if (point.has_value()) {
+        last_feasible = std::move(point);
+        last_feasible_makespan = makespan;
+        max_makespan = makespan;
+      } else {
+        min_makespan = makespan;
+      }
+    }
+    max_makespan = last_max_makespan * 10.0;
+    min_makespan = last_max_makespan;
+    last_max_makespan *= 10.0;
+  }
+  return std::make_pair(std::move(*last_feasible), last_feasible_makespan);
+}
 
 // A job that must finish: R_k > 0 and some positive throughput.
 struct DemandRow {
@@ -78,8 +113,10 @@ class MinTotalDuration final : public Policy {
                             : std::span<const std::vector<int>>(),
                      [&](std::size_t k) { return !terms[k].empty(); });
     if (demands.empty()) return NothingToFinish(input, packed);
-    Result<PolicyOutput> output = compat ? Bisect(input, std::move(problem), terms, demands)
-                                         : SolveExactly(input, std::move(problem), terms, demands);
+    Result<PolicyOutput> output =
+        !compat  ? SolveExactly(input, std::move(problem), terms, demands)
+        : packed ? Bisect(input, std::move(problem), terms, demands)
+                 : BisectAsTheOriginal(input, throughput, demands);
     if (output.ok() && !fast_path_note.empty()) output->note = fast_path_note;
     return output;
   }
@@ -190,45 +227,27 @@ class MinTotalDuration final : public Policy {
     return output;
   }
 
-  // The original's search: halve [min, max] until 1.05 min >= max, keeping the allocation of
-  // the last feasible makespan; if none was feasible, retry on the next decade. Feasibility is
-  // decided by simplex (an interior-point solve without crossover does not reliably tell an
-  // infeasible LP from a feasible one); the allocation returned is then the central point of
-  // the last feasible makespan's feasible set, as the original's interior-point solver gives.
+  // The original's search with space sharing. Feasibility is decided by simplex; the
+  // allocation returned is the central point
+  // (Clp's barrier) of the last feasible makespan's feasible set, an approximation of the
+  // point ECOS stops at (no reference run covers the packed LP).
   Result<PolicyOutput> Bisect(const PolicyInput& input, BaseProblem problem,
                               const std::vector<std::vector<ThroughputTerm>>& terms,
                               std::vector<DemandRow> demands) const {
     AddDemandRows(problem, terms, demands, /*phi=*/-1, /*scale=*/1.0);
     GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session,
                            simplex_solver_->Load(problem.model));
-    double max_makespan = kCompatMaxMakespan;
-    double min_makespan = kCompatMinMakespan;
-    double last_max_makespan = max_makespan;
-    std::optional<lp::Solution> last_feasible;
-    double last_feasible_makespan = 0.0;
-    for (int widening = 0; !last_feasible.has_value(); ++widening) {
-      if (widening > kCompatMaxWidenings) {
-        return Status::Internal("min_total_duration: no makespan below 1e66 s is feasible");
+    auto feasible_at = [&](double makespan) -> Result<std::optional<lp::Solution>> {
+      for (const DemandRow& d : demands) {
+        session->SetRowBounds(d.row, d.remaining / (makespan * d.max_raw_throughput),
+                              lp::kInfinity);
       }
-      while (kCompatStopRatio * min_makespan < max_makespan) {
-        const double makespan = (min_makespan + max_makespan) / 2.0;
-        for (const DemandRow& d : demands) {
-          session->SetRowBounds(d.row, d.remaining / (makespan * d.max_raw_throughput),
-                                lp::kInfinity);
-        }
-        GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session->Solve());
-        if (solution.outcome == lp::Outcome::kOptimal) {
-          last_feasible = std::move(solution);
-          last_feasible_makespan = makespan;
-          max_makespan = makespan;
-        } else {
-          min_makespan = makespan;
-        }
-      }
-      max_makespan = last_max_makespan * 10.0;
-      min_makespan = last_max_makespan;
-      last_max_makespan *= 10.0;
-    }
+      GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session->Solve());
+      if (solution.outcome != lp::Outcome::kOptimal) return std::optional<lp::Solution>();
+      return std::optional<lp::Solution>(std::move(solution));
+    };
+    GAVEL_ASSIGN_OR_RETURN(auto found, SearchMakespanAsTheOriginal<lp::Solution>(feasible_at));
+    auto& [last_feasible, last_feasible_makespan] = found;
     for (const DemandRow& d : demands) {
       problem.model.SetRowBounds(
           d.row, d.remaining / (last_feasible_makespan * d.max_raw_throughput), lp::kInfinity);
@@ -238,7 +257,75 @@ class MinTotalDuration final : public Policy {
         problem.model.MaxViolation(central.values) <= kCentralPointTolerance) {
       last_feasible = std::move(central);
     }
-    PolicyOutput output = ExtractAllocation(input, problem, *last_feasible);
+    PolicyOutput output = ExtractAllocation(input, problem, last_feasible);
+    output.objective = last_feasible_makespan;
+    return output;
+  }
+
+  // The original's search for the jobs alone (min_total_duration.py), each feasibility LP
+  // built as cvxpy 1.1 hands it to ECOS and solved by ECOS's iterations: "feasible" is
+  // ECOS's "optimal" (an inaccurate or iteration-limited answer counts as infeasible, as it
+  // did there), and the allocation is the point where ECOS stopped, clipped to [0, 1].
+  // The feasible set at the bisected makespan is a polytope; which of its points the
+  // original scheduled by is what decides its makespan (docs/differences.md, S1 and "Fidelity").
+  // Rows in cvxpy's order (policy.py's base constraints, then the demand rows), over X
+  // flattened column-major: −X <= 0; Σ_i s_i X[i][j] <= c_j per type; Σ_j X[i][j] <= 1 per
+  // job; −Σ_j T[i][j] X[i][j] <= −R_i / M per job that must finish.
+  Result<PolicyOutput> BisectAsTheOriginal(const PolicyInput& input, const Matrix& throughput,
+                                           const std::vector<DemandRow>& demands) const {
+    const int m = static_cast<int>(input.num_jobs());
+    const int n = static_cast<int>(input.num_types());
+    const auto var = [m](int i, int j) { return i + j * m; };
+    lp::InequalityLp lp;
+    lp.num_columns = m * n;
+    lp.c.assign(static_cast<std::size_t>(m * n), 0.0);  // Maximize(1): no objective
+    for (int v = 0; v < m * n; ++v) lp.AddRow({v}, {-1.0}, 0.0);
+    std::vector<int> columns;
+    std::vector<double> coefficients;
+    for (int j = 0; j < n; ++j) {
+      columns.clear();
+      coefficients.clear();
+      for (int i = 0; i < m; ++i) {
+        columns.push_back(var(i, j));
+        coefficients.push_back(input.jobs[static_cast<std::size_t>(i)].scale_factor);
+      }
+      lp.AddRow(columns, coefficients, input.gpu_counts[static_cast<std::size_t>(j)]);
+    }
+    for (int i = 0; i < m; ++i) {
+      columns.clear();
+      for (int j = 0; j < n; ++j) columns.push_back(var(i, j));
+      lp.AddRow(columns, std::vector<double>(static_cast<std::size_t>(n), 1.0), 1.0);
+    }
+    const int first_demand_row = lp.num_rows();
+    for (const DemandRow& d : demands) {
+      columns.clear();
+      coefficients.clear();
+      for (int j = 0; j < n; ++j) {
+        columns.push_back(var(static_cast<int>(d.job), j));
+        coefficients.push_back(-throughput(d.job, static_cast<std::size_t>(j)));
+      }
+      lp.AddRow(columns, coefficients, 0.0);
+    }
+
+    auto feasible_at = [&](double makespan) -> Result<std::optional<std::vector<double>>> {
+      for (std::size_t k = 0; k < demands.size(); ++k) {
+        lp.h[static_cast<std::size_t>(first_demand_row) + k] = -(demands[k].remaining / makespan);
+      }
+      lp::EcosResult solved = lp::SolveEcosLp(lp);
+      if (solved.exit != lp::EcosExit::kOptimal) return std::optional<std::vector<double>>();
+      return std::optional<std::vector<double>>(std::move(solved.x));
+    };
+    GAVEL_ASSIGN_OR_RETURN(auto found,
+                           SearchMakespanAsTheOriginal<std::vector<double>>(feasible_at));
+    const auto& [last_feasible, last_feasible_makespan] = found;
+    PolicyOutput output;
+    output.allocation = Matrix(input.num_jobs(), input.num_types());
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        output.allocation(static_cast<std::size_t>(i), static_cast<std::size_t>(j)) =
+            std::clamp(last_feasible[static_cast<std::size_t>(var(i, j))], 0.0, 1.0);
+      }
+    }
     output.objective = last_feasible_makespan;
     return output;
   }
