@@ -39,6 +39,18 @@ const char* EcosExitName(EcosExit exit) {
 
 namespace {
 
+// ECOS's default settings (ecos.h), which cvxpy leaves as they are.
+struct Settings {
+  double feastol = 1e-8;
+  double abstol = 1e-8;
+  double reltol = 1e-8;
+  double feastol_inaccurate = 1e-4;
+  double abstol_inaccurate = 5e-5;
+  double reltol_inaccurate = 5e-5;
+  double gamma = 0.99;  // fraction of the step to the boundary
+  int max_iterations = 100;
+};
+
 // ECOS's constants (ecos.h); the names say what they bound.
 constexpr double kStepMin = 1e-6;
 constexpr double kStepMax = 0.999;
@@ -72,30 +84,23 @@ double NormInf(const std::vector<double>& a) {
   return m;
 }
 
-// The constraint matrix, rows compressed; equilibrated in place.
-struct Rows {
-  int num_rows = 0;
-  int num_columns = 0;
-  std::vector<int> start;
-  std::vector<int> column;
-  std::vector<double> value;
+// y = G x
+void Multiply(const InequalityLp& g, const std::vector<double>& x, std::vector<double>& y) {
+  for (int r = 0; r < g.num_rows(); ++r) {
+    double sum = 0.0;
+    for (int k = g.row_start[r]; k < g.row_start[r + 1]; ++k) sum += g.value[k] * x[g.column[k]];
+    y[r] = sum;
+  }
+}
 
-  // y = G x
-  void Multiply(const std::vector<double>& x, std::vector<double>& y) const {
-    for (int r = 0; r < num_rows; ++r) {
-      double sum = 0.0;
-      for (int k = start[r]; k < start[r + 1]; ++k) sum += value[k] * x[column[k]];
-      y[r] = sum;
-    }
+// y = G' z
+void MultiplyTransposed(const InequalityLp& g, const std::vector<double>& z,
+                        std::vector<double>& y) {
+  std::fill(y.begin(), y.end(), 0.0);
+  for (int r = 0; r < g.num_rows(); ++r) {
+    for (int k = g.row_start[r]; k < g.row_start[r + 1]; ++k) y[g.column[k]] += g.value[k] * z[r];
   }
-  // y = G' z
-  void MultiplyTransposed(const std::vector<double>& z, std::vector<double>& y) const {
-    std::fill(y.begin(), y.end(), 0.0);
-    for (int r = 0; r < num_rows; ++r) {
-      for (int k = start[r]; k < start[r + 1]; ++k) y[column[k]] += value[k] * z[r];
-    }
-  }
-};
+}
 
 // In-place Cholesky of a dense symmetric positive (semi)definite matrix (lower triangle,
 // row-major n×n); tiny pivots are raised to kPivotFloor × the largest diagonal entry.
@@ -138,7 +143,7 @@ void CholeskySolve(const std::vector<double>& l, int n, double* b) {
 // dense Cholesky.
 class NormalEquations {
  public:
-  explicit NormalEquations(const Rows& g) : g_(g) {
+  explicit NormalEquations(const InequalityLp& g) : g_(g) {
     const int n = g.num_columns;
     const int dense_threshold = std::max(16, n / 4);
     std::vector<int> parent(static_cast<std::size_t>(n));
@@ -148,30 +153,30 @@ class NormalEquations {
       return a;
     };
     std::vector<int> dense;
-    for (int r = 0; r < g.num_rows; ++r) {
-      if (g.start[r + 1] - g.start[r] > dense_threshold) dense.push_back(r);
+    for (int r = 0; r < g.num_rows(); ++r) {
+      if (g.row_start[r + 1] - g.row_start[r] > dense_threshold) dense.push_back(r);
     }
-    is_dense_row_.assign(static_cast<std::size_t>(g.num_rows), 0);
-    for (int r : dense) is_dense_row_[r] = 1;
+    std::vector<char> is_dense_row(static_cast<std::size_t>(g.num_rows()), 0);
+    for (int r : dense) is_dense_row[r] = 1;
     // Woodbury needs the sparse rows alone to give a nonsingular matrix: every column must
     // appear in one. Otherwise, or when most rows are dense, factor M as one dense block.
     std::vector<char> in_sparse_row(static_cast<std::size_t>(n), 0);
-    for (int r = 0; r < g.num_rows; ++r) {
-      if (is_dense_row_[r]) continue;
-      for (int k = g.start[r]; k < g.start[r + 1]; ++k) in_sparse_row[g.column[k]] = 1;
+    for (int r = 0; r < g.num_rows(); ++r) {
+      if (is_dense_row[r]) continue;
+      for (int k = g.row_start[r]; k < g.row_start[r + 1]; ++k) in_sparse_row[g.column[k]] = 1;
     }
     if (2 * dense.size() > static_cast<std::size_t>(n) ||
         std::find(in_sparse_row.begin(), in_sparse_row.end(), 0) != in_sparse_row.end()) {
       dense.clear();
-      std::fill(is_dense_row_.begin(), is_dense_row_.end(), 0);
+      std::fill(is_dense_row.begin(), is_dense_row.end(), 0);
     }
     dense_rows_ = std::move(dense);
-    for (int r = 0; r < g.num_rows; ++r) {
-      if (is_dense_row_[r] || g.start[r] == g.start[r + 1]) continue;
-      const int first = find(g.column[g.start[r]]);
-      for (int k = g.start[r] + 1; k < g.start[r + 1]; ++k) parent[find(g.column[k])] = first;
+    for (int r = 0; r < g.num_rows(); ++r) {
+      if (is_dense_row[r] || g.row_start[r] == g.row_start[r + 1]) continue;
+      const int first = find(g.column[g.row_start[r]]);
+      for (int k = g.row_start[r] + 1; k < g.row_start[r + 1]; ++k) parent[find(g.column[k])] = first;
     }
-    group_of_.assign(static_cast<std::size_t>(n), -1);
+    std::vector<int> group_of(static_cast<std::size_t>(n), -1);
     local_index_.assign(static_cast<std::size_t>(n), 0);
     std::vector<int> group_of_root(static_cast<std::size_t>(n), -1);
     for (int col = 0; col < n; ++col) {
@@ -181,13 +186,13 @@ class NormalEquations {
         groups_.emplace_back();
       }
       Group& group = groups_[group_of_root[root]];
-      group_of_[col] = group_of_root[root];
+      group_of[col] = group_of_root[root];
       local_index_[col] = static_cast<int>(group.columns.size());
       group.columns.push_back(col);
     }
-    for (int r = 0; r < g.num_rows; ++r) {
-      if (is_dense_row_[r] || g.start[r] == g.start[r + 1]) continue;
-      groups_[group_of_[g.column[g.start[r]]]].rows.push_back(r);
+    for (int r = 0; r < g.num_rows(); ++r) {
+      if (is_dense_row[r] || g.row_start[r] == g.row_start[r + 1]) continue;
+      groups_[group_of[g.column[g.row_start[r]]]].rows.push_back(r);
     }
     for (Group& group : groups_) {
       const std::size_t size = group.columns.size();
@@ -201,10 +206,10 @@ class NormalEquations {
       const int size = static_cast<int>(group.columns.size());
       std::fill(group.factor.begin(), group.factor.end(), 0.0);
       for (int r : group.rows) {
-        for (int a = g_.start[r]; a < g_.start[r + 1]; ++a) {
+        for (int a = g_.row_start[r]; a < g_.row_start[r + 1]; ++a) {
           const int la = local_index_[g_.column[a]];
           const double scaled = d[r] * g_.value[a];
-          for (int b = g_.start[r]; b < g_.start[r + 1]; ++b) {
+          for (int b = g_.row_start[r]; b < g_.row_start[r + 1]; ++b) {
             const int lb = local_index_[g_.column[b]];
             if (lb <= la) group.factor[la * size + lb] += scaled * g_.value[b];
           }
@@ -223,7 +228,7 @@ class NormalEquations {
     for (int i = 0; i < q; ++i) {
       const int r = dense_rows_[i];
       std::fill(column.begin(), column.end(), 0.0);
-      for (int k = g_.start[r]; k < g_.start[r + 1]; ++k) column[g_.column[k]] = g_.value[k];
+      for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) column[g_.column[k]] = g_.value[k];
       SolveSparsePart(column);
       std::copy(column.begin(), column.end(), solved_dense_.begin() + static_cast<long>(i) * n);
     }
@@ -231,7 +236,7 @@ class NormalEquations {
       for (int j = 0; j <= i; ++j) {
         const int r = dense_rows_[i];
         double sum = 0.0;
-        for (int k = g_.start[r]; k < g_.start[r + 1]; ++k) {
+        for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) {
           sum += g_.value[k] * solved_dense_[static_cast<std::size_t>(j) * n + g_.column[k]];
         }
         capacitance_[i * q + j] = sum;
@@ -251,7 +256,7 @@ class NormalEquations {
     for (int i = 0; i < q; ++i) {
       const int r = dense_rows_[i];
       double sum = 0.0;
-      for (int k = g_.start[r]; k < g_.start[r + 1]; ++k) sum += g_.value[k] * x[g_.column[k]];
+      for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) sum += g_.value[k] * x[g_.column[k]];
       t[i] = sum;
     }
     CholeskySolve(capacitance_, q, t.data());
@@ -279,11 +284,9 @@ class NormalEquations {
     }
   }
 
-  const Rows& g_;
-  std::vector<char> is_dense_row_;
+  const InequalityLp& g_;
   std::vector<int> dense_rows_;
   std::vector<Group> groups_;
-  std::vector<int> group_of_;
   std::vector<int> local_index_;
   std::vector<double> solved_dense_;  // Ms⁻¹ U', one row of n per dense row
   std::vector<double> capacitance_;   // E⁻¹ + U Ms⁻¹ U', factored
@@ -301,8 +304,8 @@ constexpr double kStaticRegularisation = 7e-8;  // DELTASTAT in ECOS 2.0.10 and 
 
 class KktSystem {
  public:
-  explicit KktSystem(const Rows& g)
-      : g_(g), normal_(g), v_(static_cast<std::size_t>(g.num_rows), 1.0), v_regularised_(v_) {}
+  explicit KktSystem(const InequalityLp& g)
+      : g_(g), normal_(g), v_(static_cast<std::size_t>(g.num_rows()), 1.0), v_regularised_(v_) {}
 
   // `initial`: the starting-point system, V = I with no regularisation on it.
   void Factor(const std::vector<double>& v, bool initial) {
@@ -325,9 +328,9 @@ class KktSystem {
     std::vector<double> cx(dx.size()), cz(dz.size());
     double previous_error = 0.0;
     for (int refinement = 0; refinement <= kMaxRefinements; ++refinement) {
-      g_.MultiplyTransposed(dz, ex);
+      MultiplyTransposed(g_, dz, ex);
       for (std::size_t i = 0; i < ex.size(); ++i) ex[i] = rx[i] - ex[i];
-      g_.Multiply(dx, gdx);
+      Multiply(g_, dx, gdx);
       for (std::size_t i = 0; i < ez.size(); ++i) ez[i] = rz[i] - gdx[i] + v_[i] * dz[i];
       const double error = std::max(NormInf(ex), NormInf(ez));
       if (refinement > 0 && error > previous_error) {  // the last correction made it worse
@@ -353,14 +356,14 @@ class KktSystem {
                         std::vector<double>& dx, std::vector<double>& dz) const {
     std::vector<double> scaled(rz.size());
     for (std::size_t i = 0; i < rz.size(); ++i) scaled[i] = rz[i] / v_regularised_[i];
-    g_.MultiplyTransposed(scaled, dx);
+    MultiplyTransposed(g_, scaled, dx);
     for (std::size_t i = 0; i < dx.size(); ++i) dx[i] += rx[i];
     normal_.Solve(dx);
-    g_.Multiply(dx, dz);
+    Multiply(g_, dx, dz);
     for (std::size_t i = 0; i < dz.size(); ++i) dz[i] = (dz[i] - rz[i]) / v_regularised_[i];
   }
 
-  const Rows& g_;
+  const InequalityLp& g_;
   NormalEquations normal_;
   std::vector<double> v_;
   std::vector<double> v_regularised_;
@@ -422,19 +425,10 @@ double LineSearch(const std::vector<double>& lambda, const std::vector<double>& 
 
 class EcosLp {
  public:
-  EcosLp(const InequalityLp& problem, const EcosSettings& settings)
-      : settings_(settings),
-        m_(problem.num_rows()),
-        n_(problem.num_columns),
-        c_(problem.c),
-        h_(problem.h) {
-    g_.num_rows = m_;
-    g_.num_columns = n_;
-    g_.start = problem.row_start;
-    g_.column = problem.column;
-    g_.value = problem.value;
+  explicit EcosLp(const InequalityLp& problem)
+      : m_(problem.num_rows()), n_(problem.num_columns), g_(problem) {
     Equilibrate();
-    for (int j = 0; j < n_; ++j) c_[j] /= column_scale_[j];
+    for (int j = 0; j < n_; ++j) g_.c[j] /= column_scale_[j];
   }
 
   EcosResult Run() {
@@ -491,7 +485,7 @@ class EcosLp {
       std::fill(row_max.begin(), row_max.end(), 0.0);
       std::fill(column_max.begin(), column_max.end(), 0.0);
       for (int r = 0; r < m_; ++r) {
-        for (int k = g_.start[r]; k < g_.start[r + 1]; ++k) {
+        for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) {
           const double magnitude = std::fabs(g_.value[k]);
           row_max[r] = std::max(row_max[r], magnitude);
           column_max[g_.column[k]] = std::max(column_max[g_.column[k]], magnitude);
@@ -500,15 +494,15 @@ class EcosLp {
       for (double& v : row_max) v = std::fabs(v) < kEquilibrationFloor ? 1.0 : std::sqrt(v);
       for (double& v : column_max) v = std::fabs(v) < kEquilibrationFloor ? 1.0 : std::sqrt(v);
       for (int r = 0; r < m_; ++r) {
-        for (int k = g_.start[r]; k < g_.start[r + 1]; ++k) g_.value[k] /= row_max[r];
+        for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) g_.value[k] /= row_max[r];
       }
       for (int r = 0; r < m_; ++r) {
-        for (int k = g_.start[r]; k < g_.start[r + 1]; ++k) g_.value[k] /= column_max[g_.column[k]];
+        for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) g_.value[k] /= column_max[g_.column[k]];
       }
       for (int r = 0; r < m_; ++r) row_scale_[r] *= row_max[r];
       for (int j = 0; j < n_; ++j) column_scale_[j] *= column_max[j];
     }
-    for (int r = 0; r < m_; ++r) h_[r] /= row_scale_[r];
+    for (int r = 0; r < m_; ++r) g_.h[r] /= row_scale_[r];
   }
 
   // ECOS's init: x = argmin ||G x − h||, s = h − G x shifted into the cone; z from the
@@ -521,17 +515,17 @@ class EcosLp {
     rz_.assign(static_cast<std::size_t>(m_), 0.0);
     kkt.Factor(std::vector<double>(static_cast<std::size_t>(m_), 1.0), /*initial=*/true);
     std::vector<double> dx(static_cast<std::size_t>(n_)), dz(static_cast<std::size_t>(m_));
-    kkt.Solve(std::vector<double>(static_cast<std::size_t>(n_), 0.0), h_, dx, dz);
+    kkt.Solve(std::vector<double>(static_cast<std::size_t>(n_), 0.0), g_.h, dx, dz);
     x_ = dx;
     std::vector<double> r(static_cast<std::size_t>(m_));
     for (int i = 0; i < m_; ++i) r[i] = -dz[i];
     BringToCone(r, s_, settings_.gamma);
-    std::vector<double> minus_c(c_);
+    std::vector<double> minus_c(g_.c);
     for (double& v : minus_c) v = -v;
     kkt.Solve(minus_c, std::vector<double>(static_cast<std::size_t>(m_), 0.0), dx, dz);
     BringToCone(dz, z_, settings_.gamma);
-    resx0_ = std::max(1.0, Norm2(c_));
-    resz0_ = std::max(1.0, Norm2(h_));
+    resx0_ = std::max(1.0, Norm2(g_.c));
+    resz0_ = std::max(1.0, Norm2(g_.h));
     kap_ = 1.0;
     tau_ = 1.0;
     step_ = 0.0;
@@ -539,16 +533,16 @@ class EcosLp {
 
   // rx = −G'z − τc, rz = s + Gx − τh, rt = κ + c'x + h'z (computeResiduals).
   void ComputeResiduals() {
-    g_.MultiplyTransposed(z_, rx_);
+    MultiplyTransposed(g_, z_, rx_);
     for (double& v : rx_) v = -v;
     hresx_ = Norm2(rx_);
-    for (int j = 0; j < n_; ++j) rx_[j] -= tau_ * c_[j];
-    g_.Multiply(x_, rz_);
+    for (int j = 0; j < n_; ++j) rx_[j] -= tau_ * g_.c[j];
+    Multiply(g_, x_, rz_);
     for (int i = 0; i < m_; ++i) rz_[i] += s_[i];
     hresz_ = Norm2(rz_);
-    for (int i = 0; i < m_; ++i) rz_[i] -= tau_ * h_[i];
-    cx_ = Dot(c_, x_);
-    hz_ = Dot(h_, z_);
+    for (int i = 0; i < m_; ++i) rz_[i] -= tau_ * g_.h[i];
+    cx_ = Dot(g_.c, x_);
+    hz_ = Dot(g_.h, z_);
     rt_ = kap_ + cx_ + hz_;
     nx_ = Norm2(x_);
     ns_ = Norm2(s_);
@@ -621,17 +615,17 @@ class EcosLp {
     kkt.Factor(v, /*initial=*/false);
 
     std::vector<double> dx1(static_cast<std::size_t>(n_)), dz1(static_cast<std::size_t>(m_));
-    std::vector<double> minus_c(c_);
+    std::vector<double> minus_c(g_.c);
     for (double& value : minus_c) value = -value;
-    kkt.Solve(minus_c, h_, dx1, dz1);
+    kkt.Solve(minus_c, g_.h, dx1, dz1);
 
     // Affine (predictor) direction.
     std::vector<double> rhs_x(rx_), rhs_z(static_cast<std::size_t>(m_));
     for (int i = 0; i < m_; ++i) rhs_z[i] = s_[i] - rz_[i];
     std::vector<double> dx2(static_cast<std::size_t>(n_)), dz2(static_cast<std::size_t>(m_));
     kkt.Solve(rhs_x, rhs_z, dx2, dz2);
-    const double dtau_denominator = kap_ / tau_ - Dot(c_, dx1) - Dot(h_, dz1);
-    const double dtau_affine = (rt_ - kap_ + Dot(c_, dx2) + Dot(h_, dz2)) / dtau_denominator;
+    const double dtau_denominator = kap_ / tau_ - Dot(g_.c, dx1) - Dot(g_.h, dz1);
+    const double dtau_affine = (rt_ - kap_ + Dot(g_.c, dx2) + Dot(g_.h, dz2)) / dtau_denominator;
     std::vector<double> w_dz(static_cast<std::size_t>(m_)), ds_by_w(static_cast<std::size_t>(m_));
     for (int i = 0; i < m_; ++i) {
       dz2[i] += dtau_affine * dz1[i];
@@ -656,7 +650,7 @@ class EcosLp {
     kkt.Solve(rhs_x, rhs_z, dx2, dz2);
     const double bkap = kap_ * tau_ + dkap_affine * dtau_affine - sigma_mu;
     const double dtau =
-        ((1.0 - sigma) * rt_ - bkap / tau_ + Dot(c_, dx2) + Dot(h_, dz2)) / dtau_denominator;
+        ((1.0 - sigma) * rt_ - bkap / tau_ + Dot(g_.c, dx2) + Dot(g_.h, dz2)) / dtau_denominator;
     for (int j = 0; j < n_; ++j) dx2[j] += dtau * dx1[j];
     for (int i = 0; i < m_; ++i) {
       dz2[i] += dtau * dz1[i];
@@ -675,31 +669,20 @@ class EcosLp {
     tau_ += step_ * dtau;
   }
 
-  // ECOS's backscale: undo the equilibration and divide by τ.
+  // ECOS's backscale of x: undo the equilibration and divide by τ.
   EcosResult Finish(int exit, int iteration) const {
     EcosResult result;
     result.exit = static_cast<EcosExit>(exit);
     result.iterations = iteration;
-    result.tau = tau_;
-    result.kappa = kap_;
-    result.primal_residual = info_.pres;
-    result.gap = info_.gap;
     result.x.resize(static_cast<std::size_t>(n_));
-    result.s.resize(static_cast<std::size_t>(m_));
-    result.z.resize(static_cast<std::size_t>(m_));
     for (int j = 0; j < n_; ++j) result.x[j] = x_[j] / (column_scale_[j] * tau_);
-    for (int i = 0; i < m_; ++i) {
-      result.z[i] = z_[i] / (row_scale_[i] * tau_);
-      result.s[i] = s_[i] * (row_scale_[i] / tau_);
-    }
     return result;
   }
 
-  EcosSettings settings_;
+  static constexpr Settings settings_{};
   int m_;
   int n_;
-  Rows g_;
-  std::vector<double> c_, h_;
+  InequalityLp g_;  // the problem, equilibrated (G, h and c)
   std::vector<double> row_scale_, column_scale_;
   std::vector<double> x_, s_, z_, rx_, rz_;
   double kap_ = 1.0, tau_ = 1.0, step_ = 0.0;
@@ -712,8 +695,8 @@ class EcosLp {
 
 }  // namespace
 
-EcosResult SolveEcosLp(const InequalityLp& problem, const EcosSettings& settings) {
-  EcosLp solver(problem, settings);
+EcosResult SolveEcosLp(const InequalityLp& problem) {
+  EcosLp solver(problem);
   return solver.Run();
 }
 

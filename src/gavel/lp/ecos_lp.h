@@ -57,33 +57,16 @@ enum class EcosExit {
 };
 const char* EcosExitName(EcosExit exit);
 
-// ECOS's defaults (ecos.h).
-struct EcosSettings {
-  double feastol = 1e-8;
-  double abstol = 1e-8;
-  double reltol = 1e-8;
-  double feastol_inaccurate = 1e-4;
-  double abstol_inaccurate = 5e-5;
-  double reltol_inaccurate = 5e-5;
-  double gamma = 0.99;  // fraction of the step to the boundary
-  int max_iterations = 100;
-};
-
 struct EcosResult {
   EcosExit exit = EcosExit::kFatal;
-  int iterations = 0;    // ECOS's info->iter at exit
-  std::vector<double> x; // unscaled, divided by τ (ECOS's backscale), as cvxpy reads it
-  std::vector<double> s;
-  std::vector<double> z;
-  double tau = 0.0;
-  double kappa = 0.0;
-  double primal_residual = 0.0;  // ECOS's pres at exit
-  double gap = 0.0;              // s'z at exit (scaled problem)
+  int iterations = 0;     // ECOS's info->iter at exit
+  std::vector<double> x;  // unscaled and divided by τ (ECOS's backscale), as cvxpy reads it
 };
 
-// Solves `problem` (h sized to its rows, c to its columns). Always returns an exit code:
+// Solves `problem` (h sized to its rows, c to its columns) with ECOS's default settings, as
+// cvxpy calls it. Always returns an exit code:
 // pivots too small to factor are raised, as ECOS's dynamic regularisation does, so the
 // kFatal that ECOS gives for a failed factorisation does not occur here.
-EcosResult SolveEcosLp(const InequalityLp& problem, const EcosSettings& settings = {});
+EcosResult SolveEcosLp(const InequalityLp& problem);
 
 }  // namespace gavel::lp

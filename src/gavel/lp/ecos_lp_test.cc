@@ -1,6 +1,6 @@
 // SolveEcosLp against two independent truths: ECOS itself (the C library inside Debian's
 // r-cran-ecosolver, loaded at run time when installed: scripts/install-deps.sh installs it)
-// for the exact iterates and exit codes, and Clp for optimal values and feasibility.
+// for its exit codes and final points, and Clp for optimal values and feasibility.
 #include "gavel/lp/ecos_lp.h"
 
 #include <dlfcn.h>
@@ -168,12 +168,9 @@ InequalityLp MakespanFeasibility(const std::vector<std::vector<double>>& through
   return lp;
 }
 
-struct RandomMakespanCase {
-  InequalityLp lp;
-  double lower_bound = 0.0;  // no makespan below this is feasible
-};
-
-RandomMakespanCase RandomMakespan(std::mt19937& rng) {
+// A makespan feasibility LP of 1-40 jobs; `lower` bounds the makespan from below (each job
+// alone on its fastest type) and the makespan tried is a random multiple of it.
+InequalityLp RandomMakespan(std::mt19937& rng) {
   std::uniform_int_distribution<int> jobs(1, 40);
   std::uniform_real_distribution<double> speed(0.2, 30.0);
   std::uniform_real_distribution<double> steps(1e3, 1e6);
@@ -197,7 +194,7 @@ RandomMakespanCase RandomMakespan(std::mt19937& rng) {
   // Makespans from well below to well above the optimum, as the original's bisection tries.
   std::uniform_real_distribution<double> factor(0.1, 1.5);
   const double makespan = lower * factor(rng) * std::max(1.0, m / 8.0);
-  return {MakespanFeasibility(throughput, sf, capacity, remaining, makespan), lower};
+  return MakespanFeasibility(throughput, sf, capacity, remaining, makespan);
 }
 
 // A bounded random LP with an objective: box rows 0 <= x <= u plus random dense rows.
@@ -290,17 +287,25 @@ struct Agreement {
   }
 };
 
+// Solves `trials` LPs from `next_lp(trial)` with both solvers, into `agreement`.
+template <class NextLp>
+void CompareWithEcos(const RealEcos& ecos, int trials, const NextLp& next_lp,
+                     Agreement& agreement) {
+  for (int trial = 0; trial < trials; ++trial) {
+    const InequalityLp lp = next_lp(trial);
+    const RealEcos::Answer theirs = ecos.Solve(lp);
+    ASSERT_NE(theirs.exit, RealEcos::kLayoutMismatch) << "unexpected ECOS workspace layout";
+    agreement.Add(SolveEcosLp(lp), theirs);
+  }
+}
+
 TEST(EcosLpTest, TakesEcossStepsOnMakespanFeasibilityProblems) {
   const RealEcos* ecos = RealEcos::Get();
   if (ecos == nullptr) GTEST_SKIP() << "ECOS (r-cran-ecosolver) is not installed";
   std::mt19937 rng(7);
   Agreement agreement;
-  for (int trial = 0; trial < 400; ++trial) {
-    const RandomMakespanCase c = RandomMakespan(rng);
-    const RealEcos::Answer theirs = ecos->Solve(c.lp);
-    ASSERT_NE(theirs.exit, RealEcos::kLayoutMismatch) << "unexpected ECOS workspace layout";
-    agreement.Add(SolveEcosLp(c.lp), theirs);
-  }
+  ASSERT_NO_FATAL_FAILURE(CompareWithEcos(
+      *ecos, 400, [&](int) { return RandomMakespan(rng); }, agreement));
   SCOPED_TRACE(agreement.Summary());
   EXPECT_GE(agreement.same_exit, 396);  // 99%
   EXPECT_GT(agreement.optimal_both, 100);
@@ -313,12 +318,10 @@ TEST(EcosLpTest, TakesEcossStepsOnLpsWithObjectives) {
   if (ecos == nullptr) GTEST_SKIP() << "ECOS (r-cran-ecosolver) is not installed";
   std::mt19937 rng(11);
   Agreement agreement;
-  for (int trial = 0; trial < 400; ++trial) {
-    const InequalityLp lp = RandomBoundedLp(rng, /*make_infeasible=*/trial % 5 == 0);
-    const RealEcos::Answer theirs = ecos->Solve(lp);
-    ASSERT_NE(theirs.exit, RealEcos::kLayoutMismatch) << "unexpected ECOS workspace layout";
-    agreement.Add(SolveEcosLp(lp), theirs);
-  }
+  ASSERT_NO_FATAL_FAILURE(CompareWithEcos(
+      *ecos, 400,
+      [&](int trial) { return RandomBoundedLp(rng, /*make_infeasible=*/trial % 5 == 0); },
+      agreement));
   SCOPED_TRACE(agreement.Summary());
   EXPECT_GE(agreement.same_exit, 396);
   EXPECT_GT(agreement.optimal_both, 250);
@@ -358,9 +361,9 @@ TEST(EcosLpTest, FeasibilityAnswersMatchClpOnMakespanProblems) {
   std::mt19937 rng(5);
   int checked = 0;
   for (int trial = 0; trial < 200; ++trial) {
-    const RandomMakespanCase c = RandomMakespan(rng);
-    const EcosResult ours = SolveEcosLp(c.lp);
-    const auto reference = clp->Solve(ToModel(c.lp));
+    const InequalityLp lp = RandomMakespan(rng);
+    const EcosResult ours = SolveEcosLp(lp);
+    const auto reference = clp->Solve(ToModel(lp));
     ASSERT_TRUE(reference.ok());
     // Near the boundary ECOS may stop inaccurate; away from it the answers must agree.
     if (ours.exit != EcosExit::kOptimal && ours.exit != EcosExit::kPrimalInfeasible) continue;
@@ -368,7 +371,7 @@ TEST(EcosLpTest, FeasibilityAnswersMatchClpOnMakespanProblems) {
     EXPECT_EQ(ours.exit == EcosExit::kOptimal, reference->outcome == Outcome::kOptimal)
         << "trial " << trial << ": ecos " << EcosExitName(ours.exit);
     if (ours.exit == EcosExit::kOptimal) {
-      EXPECT_LT(MaxRowViolation(c.lp, ours.x), 1e-6);
+      EXPECT_LT(MaxRowViolation(lp, ours.x), 1e-6);
     }
   }
   EXPECT_GT(checked, 180);
