@@ -100,6 +100,12 @@ class MinTotalDuration final : public Policy {
       fast_path_note = FastPathFailureNote(fast.status());
     }
 
+    if (compat && !packed && m > 0) {  // builds its own LP, in the original's form
+      const std::vector<DemandRow> demands = DemandRowsWithoutPairs(input, throughput);
+      if (demands.empty()) return NothingToFinish(input, packed);
+      return BisectAsTheOriginal(input, throughput, demands);
+    }
+
     GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
                                             BaseProblemOptionsFor(variant_, options_)));
@@ -114,9 +120,8 @@ class MinTotalDuration final : public Policy {
                      [&](std::size_t k) { return !terms[k].empty(); });
     if (demands.empty()) return NothingToFinish(input, packed);
     Result<PolicyOutput> output =
-        !compat  ? SolveExactly(input, std::move(problem), terms, demands)
-        : packed ? Bisect(input, std::move(problem), terms, demands)
-                 : BisectAsTheOriginal(input, throughput, demands);
+        compat ? BisectWithPairs(input, std::move(problem), terms, demands)
+               : SolveExactly(input, std::move(problem), terms, demands);
     if (output.ok() && !fast_path_note.empty()) output->note = fast_path_note;
     return output;
   }
@@ -138,6 +143,14 @@ class MinTotalDuration final : public Policy {
                          MaxThroughputAlone(input, throughput, pairs, k)});
     }
     return demands;
+  }
+
+  // DemandRowsOf for the LP without pairs: a job runs somewhere when it has a positive
+  // throughput.
+  static std::vector<DemandRow> DemandRowsWithoutPairs(const PolicyInput& input,
+                                                       const Matrix& throughput) {
+    return DemandRowsOf(input, throughput, /*pairs_of_job=*/{},
+                        [&](std::size_t k) { return throughput.RowSum(k) > 0.0; });
   }
 
   // L = max_k R_k / thr_max_k: the rows' φ coefficients R_k / (thr_max_k L) are then at most 1.
@@ -163,9 +176,7 @@ class MinTotalDuration final : public Policy {
     decomp::JobProblem problem = BaseJobProblem(input, throughput);
     PrepareDemandRows(problem);
     problem.t_weight = 1.0;
-    const std::vector<DemandRow> demands =
-        DemandRowsOf(input, throughput, /*pairs_of_job=*/{},
-                     [&](std::size_t k) { return throughput.RowSum(k) > 0.0; });
+    const std::vector<DemandRow> demands = DemandRowsWithoutPairs(input, throughput);
     if (demands.empty()) return NothingToFinish(input, /*packed=*/false);
     const double scale = MakespanScale(demands);  // L
     for (const DemandRow& d : demands) {
@@ -231,7 +242,7 @@ class MinTotalDuration final : public Policy {
   // allocation returned is the central point
   // (Clp's barrier) of the last feasible makespan's feasible set, an approximation of the
   // point ECOS stops at (no reference run covers the packed LP).
-  Result<PolicyOutput> Bisect(const PolicyInput& input, BaseProblem problem,
+  Result<PolicyOutput> BisectWithPairs(const PolicyInput& input, BaseProblem problem,
                               const std::vector<std::vector<ThroughputTerm>>& terms,
                               std::vector<DemandRow> demands) const {
     AddDemandRows(problem, terms, demands, /*phi=*/-1, /*scale=*/1.0);
