@@ -11,8 +11,11 @@
 // path. Stateless; thread-compatible.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "gavel/core/matrix.h"
 #include "gavel/core/status.h"
@@ -38,6 +41,29 @@ PolicyOutput AllocationOf(const PolicyInput& input, const decomp::JobSolution& s
 
 // The note an allocation carries when the fast path failed and the general path answered.
 std::string FastPathFailureNote(const Status& failure);
+
+// One try of a policy's fast path: its answer, or (when it failed) the note the general
+// path's answer must carry. Neither when the fast path does not apply.
+struct FastPathAttempt {
+  std::optional<PolicyOutput> output;
+  std::string failure_note;
+};
+
+// Calls `solve()` (a Result<PolicyOutput>) when UseFastPath(variant, options) and there are
+// jobs; an error from it becomes FastPathFailureNote's note.
+template <class Solve>
+FastPathAttempt TryFastPath(Variant variant, const PolicyOptions& options, std::size_t num_jobs,
+                            const Solve& solve) {
+  FastPathAttempt attempt;
+  if (num_jobs == 0 || !UseFastPath(variant, options)) return attempt;
+  Result<PolicyOutput> fast = solve();
+  if (fast.ok()) {
+    attempt.output = std::move(fast).value();
+  } else {
+    attempt.failure_note = FastPathFailureNote(fast.status());
+  }
+  return attempt;
+}
 
 // The master problem's solver: the injected LP solver or Clp.
 std::shared_ptr<lp::Solver> MasterSolverOf(const PolicyOptions& options);

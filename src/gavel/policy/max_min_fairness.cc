@@ -37,12 +37,10 @@ class MaxMinFairness final : public Policy {
       }
     }
 
-    std::string fast_path_note;
-    if (m > 0 && UseFastPath(variant_, options_)) {
-      Result<PolicyOutput> fast = AllocateByDecomposition(input, throughput, prop);
-      if (fast.ok()) return fast;
-      fast_path_note = FastPathFailureNote(fast.status());
-    }
+    FastPathAttempt fast = TryFastPath(variant_, options_, m, [&] {
+      return AllocateByDecomposition(input, throughput, prop);
+    });
+    if (fast.output.has_value()) return std::move(*fast.output);
 
     GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
@@ -103,7 +101,7 @@ class MaxMinFairness final : public Policy {
     }
     PolicyOutput output = ExtractAllocation(input, problem, solution);
     output.objective = solution.values[static_cast<std::size_t>(level)];
-    output.note = fast_path_note;
+    output.note = fast.failure_note;
     return output;
   }
 

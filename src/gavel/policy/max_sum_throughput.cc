@@ -37,12 +37,9 @@ class MaxSumThroughput final : public Policy {
     const std::size_t n = input.num_types();
     GAVEL_ASSIGN_OR_RETURN(const std::vector<double> costs, CostsOf(input));
     const Variant variant = variant_.packed ? Variant::kPacked : Variant::kPerf;
-    std::string fast_path_note;
-    if (m > 0 && UseFastPath(variant, options_)) {
-      Result<PolicyOutput> fast = SolveByDecomposition(input, costs);
-      if (fast.ok()) return fast;
-      fast_path_note = FastPathFailureNote(fast.status());
-    }
+    FastPathAttempt fast =
+        TryFastPath(variant, options_, m, [&] { return SolveByDecomposition(input, costs); });
+    if (fast.output.has_value()) return std::move(*fast.output);
 
     // The whole LP: this policy does not mark its pair columns lazy (docs/policies.md).
     BaseProblemOptions base_options = BaseProblemOptionsFor(variant, options_);
@@ -133,7 +130,9 @@ class MaxSumThroughput final : public Policy {
     PolicyOutput output = ExtractAllocation(input, problem, solution);
     output.status = status;
     output.note = std::move(note);
-    if (!fast_path_note.empty()) output.note += (output.note.empty() ? "" : "; ") + fast_path_note;
+    if (!fast.failure_note.empty()) {
+      output.note += (output.note.empty() ? "" : "; ") + fast.failure_note;
+    }
     output.objective = solution.objective;
     return output;
   }

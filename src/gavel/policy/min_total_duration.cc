@@ -93,12 +93,9 @@ class MinTotalDuration final : public Policy {
       GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
     }
 
-    std::string fast_path_note;
-    if (m > 0 && UseFastPath(variant_, options_)) {
-      Result<PolicyOutput> fast = SolveByDecomposition(input, throughput);
-      if (fast.ok()) return fast;
-      fast_path_note = FastPathFailureNote(fast.status());
-    }
+    FastPathAttempt fast =
+        TryFastPath(variant_, options_, m, [&] { return SolveByDecomposition(input, throughput); });
+    if (fast.output.has_value()) return std::move(*fast.output);
 
     if (compat && !packed && m > 0) {  // builds its own LP, in the original's form
       const std::vector<DemandRow> demands = DemandRowsWithoutPairs(input, throughput);
@@ -122,7 +119,7 @@ class MinTotalDuration final : public Policy {
     Result<PolicyOutput> output =
         compat ? BisectWithPairs(input, std::move(problem), terms, demands)
                : SolveExactly(input, std::move(problem), terms, demands);
-    if (output.ok() && !fast_path_note.empty()) output->note = fast_path_note;
+    if (output.ok() && !fast.failure_note.empty()) output->note = fast.failure_note;
     return output;
   }
 

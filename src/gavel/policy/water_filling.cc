@@ -438,12 +438,9 @@ class WaterFilling final : public Policy {
         master_solver_(MasterSolverOf(options)) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
-    std::string fast_path_note;
-    if (input.num_jobs() > 0 && UseFastPath(variant_, options_)) {
-      Result<PolicyOutput> fast = AllocateByDecomposition(input);
-      if (fast.ok()) return fast;
-      fast_path_note = FastPathFailureNote(fast.status());
-    }
+    FastPathAttempt fast = TryFastPath(variant_, options_, input.num_jobs(),
+                                       [&] { return AllocateByDecomposition(input); });
+    if (fast.output.has_value()) return std::move(*fast.output);
     GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input));
     const bool compat = options_.compat_gavel;
     GAVEL_ASSIGN_OR_RETURN(LevelLp lp, LevelLp::Load(input, f, *lp_solver_));
@@ -479,7 +476,7 @@ class WaterFilling final : public Policy {
     PolicyOutput output = ExtractAllocation(input, f.base, last);
     output.objective = objective;
     output.status = note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
-    output.note = note.empty() ? fast_path_note : note;
+    output.note = note.empty() ? fast.failure_note : note;
     return output;
   }
 
