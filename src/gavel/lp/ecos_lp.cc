@@ -174,7 +174,9 @@ class NormalEquations {
     for (int r = 0; r < g.num_rows(); ++r) {
       if (is_dense_row[r] || g.row_start[r] == g.row_start[r + 1]) continue;
       const int first = find(g.column[g.row_start[r]]);
-      for (int k = g.row_start[r] + 1; k < g.row_start[r + 1]; ++k) parent[find(g.column[k])] = first;
+      for (int k = g.row_start[r] + 1; k < g.row_start[r + 1]; ++k) {
+        parent[find(g.column[k])] = first;
+      }
     }
     std::vector<int> group_of(static_cast<std::size_t>(n), -1);
     local_index_.assign(static_cast<std::size_t>(n), 0);
@@ -228,7 +230,9 @@ class NormalEquations {
     for (int i = 0; i < q; ++i) {
       const int r = dense_rows_[i];
       std::fill(column.begin(), column.end(), 0.0);
-      for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) column[g_.column[k]] = g_.value[k];
+      for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) {
+        column[g_.column[k]] = g_.value[k];
+      }
       SolveSparsePart(column);
       std::copy(column.begin(), column.end(), solved_dense_.begin() + static_cast<long>(i) * n);
     }
@@ -256,7 +260,9 @@ class NormalEquations {
     for (int i = 0; i < q; ++i) {
       const int r = dense_rows_[i];
       double sum = 0.0;
-      for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) sum += g_.value[k] * x[g_.column[k]];
+      for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) {
+        sum += g_.value[k] * x[g_.column[k]];
+      }
       t[i] = sum;
     }
     CholeskySolve(capacitance_, q, t.data());
@@ -497,7 +503,9 @@ class EcosLp {
         for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) g_.value[k] /= row_max[r];
       }
       for (int r = 0; r < m_; ++r) {
-        for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) g_.value[k] /= column_max[g_.column[k]];
+        for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) {
+          g_.value[k] /= column_max[g_.column[k]];
+        }
       }
       for (int r = 0; r < m_; ++r) row_scale_[r] *= row_max[r];
       for (int j = 0; j < n_; ++j) column_scale_[j] *= column_max[j];

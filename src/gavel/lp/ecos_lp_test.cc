@@ -248,7 +248,9 @@ double MaxRowViolation(const InequalityLp& lp, const std::vector<double>& x) {
   double worst = 0.0;
   for (int r = 0; r < lp.num_rows(); ++r) {
     double sum = 0.0;
-    for (int k = lp.row_start[r]; k < lp.row_start[r + 1]; ++k) sum += lp.value[k] * x[lp.column[k]];
+    for (int k = lp.row_start[r]; k < lp.row_start[r + 1]; ++k) {
+      sum += lp.value[k] * x[lp.column[k]];
+    }
     worst = std::max(worst, (sum - lp.h[r]) / std::max(1.0, std::fabs(lp.h[r])));
   }
   return worst;
@@ -348,7 +350,8 @@ TEST(EcosLpTest, AgreesWithClpOnOptimaAndInfeasibility) {
     ++optimal;
     double objective = 0.0;
     for (int j = 0; j < lp.num_columns; ++j) objective += lp.c[j] * ours.x[j];
-    EXPECT_NEAR(objective, reference->objective, 1e-6 * std::max(1.0, std::fabs(reference->objective)))
+    EXPECT_NEAR(objective, reference->objective,
+                1e-6 * std::max(1.0, std::fabs(reference->objective)))
         << "trial " << trial;
     EXPECT_LT(MaxRowViolation(lp, ours.x), 1e-7) << "trial " << trial;
   }
