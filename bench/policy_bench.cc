@@ -43,6 +43,7 @@
 
 #include "gavel/core/check.h"
 #include "gavel/core/py_random.h"
+#include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/policy/policy.h"
@@ -114,15 +115,6 @@ Settings& GetSettings() {
   return settings;
 }
 
-const ThroughputTable& Table() {
-  static const ThroughputTable table = [] {
-    auto loaded = ThroughputTable::LoadFile(DefaultThroughputsFile());
-    GAVEL_CHECK_MSG(loaded.ok(), loaded.status().ToString().c_str());
-    return std::move(loaded).value();
-  }();
-  return table;
-}
-
 // What a policy needs beyond jobs and throughputs; inputs are shared between policies with
 // the same shape.
 struct InputShape {
@@ -163,7 +155,7 @@ ClusterSnapshot MakeSnapshot(const InputShape& shape) {
       snapshot.entity_weights[entities.back()] = static_cast<double>(entity_rng.RandInt(1, 3));
     }
   }
-  const std::optional<int> v100 = Table().GpuTypeIndex("v100");
+  const std::optional<int> v100 = ShippedThroughputTable()->GpuTypeIndex("v100");
   GAVEL_CHECK(v100.has_value());
   snapshot.jobs.reserve(static_cast<std::size_t>(shape.num_jobs));
   for (int i = 0; i < shape.num_jobs; ++i) {
@@ -173,9 +165,9 @@ ClusterSnapshot MakeSnapshot(const InputShape& shape) {
     const double duration = rng.Random() >= 0.8 ? 60.0 * std::pow(10.0, rng.Uniform(3.0, 4.0))
                                                 : 60.0 * std::pow(10.0, rng.Uniform(1.5, 3.0));
     job.job_type = std::string(kJobTable[rng.ChoiceIndex(std::size(kJobTable))]);
-    const std::optional<int> key = Table().KeyIndex(JobTypeKey{job.job_type, 1});
+    const std::optional<int> key = ShippedThroughputTable()->KeyIndex(JobTypeKey{job.job_type, 1});
     GAVEL_CHECK_MSG(key.has_value(), job.job_type.c_str());
-    job.steps_remaining = duration * Table().Isolated(*v100, *key).value_or(0.0);
+    job.steps_remaining = duration * ShippedThroughputTable()->Isolated(*v100, *key).value_or(0.0);
     if (shape.slos) {
       const double r = slo_rng.Uniform(0.0, 1.0);
       const double factor = r < 0.33 ? 1.2 : (r < 0.67 ? 2.0 : 10.0);
@@ -202,7 +194,7 @@ Result<std::shared_ptr<const policy::PolicyInput>> InputFor(const policy::Policy
   requirements.steps_remaining = info.needs_steps_remaining;
   requirements.instance_costs = info.needs_instance_costs;
   GAVEL_ASSIGN_OR_RETURN(policy::PolicyInput input,
-                         policy::BuildPolicyInput(MakeSnapshot(shape), &Table(), requirements));
+                         policy::BuildPolicyInput(MakeSnapshot(shape), ShippedThroughputTable().get(), requirements));
   cached_input = std::make_shared<const policy::PolicyInput>(std::move(input));
   cached_shape = shape;
   return cached_input;

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/daemon/daemon.h"
 #include "gavel/daemon/fake_transport.h"
@@ -26,15 +27,6 @@
 
 namespace gavel::daemon {
 namespace {
-
-std::shared_ptr<const ThroughputTable> Table() {
-  static const auto table = [] {
-    auto loaded = ThroughputTable::LoadFile(DefaultThroughputsFile());
-    GAVEL_CHECK(loaded.ok());
-    return std::make_shared<const ThroughputTable>(*std::move(loaded));
-  }();
-  return table;
-}
 
 wire::JobSpec Spec(std::uint64_t steps, const std::string& type) {
   wire::JobSpec spec;
@@ -61,7 +53,7 @@ void BM_RoundDecisionAndDispatch(benchmark::State& state) {
   transport.set_record(false);
   CoreOptions options;
   options.policy = "max_min_fairness_perf";
-  options.throughputs = Table();
+  options.throughputs = ShippedThroughputTable();
   options.round_length = Seconds(360.0);
   options.heartbeat_timeout = Seconds(1e9);  // fake agents never heartbeat
   auto created = SchedulerCore::Create(options, &store, &transport, &clock);
@@ -77,7 +69,7 @@ void BM_RoundDecisionAndDispatch(benchmark::State& state) {
     r.set_address("127.0.0.1:" + std::to_string(20000 + a));
     GAVEL_CHECK(core->RegisterWorker(admin, r).ok());
   }
-  const auto& keys = Table()->job_types();
+  const auto& keys = ShippedThroughputTable()->job_types();
   std::vector<std::string> models;
   for (const JobTypeKey& key : keys) {
     if (key.scale_factor == 1) models.push_back(key.model);
@@ -138,7 +130,7 @@ void BM_SubmitDurable(benchmark::State& state) {
   options.listen = "127.0.0.1:0";
   options.state_dir = dir;
   options.log_events = false;
-  options.core.throughputs = Table();
+  options.core.throughputs = ShippedThroughputTable();
   auto daemon = Daemon::Start(options, nullptr, std::make_unique<FakeAgentTransport>());
   GAVEL_CHECK(daemon.ok());
   auto channel = rpc::MakeChannel((*daemon)->address());
@@ -184,7 +176,7 @@ void BM_SubmitCommitEach(benchmark::State& state) {
   FakeClock clock;
   FakeAgentTransport transport;
   CoreOptions options;
-  options.throughputs = Table();
+  options.throughputs = ShippedThroughputTable();
   options.background_solves = false;
   auto core = SchedulerCore::Create(options, store->get(), &transport, &clock);
   GAVEL_CHECK(core.ok());

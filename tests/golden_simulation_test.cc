@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/sim/simulator.h"
 
@@ -18,15 +19,6 @@ namespace gavel::sim {
 namespace {
 
 std::string ReferenceDir() { return std::string(GAVEL_SOURCE_DIR) + "/../shared/reference-runs"; }
-
-std::shared_ptr<const ThroughputTable> Table() {
-  static const std::shared_ptr<const ThroughputTable> table = [] {
-    auto t = ThroughputTable::LoadFile(DefaultThroughputsFile());
-    GAVEL_CHECK_MSG(t.ok(), t.status().ToString().c_str());
-    return std::make_shared<const ThroughputTable>(std::move(*t));
-  }();
-  return table;
-}
 
 nlohmann::json ReadSummary(const std::string& name) {
   std::ifstream in(ReferenceDir() + "/" + name + ".summary.json");
@@ -40,7 +32,7 @@ SimulationOptions ReferenceOptions(const std::string& policy, double lam, std::s
                                    std::size_t end) {
   SimulationOptions o;
   o.cluster = {{"v100", 8, 1}, {"p100", 8, 1}, {"k80", 8, 1}};
-  o.throughputs = Table();
+  o.throughputs = ShippedThroughputTable();
   o.policy = policy;
   o.seed = 0;
   o.compat = mechanism::Compat::Gavel();

@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/rpc/grpc_util.h"
@@ -153,12 +154,6 @@ std::uint64_t ExpectedChecksum(std::uint64_t steps) {
 // ------------------------------------------------------------------------------------------
 // A cluster on loopback.
 
-std::shared_ptr<const ThroughputTable> Table() {
-  auto table = ThroughputTable::LoadFile(DefaultThroughputsFile());
-  GAVEL_CHECK(table.ok());
-  return std::make_shared<const ThroughputTable>(*std::move(table));
-}
-
 struct JobPlan {
   std::string type;
   std::uint64_t steps = 0;
@@ -166,7 +161,7 @@ struct JobPlan {
 
 class Cluster {
  public:
-  explicit Cluster(std::string name) : table_(Table()) {
+  explicit Cluster(std::string name) : table_(ShippedThroughputTable()) {
     std::string pattern = (fs::temp_directory_path() / ("gavel_e2e_" + name + "_XXXXXX")).string();
     dir_ = ::mkdtemp(pattern.data());
     fs::create_directories(dir_ + "/ckpt");
@@ -342,7 +337,7 @@ std::vector<std::uint64_t> ReadExecLog(const std::string& path) {
 // ------------------------------------------------------------------------------------------
 
 TEST(RuntimeEndToEnd, TenJobsOnThreeAgentsTrackTheirAllocationAndTheSimulator) {
-  const auto table = Table();
+  const auto table = ShippedThroughputTable();
   constexpr double kSpeedup = 4.0;
   const std::vector<std::string> types = {
       "ResNet-18 (batch size 64)", "ResNet-50 (batch size 32)", "Transformer (batch size 16)",

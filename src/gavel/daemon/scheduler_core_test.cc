@@ -8,20 +8,12 @@
 #include <map>
 #include <set>
 
+#include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/daemon/fake_transport.h"
 
 namespace gavel::daemon {
 namespace {
-
-std::shared_ptr<const ThroughputTable> Table() {
-  static const auto table = [] {
-    auto loaded = ThroughputTable::LoadFile(DefaultThroughputsFile());
-    GAVEL_CHECK(loaded.ok());
-    return std::make_shared<const ThroughputTable>(*std::move(loaded));
-  }();
-  return table;
-}
 
 const rpc::Principal kAlice{"alice", false, "alice-token"};
 const rpc::Principal kBob{"bob", false, "bob-token"};
@@ -43,7 +35,7 @@ class CoreTest : public ::testing::Test {
   CoreOptions Options() {
     CoreOptions options;
     options.policy = "max_min_fairness_perf";
-    options.throughputs = Table();
+    options.throughputs = ShippedThroughputTable();
     options.round_length = Seconds(kRoundMs / 1000.0);
     options.report_grace = Seconds(2.0);
     options.heartbeat_interval = Seconds(1.0);
@@ -239,7 +231,7 @@ TEST_F(CoreTest, MeasuredThroughputReplacesThePriorAndIsSmoothed) {
   const auto workers = Register("a1", "v100");
   const std::uint64_t job = Submit(Spec(1'000'000));
   Tick();
-  const double prior = *Table()->Isolated("v100", JobTypeKey{"ResNet-18 (batch size 64)", 1});
+  const double prior = *ShippedThroughputTable()->Isolated("v100", JobTypeKey{"ResNet-18 (batch size 64)", 1});
   const wire::JobInfo before = Job(job);
   ASSERT_NE(Stats(before, "v100"), nullptr);
   EXPECT_DOUBLE_EQ(Stats(before, "v100")->throughput_estimate(), prior);

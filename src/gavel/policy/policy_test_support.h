@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "gavel/core/check.h"
+#include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/policy/policy.h"
@@ -18,15 +20,8 @@
 
 namespace gavel::policy {
 
-// The shipped simulation table (DefaultThroughputsFile()), loaded once.
-inline const ThroughputTable& ShippedTable() {
-  static const ThroughputTable table = [] {
-    auto loaded = ThroughputTable::LoadFile(DefaultThroughputsFile());
-    GAVEL_CHECK_MSG(loaded.ok(), loaded.status().ToString().c_str());
-    return std::move(loaded).value();
-  }();
-  return table;
-}
+// The shipped simulation table, by reference.
+inline const ThroughputTable& ShippedTable() { return *ShippedThroughputTable(); }
 
 // The table's models that have a row for `scale_factor`.
 inline std::vector<std::string> ModelsWithScaleFactor(int scale_factor) {
@@ -35,6 +30,37 @@ inline std::vector<std::string> ModelsWithScaleFactor(int scale_factor) {
     if (key.scale_factor == scale_factor) models.push_back(key.model);
   }
   return models;
+}
+
+// A random cluster for the policy tests: k80, p100 and v100 with 1 to `max_gpus_per_type`
+// GPUs each (one per server) and a price each; entities team-a (weight 2) and team-b (1).
+inline ClusterSnapshot RandomTableCluster(std::mt19937_64& rng, int max_gpus_per_type) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_int_distribution<int> count(1, max_gpus_per_type);
+  ClusterSnapshot snapshot;
+  for (const char* type : {"k80", "p100", "v100"}) {
+    snapshot.gpu_types.push_back(GpuTypeSpec{type, count(rng), 1});
+    snapshot.instance_costs[type] = 0.1 + 3.0 * unit(rng);
+  }
+  snapshot.entity_weights = {{"team-a", 2.0}, {"team-b", 1.0}};
+  return snapshot;
+}
+
+// A random job of a table model with `scale_factor` GPUs: priority weight 1 or 2, remaining
+// steps, time since start, an SLO for about half, an entity for most.
+inline JobSpec RandomTableJob(std::mt19937_64& rng, JobId id, int scale_factor) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  JobSpec job;
+  job.id = id;
+  job.scale_factor = scale_factor;
+  const std::vector<std::string> models = ModelsWithScaleFactor(scale_factor);
+  job.job_type = models[static_cast<std::size_t>(unit(rng) * models.size())];
+  job.priority_weight = unit(rng) < 0.7 ? 1.0 : 2.0;
+  job.steps_remaining = 1000.0 + 1e6 * unit(rng);
+  job.time_since_start = Seconds(1e5 * unit(rng));
+  if (unit(rng) < 0.5) job.slo_time_left = Seconds(3600.0 + 1e6 * unit(rng));
+  if (unit(rng) < 0.7) job.entity = unit(rng) < 0.5 ? "team-a" : "team-b";
+  return job;
 }
 
 // Job i's throughput under the output: its own cells and its share of every pair it is in.

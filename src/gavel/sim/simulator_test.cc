@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/sim/event_queue.h"
 #include "gavel/sim/sim_executor.h"
@@ -16,17 +17,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::shared_ptr<const ThroughputTable> Table() {
-  static const std::shared_ptr<const ThroughputTable> table = [] {
-    auto t = ThroughputTable::LoadFile(DefaultThroughputsFile());
-    GAVEL_CHECK_MSG(t.ok(), t.status().ToString().c_str());
-    return std::make_shared<const ThroughputTable>(std::move(*t));
-  }();
-  return table;
-}
-
 double V100(const std::string& model, int sf) {
-  return *Table()->Isolated("v100", JobTypeKey{model, sf});
+  return *ShippedThroughputTable()->Isolated("v100", JobTypeKey{model, sf});
 }
 
 constexpr char kResNet[] = "ResNet-18 (batch size 64)";
@@ -44,7 +36,7 @@ SimulationOptions OnV100s(int gpus, std::vector<workload::TraceJob> trace,
                           const std::string& policy = "max_min_fairness_perf") {
   SimulationOptions o;
   o.cluster = {{"v100", gpus, 1}};
-  o.throughputs = Table();
+  o.throughputs = ShippedThroughputTable();
   o.policy = policy;
   o.trace = std::move(trace);
   return o;
@@ -191,7 +183,7 @@ TEST(SimulatorTest, FairnessComparesWithTheIsolatedPolicy) {
 TEST(SimulatorTest, StaticWorkloadPutsEveryJobAtTimeZero) {
   SimulationOptions o;
   o.cluster = {{"v100", 2, 1}, {"p100", 2, 1}, {"k80", 2, 1}};
-  o.throughputs = Table();
+  o.throughputs = ShippedThroughputTable();
   o.policy = "max_min_fairness_perf";
   workload::GeneratorOptions g;
   g.mean_interarrival = Seconds(0.0);
@@ -213,7 +205,7 @@ TEST(SimulatorTest, StaticWorkloadPutsEveryJobAtTimeZero) {
 TEST(SimulatorTest, GpuTimeAddsUp) {
   SimulationOptions o;
   o.cluster = {{"v100", 8, 1}, {"p100", 4, 2}, {"k80", 2, 1}};
-  o.throughputs = Table();
+  o.throughputs = ShippedThroughputTable();
   o.policy = "max_min_fairness_perf";
   workload::GeneratorOptions g;
   g.seed = 3;
