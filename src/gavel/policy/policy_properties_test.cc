@@ -90,14 +90,8 @@ class PolicyPropertiesTest : public ::testing::TestWithParam<Case> {
   // optional field given, about half the jobs with an SLO.
   ClusterSnapshot RandomSnapshot(std::mt19937_64& rng) const {
     std::uniform_real_distribution<double> unit(0.0, 1.0);
-    std::uniform_int_distribution<int> count(1, 8);
     std::uniform_int_distribution<int> num_jobs(2, 8);
-    ClusterSnapshot snapshot;
-    for (const char* type : {"k80", "p100", "v100"}) {
-      snapshot.gpu_types.push_back(GpuTypeSpec{type, count(rng), 1});
-      snapshot.instance_costs[type] = 0.1 + 3.0 * unit(rng);
-    }
-    snapshot.entity_weights = {{"team-a", 2.0}, {"team-b", 1.0}};
+    ClusterSnapshot snapshot = RandomTableCluster(rng, /*max_gpus_per_type=*/8);
     const auto pick_scale_factor = [&] {
       if (single_gpu_only()) return 1;
       const double u = unit(rng);
@@ -107,17 +101,9 @@ class PolicyPropertiesTest : public ::testing::TestWithParam<Case> {
     const int shared_scale_factor = pick_scale_factor();
     const int m = num_jobs(rng);
     for (int i = 0; i < m; ++i) {
-      JobSpec job;
-      job.id = JobId(static_cast<std::uint64_t>(3 * i + static_cast<int>(unit(rng) * 3)));
-      job.scale_factor = one_scale_factor ? shared_scale_factor : pick_scale_factor();
-      const std::vector<std::string> models = ModelsWithScaleFactor(job.scale_factor);
-      job.job_type = models[static_cast<std::size_t>(unit(rng) * models.size())];
-      job.priority_weight = unit(rng) < 0.7 ? 1.0 : 2.0;
-      job.steps_remaining = 1000.0 + 1e6 * unit(rng);
-      job.time_since_start = Seconds(1e5 * unit(rng));
-      if (unit(rng) < 0.5) job.slo_time_left = Seconds(3600.0 + 1e6 * unit(rng));
-      if (unit(rng) < 0.7) job.entity = unit(rng) < 0.5 ? "team-a" : "team-b";
-      snapshot.jobs.push_back(job);
+      const JobId id(static_cast<std::uint64_t>(3 * i + static_cast<int>(unit(rng) * 3)));
+      const int scale_factor = one_scale_factor ? shared_scale_factor : pick_scale_factor();
+      snapshot.jobs.push_back(RandomTableJob(rng, id, scale_factor));
     }
     return snapshot;
   }
