@@ -129,8 +129,8 @@ struct InputShape {
 InputShape ShapeFor(const policy::PolicyInfo& info, int num_jobs) {
   InputShape shape;
   shape.num_jobs = num_jobs;
-  shape.pairs = info.packing;
-  shape.costs = info.needs_instance_costs;
+  shape.pairs = info.capabilities.packing;
+  shape.costs = info.capabilities.needs_instance_costs;
   shape.slos = info.name.ends_with("_SLOs");
   shape.entities = info.name.find("water_filling") != std::string_view::npos;
   return shape;
@@ -189,10 +189,8 @@ Result<std::shared_ptr<const policy::PolicyInput>> InputFor(const policy::Policy
   if (cached_shape == shape) return cached_input;
   cached_input.reset();  // free the old input before building the next
   cached_shape.reset();
-  policy::InputRequirements requirements;
-  requirements.pairs = info.packing;
-  requirements.steps_remaining = info.needs_steps_remaining;
-  requirements.instance_costs = info.needs_instance_costs;
+  const policy::InputRequirements requirements =
+      policy::RequirementsOf(info.capabilities, /*compat_gavel=*/false);
   GAVEL_ASSIGN_OR_RETURN(policy::PolicyInput input,
                          policy::BuildPolicyInput(MakeSnapshot(shape), ShippedThroughputTable().get(), requirements));
   cached_input = std::make_shared<const policy::PolicyInput>(std::move(input));
@@ -304,11 +302,11 @@ std::optional<std::string> SkipReason(const policy::PolicyInfo& info, int num_jo
     }
     return std::nullopt;
   }
-  const double budget = info.packing ? settings.packed_budget_s : settings.budget_s;
+  const double budget = info.capabilities.packing ? settings.packed_budget_s : settings.budget_s;
   int from = 0;
   // Space sharing makes the problem grow with the n² pairs; time and memory grow at least as
   // fast as the problem.
-  const double size_exponent = info.packing ? 2.0 : 1.0;
+  const double size_exponent = info.capabilities.packing ? 2.0 : 1.0;
   const auto seconds = Extrapolate(
       it->second, num_jobs, [](const Point& p) { return p.seconds; }, size_exponent,
       2.0 * size_exponent, &from);
@@ -409,7 +407,9 @@ void RegisterAll() {
       if (n <= settings.max_jobs) small->Arg(n);
     }
     // Space-sharing inputs grow as n²: 10,000 jobs would already be 50 million pairs.
-    if (!settings.large || info.packing || settings.max_jobs <= kLargestSmallSize) continue;
+    if (!settings.large || info.capabilities.packing || settings.max_jobs <= kLargestSmallSize) {
+      continue;
+    }
     for (int n : kLargeSizes) {
       if (n > settings.max_jobs) continue;
       auto* large = benchmark::RegisterBenchmark(name.c_str(), BM_Allocate, &info);

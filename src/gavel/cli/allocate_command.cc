@@ -143,12 +143,9 @@ Status RunAllocate(const AllocateOptions& options, std::ostream& out) {
   GAVEL_ASSIGN_OR_RETURN(auto policy, policy::MakePolicy(options.policy, policy_options));
 
   const auto start = std::chrono::steady_clock::now();
-  policy::InputRequirements requirements;
-  requirements.pairs = info->packing;
-  requirements.keep_unusable_pairs = options.compat_gavel;
-  requirements.steps_remaining = info->needs_steps_remaining;
-  requirements.instance_costs = info->needs_instance_costs;
-  auto input = policy::BuildPolicyInput(snapshot, table ? &*table : nullptr, requirements);
+  auto input = policy::BuildPolicyInput(snapshot, table ? &*table : nullptr,
+                                        policy::RequirementsOf(info->capabilities,
+                                                               options.compat_gavel));
   if (!input.ok()) return input.status().WithContext(options.snapshot_path);
   auto output = policy->Allocate(*input);
   if (!output.ok()) return output.status().WithContext(std::string(info->name));
@@ -156,7 +153,10 @@ Status RunAllocate(const AllocateOptions& options, std::ostream& out) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (options.format == "json") {
-    out << ToJson(options.policy, options.solver, *input, *output, solve_seconds, info->packing).dump() << "\n";
+    out << ToJson(options.policy, options.solver, *input, *output, solve_seconds,
+                  info->capabilities.packing)
+               .dump()
+        << "\n";
   } else {
     PrintTable(options.policy, snapshot, *input, *output, solve_seconds, out);
   }

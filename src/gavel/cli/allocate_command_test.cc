@@ -287,7 +287,7 @@ TEST_F(AllocateCommandTest, EveryPolicyAnswersTheExampleInBothModes) {
     for (const bool compat : {false, true}) {
       SCOPED_TRACE(std::string(info.name) + (compat ? " --compat gavel" : ""));
       const Ran ran = Allocate(std::string(info.name), snapshot, compat ? "--compat gavel" : "");
-      if (compat && info.packing && ran.exit_code != 0) {
+      if (compat && info.capabilities.packing && ran.exit_code != 0) {
         // The example mixes scale factors, where the original's packed per-job constraint
         // cannot be formed (spec §2.0); compat says so instead of answering.
         ExpectFailure(ran, {"compat"});
@@ -295,7 +295,7 @@ TEST_F(AllocateCommandTest, EveryPolicyAnswersTheExampleInBothModes) {
       }
       ExpectContractShape(ParsedOutput(ran), std::string(info.name),
                           {"0", "1", "2", "3", "4", "5", "6", "7"}, {"k80", "p100", "v100"},
-                          info.packing);
+                          info.capabilities.packing);
     }
   }
 }

@@ -118,7 +118,7 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
     return Status::InvalidArgument("ema alpha: must be in (0, 1]");
   }
   GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
-  if (info->packing) {
+  if (info->capabilities.packing) {
     return Status::Unimplemented("policy " + options.policy +
                                  ": packing policies need GPU sharing, which the runtime does "
                                  "not support; use the policy without _packed");
@@ -134,7 +134,7 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
                                      " must be a non-negative number of $/GPU-hour");
     }
   }
-  if (info->needs_instance_costs && options.instance_costs.empty()) {
+  if (info->capabilities.needs_instance_costs && options.instance_costs.empty()) {
     return Status::InvalidArgument("policy " + options.policy +
                                    ": cost policies need the price of every GPU type "
                                    "(--instance-costs TYPE=DOLLARS_PER_GPU_HOUR,...)");
@@ -146,10 +146,7 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
 
   std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(options), store, transport,
                                                         clock, std::move(hooks)));
-  core->traits_.packing = false;  // refused above
-  core->traits_.shuffles_gpu_type_order = info->shuffles_gpu_type_order;
-  core->traits_.skips_zero_priority = info->skips_zero_priority;
-  core->traits_.needs_instance_costs = info->needs_instance_costs;
+  core->traits_ = info->capabilities;  // not packing: refused above
   core->allocation_ = std::make_shared<AllocationService>(
       std::move(inner), core->options_.background_solves, core->hooks_.wake);
   // Stand-in types for jobs whose type the table does not know: per scale factor, the key

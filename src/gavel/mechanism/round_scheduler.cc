@@ -30,13 +30,8 @@ Result<std::unique_ptr<RoundScheduler>> RoundScheduler::Create(
   policy_options.solve_path = options.solve_path;
   GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> policy,
                          policy::MakePolicy(options.policy, policy_options));
-  PolicyTraits traits;
-  traits.packing = info->packing;
-  traits.shuffles_gpu_type_order = info->shuffles_gpu_type_order;
-  traits.skips_zero_priority = info->skips_zero_priority;
-  traits.needs_instance_costs = info->needs_instance_costs;
   return CreateWithPolicy(std::move(layout), std::move(throughputs), std::move(options), clock,
-                          std::move(policy), traits);
+                          std::move(policy), info->capabilities);
 }
 
 Result<std::unique_ptr<RoundScheduler>> RoundScheduler::CreateWithPolicy(

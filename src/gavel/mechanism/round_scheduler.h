@@ -81,13 +81,9 @@ struct SchedulerOptions {
   policy::SolvePath solve_path = policy::SolvePath::kFast;
 };
 
-// The policy traits the mechanism acts on (policy::PolicyInfo carries them for named policies).
-struct PolicyTraits {
-  bool packing = false;                  // schedule space-sharing pairs
-  bool shuffles_gpu_type_order = false;  // shuffle the type order each round
-  bool skips_zero_priority = false;      // never run a combination whose priority is 0 (FIFO)
-  bool needs_instance_costs = false;
-};
+// What the mechanism acts on: the policy's capabilities as the registry declares them
+// (policy::PolicyInfo::capabilities for named policies).
+using PolicyTraits = policy::PolicyCapabilities;
 
 // A job as it arrives.
 struct JobDescription {

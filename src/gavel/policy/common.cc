@@ -21,6 +21,15 @@ const char* AllocationStatusName(AllocationStatus status) {
   return "unknown";
 }
 
+InputRequirements RequirementsOf(const PolicyCapabilities& capabilities, bool compat_gavel) {
+  InputRequirements requirements;
+  requirements.pairs = capabilities.packing;
+  requirements.keep_unusable_pairs = compat_gavel;
+  requirements.steps_remaining = capabilities.needs_steps_remaining;
+  requirements.instance_costs = capabilities.needs_instance_costs;
+  return requirements;
+}
+
 namespace {
 
 // Column generation for the pair columns is the fast path's method; --compat gavel reproduces

@@ -36,11 +36,8 @@ ClusterSnapshot RandomSnapshot(std::mt19937_64& rng) {
 }
 
 PolicyInput Build(const PolicyInfo& info, const ClusterSnapshot& snapshot) {
-  InputRequirements requirements;
-  requirements.pairs = true;
-  requirements.steps_remaining = info.needs_steps_remaining;
-  requirements.instance_costs = info.needs_instance_costs;
-  auto input = BuildPolicyInput(snapshot, &ShippedTable(), requirements);
+  auto input = BuildPolicyInput(snapshot, &ShippedTable(),
+                                RequirementsOf(info.capabilities, /*compat_gavel=*/false));
   GAVEL_CHECK_MSG(input.ok(), input.status().ToString().c_str());
   return std::move(input).value();
 }
@@ -69,7 +66,7 @@ class PackedFastPathTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PackedFastPathTest, SameObjectiveAsTheWholeLpOnRandomSnapshots) {
   const PolicyInfo& info = **FindPolicy(GetParam());
-  ASSERT_TRUE(info.packing);
+  ASSERT_TRUE(info.capabilities.packing);
   int with_pairs = 0;
   for (int instance = 0; instance < 12; ++instance) {
     SCOPED_TRACE("instance " + std::to_string(instance));

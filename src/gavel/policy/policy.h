@@ -60,6 +60,23 @@ struct PolicyOptions {
   SolvePath solve_path = SolvePath::kFast;
 };
 
+// What the code around a policy must know about it beyond its factory: the problem it needs
+// (pairs, remaining steps, prices) and how the round mechanism treats its allocation. Declared
+// once per policy, in the registry (registry.cc), by field name; the mechanism acts on it as
+// is (mechanism::PolicyTraits).
+struct PolicyCapabilities {
+  bool packing = false;                  // allocates space-sharing pairs (the input lists them)
+  bool shuffles_gpu_type_order = false;  // the original shuffles the type order each round for it
+  bool skips_zero_priority = false;      // FIFO-like: never runs a job whose priority is 0
+  bool needs_steps_remaining = false;    // every job must give its remaining steps
+  bool needs_instance_costs = false;     // every GPU type must have a price
+};
+
+// The problem a policy with these capabilities needs built (BuildPolicyInput). Under
+// --compat gavel every same-scale-factor pair is kept, usable or not, as the original hands
+// them all to the policy.
+InputRequirements RequirementsOf(const PolicyCapabilities& capabilities, bool compat_gavel);
+
 class Policy {
  public:
   virtual ~Policy() = default;

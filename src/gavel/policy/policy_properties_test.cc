@@ -67,14 +67,8 @@ class PolicyPropertiesTest : public ::testing::TestWithParam<Case> {
   bool compat() const { return GetParam().compat; }
   bool single_gpu_only() const { return info().name == "allox"; }
 
-  InputRequirements Requirements() const {
-    InputRequirements requirements;
-    requirements.pairs = info().packing;
-    requirements.keep_unusable_pairs = compat();  // as `gavel allocate --compat gavel` does
-    requirements.steps_remaining = info().needs_steps_remaining;
-    requirements.instance_costs = info().needs_instance_costs;
-    return requirements;
-  }
+  // As `gavel allocate` builds it.
+  InputRequirements Requirements() const { return RequirementsOf(info().capabilities, compat()); }
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) const {
     PolicyOptions options;
@@ -97,7 +91,7 @@ class PolicyPropertiesTest : public ::testing::TestWithParam<Case> {
       const double u = unit(rng);
       return u < 0.6 ? 1 : (u < 0.85 ? 2 : 4);
     };
-    const bool one_scale_factor = info().packing && compat();
+    const bool one_scale_factor = info().capabilities.packing && compat();
     const int shared_scale_factor = pick_scale_factor();
     const int m = num_jobs(rng);
     for (int i = 0; i < m; ++i) {
@@ -114,7 +108,7 @@ class PolicyPropertiesTest : public ::testing::TestWithParam<Case> {
     const std::size_t n = input.num_types();
     ASSERT_EQ(output.allocation.rows(), m);
     ASSERT_EQ(output.allocation.cols(), n);
-    if (info().packing) {
+    if (info().capabilities.packing) {
       ASSERT_EQ(output.pair_allocation.rows(), input.pairs.size());
       ASSERT_EQ(output.pair_allocation.cols(), n);
     } else {
@@ -250,7 +244,7 @@ TEST_P(PolicyPropertiesTest, ATypeWithNoGpusIsDropped) {
     if (job.slo_time_left) spec["slo"] = job.slo_time_left->value();
     j["jobs"].push_back(spec);
   }
-  if (single_gpu_only() || (info().packing && compat())) {
+  if (single_gpu_only() || (info().capabilities.packing && compat())) {
     for (auto& spec : j["jobs"]) spec["scale_factor"] = 1;
   }
   auto snapshot = ParseSnapshot(j.dump(), "zero_type.json");

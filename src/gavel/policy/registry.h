@@ -1,5 +1,5 @@
 // The explicit list of every policy, by the name users type (`max_min_fairness_perf`, ...),
-// with the traits the round scheduler needs. No static self-registration: adding a policy
+// with its capabilities (policy.h) and factory. No static self-registration: adding a policy
 // means adding a line to registry.cc. Immutable; thread-safe.
 #pragma once
 
@@ -15,11 +15,7 @@ namespace gavel::policy {
 struct PolicyInfo {
   std::string_view name;
   std::string_view description;  // one line, for `gavel policies`
-  bool packing = false;                  // uses space-sharing pairs
-  bool shuffles_gpu_type_order = false;  // the original shuffles type order each round for it
-  bool skips_zero_priority = false;      // FIFO-like: never runs a job with priority 0
-  bool needs_steps_remaining = false;
-  bool needs_instance_costs = false;
+  PolicyCapabilities capabilities = {};
   std::unique_ptr<Policy> (*make)(const PolicyOptions&) = nullptr;
 };
 

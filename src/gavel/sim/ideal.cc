@@ -40,8 +40,8 @@ class FluidSimulation {
  private:
   Status CreatePolicy() {
     GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options_.policy));
-    packing_ = info->packing;
-    if (info->needs_instance_costs && setup_.instance_costs.empty()) {
+    packing_ = info->capabilities.packing;
+    if (info->capabilities.needs_instance_costs && setup_.instance_costs.empty()) {
       return Status::InvalidArgument("policy \"" + options_.policy +
                                      "\" needs instance prices for every GPU type");
     }
