@@ -374,6 +374,16 @@ std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options) {
                              : std::shared_ptr<lp::Solver>(lp::MakeCbcSolver());
 }
 
+std::shared_ptr<lp::Solver> MasterSolverOf(const PolicyOptions& options) {
+  return options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
+}
+
+PolicySolvers::PolicySolvers(const PolicyOptions& options)
+    : lp(LpSolverOf(options)),
+      simplex(SimplexSolverOf(options)),
+      milp(MilpSolverOf(options)),
+      master(MasterSolverOf(options)) {}
+
 Status UnexpectedOutcome(const char* policy, lp::Outcome outcome) {
   return Status::Internal(std::string(policy) + ": the LP ended " + lp::OutcomeName(outcome) +
                           ", which its formulation cannot produce");

@@ -117,6 +117,17 @@ std::shared_ptr<lp::Solver> LpSolverOf(const PolicyOptions& options);
 // (feasible or not, the optimal value) that a central solve must not make on its own.
 std::shared_ptr<lp::Solver> SimplexSolverOf(const PolicyOptions& options);
 std::shared_ptr<lp::Solver> MilpSolverOf(const PolicyOptions& options);
+// The fast path's master problem (decomp::SolveJobProblem): the injected LP solver or Clp.
+std::shared_ptr<lp::Solver> MasterSolverOf(const PolicyOptions& options);
+
+// The solvers an LP policy holds, each chosen once from its options by the function named.
+struct PolicySolvers {
+  explicit PolicySolvers(const PolicyOptions& options);
+  std::shared_ptr<lp::Solver> lp;       // LpSolverOf: central optimal points under --compat gavel
+  std::shared_ptr<lp::Solver> simplex;  // SimplexSolverOf: decides feasibility, optimal values
+  std::shared_ptr<lp::Solver> milp;     // MilpSolverOf
+  std::shared_ptr<lp::Solver> master;   // MasterSolverOf
+};
 
 // An error for a solve that worked but ended neither optimal nor in a case the policy handles.
 Status UnexpectedOutcome(const char* policy, lp::Outcome outcome);

@@ -46,8 +46,4 @@ std::string FastPathFailureNote(const Status& failure) {
   return "fast path failed (" + failure.ToString() + "); general LP used";
 }
 
-std::shared_ptr<lp::Solver> MasterSolverOf(const PolicyOptions& options) {
-  return options.lp_solver ? options.lp_solver : std::shared_ptr<lp::Solver>(lp::MakeClpSolver());
-}
-
 }  // namespace gavel::policy

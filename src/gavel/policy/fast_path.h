@@ -65,7 +65,4 @@ FastPathAttempt TryFastPath(Variant variant, const PolicyOptions& options, std::
   return attempt;
 }
 
-// The master problem's solver: the injected LP solver or Clp.
-std::shared_ptr<lp::Solver> MasterSolverOf(const PolicyOptions& options);
-
 }  // namespace gavel::policy

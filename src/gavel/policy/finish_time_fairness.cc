@@ -66,9 +66,7 @@ class FinishTimeFairness final : public Policy {
   FinishTimeFairness(Variant variant, const PolicyOptions& options)
       : variant_(variant),
         options_(options),
-        solver_(LpSolverOf(options)),
-        simplex_solver_(SimplexSolverOf(options)),
-        master_solver_(MasterSolverOf(options)) {}
+        solvers_(options) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
@@ -170,7 +168,7 @@ class FinishTimeFairness final : public Policy {
     // Feasibility is decided by simplex: an interior-point solve without crossover does not
     // reliably tell an infeasible LP from a feasible one.
     GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session,
-                           simplex_solver_->Load(problem.model));
+                           solvers_.simplex->Load(problem.model));
 
     Bisection bisection{rows, terms, *session};
     GAVEL_ASSIGN_OR_RETURN(
@@ -223,7 +221,7 @@ class FinishTimeFairness final : public Policy {
       const double r = lo;
       for (const FairnessRow& f : rows) problem.rate[f.job] = *RowLowerBound(f, r);
       GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution solution,
-                             decomp::SolveJobProblem(problem, *master_solver_, options));
+                             decomp::SolveJobProblem(problem, *solvers_.master, options));
       if (solution.outcome != decomp::JobOutcome::kOptimal) {
         return Status::Internal("finish_time_fairness: the decomposition found no optimum");
       }
@@ -263,7 +261,7 @@ class FinishTimeFairness final : public Policy {
     }
     options.start_points.assign(1, *best);
     GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution spread,
-                           decomp::SolveJobProblem(problem, *master_solver_, options));
+                           decomp::SolveJobProblem(problem, *solvers_.master, options));
     // (The start point meets these demands, so the solve cannot be infeasible; should round-off
     // make it so, the allocation that reached the ratio is kept.)
     if (spread.outcome != decomp::JobOutcome::kOptimal) spread.x = *best;
@@ -363,7 +361,7 @@ class FinishTimeFairness final : public Policy {
       if (!lower.has_value()) return Status::Ok();
       model.SetRowBounds(f.row, *lower, lp::kInfinity);
     }
-    GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solver_->Solve(model));
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solvers_.lp->Solve(model));
     if (central.outcome == lp::Outcome::kOptimal &&
         model.MaxViolation(central.values) <= kCentralPointTolerance) {
       point.solution = std::move(central);
@@ -430,9 +428,7 @@ class FinishTimeFairness final : public Policy {
 
   Variant variant_;
   PolicyOptions options_;
-  std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
-  std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
-  std::shared_ptr<lp::Solver> master_solver_;   // the fast path's master problem
+  PolicySolvers solvers_;
   // Keyed by job id and never pruned, as in the original: a job that leaves for a call and
   // comes back keeps its credit (one double per job ever seen).
   std::map<JobId, double> cumulative_isolated_time_;

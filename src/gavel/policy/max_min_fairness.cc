@@ -15,8 +15,7 @@ class MaxMinFairness final : public Policy {
   MaxMinFairness(Variant variant, const PolicyOptions& options)
       : variant_(variant),
         options_(options),
-        solver_(LpSolverOf(options)),
-        master_solver_(MasterSolverOf(options)) {}
+        solvers_(options) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
@@ -95,7 +94,7 @@ class MaxMinFairness final : public Policy {
       problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
     }
 
-    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solver_->Solve(problem.model));
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solvers_.lp->Solve(problem.model));
     if (solution.outcome != lp::Outcome::kOptimal) {
       return UnexpectedOutcome("max_min_fairness", solution.outcome);
     }
@@ -132,7 +131,7 @@ class MaxMinFairness final : public Policy {
       return output;
     }
     GAVEL_ASSIGN_OR_RETURN(const decomp::JobSolution solution,
-                           decomp::SolveJobProblem(problem, *master_solver_));
+                           decomp::SolveJobProblem(problem, *solvers_.master));
     if (solution.outcome != decomp::JobOutcome::kOptimal) {
       return Status::Internal("max_min_fairness: the decomposition found no optimum");
     }
@@ -160,8 +159,7 @@ class MaxMinFairness final : public Policy {
 
   Variant variant_;
   PolicyOptions options_;
-  std::shared_ptr<lp::Solver> solver_;
-  std::shared_ptr<lp::Solver> master_solver_;
+  PolicySolvers solvers_;
 };
 
 }  // namespace

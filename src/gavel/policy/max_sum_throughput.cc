@@ -28,9 +28,7 @@ class MaxSumThroughput final : public Policy {
   MaxSumThroughput(const MaxSumThroughputOptions& variant, const PolicyOptions& options)
       : variant_(variant),
         options_(options),
-        solver_(LpSolverOf(options)),
-        simplex_solver_(SimplexSolverOf(options)),
-        master_solver_(MasterSolverOf(options)) {}
+        solvers_(options) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
@@ -104,13 +102,13 @@ class MaxSumThroughput final : public Policy {
     // Whether the SLOs can be met is decided by simplex: an interior-point solve without
     // crossover (the solver under --compat gavel) does not reliably detect infeasibility.
     const lp::Model* model = any_slo && !unmeetable ? &with_slos : &problem.model;
-    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, simplex_solver_->Solve(*model));
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, solvers_.simplex->Solve(*model));
     std::string note;
     AllocationStatus status = AllocationStatus::kOptimal;
     if (unmeetable || (solution.outcome == lp::Outcome::kInfeasible && model == &with_slos)) {
       if (model != &problem.model) {
         model = &problem.model;
-        GAVEL_ASSIGN_OR_RETURN(solution, simplex_solver_->Solve(*model));
+        GAVEL_ASSIGN_OR_RETURN(solution, solvers_.simplex->Solve(*model));
       }
       status = AllocationStatus::kFallback;
       note = "the SLOs cannot all be met; allocated without them";
@@ -121,7 +119,7 @@ class MaxSumThroughput final : public Policy {
     if (options_.compat_gavel) {
       // The central point of the optimal face, as the original's interior-point solver gives,
       // when the interior-point solve settles on one.
-      GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solver_->Solve(*model));
+      GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solvers_.lp->Solve(*model));
       if (central.outcome == lp::Outcome::kOptimal &&
           model->MaxViolation(central.values) <= kCentralPointTolerance) {
         solution = std::move(central);
@@ -174,7 +172,7 @@ class MaxSumThroughput final : public Policy {
     std::string note;
     decomp::JobSolution solution;
     if (any_slo && !unmeetable) {
-      GAVEL_ASSIGN_OR_RETURN(solution, decomp::SolveJobProblem(problem, *master_solver_));
+      GAVEL_ASSIGN_OR_RETURN(solution, decomp::SolveJobProblem(problem, *solvers_.master));
     } else {
       solution.outcome = decomp::JobOutcome::kInfeasible;
     }
@@ -184,7 +182,7 @@ class MaxSumThroughput final : public Policy {
         note = "the SLOs cannot all be met; allocated without them";
       }
       problem.has_demand.clear();
-      GAVEL_ASSIGN_OR_RETURN(solution, decomp::SolveJobProblem(problem, *master_solver_));
+      GAVEL_ASSIGN_OR_RETURN(solution, decomp::SolveJobProblem(problem, *solvers_.master));
     }
     if (solution.outcome != decomp::JobOutcome::kOptimal) {
       return Status::Internal("max_sum_throughput: the decomposition found no optimum");
@@ -216,9 +214,7 @@ class MaxSumThroughput final : public Policy {
 
   MaxSumThroughputOptions variant_;
   PolicyOptions options_;
-  std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
-  std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
-  std::shared_ptr<lp::Solver> master_solver_;   // the fast path's master problem
+  PolicySolvers solvers_;
 };
 
 }  // namespace

@@ -80,9 +80,7 @@ class MinTotalDuration final : public Policy {
   MinTotalDuration(Variant variant, const PolicyOptions& options)
       : variant_(variant),
         options_(options),
-        solver_(LpSolverOf(options)),
-        simplex_solver_(SimplexSolverOf(options)),
-        master_solver_(MasterSolverOf(options)) {}
+        solvers_(options) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     const std::size_t m = input.num_jobs();
@@ -184,7 +182,7 @@ class MinTotalDuration final : public Policy {
       problem.rate[d.job] = d.remaining / (d.max_raw_throughput * scale);
     }
     GAVEL_ASSIGN_OR_RETURN(const decomp::JobSolution solution,
-                           decomp::SolveJobProblem(problem, *master_solver_));
+                           decomp::SolveJobProblem(problem, *solvers_.master));
     if (solution.outcome != decomp::JobOutcome::kOptimal || !(solution.t > 0.0)) {
       return Status::Internal("min_total_duration: the decomposition found no optimum");
     }
@@ -220,7 +218,7 @@ class MinTotalDuration final : public Policy {
     const double scale = MakespanScale(demands);  // L
     const int phi = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
     AddDemandRows(problem, terms, demands, phi, scale);
-    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solver_->Solve(problem.model));
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solvers_.lp->Solve(problem.model));
     if (solution.outcome != lp::Outcome::kOptimal) {
       return UnexpectedOutcome("min_total_duration", solution.outcome);
     }
@@ -244,7 +242,7 @@ class MinTotalDuration final : public Policy {
                               std::vector<DemandRow> demands) const {
     AddDemandRows(problem, terms, demands, /*phi=*/-1, /*scale=*/1.0);
     GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session,
-                           simplex_solver_->Load(problem.model));
+                           solvers_.simplex->Load(problem.model));
     auto feasible_at = [&](double makespan) -> Result<std::optional<lp::Solution>> {
       for (const DemandRow& d : demands) {
         session->SetRowBounds(d.row, d.remaining / (makespan * d.max_raw_throughput),
@@ -260,7 +258,7 @@ class MinTotalDuration final : public Policy {
       problem.model.SetRowBounds(
           d.row, d.remaining / (last_feasible_makespan * d.max_raw_throughput), lp::kInfinity);
     }
-    GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solver_->Solve(problem.model));
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution central, solvers_.lp->Solve(problem.model));
     if (central.outcome == lp::Outcome::kOptimal &&
         problem.model.MaxViolation(central.values) <= kCentralPointTolerance) {
       last_feasible = std::move(central);
@@ -340,9 +338,7 @@ class MinTotalDuration final : public Policy {
 
   Variant variant_;
   PolicyOptions options_;
-  std::shared_ptr<lp::Solver> solver_;          // central optimal points under --compat gavel
-  std::shared_ptr<lp::Solver> simplex_solver_;  // decides feasibility
-  std::shared_ptr<lp::Solver> master_solver_;   // the fast path's master problem
+  PolicySolvers solvers_;
 };
 
 }  // namespace

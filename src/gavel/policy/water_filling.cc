@@ -433,9 +433,7 @@ class WaterFilling final : public Policy {
   WaterFilling(Variant variant, const PolicyOptions& options)
       : variant_(variant),
         options_(options),
-        lp_solver_(LpSolverOf(options)),
-        milp_solver_(MilpSolverOf(options)),
-        master_solver_(MasterSolverOf(options)) {}
+        solvers_(options) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     FastPathAttempt fast = TryFastPath(variant_, options_, input.num_jobs(),
@@ -443,7 +441,7 @@ class WaterFilling final : public Policy {
     if (fast.output.has_value()) return std::move(*fast.output);
     GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input));
     const bool compat = options_.compat_gavel;
-    GAVEL_ASSIGN_OR_RETURN(LevelLp lp, LevelLp::Load(input, f, *lp_solver_));
+    GAVEL_ASSIGN_OR_RETURN(LevelLp lp, LevelLp::Load(input, f, *solvers_.lp));
     Levels s(input.num_jobs(), input.entities.size());
     lp::Solution last;  // the last LP's answer
     std::optional<double> objective;
@@ -525,7 +523,7 @@ class WaterFilling final : public Policy {
         }
       }
       GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution raised,
-                             decomp::SolveJobProblem(problem, *master_solver_, options));
+                             decomp::SolveJobProblem(problem, *solvers_.master, options));
       if (raised.outcome != decomp::JobOutcome::kOptimal) {
         return Status::Internal(std::string("water_filling: the decomposition ended ") +
                                 (raised.outcome == decomp::JobOutcome::kInfeasible ? "infeasible"
@@ -592,7 +590,7 @@ class WaterFilling final : public Policy {
             }
           }
           GAVEL_ASSIGN_OR_RETURN(const decomp::JobSolution best,
-                                 decomp::SolveJobProblem(problem, *master_solver_, options));
+                                 decomp::SolveJobProblem(problem, *solvers_.master, options));
           if (best.outcome != decomp::JobOutcome::kOptimal) return Nets();
           std::vector<double> nets;
           for (std::size_t k : jobs) nets.push_back(net(k, best.x));
@@ -726,7 +724,7 @@ class WaterFilling final : public Policy {
   // no optimum (it then says so in `note`). Returns how many jobs were frozen.
   Result<int> FreezeLikeOriginal(const Formulation& f, Levels& s, std::string& note) const {
     const CompatMilp milp = BuildCompatMilp(f, s);
-    GAVEL_ASSIGN_OR_RETURN(const lp::Solution z, milp_solver_->Solve(milp.model));
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution z, solvers_.milp->Solve(milp.model));
     const bool optimal = z.outcome == lp::Outcome::kOptimal;
     if (!optimal) {
       note = std::string("water filling stopped early: the bottleneck MILP ended ") +
@@ -744,9 +742,7 @@ class WaterFilling final : public Policy {
 
   Variant variant_;
   PolicyOptions options_;
-  std::shared_ptr<lp::Solver> lp_solver_;
-  std::shared_ptr<lp::Solver> milp_solver_;
-  std::shared_ptr<lp::Solver> master_solver_;  // the fast path's master problem
+  PolicySolvers solvers_;
 };
 
 }  // namespace
