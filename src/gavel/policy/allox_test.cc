@@ -12,37 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "gavel/policy/policy_test_support.h"
+
 namespace gavel::policy {
 namespace {
 
-struct TestJob {
-  std::uint64_t id = 0;
-  double waited = 0.0;  // time since start, seconds
-  double steps = 0.0;
-  std::vector<double> throughput;
-  int scale_factor = 1;
-};
-
-PolicyInput MakeInput(const std::vector<std::string>& types, const std::vector<double>& counts,
-                      const std::vector<TestJob>& jobs) {
-  PolicyInput input;
-  input.gpu_types = types;
-  input.gpu_counts = counts;
-  input.gpus_per_server.assign(types.size(), 1);
-  input.throughput = Matrix(jobs.size(), types.size());
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    PolicyJob job;
-    job.id = JobId(jobs[i].id);
-    job.scale_factor = jobs[i].scale_factor;
-    job.steps_remaining = jobs[i].steps;
-    job.time_since_start = Seconds(jobs[i].waited);
-    input.jobs.push_back(job);
-    for (std::size_t j = 0; j < types.size(); ++j) input.throughput(i, j) = jobs[i].throughput[j];
-  }
-  input.pair_throughput_first = Matrix(0, types.size());
-  input.pair_throughput_second = Matrix(0, types.size());
-  return input;
-}
+// Jobs below are TestJobs (policy_test_support.h): {id, scale factor, throughputs, steps
+// remaining, seconds waited}.
 
 std::unique_ptr<Policy> MakeAlloxWith(double alpha = 1.0, bool compat = false) {
   PolicyOptions options;
@@ -51,29 +27,10 @@ std::unique_ptr<Policy> MakeAlloxWith(double alpha = 1.0, bool compat = false) {
   return MakeAllox(options);
 }
 
-PolicyOutput Allocated(Policy& policy, const PolicyInput& input) {
-  auto result = policy.Allocate(input);
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
-  return std::move(result).value();
-}
-
-int TypeOf(const PolicyOutput& out, std::size_t i) {
-  int type = -1;
-  for (std::size_t j = 0; j < out.allocation.cols(); ++j) {
-    const double x = out.allocation(i, j);
-    EXPECT_TRUE(x == 0.0 || x == 1.0);
-    if (x == 1.0) {
-      EXPECT_EQ(type, -1) << "job " << i << " holds two types";
-      type = static_cast<int>(j);
-    }
-  }
-  return type;
-}
-
 TEST(AlloxTest, MultiGpuJobsAreRejected) {
   auto allox = MakeAlloxWith();
   const auto result =
-      allox->Allocate(MakeInput({"v100"}, {4}, {{1, 0, 10, {1}, 1}, {2, 0, 10, {1}, 2}}));
+      allox->Allocate(MakeInput({"v100"}, {4}, {{1, 1, {1}, 10}, {2, 2, {1}, 10}}));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
 }
@@ -86,9 +43,9 @@ TEST(AlloxTest, MultiGpuJobsAreRejected) {
 // C first = 110.2 < 120.1: C starts.
 TEST(AlloxTest, ShortestCompletionFirstWithoutPreemption) {
   auto allox = MakeAlloxWith();
-  const TestJob a{1, 100, 10, {1}};
-  const TestJob b{2, 50, 1, {1}};
-  const TestJob c{3, 0, 0.1, {1}};
+  const TestJob a{1, 1, {1}, 10, 100};
+  const TestJob b{2, 1, {1}, 1, 50};
+  const TestJob c{3, 1, {1}, 0.1};
   const PolicyOutput first = Allocated(*allox, MakeInput({"v100"}, {1}, {a, b}));
   EXPECT_EQ(TypeOf(first, 0), -1);
   EXPECT_EQ(TypeOf(first, 1), 0);
@@ -112,7 +69,7 @@ TEST(AlloxTest, ShortestCompletionFirstWithoutPreemption) {
 TEST(AlloxTest, HeterogeneousMatching) {
   auto allox = MakeAlloxWith();
   const PolicyOutput out = Allocated(
-      *allox, MakeInput({"k80", "v100"}, {1, 1}, {{1, 0, 100, {1, 10}}, {2, 0, 10, {1, 1.25}}}));
+      *allox, MakeInput({"k80", "v100"}, {1, 1}, {{1, 1, {1, 10}, 100}, {2, 1, {1, 1.25}, 10}}));
   EXPECT_EQ(TypeOf(out, 0), 1);
   EXPECT_EQ(TypeOf(out, 1), 0);
 }
@@ -123,7 +80,8 @@ TEST(AlloxTest, HeterogeneousMatching) {
 //   alpha 1.0: all four → J4; alpha 0.5: ⌊2⌋ → J1, J2 → J2; alpha 0.3: ⌊1.2⌋ = 1 → J1.
 TEST(AlloxTest, AlphaLimitsMatchingToTheOldestJobs) {
   const PolicyInput input = MakeInput(
-      {"v100"}, {1}, {{1, 300, 100, {1}}, {2, 200, 50, {1}}, {3, 100, 100, {1}}, {4, 0, 1, {1}}});
+      {"v100"}, {1},
+      {{1, 1, {1}, 100, 300}, {2, 1, {1}, 50, 200}, {3, 1, {1}, 100, 100}, {4, 1, {1}, 1}});
   const std::map<double, std::size_t> expected = {{1.0, 3}, {0.5, 1}, {0.3, 0}};
   for (const auto& [alpha, job] : expected) {
     auto allox = MakeAlloxWith(alpha);
@@ -138,7 +96,7 @@ TEST(AlloxTest, AlphaLimitsMatchingToTheOldestJobs) {
 // there anyway (its zero throughput becomes 1e-10, the matching has no other slot) and, being
 // non-preemptive, keeps it there for good. By default the job is left waiting.
 TEST(AlloxTest, NeverStartsAJobWhereItCannotRunByDefault) {
-  const PolicyInput input = MakeInput({"k80"}, {1}, {{1, 0, 10, {0}}});
+  const PolicyInput input = MakeInput({"k80"}, {1}, {{1, 1, {0}, 10}});
   for (const bool compat : {false, true}) {
     auto allox = MakeAlloxWith(1.0, compat);
     for (int call = 0; call < 2; ++call) {
@@ -174,10 +132,11 @@ TEST(AlloxTest, StartsTheFirstJobsOfABruteForceOptimalSchedule) {
     const std::size_t m = 1 + rng() % 4;
     std::vector<TestJob> jobs;
     for (std::size_t i = 0; i < m; ++i) {
-      jobs.push_back({i,
-                      100.0 * uniform(rng),
-                      10.0 + 90.0 * uniform(rng),
-                      {0.5 + uniform(rng), 1.0 + 2.0 * uniform(rng)}});
+      // Drawn in this order: waited, steps, the two throughputs.
+      const double waited = 100.0 * uniform(rng);
+      const double steps = 10.0 + 90.0 * uniform(rng);
+      const double k80 = 0.5 + uniform(rng);
+      jobs.push_back({i, 1, {k80, 1.0 + 2.0 * uniform(rng)}, steps, waited});
     }
     // Every schedule's cost and the type each job starts on (-1: it queues behind another).
     std::vector<std::pair<double, std::vector<int>>> schedules;
@@ -195,8 +154,8 @@ TEST(AlloxTest, StartsTheFirstJobsOfABruteForceOptimalSchedule) {
         for (const std::size_t i : order) {
           const std::size_t g = rest % gpu_type.size();
           rest /= gpu_type.size();
-          clock[g] += jobs[i].steps / jobs[i].throughput[gpu_type[g]];
-          cost += jobs[i].waited + clock[g];
+          clock[g] += jobs[i].steps_remaining / jobs[i].throughput[gpu_type[g]];
+          cost += jobs[i].time_since_start + clock[g];
           if (!gpu_started[g]) {
             gpu_started[g] = true;
             first_type[i] = static_cast<int>(gpu_type[g]);
@@ -237,13 +196,13 @@ TEST(AlloxTest, InvariantsOverRandomCallSequences) {
       std::erase_if(active, [&](const TestJob&) { return rng() % 5 == 0; });
       const int arrivals = static_cast<int>(rng() % 3);
       for (int a = 0; a < arrivals; ++a) {
-        TestJob job{next_id++, 0.0, static_cast<double>(100 + rng() % 1000), {}};
+        TestJob job{next_id++, 1, {}, static_cast<double>(100 + rng() % 1000)};
         for (int j = 0; j < 3; ++j) job.throughput.push_back(0.5 + static_cast<double>(rng() % 4));
-        job.waited = -now;  // arrival time, turned into waited below
+        job.time_since_start = -now;  // arrival time, turned into waited below
         active.push_back(job);
       }
       std::vector<TestJob> snapshot = active;
-      for (TestJob& job : snapshot) job.waited += now;
+      for (TestJob& job : snapshot) job.time_since_start += now;
       const PolicyInput input = MakeInput(types, counts, snapshot);
       const PolicyOutput out = Allocated(*allox, input);
       std::vector<double> used(3, 0.0);

@@ -10,81 +10,16 @@
 #include <vector>
 
 #include "gavel/core/py_random.h"
+#include "gavel/policy/policy_test_support.h"
 
 namespace gavel::policy {
 namespace {
-
-struct TestJob {
-  std::uint64_t id = 0;
-  int scale_factor = 1;
-  std::vector<double> throughput;  // per type, in the input's type order
-};
-
-PolicyInput MakeInput(const std::vector<std::string>& types, const std::vector<double>& counts,
-                      const std::vector<TestJob>& jobs) {
-  PolicyInput input;
-  input.gpu_types = types;
-  input.gpu_counts = counts;
-  input.gpus_per_server.assign(types.size(), 1);
-  input.throughput = Matrix(jobs.size(), types.size());
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    PolicyJob job;
-    job.id = JobId(jobs[i].id);
-    job.scale_factor = jobs[i].scale_factor;
-    input.jobs.push_back(job);
-    for (std::size_t j = 0; j < types.size(); ++j) input.throughput(i, j) = jobs[i].throughput[j];
-  }
-  input.pair_throughput_first = Matrix(0, types.size());
-  input.pair_throughput_second = Matrix(0, types.size());
-  return input;
-}
-
-// Adds the space-sharing pair of job indices a < b with per-type co-located throughputs.
-void AddPair(PolicyInput& input, int a, int b, const std::vector<double>& first,
-             const std::vector<double>& second) {
-  input.pairs.push_back({a, b});
-  Matrix f(input.pairs.size(), input.num_types());
-  Matrix s(input.pairs.size(), input.num_types());
-  for (std::size_t p = 0; p + 1 < input.pairs.size(); ++p) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      f(p, j) = input.pair_throughput_first(p, j);
-      s(p, j) = input.pair_throughput_second(p, j);
-    }
-  }
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    f(input.pairs.size() - 1, j) = first[j];
-    s(input.pairs.size() - 1, j) = second[j];
-  }
-  input.pair_throughput_first = f;
-  input.pair_throughput_second = s;
-}
-
-PolicyOutput Allocated(Policy& policy, const PolicyInput& input) {
-  auto result = policy.Allocate(input);
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
-  return std::move(result).value();
-}
 
 std::unique_ptr<Policy> MakeFifoWith(Variant variant, bool compat, std::uint64_t seed) {
   PolicyOptions options;
   options.compat_gavel = compat;
   options.seed = seed;
   return MakeFifo(variant, options);
-}
-
-// The type index job i holds (1.0), or -1 when it holds none. Fails on fractional entries
-// or more than one type.
-int TypeOf(const PolicyOutput& out, std::size_t i) {
-  int type = -1;
-  for (std::size_t j = 0; j < out.allocation.cols(); ++j) {
-    const double x = out.allocation(i, j);
-    EXPECT_TRUE(x == 0.0 || x == 1.0) << "job " << i << " type " << j << ": " << x;
-    if (x == 1.0) {
-      EXPECT_EQ(type, -1) << "job " << i << " holds two types";
-      type = static_cast<int>(j);
-    }
-  }
-  return type;
 }
 
 // Σ_i s_i X[i][j] + Σ_p s_p X[p][j] <= c_j for every type.

@@ -36,22 +36,6 @@ PolicyJob Job(std::uint64_t id, double remaining, double since_start = 0.0, doub
   return job;
 }
 
-PolicyInput MakeInput(std::vector<std::string> types, std::vector<double> counts,
-                      std::vector<PolicyJob> jobs, const std::vector<std::vector<double>>& rows) {
-  PolicyInput input;
-  input.gpu_types = std::move(types);
-  input.gpu_counts = std::move(counts);
-  input.gpus_per_server.assign(input.gpu_types.size(), 1);
-  input.jobs = std::move(jobs);
-  input.throughput = Matrix(input.jobs.size(), input.gpu_types.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    for (std::size_t j = 0; j < rows[i].size(); ++j) input.throughput(i, j) = rows[i][j];
-  }
-  input.pair_throughput_first = Matrix(0, input.gpu_types.size());
-  input.pair_throughput_second = Matrix(0, input.gpu_types.size());
-  return input;
-}
-
 std::unique_ptr<Policy> Ftf(Variant variant, bool compat = false,
                             std::shared_ptr<lp::Solver> solver = nullptr) {
   PolicyOptions options;
@@ -73,9 +57,6 @@ Truth BuildTruth(const PolicyInput& input, const Matrix& believed, bool packed, 
   const std::size_t m = input.num_jobs();
   const std::size_t n = input.num_types();
   Truth truth;
-  truth.thr.resize(m);
-  std::vector<std::vector<int>> time_cols(m);
-  std::vector<std::vector<std::pair<int, double>>> cap(n);
   for (std::size_t i = 0; i < m; ++i) {
     // X_iso[i][j] = c_j / (m s_i), the row divided by max(1, its sum).
     double row = 0.0;
@@ -90,40 +71,10 @@ Truth BuildTruth(const PolicyInput& input, const Matrix& believed, bool packed, 
     const double remaining = input.jobs[i].steps_remaining;
     truth.isolated_time.push_back(remaining > 0 && iso > 0 ? remaining / iso : 0.0);
     truth.weight.push_back(weighted ? input.jobs[i].priority_weight : 1.0);
-    for (std::size_t j = 0; j < n; ++j) {
-      const int c = truth.base.AddColumn(0.0, 1.0);
-      truth.thr[i].push_back({c, believed(i, j)});
-      time_cols[i].push_back(c);
-      cap[j].push_back({c, input.jobs[i].scale_factor});
-    }
   }
-  if (packed) {
-    for (std::size_t p = 0; p < input.pairs.size(); ++p) {
-      const auto a = static_cast<std::size_t>(input.pairs[p].first);
-      const auto b = static_cast<std::size_t>(input.pairs[p].second);
-      for (std::size_t j = 0; j < n; ++j) {
-        const int c = truth.base.AddColumn(0.0, 1.0);
-        truth.thr[a].push_back({c, input.pair_throughput_first(p, j)});
-        truth.thr[b].push_back({c, input.pair_throughput_second(p, j)});
-        time_cols[a].push_back(c);
-        time_cols[b].push_back(c);
-        cap[j].push_back({c, input.jobs[a].scale_factor});
-      }
-    }
-  }
-  for (std::size_t j = 0; j < n; ++j) {
-    std::vector<int> cols;
-    std::vector<double> coefs;
-    for (auto [c, s] : cap[j]) {
-      cols.push_back(c);
-      coefs.push_back(s);
-    }
-    truth.base.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, coefs);
-  }
-  for (std::size_t i = 0; i < m; ++i) {
-    const std::vector<double> ones(time_cols[i].size(), 1.0);
-    truth.base.AddRow(-lp::kInfinity, 1.0, time_cols[i], ones);
-  }
+  ReferenceLp reference = BuildReferenceLp(input, believed, packed);
+  truth.thr = std::move(reference.thr);
+  truth.base = std::move(reference.model);
   return truth;
 }
 

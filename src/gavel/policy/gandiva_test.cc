@@ -11,66 +11,26 @@
 #include <vector>
 
 #include "gavel/core/py_random.h"
+#include "gavel/policy/policy_test_support.h"
 
 namespace gavel::policy {
 namespace {
 
-struct TestJob {
-  std::uint64_t id = 0;
-  int scale_factor = 1;
-  std::vector<double> throughput;
-};
-
-PolicyInput MakeInput(const std::vector<std::string>& types, const std::vector<double>& counts,
-                      const std::vector<TestJob>& jobs) {
-  PolicyInput input;
-  input.gpu_types = types;
-  input.gpu_counts = counts;
-  input.gpus_per_server.assign(types.size(), 1);
-  input.throughput = Matrix(jobs.size(), types.size());
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    PolicyJob job;
-    job.id = JobId(jobs[i].id);
-    job.scale_factor = jobs[i].scale_factor;
-    input.jobs.push_back(job);
-    for (std::size_t j = 0; j < types.size(); ++j) input.throughput(i, j) = jobs[i].throughput[j];
-  }
-  input.pair_throughput_first = Matrix(0, types.size());
-  input.pair_throughput_second = Matrix(0, types.size());
-  return input;
-}
-
 // Adds every pair of equal scale factor; each member runs at `fraction` of its own throughput
 // while sharing.
 void AddAllPairs(PolicyInput& input, double fraction) {
-  std::vector<std::pair<std::vector<double>, std::vector<double>>> values;
   for (std::size_t a = 0; a < input.num_jobs(); ++a) {
     for (std::size_t b = a + 1; b < input.num_jobs(); ++b) {
       if (input.jobs[a].scale_factor != input.jobs[b].scale_factor) continue;
-      input.pairs.push_back({static_cast<int>(a), static_cast<int>(b)});
       std::vector<double> f;
       std::vector<double> s;
       for (std::size_t j = 0; j < input.num_types(); ++j) {
         f.push_back(input.throughput(a, j) * fraction);
         s.push_back(input.throughput(b, j) * fraction);
       }
-      values.emplace_back(f, s);
+      AddPair(input, static_cast<int>(a), static_cast<int>(b), f, s);
     }
   }
-  input.pair_throughput_first = Matrix(values.size(), input.num_types());
-  input.pair_throughput_second = Matrix(values.size(), input.num_types());
-  for (std::size_t p = 0; p < values.size(); ++p) {
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      input.pair_throughput_first(p, j) = values[p].first[j];
-      input.pair_throughput_second(p, j) = values[p].second[j];
-    }
-  }
-}
-
-PolicyOutput Allocated(Policy& policy, const PolicyInput& input) {
-  auto result = policy.Allocate(input);
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
-  return std::move(result).value();
 }
 
 std::unique_ptr<Policy> MakeGandivaWith(std::uint64_t seed, bool compat = false) {

@@ -9,33 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "gavel/policy/policy_test_support.h"
 #include "gavel/policy/proportional.h"
 
 namespace gavel::policy {
 namespace {
 
-PolicyInput MakeInput(const std::vector<std::string>& types, const std::vector<double>& counts,
+// Jobs 1, 2, ... of the given scale factors, each at 1 step/s on every type.
+PolicyInput UnitInput(const std::vector<std::string>& types, const std::vector<double>& counts,
                       const std::vector<int>& scale_factors) {
-  PolicyInput input;
-  input.gpu_types = types;
-  input.gpu_counts = counts;
-  input.gpus_per_server.assign(types.size(), 1);
-  input.throughput = Matrix(scale_factors.size(), types.size(), 1.0);
+  std::vector<TestJob> jobs;
   for (std::size_t i = 0; i < scale_factors.size(); ++i) {
-    PolicyJob job;
-    job.id = JobId(static_cast<std::uint64_t>(i + 1));
-    job.scale_factor = scale_factors[i];
-    input.jobs.push_back(job);
+    jobs.push_back({i + 1, scale_factors[i], std::vector<double>(types.size(), 1.0)});
   }
-  input.pair_throughput_first = Matrix(0, types.size());
-  input.pair_throughput_second = Matrix(0, types.size());
-  return input;
-}
-
-PolicyOutput Allocated(std::unique_ptr<Policy> policy, const PolicyInput& input) {
-  auto result = policy->Allocate(input);
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
-  return std::move(result).value();
+  return MakeInput(types, counts, jobs);
 }
 
 // 2 k80 and 4 v100; jobs of 1, 4 and 1 GPUs (m = 3). Each job first gets c_j / (3 s_i):
@@ -44,7 +31,7 @@ PolicyOutput Allocated(std::unique_ptr<Policy> policy, const PolicyInput& input)
 // v100 2/3 + 4/3 + 2/3 = 8/3 <= 4.
 TEST(IsolatedTest, HandWorkedAllocation) {
   const PolicyOutput out =
-      Allocated(MakeIsolated(PolicyOptions{}), MakeInput({"k80", "v100"}, {2, 4}, {1, 4, 1}));
+      Allocated(*MakeIsolated(PolicyOptions{}), UnitInput({"k80", "v100"}, {2, 4}, {1, 4, 1}));
   EXPECT_DOUBLE_EQ(out.allocation(0, 0), 1.0 / 3.0);
   EXPECT_DOUBLE_EQ(out.allocation(0, 1), 2.0 / 3.0);
   EXPECT_DOUBLE_EQ(out.allocation(1, 0), 1.0 / 6.0);
@@ -66,8 +53,8 @@ TEST(IsolatedTest, FeasibleOnRandomClusters) {
                                         static_cast<double>(1 + rng() % 8)};
     std::vector<int> scale_factors(1 + rng() % 12);
     for (int& s : scale_factors) s = 1 << (rng() % 4);
-    const PolicyInput input = MakeInput({"k80", "p100", "v100"}, counts, scale_factors);
-    const PolicyOutput out = Allocated(MakeIsolated(PolicyOptions{}), input);
+    const PolicyInput input = UnitInput({"k80", "p100", "v100"}, counts, scale_factors);
+    const PolicyOutput out = Allocated(*MakeIsolated(PolicyOptions{}), input);
     for (std::size_t i = 0; i < input.num_jobs(); ++i) {
       EXPECT_LE(out.allocation.RowSum(i), 1.0 + 1e-12);
       for (std::size_t j = 0; j < 3; ++j) EXPECT_GE(out.allocation(i, j), 0.0);
@@ -89,8 +76,8 @@ TEST(ProportionalTest, HandWorkedAllocationUnderCompat) {
   compat.compat_gavel = true;
   for (const std::vector<int>& scale_factors :
        {std::vector<int>{1}, std::vector<int>{1, 4, 1}, std::vector<int>(7, 2)}) {
-    const PolicyOutput out = Allocated(MakeProportional(compat),
-                                       MakeInput({"k80", "v100"}, {2, 4}, scale_factors));
+    const PolicyOutput out = Allocated(*MakeProportional(compat),
+                                       UnitInput({"k80", "v100"}, {2, 4}, scale_factors));
     ASSERT_EQ(out.allocation.rows(), scale_factors.size());
     for (std::size_t i = 0; i < scale_factors.size(); ++i) {
       EXPECT_DOUBLE_EQ(out.allocation(i, 0), 1.0 / 3.0);
@@ -109,8 +96,8 @@ TEST(ProportionalTest, HandWorkedAllocationFitsCapacityByDefault) {
   const std::vector<std::pair<std::vector<int>, double>> cases = {
       {{1}, 1.0}, {{1, 4, 1}, 1.0}, {std::vector<int>(7, 2), 3.0 / 7.0}};
   for (const auto& [scale_factors, fit] : cases) {
-    const PolicyOutput out = Allocated(MakeProportional(PolicyOptions{}),
-                                       MakeInput({"k80", "v100"}, {2, 4}, scale_factors));
+    const PolicyOutput out = Allocated(*MakeProportional(PolicyOptions{}),
+                                       UnitInput({"k80", "v100"}, {2, 4}, scale_factors));
     for (std::size_t i = 0; i < scale_factors.size(); ++i) {
       EXPECT_DOUBLE_EQ(out.allocation(i, 0), fit / 3.0);
       EXPECT_DOUBLE_EQ(out.allocation(i, 1), 2.0 * fit / 3.0);
@@ -119,9 +106,9 @@ TEST(ProportionalTest, HandWorkedAllocationFitsCapacityByDefault) {
 }
 
 TEST(ClosedFormTest, EmptyInputGivesEmptyAllocation) {
-  const PolicyInput input = MakeInput({"k80", "v100"}, {2, 4}, {});
-  EXPECT_EQ(Allocated(MakeIsolated(PolicyOptions{}), input).allocation.rows(), 0u);
-  EXPECT_EQ(Allocated(MakeProportional(PolicyOptions{}), input).allocation.rows(), 0u);
+  const PolicyInput input = UnitInput({"k80", "v100"}, {2, 4}, {});
+  EXPECT_EQ(Allocated(*MakeIsolated(PolicyOptions{}), input).allocation.rows(), 0u);
+  EXPECT_EQ(Allocated(*MakeProportional(PolicyOptions{}), input).allocation.rows(), 0u);
 }
 
 }  // namespace

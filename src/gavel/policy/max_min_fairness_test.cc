@@ -13,6 +13,7 @@
 #include "gavel/lp/glpk_solver.h"
 #include "gavel/lp/model.h"
 #include "gavel/policy/policy_input.h"
+#include "gavel/policy/policy_test_support.h"
 
 namespace gavel::policy {
 namespace {
@@ -61,18 +62,10 @@ struct PairDesc {
   std::vector<double> second_throughput;
 };
 
-// Adds space-sharing pairs (sorted by (first, second) by the caller).
+// Adds space-sharing pairs (sorted by (first, second) by the caller) to an input without any.
 void AddPairs(PolicyInput& input, const std::vector<PairDesc>& pairs) {
-  const std::size_t n = input.num_types();
-  input.pairs.clear();
-  input.pair_throughput_first = Matrix(pairs.size(), n);
-  input.pair_throughput_second = Matrix(pairs.size(), n);
-  for (std::size_t p = 0; p < pairs.size(); ++p) {
-    input.pairs.push_back(JobPair{pairs[p].first, pairs[p].second});
-    for (std::size_t j = 0; j < n; ++j) {
-      input.pair_throughput_first(p, j) = pairs[p].first_throughput[j];
-      input.pair_throughput_second(p, j) = pairs[p].second_throughput[j];
-    }
+  for (const PairDesc& pair : pairs) {
+    AddPair(input, pair.first, pair.second, pair.first_throughput, pair.second_throughput);
   }
 }
 

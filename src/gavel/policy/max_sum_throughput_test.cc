@@ -29,22 +29,6 @@ PolicyJob Job(std::uint64_t id, double remaining = 0.0, std::optional<double> sl
   return job;
 }
 
-PolicyInput MakeInput(std::vector<std::string> types, std::vector<double> counts,
-                      std::vector<PolicyJob> jobs, const std::vector<std::vector<double>>& rows) {
-  PolicyInput input;
-  input.gpu_types = std::move(types);
-  input.gpu_counts = std::move(counts);
-  input.gpus_per_server.assign(input.gpu_types.size(), 1);
-  input.jobs = std::move(jobs);
-  input.throughput = Matrix(input.jobs.size(), input.gpu_types.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    for (std::size_t j = 0; j < rows[i].size(); ++j) input.throughput(i, j) = rows[i][j];
-  }
-  input.pair_throughput_first = Matrix(0, input.gpu_types.size());
-  input.pair_throughput_second = Matrix(0, input.gpu_types.size());
-  return input;
-}
-
 Result<PolicyOutput> SumThroughput(const MaxSumThroughputOptions& variant, const PolicyInput& input,
                                    bool compat = false) {
   PolicyOptions options;
@@ -76,44 +60,19 @@ std::pair<double, bool> GlpkOptimum(const PolicyInput& input, const std::vector<
                                     bool packed, bool slos) {
   const std::size_t m = input.num_jobs();
   const std::size_t n = input.num_types();
-  lp::Model model(lp::Sense::kMaximize);
-  std::vector<std::vector<std::pair<int, double>>> thr(m);
-  std::vector<std::vector<int>> time_cols(m);
-  std::vector<std::vector<std::pair<int, double>>> cap(n);
+  ReferenceLp reference = BuildReferenceLp(input, input.throughput, packed);
+  lp::Model& model = reference.model;
+  const std::vector<std::vector<std::pair<int, double>>>& thr = reference.thr;
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      const int c = model.AddColumn(0.0, 1.0, input.throughput(i, j) / costs[j]);
-      thr[i].push_back({c, input.throughput(i, j)});
-      time_cols[i].push_back(c);
-      cap[j].push_back({c, input.jobs[i].scale_factor});
+      model.SetObjective(static_cast<int>(i * n + j), input.throughput(i, j) / costs[j]);
     }
   }
   for (std::size_t p = 0; packed && p < input.pairs.size(); ++p) {
-    const auto a = static_cast<std::size_t>(input.pairs[p].first);
-    const auto b = static_cast<std::size_t>(input.pairs[p].second);
     for (std::size_t j = 0; j < n; ++j) {
-      const double first = input.pair_throughput_first(p, j);
-      const double second = input.pair_throughput_second(p, j);
-      const int c = model.AddColumn(0.0, 1.0, (first + second) / costs[j]);
-      thr[a].push_back({c, first});
-      thr[b].push_back({c, second});
-      time_cols[a].push_back(c);
-      time_cols[b].push_back(c);
-      cap[j].push_back({c, input.jobs[a].scale_factor});
+      const double both = input.pair_throughput_first(p, j) + input.pair_throughput_second(p, j);
+      model.SetObjective(static_cast<int>(m * n + p * n + j), both / costs[j]);
     }
-  }
-  for (std::size_t j = 0; j < n; ++j) {
-    std::vector<int> cols;
-    std::vector<double> coefs;
-    for (auto [c, s] : cap[j]) {
-      cols.push_back(c);
-      coefs.push_back(s);
-    }
-    model.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, coefs);
-  }
-  for (std::size_t i = 0; i < m; ++i) {
-    const std::vector<double> ones(time_cols[i].size(), 1.0);
-    model.AddRow(-lp::kInfinity, 1.0, time_cols[i], ones);
   }
   const auto without = lp::MakeGlpkSolver()->Solve(model);
   EXPECT_TRUE(without.ok() && without->outcome == lp::Outcome::kOptimal);

@@ -27,22 +27,6 @@ PolicyJob Job(std::uint64_t id, double remaining, int scale_factor = 1) {
   return job;
 }
 
-PolicyInput MakeInput(std::vector<std::string> types, std::vector<double> counts,
-                      std::vector<PolicyJob> jobs, const std::vector<std::vector<double>>& rows) {
-  PolicyInput input;
-  input.gpu_types = std::move(types);
-  input.gpu_counts = std::move(counts);
-  input.gpus_per_server.assign(input.gpu_types.size(), 1);
-  input.jobs = std::move(jobs);
-  input.throughput = Matrix(input.jobs.size(), input.gpu_types.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    for (std::size_t j = 0; j < rows[i].size(); ++j) input.throughput(i, j) = rows[i][j];
-  }
-  input.pair_throughput_first = Matrix(0, input.gpu_types.size());
-  input.pair_throughput_second = Matrix(0, input.gpu_types.size());
-  return input;
-}
-
 bool CanRun(const PolicyInput& input, std::size_t i, bool packed) {
   for (std::size_t j = 0; j < input.num_types(); ++j) {
     if (input.throughput(i, j) > 0.0) return true;
@@ -78,45 +62,11 @@ double AchievedMakespan(const PolicyInput& input, const PolicyOutput& out, bool 
 // Σ (M T / R_i) X >= 1.
 double GlpkMakespan(const PolicyInput& input, const Matrix& believed, bool packed) {
   const std::size_t m = input.num_jobs();
-  const std::size_t n = input.num_types();
-  const std::size_t num_pairs = packed ? input.pairs.size() : 0;
+  const ReferenceLp reference = BuildReferenceLp(input, believed, packed);
+  const std::vector<std::vector<std::pair<int, double>>>& thr = reference.thr;
   auto feasible = [&](double makespan) {
-    lp::Model model(lp::Sense::kMaximize);
-    std::vector<std::vector<std::pair<int, double>>> thr(m);
-    std::vector<std::vector<int>> time_cols(m);
-    std::vector<std::vector<std::pair<int, double>>> cap(n);
+    lp::Model model = reference.model;
     for (std::size_t i = 0; i < m; ++i) {
-      for (std::size_t j = 0; j < n; ++j) {
-        const int c = model.AddColumn(0.0, 1.0);
-        thr[i].push_back({c, believed(i, j)});
-        time_cols[i].push_back(c);
-        cap[j].push_back({c, input.jobs[i].scale_factor});
-      }
-    }
-    for (std::size_t p = 0; p < num_pairs; ++p) {
-      const auto a = static_cast<std::size_t>(input.pairs[p].first);
-      const auto b = static_cast<std::size_t>(input.pairs[p].second);
-      for (std::size_t j = 0; j < n; ++j) {
-        const int c = model.AddColumn(0.0, 1.0);
-        thr[a].push_back({c, input.pair_throughput_first(p, j)});
-        thr[b].push_back({c, input.pair_throughput_second(p, j)});
-        time_cols[a].push_back(c);
-        time_cols[b].push_back(c);
-        cap[j].push_back({c, input.jobs[a].scale_factor});
-      }
-    }
-    for (std::size_t j = 0; j < n; ++j) {
-      std::vector<int> cols;
-      std::vector<double> coefs;
-      for (auto [c, s] : cap[j]) {
-        cols.push_back(c);
-        coefs.push_back(s);
-      }
-      model.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, coefs);
-    }
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::vector<double> ones(time_cols[i].size(), 1.0);
-      model.AddRow(-lp::kInfinity, 1.0, time_cols[i], ones);
       const double remaining = input.jobs[i].steps_remaining;
       bool runs = false;
       for (auto [c, t] : thr[i]) runs = runs || t > 0.0;

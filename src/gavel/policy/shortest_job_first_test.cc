@@ -10,54 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "gavel/policy/policy_test_support.h"
+
 namespace gavel::policy {
 namespace {
 
-struct TestJob {
-  std::uint64_t id = 0;
-  int scale_factor = 1;
-  double steps = 0.0;
-  std::vector<double> throughput;
-};
-
-PolicyInput MakeInput(const std::vector<std::string>& types, const std::vector<double>& counts,
-                      const std::vector<TestJob>& jobs) {
-  PolicyInput input;
-  input.gpu_types = types;
-  input.gpu_counts = counts;
-  input.gpus_per_server.assign(types.size(), 1);
-  input.throughput = Matrix(jobs.size(), types.size());
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    PolicyJob job;
-    job.id = JobId(jobs[i].id);
-    job.scale_factor = jobs[i].scale_factor;
-    job.steps_remaining = jobs[i].steps;
-    input.jobs.push_back(job);
-    for (std::size_t j = 0; j < types.size(); ++j) input.throughput(i, j) = jobs[i].throughput[j];
-  }
-  input.pair_throughput_first = Matrix(0, types.size());
-  input.pair_throughput_second = Matrix(0, types.size());
-  return input;
-}
+// Jobs below are TestJobs (policy_test_support.h): {id, scale factor, throughputs, steps
+// remaining}.
 
 PolicyOutput Allocated(Variant variant, const PolicyInput& input) {
-  auto policy = MakeShortestJobFirst(variant, PolicyOptions{});
-  auto result = policy->Allocate(input);
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
-  return std::move(result).value();
-}
-
-int TypeOf(const PolicyOutput& out, std::size_t i) {
-  int type = -1;
-  for (std::size_t j = 0; j < out.allocation.cols(); ++j) {
-    const double x = out.allocation(i, j);
-    EXPECT_TRUE(x == 0.0 || x == 1.0);
-    if (x == 1.0) {
-      EXPECT_EQ(type, -1) << "job " << i << " holds two types";
-      type = static_cast<int>(j);
-    }
-  }
-  return type;
+  return Allocated(*MakeShortestJobFirst(variant, PolicyOptions{}), input);
 }
 
 // One k80 and one v100. A: 100 steps at (1, 3) steps/s; B: 90 steps at (1, 1); C: 10 steps at
@@ -69,7 +31,7 @@ int TypeOf(const PolicyOutput& out, std::size_t i) {
 // C → v100 (its fastest), A → k80 (v100 is taken), B waits.
 TEST(ShortestJobFirstTest, HandWorkedOrderAndPlacement) {
   const PolicyInput input = MakeInput(
-      {"k80", "v100"}, {1, 1}, {{1, 1, 100, {1, 3}}, {2, 1, 90, {1, 1}}, {3, 1, 10, {1, 2}}});
+      {"k80", "v100"}, {1, 1}, {{1, 1, {1, 3}, 100}, {2, 1, {1, 1}, 90}, {3, 1, {1, 2}, 10}});
   const PolicyOutput agnostic = Allocated(Variant::kAgnostic, input);
   EXPECT_EQ(TypeOf(agnostic, 0), 1);
   EXPECT_EQ(TypeOf(agnostic, 1), -1);
@@ -86,7 +48,7 @@ TEST(ShortestJobFirstTest, HandWorkedOrderAndPlacement) {
 // and is skipped; C takes the other GPU (FIFO would stop at B).
 TEST(ShortestJobFirstTest, JobsThatDoNotFitAreSkippedWithoutBlocking) {
   const PolicyInput input =
-      MakeInput({"v100"}, {2}, {{1, 1, 1, {1}}, {2, 2, 4, {2}}, {3, 1, 3, {1}}});
+      MakeInput({"v100"}, {2}, {{1, 1, {1}, 1}, {2, 2, {2}, 4}, {3, 1, {1}, 3}});
   for (const Variant variant : {Variant::kAgnostic, Variant::kPerf}) {
     const PolicyOutput out = Allocated(variant, input);
     EXPECT_EQ(TypeOf(out, 0), 0);
@@ -97,8 +59,8 @@ TEST(ShortestJobFirstTest, JobsThatDoNotFitAreSkippedWithoutBlocking) {
 
 // Preemptive: a long job running alone loses its GPU as soon as a shorter one is present.
 TEST(ShortestJobFirstTest, AShorterArrivalPreemptsALongJob) {
-  const TestJob long_job{1, 1, 1000, {1}};
-  const TestJob short_job{2, 1, 10, {1}};
+  const TestJob long_job{1, 1, {1}, 1000};
+  const TestJob short_job{2, 1, {1}, 10};
   const PolicyOutput before = Allocated(Variant::kPerf, MakeInput({"v100"}, {1}, {long_job}));
   EXPECT_EQ(TypeOf(before, 0), 0);
   const PolicyOutput after =
@@ -110,7 +72,7 @@ TEST(ShortestJobFirstTest, AShorterArrivalPreemptsALongJob) {
 // Equal estimates keep id order; a job that can run nowhere is never placed and blocks no one.
 TEST(ShortestJobFirstTest, TiesGoToTheEarlierJobAndUnrunnableJobsAreLeftOut) {
   const PolicyInput input =
-      MakeInput({"v100"}, {1}, {{1, 1, 0, {0}}, {2, 1, 50, {1}}, {3, 1, 50, {1}}});
+      MakeInput({"v100"}, {1}, {{1, 1, {0}, 0}, {2, 1, {1}, 50}, {3, 1, {1}, 50}});
   for (const Variant variant : {Variant::kAgnostic, Variant::kPerf}) {
     const PolicyOutput out = Allocated(variant, input);
     EXPECT_EQ(TypeOf(out, 0), -1);
@@ -138,7 +100,7 @@ TEST(ShortestJobFirstTest, RandomInstancesAgreeWithTheDefinition) {
     std::vector<TestJob> jobs;
     const std::size_t m = 1 + rng() % 10;
     for (std::size_t i = 0; i < m; ++i) {
-      TestJob job{i, 1, static_cast<double>(1 + rng() % 6) * 100.0, {}};
+      TestJob job{i, 1, {}, static_cast<double>(1 + rng() % 6) * 100.0};
       for (int j = 0; j < 3; ++j) job.throughput.push_back(static_cast<double>(1 + rng() % 4));
       jobs.push_back(job);
     }
@@ -152,7 +114,7 @@ TEST(ShortestJobFirstTest, RandomInstancesAgreeWithTheDefinition) {
                      ? rate + jobs[i].throughput[j] * counts[j] / total_gpus
                      : std::max(rate, jobs[i].throughput[j]);
         }
-        time[i] = jobs[i].steps / rate;
+        time[i] = jobs[i].steps_remaining / rate;
       }
       const auto earlier = [&](std::size_t a, std::size_t b) {
         return time[a] < time[b] || (time[a] == time[b] && a < b);

@@ -18,6 +18,7 @@
 
 #include "gavel/lp/glpk_solver.h"
 #include "gavel/lp/model.h"
+#include "gavel/policy/policy_test_support.h"
 
 namespace gavel::policy {
 namespace {
@@ -30,25 +31,19 @@ struct JobSpec {
 };
 
 // Types must be given sorted by name, as PolicyInput requires.
+// Job k gets id k; entity e is named "entity<e>".
 PolicyInput MakeInput(const std::vector<std::string>& types, const std::vector<double>& counts,
                       const std::vector<JobSpec>& jobs,
                       const std::vector<double>& entity_weights = {}) {
-  PolicyInput input;
-  input.gpu_types = types;
-  input.gpu_counts = counts;
-  input.gpus_per_server.assign(types.size(), 1);
-  input.throughput = Matrix(jobs.size(), types.size());
+  std::vector<TestJob> test_jobs;
   for (std::size_t k = 0; k < jobs.size(); ++k) {
-    PolicyJob job;
-    job.id = JobId(k);
-    job.scale_factor = jobs[k].scale_factor;
-    job.priority_weight = jobs[k].priority_weight;
-    job.entity = jobs[k].entity;
-    input.jobs.push_back(job);
-    for (std::size_t j = 0; j < types.size(); ++j) {
-      input.throughput(k, j) = jobs[k].throughput[j];
-    }
+    test_jobs.push_back(TestJob{.id = k,
+                                .scale_factor = jobs[k].scale_factor,
+                                .throughput = jobs[k].throughput,
+                                .priority_weight = jobs[k].priority_weight,
+                                .entity = jobs[k].entity});
   }
+  PolicyInput input = policy::MakeInput(types, counts, test_jobs);
   for (std::size_t e = 0; e < entity_weights.size(); ++e) {
     input.entities.push_back("entity" + std::to_string(e));
   }
@@ -376,7 +371,6 @@ PolicyInput RandomInput(std::mt19937_64& rng, bool entities, bool pairs) {
   PolicyInput input = MakeInput(types, counts, jobs, entity_weights);
   if (!pairs) return input;
 
-  std::vector<std::vector<double>> first, second;
   for (std::size_t a = 0; a < jobs.size(); ++a) {
     for (std::size_t b = a + 1; b < jobs.size(); ++b) {
       if (jobs[a].scale_factor != jobs[b].scale_factor) continue;
@@ -388,18 +382,7 @@ PolicyInput RandomInput(std::mt19937_64& rng, bool entities, bool pairs) {
         fb.push_back(both ? jobs[b].throughput[j] * slowdown(rng) : 0.0);
         any = any || both;
       }
-      if (!any) continue;
-      input.pairs.push_back(JobPair{static_cast<int>(a), static_cast<int>(b)});
-      first.push_back(fa);
-      second.push_back(fb);
-    }
-  }
-  input.pair_throughput_first = Matrix(first.size(), n);
-  input.pair_throughput_second = Matrix(first.size(), n);
-  for (std::size_t p = 0; p < first.size(); ++p) {
-    for (std::size_t j = 0; j < n; ++j) {
-      input.pair_throughput_first(p, j) = first[p][j];
-      input.pair_throughput_second(p, j) = second[p][j];
+      if (any) AddPair(input, static_cast<int>(a), static_cast<int>(b), fa, fb);
     }
   }
   return input;
