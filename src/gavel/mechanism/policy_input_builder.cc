@@ -1,5 +1,7 @@
 #include "gavel/mechanism/policy_input_builder.h"
 
+#include <algorithm>
+
 namespace gavel::mechanism {
 
 Result<std::vector<int>> TableTypesOf(const ClusterLayout& layout, const ThroughputTable& table) {
@@ -74,31 +76,21 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
     }
   }
 
-  std::vector<double> first;
-  std::vector<double> second;
   if (options.pairs) {
-    for (std::size_t a = 0; a < m; ++a) {
-      for (std::size_t b = a + 1; b < m; ++b) {
-        if (jobs[a].scale_factor != jobs[b].scale_factor) continue;
-        const auto co =
-            ColocatedThroughputs(table, table_types, jobs[a].table_key, jobs[b].table_key);
-        bool useful = false;
-        for (std::size_t j = 0; j < n; ++j) useful = useful || co[j][0] > 0.0 || co[j][1] > 0.0;
-        if (!useful && !options.keep_unusable_pairs) continue;
-        input.pairs.push_back(policy::JobPair{static_cast<int>(a), static_cast<int>(b)});
-        for (std::size_t j = 0; j < n; ++j) {
-          const bool oversized = options.zero_oversized &&
-                                 jobs[a].scale_factor > layout.gpu_count(static_cast<int>(j));
-          first.push_back(oversized ? 0.0 : co[j][0]);
-          second.push_back(oversized ? 0.0 : co[j][1]);
-        }
-      }
-    }
+    policy::AddSpaceSharingPairs(
+        input,
+        policy::PairOptions{.keep_unusable = options.keep_unusable_pairs,
+                            .zero_oversized = options.zero_oversized},
+        [&](std::size_t a, std::size_t b, std::span<std::array<double, 2>> per_type) {
+          const auto co =
+              ColocatedThroughputs(table, table_types, jobs[a].table_key, jobs[b].table_key);
+          std::copy(co.begin(), co.end(), per_type.begin());
+          return true;
+        });
+  } else {
+    input.pair_throughput_first = Matrix(0, n);
+    input.pair_throughput_second = Matrix(0, n);
   }
-  input.pair_throughput_first = Matrix(input.pairs.size(), n);
-  input.pair_throughput_second = Matrix(input.pairs.size(), n);
-  input.pair_throughput_first.data() = std::move(first);
-  input.pair_throughput_second.data() = std::move(second);
   return input;
 }
 

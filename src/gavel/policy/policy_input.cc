@@ -122,46 +122,33 @@ Result<PolicyInput> BuildPolicyInput(const ClusterSnapshot& snapshot, const Thro
   }
 
   if (requirements.pairs && table != nullptr) {
-    std::vector<std::array<double, 2>> per_type(n);
-    for (std::size_t a = 0; a < m; ++a) {
-      if (key_of_job[a] < 0) continue;
-      for (std::size_t b = a + 1; b < m; ++b) {
-        if (key_of_job[b] < 0 || input.jobs[a].scale_factor != input.jobs[b].scale_factor) continue;
-        bool known = true;
-        bool useful = false;
-        for (std::size_t j = 0; j < n && known; ++j) {
-          if (table_type[j] < 0) { known = false; break; }
-          const auto co = table->Colocated(table_type[j], key_of_job[a], key_of_job[b]);
-          if (!co) { known = false; break; }
-          std::array<double, 2> tput = *co;
-          // Jobs whose own throughputs override the table keep the table's relative slowdown.
-          for (int member = 0; member < 2; ++member) {
-            const std::size_t job = member == 0 ? a : b;
-            const double table_alone =
-                table->Isolated(table_type[j], key_of_job[job]).value_or(0.0);
-            const double alone = input.throughput(job, j);
-            tput[static_cast<std::size_t>(member)] =
-                table_alone > 0.0 ? tput[static_cast<std::size_t>(member)] * alone / table_alone
-                                  : 0.0;
-          }
-          if (input.jobs[a].scale_factor > static_cast<int>(input.gpu_counts[j])) tput = {0.0, 0.0};
-          per_type[j] = tput;
-          useful = useful || tput[0] > 0.0 || tput[1] > 0.0;
+    // The oversized rule applies before the usability test here: a pair that can share no
+    // type it fits on is left out.
+    const auto colocated = [&](std::size_t a, std::size_t b,
+                               std::span<std::array<double, 2>> per_type) {
+      if (key_of_job[a] < 0 || key_of_job[b] < 0) return false;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (table_type[j] < 0) return false;
+        const auto co = table->Colocated(table_type[j], key_of_job[a], key_of_job[b]);
+        if (!co) return false;
+        std::array<double, 2> tput = *co;
+        // Jobs whose own throughputs override the table keep the table's relative slowdown.
+        for (int member = 0; member < 2; ++member) {
+          const std::size_t job = member == 0 ? a : b;
+          const double table_alone =
+              table->Isolated(table_type[j], key_of_job[job]).value_or(0.0);
+          const double alone = input.throughput(job, j);
+          tput[static_cast<std::size_t>(member)] =
+              table_alone > 0.0 ? tput[static_cast<std::size_t>(member)] * alone / table_alone
+                                : 0.0;
         }
-        if (!known || (!useful && !requirements.keep_unusable_pairs)) continue;
-        input.pairs.push_back(JobPair{static_cast<int>(a), static_cast<int>(b)});
-        for (std::size_t j = 0; j < n; ++j) {
-          input.pair_throughput_first.data().push_back(per_type[j][0]);
-          input.pair_throughput_second.data().push_back(per_type[j][1]);
-        }
+        if (input.jobs[a].scale_factor > static_cast<int>(input.gpu_counts[j])) tput = {0.0, 0.0};
+        per_type[j] = tput;
       }
-    }
-    std::vector<double> first = std::move(input.pair_throughput_first.data());
-    std::vector<double> second = std::move(input.pair_throughput_second.data());
-    input.pair_throughput_first = Matrix(input.pairs.size(), n);
-    input.pair_throughput_second = Matrix(input.pairs.size(), n);
-    input.pair_throughput_first.data() = std::move(first);
-    input.pair_throughput_second.data() = std::move(second);
+      return true;
+    };
+    AddSpaceSharingPairs(input, PairOptions{.keep_unusable = requirements.keep_unusable_pairs},
+                         colocated);
   } else {
     input.pair_throughput_first = Matrix(0, n);
     input.pair_throughput_second = Matrix(0, n);

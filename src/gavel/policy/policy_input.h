@@ -4,8 +4,12 @@
 // should spend on type j. Plain data; thread-compatible; policies only read it.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gavel/core/ids.h"
@@ -62,6 +66,51 @@ struct InputRequirements {
   bool steps_remaining = false;      // every job must give steps_remaining
   bool instance_costs = false;       // every GPU type must have a price
 };
+
+// How AddSpaceSharingPairs judges the candidates.
+struct PairOptions {
+  bool keep_unusable = false;  // keep pairs whose co-located throughputs are all zero
+  // Set a pair's throughputs to 0 on every type with fewer GPUs than its scale factor, after
+  // the usability test (a pair usable only there is kept, with zeros, as the round scheduler
+  // always has).
+  bool zero_oversized = false;
+};
+
+// Fills input.pairs and the pair matrices from input.jobs and input.gpu_counts: every two jobs
+// a < b of equal scale factor, in order, for which `colocated(a, b, per_type)` fills
+// `per_type[j]` (a std::span<std::array<double, 2>>, one entry per GPU type) with the two
+// members' co-located steps/s and returns true; false means the pair is unknown (left out).
+template <class Colocated>
+void AddSpaceSharingPairs(PolicyInput& input, const PairOptions& options,
+                          const Colocated& colocated) {
+  const std::size_t m = input.num_jobs();
+  const std::size_t n = input.num_types();
+  std::vector<std::array<double, 2>> per_type(n);
+  std::vector<double> first;
+  std::vector<double> second;
+  input.pairs.clear();
+  for (std::size_t a = 0; a < m; ++a) {
+    for (std::size_t b = a + 1; b < m; ++b) {
+      const int scale_factor = input.jobs[a].scale_factor;
+      if (input.jobs[b].scale_factor != scale_factor) continue;
+      if (!colocated(a, b, std::span<std::array<double, 2>>(per_type))) continue;
+      bool usable = false;
+      for (const std::array<double, 2>& t : per_type) usable = usable || t[0] > 0.0 || t[1] > 0.0;
+      if (!usable && !options.keep_unusable) continue;
+      input.pairs.push_back(JobPair{static_cast<int>(a), static_cast<int>(b)});
+      for (std::size_t j = 0; j < n; ++j) {
+        const bool oversized =
+            options.zero_oversized && scale_factor > static_cast<int>(input.gpu_counts[j]);
+        first.push_back(oversized ? 0.0 : per_type[j][0]);
+        second.push_back(oversized ? 0.0 : per_type[j][1]);
+      }
+    }
+  }
+  input.pair_throughput_first = Matrix(input.pairs.size(), n);
+  input.pair_throughput_second = Matrix(input.pairs.size(), n);
+  input.pair_throughput_first.data() = std::move(first);
+  input.pair_throughput_second.data() = std::move(second);
+}
 
 // Builds the problem from a snapshot. `table` supplies throughputs for jobs that name a
 // job_type (it may be null when every job gives its own throughputs). Errors name the job

@@ -4,7 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstddef>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
@@ -365,6 +370,55 @@ TEST(PolicyInputTest, AnEmptySnapshotGivesAnEmptyProblem) {
   EXPECT_EQ(input->throughput.rows(), 0u);
   EXPECT_EQ(input->throughput.cols(), 3u);
   EXPECT_TRUE(input->pairs.empty());
+}
+
+// The enumeration shared by BuildPolicyInput and the round scheduler's builder, worked by
+// hand. Jobs 0..4 of scale factors (1, 1, 2, 2, 1) on types of 1 and 2 GPUs. The callback
+// knows (0, 4) as all zero, (1, 4) and (2, 3), where (2, 3) shares only type 0, which is too
+// small for it, and not (0, 1); it is never asked about jobs of different scale factors.
+TEST(PolicyInputTest, SpaceSharingPairsAreEveryKnownUsablePairOfEqualScaleFactorsInOrder) {
+  using PerType = std::span<std::array<double, 2>>;
+  const auto run = [](const PairOptions& options, std::vector<std::pair<int, int>>* asked) {
+    PolicyInput input = MakeInput({"a", "b"}, {1, 2}, {{0, 1}, {1, 1}, {2, 2}, {3, 2}, {4, 1}});
+    AddSpaceSharingPairs(input, options, [&](std::size_t a, std::size_t b, PerType per_type) {
+      asked->emplace_back(static_cast<int>(a), static_cast<int>(b));
+      if (a == 0 && b == 1) return false;
+      per_type[0] = {0.0, 0.0};
+      per_type[1] = {0.0, 0.0};
+      if (a == 1 && b == 4) {
+        per_type[0] = {1.0, 2.0};
+        per_type[1] = {3.0, 4.0};
+      }
+      if (a == 2 && b == 3) per_type[0] = {5.0, 6.0};
+      return true;
+    });
+    return input;
+  };
+  const auto pairs_of = [](const PolicyInput& input) {
+    std::vector<std::pair<int, int>> pairs;
+    for (const JobPair& p : input.pairs) pairs.emplace_back(p.first, p.second);
+    return pairs;
+  };
+  using Pairs = std::vector<std::pair<int, int>>;
+
+  std::vector<std::pair<int, int>> asked;
+  const PolicyInput plain = run(PairOptions{}, &asked);
+  EXPECT_EQ(asked, (Pairs{{0, 1}, {0, 4}, {1, 4}, {2, 3}}));
+  ASSERT_EQ(pairs_of(plain), (Pairs{{1, 4}, {2, 3}}));
+  EXPECT_EQ(plain.pair_throughput_first.data(), (std::vector<double>{1, 3, 5, 0}));
+  EXPECT_EQ(plain.pair_throughput_second.data(), (std::vector<double>{2, 4, 6, 0}));
+
+  const PolicyInput kept = run(PairOptions{.keep_unusable = true}, &asked);
+  ASSERT_EQ(pairs_of(kept), (Pairs{{0, 4}, {1, 4}, {2, 3}}));
+  EXPECT_EQ(kept.pair_throughput_first.data(), (std::vector<double>{0, 0, 1, 3, 5, 0}));
+
+  // Usable is judged before the too-small type is zeroed: (2, 3) stays, with nothing.
+  const PolicyInput zeroed = run(PairOptions{.zero_oversized = true}, &asked);
+  ASSERT_EQ(pairs_of(zeroed), (Pairs{{1, 4}, {2, 3}}));
+  EXPECT_EQ(zeroed.pair_throughput_first.data(), (std::vector<double>{1, 3, 0, 0}));
+  EXPECT_EQ(zeroed.pair_throughput_second.data(), (std::vector<double>{2, 4, 0, 0}));
+  EXPECT_EQ(zeroed.pair_throughput_first.rows(), 2u);
+  EXPECT_EQ(zeroed.pair_throughput_first.cols(), 2u);
 }
 
 }  // namespace
