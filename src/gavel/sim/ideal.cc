@@ -59,30 +59,28 @@ class FluidSimulation {
   }
 
   Status AdmitArrivals() {
-    while (true) {
-      const std::optional<Seconds> arrival = setup_.stream->PeekArrival();
-      if (!arrival || *arrival > now_) break;
-      const workload::TraceJob job = setup_.stream->Pop();
-      const auto key = options_.throughputs->KeyIndex(job.key());
-      if (!key) {
-        return Status::NotFound("job type " + job.key().ToString() +
-                                " is not in the throughput table");
-      }
-      const mechanism::JobDescription d = ToDescription(job, now_, options_.compat);
-      JobRecord record;
-      record.table_key = *key;
-      record.scale_factor = job.scale_factor;
-      record.priority_weight = job.priority_weight;
-      record.total_steps = job.total_steps;
-      record.arrival = job.arrival_time;
-      record.deadline = d.deadline;
-      if (records_.size() == setup_.window_start) window_start_time_ = job.arrival_time;
-      active_.push_back(records_.size());
-      records_.push_back(record);
-      gpu_seconds_.emplace_back(num_types_, 0.0);
-      changed_ = true;
-    }
-    return Status::Ok();
+    return ForEachArrival(
+        *setup_.stream, now_, options_.compat,
+        [&](const workload::TraceJob& job, const mechanism::JobDescription& d) -> Status {
+          const auto key = options_.throughputs->KeyIndex(job.key());
+          if (!key) {
+            return Status::NotFound("job type " + job.key().ToString() +
+                                    " is not in the throughput table");
+          }
+          JobRecord record;
+          record.table_key = *key;
+          record.scale_factor = job.scale_factor;
+          record.priority_weight = job.priority_weight;
+          record.total_steps = job.total_steps;
+          record.arrival = job.arrival_time;
+          record.deadline = d.deadline;
+          if (records_.size() == setup_.window_start) window_start_time_ = job.arrival_time;
+          active_.push_back(records_.size());
+          records_.push_back(record);
+          gpu_seconds_.emplace_back(num_types_, 0.0);
+          changed_ = true;
+          return Status::Ok();
+        });
   }
 
   // A new allocation, and with it every active job's rate and GPU use per type.

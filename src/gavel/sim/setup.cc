@@ -79,6 +79,18 @@ mechanism::JobDescription ToDescription(const workload::TraceJob& job, Seconds a
   return d;
 }
 
+Status ForEachArrival(
+    workload::JobStream& stream, Seconds now, const mechanism::Compat& compat,
+    const std::function<Status(const workload::TraceJob&, const mechanism::JobDescription&)>&
+        admit) {
+  while (true) {
+    const std::optional<Seconds> arrival = stream.PeekArrival();
+    if (!arrival || *arrival > now) return Status::Ok();
+    const workload::TraceJob job = stream.Pop();
+    GAVEL_RETURN_IF_ERROR(admit(job, ToDescription(job, now, compat)));
+  }
+}
+
 void FinishResult(const SimulationOptions& options, const RunSetup& setup,
                   const ThroughputTable& table, const std::vector<mechanism::JobRecord>& records,
                   const std::vector<std::vector<double>>& gpu_seconds, Seconds end,

@@ -4,6 +4,7 @@
 // Not part of the library's interface.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -31,6 +32,14 @@ Result<RunSetup> PrepareRun(const SimulationOptions& options);
 // multiplier × duration + arrival (compat: + admission time, as the original computes it).
 mechanism::JobDescription ToDescription(const workload::TraceJob& job, Seconds admitted_at,
                                         const mechanism::Compat& compat);
+
+// Spec §3.7 step 5: pops from `stream`, in arrival order, every job that has arrived by `now`
+// and hands it to `admit` with the scheduler's view of it admitted at `now` (ToDescription).
+// Stops at admit's first error and returns it.
+Status ForEachArrival(
+    workload::JobStream& stream, Seconds now, const mechanism::Compat& compat,
+    const std::function<Status(const workload::TraceJob&, const mechanism::JobDescription&)>&
+        admit);
 
 // Fills the per-job list and the window statistics from per-job records. `records[i]` is job
 // i's; `gpu_seconds[i]` its GPU-seconds per type. `end` is the final simulated time.

@@ -134,15 +134,13 @@ class RoundSimulation {
 
   // Spec §3.7 step 5: jobs that arrived by now, in arrival order.
   Status AdmitArrivals() {
-    while (true) {
-      const std::optional<Seconds> arrival = setup_.stream->PeekArrival();
-      if (!arrival || *arrival > now_) break;
-      const workload::TraceJob job = setup_.stream->Pop();
-      GAVEL_ASSIGN_OR_RETURN(
-          const JobId id, scheduler_->AddJob(internal::ToDescription(job, now_, options_.compat)));
-      if (id.value() == setup_.window_start) StartWindow(job.arrival_time);
-    }
-    return Status::Ok();
+    return internal::ForEachArrival(
+        *setup_.stream, now_, options_.compat,
+        [&](const workload::TraceJob& job, const mechanism::JobDescription& d) -> Status {
+          GAVEL_ASSIGN_OR_RETURN(const JobId id, scheduler_->AddJob(d));
+          if (id.value() == setup_.window_start) StartWindow(job.arrival_time);
+          return Status::Ok();
+        });
   }
 
   // Spec §3.5-3.7 step 6. Returns whether anything runs this round.
