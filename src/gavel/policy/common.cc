@@ -332,6 +332,11 @@ Result<Matrix> AverageThroughput(const PolicyInput& input, bool compat) {
   return believed;
 }
 
+Result<Matrix> PlanningThroughput(Variant variant, const PolicyInput& input, bool compat) {
+  if (variant == Variant::kAgnostic) return AverageThroughput(input, compat);
+  return input.throughput;
+}
+
 namespace {
 
 // Under --compat gavel every LP is solved to a central optimal point, as the original's

@@ -105,6 +105,9 @@ double EffectiveThroughput(const PolicyInput& input, const PolicyOutput& output,
 // --compat gavel UnitThroughput is 1 everywhere, as in the original.
 Matrix UnitThroughput(const PolicyInput& input, bool compat);
 Result<Matrix> AverageThroughput(const PolicyInput& input, bool compat);
+// What a finish-time policy (finish-time fairness, makespan) plans with: AverageThroughput
+// for the heterogeneity-agnostic variant, the input's throughputs otherwise.
+Result<Matrix> PlanningThroughput(Variant variant, const PolicyInput& input, bool compat);
 
 // The solvers to use: the injected ones or the defaults (Clp, Cbc). Under --compat gavel the
 // LP solver returns central optimal points (lp::Algorithm::kCentral), like the original's

@@ -72,10 +72,7 @@ class FinishTimeFairness final : public Policy {
     const std::size_t m = input.num_jobs();
     const bool packed = variant_ == Variant::kPacked;
     const bool compat = options_.compat_gavel;
-    Matrix throughput = input.throughput;
-    if (variant_ == Variant::kAgnostic) {
-      GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
-    }
+    GAVEL_ASSIGN_OR_RETURN(const Matrix throughput, PlanningThroughput(variant_, input, compat));
 
     // The fast path (per-job decomposition) needs no whole-LP model: it is built (with the
     // jobs' throughput terms) for the general path, or when the fast path fails.

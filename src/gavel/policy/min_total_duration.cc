@@ -86,10 +86,7 @@ class MinTotalDuration final : public Policy {
     const std::size_t m = input.num_jobs();
     const bool packed = variant_ == Variant::kPacked;
     const bool compat = options_.compat_gavel;
-    Matrix throughput = input.throughput;
-    if (variant_ == Variant::kAgnostic) {
-      GAVEL_ASSIGN_OR_RETURN(throughput, AverageThroughput(input, compat));
-    }
+    GAVEL_ASSIGN_OR_RETURN(const Matrix throughput, PlanningThroughput(variant_, input, compat));
 
     FastPathAttempt fast =
         TryFastPath(variant_, options_, m, [&] { return SolveByDecomposition(input, throughput); });
