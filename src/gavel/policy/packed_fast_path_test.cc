@@ -13,6 +13,7 @@
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/lp/solver.h"
+#include "gavel/policy/common.h"
 #include "gavel/policy/policy_input.h"
 #include "gavel/policy/policy_test_support.h"
 #include "gavel/policy/registry.h"
@@ -55,10 +56,9 @@ Result<PolicyOutput> Allocate(const std::string& policy, const PolicyInput& inpu
   return made->Allocate(input);
 }
 
-// The packed policies that solve LPs (fifo_packed and gandiva are rule-based). Only
-// max_min_fairness_packed and min_total_duration_packed mark their pairs lazy
-// (docs/policies.md); for the others both paths solve the whole LP, and the comparison below
-// guards against one of them starting to differ.
+// The packed policies that solve LPs (fifo_packed and gandiva are rule-based). All but
+// finish_time_fairness_packed mark their pairs lazy on the fast path (docs/policies.md); for
+// it both paths solve the whole LP, and the comparison below guards against a difference.
 std::vector<std::string> PackedLpPolicies() {
   return {"max_min_fairness_packed", "max_min_fairness_water_filling_packed",
           "finish_time_fairness_packed", "min_total_duration_packed",
@@ -96,6 +96,37 @@ INSTANTIATE_TEST_SUITE_P(PackedLpPolicies, PackedFastPathTest,
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param;
                          });
+
+// Water filling reports only its first LP's optimum; the whole leximin allocation is unique
+// in its normalised throughputs (every job ends frozen at its level, and a frozen job's
+// level is the most it can get while the others keep theirs), so each job's NET_i must agree
+// between the paths, not just the minimum.
+TEST(PackedFastPathTest, WaterFillingReachesTheSameLevelsAsTheWholeLp) {
+  const std::string policy = "max_min_fairness_water_filling_packed";
+  const PolicyInfo& info = **FindPolicy(policy);
+  for (int instance = 0; instance < 12; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(900 + static_cast<std::uint64_t>(instance));
+    const PolicyInput input = Build(info, RandomSnapshot(rng));
+    const auto fast = Allocate(policy, input, SolvePath::kFast);
+    const auto general = Allocate(policy, input, SolvePath::kGeneral);
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(general.ok()) << general.status().ToString();
+    const std::vector<double> prop = ProportionalThroughputs(input, input.throughput);
+    double top = 0.0;
+    std::vector<double> fast_levels(input.num_jobs(), 0.0);
+    std::vector<double> general_levels(input.num_jobs(), 0.0);
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (prop[i] <= 0.0) continue;
+      fast_levels[i] = EffectiveThroughput(input, *fast, i) / prop[i];
+      general_levels[i] = EffectiveThroughput(input, *general, i) / prop[i];
+      top = std::max(top, general_levels[i]);
+    }
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      EXPECT_NEAR(fast_levels[i], general_levels[i], 1e-5 * std::max(1.0, top)) << "job " << i;
+    }
+  }
+}
 
 // Counts the columns of the models the policy hands to the solver.
 class CountingSolver final : public lp::Solver {

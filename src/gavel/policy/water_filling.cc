@@ -622,9 +622,7 @@ class WaterFilling final : public Policy {
     const bool packed = variant_ == Variant::kPacked;
     const Matrix throughput = BelievedThroughput(input);
 
-    // The whole LP: this policy does not mark its pair columns lazy (docs/policies.md).
-    BaseProblemOptions base_options = BaseProblemOptionsFor(variant_, options_);
-    base_options.lazy_pairs = false;
+    const BaseProblemOptions base_options = BaseProblemOptionsFor(variant_, options_);
     GAVEL_ASSIGN_OR_RETURN(BaseProblem base,
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
     const std::vector<double> prop = NormalisingShares(input, throughput);
