@@ -81,6 +81,7 @@ TEST_P(PackedFastPathTest, SameObjectiveAsTheWholeLpOnRandomSnapshots) {
     ASSERT_TRUE(fast.ok()) << fast.status().ToString();
     ASSERT_TRUE(general.ok()) << general.status().ToString();
     ExpectValidAllocation(input, *fast);
+    EXPECT_EQ(fast->note.find("fast path failed"), std::string::npos) << fast->note;
     EXPECT_EQ(AllocationStatusName(fast->status), std::string(AllocationStatusName(general->status)));
     ASSERT_EQ(fast->objective.has_value(), general->objective.has_value());
     if (!general->objective.has_value()) continue;
