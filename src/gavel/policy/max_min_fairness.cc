@@ -163,72 +163,13 @@ class MaxMinFairness final : public Policy {
                                          const std::vector<double>& prop,
                                          const JobClasses& classes) {
     const std::size_t n = input.num_types();
-    const std::size_t k = classes.size();
-    const std::size_t q_count = classes.pairs.size();
-    lp::Model model(lp::Sense::kMaximize);
-    std::vector<int> x(k * n);
-    std::vector<int> y(q_count * n);
-    for (std::size_t a = 0; a < k; ++a) {
-      const std::size_t i = classes.members[a].front();
-      for (std::size_t j = 0; j < n; ++j) {
-        x[a * n + j] = model.AddColumn(0.0, throughput(i, j) > 0.0 ? 1.0 : 0.0);
-      }
-    }
-    for (std::size_t q = 0; q < q_count; ++q) {
-      const JobClasses::ClassPair& pair = classes.pairs[q];
-      for (std::size_t j = 0; j < n; ++j) {
-        const bool runnable = pair.first[j] > 0.0 || pair.second[j] > 0.0;
-        y[q * n + j] = model.AddColumn(0.0, runnable ? lp::kInfinity : 0.0);
-      }
-    }
-    const int level = model.AddColumn(0.0, lp::kInfinity, 1.0);
-    const auto size_of = [&](std::size_t a) {
-      return static_cast<double>(classes.members[a].size());
-    };
-    const auto scale_of = [&](std::size_t a) {
-      return static_cast<double>(input.jobs[classes.members[a].front()].scale_factor);
-    };
+    BaseProblem problem =
+        BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize);
+    const int level = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
+    bool any_demand = false;
     std::vector<int> cols;
     std::vector<double> coefs;
-    for (std::size_t j = 0; j < n; ++j) {
-      cols.clear();
-      coefs.clear();
-      for (std::size_t a = 0; a < k; ++a) {
-        cols.push_back(x[a * n + j]);
-        coefs.push_back(size_of(a) * scale_of(a));
-      }
-      for (std::size_t q = 0; q < q_count; ++q) {
-        cols.push_back(y[q * n + j]);
-        coefs.push_back(scale_of(classes.pairs[q].a));
-      }
-      model.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, coefs);
-    }
-    // Per class, its pairs' columns with the member's share of each unit of pair time.
-    std::vector<std::vector<std::pair<std::size_t, double>>> shares(k);  // (q, share)
-    for (std::size_t q = 0; q < q_count; ++q) {
-      const JobClasses::ClassPair& pair = classes.pairs[q];
-      if (pair.a == pair.b) {
-        shares[pair.a].emplace_back(q, 2.0 / size_of(pair.a));
-      } else {
-        shares[pair.a].emplace_back(q, 1.0 / size_of(pair.a));
-        shares[pair.b].emplace_back(q, 1.0 / size_of(pair.b));
-      }
-    }
-    bool any_demand = false;
-    for (std::size_t a = 0; a < k; ++a) {
-      cols.clear();
-      coefs.clear();
-      for (std::size_t j = 0; j < n; ++j) cols.push_back(x[a * n + j]);
-      for (const auto& [q, share] : shares[a]) {
-        for (std::size_t j = 0; j < n; ++j) cols.push_back(y[q * n + j]);
-      }
-      coefs.assign(cols.size(), 1.0);
-      std::size_t c = n;
-      for (const auto& [q, share] : shares[a]) {
-        for (std::size_t j = 0; j < n; ++j) coefs[c++] = share;
-      }
-      model.AddRow(-lp::kInfinity, 1.0, cols, coefs);
-
+    for (std::size_t a = 0; a < classes.size(); ++a) {
       const std::size_t i = classes.members[a].front();
       if (prop[i] <= 0.0) continue;
       any_demand = true;
@@ -237,46 +178,26 @@ class MaxMinFairness final : public Policy {
       cols.assign({level});
       coefs.assign({-1.0});
       for (std::size_t j = 0; j < n; ++j) {
-        cols.push_back(x[a * n + j]);
+        cols.push_back(problem.job_columns[a * n + j]);
         coefs.push_back(throughput(i, j) * scale);
       }
-      for (const auto& [q, share] : shares[a]) {
-        const JobClasses::ClassPair& pair = classes.pairs[q];
-        const std::vector<double>& mine = pair.a == a ? pair.first : pair.second;
+      for (const auto& [q, share] : PairSharesOf(classes, a)) {
         for (std::size_t j = 0; j < n; ++j) {
-          cols.push_back(y[q * n + j]);
-          coefs.push_back(mine[j] * share * scale);
+          cols.push_back(problem.pair_columns[q * n + j]);
+          coefs.push_back(MemberPairThroughput(classes, a, q, j) * scale);
         }
       }
-      model.AddRow(0.0, lp::kInfinity, cols, coefs);
+      problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
     }
-    PolicyOutput output;
-    output.allocation = Matrix(input.num_jobs(), n);
-    output.pair_allocation = Matrix(input.pairs.size(), n);
-    output.status = AllocationStatus::kOptimal;
-    output.objective = 0.0;
-    if (!any_demand) return output;  // nobody can run anywhere: nothing to raise
-
-    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solver_->Solve(model));
-    if (solution.outcome != lp::Outcome::kOptimal) {
-      return UnexpectedOutcome("max_min_fairness", solution.outcome);
-    }
-    const auto value = [&](int column) {
-      return std::max(0.0, solution.values[static_cast<std::size_t>(column)]);
-    };
-    for (std::size_t a = 0; a < k; ++a) {
-      for (const std::size_t i : classes.members[a]) {
-        for (std::size_t j = 0; j < n; ++j) {
-          output.allocation(i, j) = std::min(1.0, value(x[a * n + j]));
-        }
+    lp::Solution solution;
+    solution.values.assign(static_cast<std::size_t>(problem.model.num_columns()), 0.0);
+    if (any_demand) {  // else nobody can run anywhere: nothing to raise
+      GAVEL_ASSIGN_OR_RETURN(solution, solver_->Solve(problem.model));
+      if (solution.outcome != lp::Outcome::kOptimal) {
+        return UnexpectedOutcome("max_min_fairness", solution.outcome);
       }
     }
-    for (std::size_t q = 0; q < q_count; ++q) {
-      for (std::size_t j = 0; j < n; ++j) {
-        SpreadPairTime(input, classes, q, j, value(y[q * n + j]), output.pair_allocation);
-      }
-    }
-    for (double& v : output.pair_allocation.data()) v = std::clamp(v, 0.0, 1.0);
+    PolicyOutput output = SpreadClassAllocation(input, classes, problem, solution);
     output.objective = solution.values[static_cast<std::size_t>(level)];
     return output;
   }

@@ -32,16 +32,17 @@ std::vector<double> RowOf(const Matrix& m, std::size_t row) {
 }  // namespace
 
 std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
-                                                  const Matrix& throughput) {
+                                                  const Matrix& throughput, bool by_entity) {
   const std::size_t m = input.num_jobs();
   JobClasses classes;
   std::vector<std::size_t> class_of_job(m, 0);
   std::map<std::vector<double>, std::size_t> class_of_key;
-  std::vector<double> key(throughput.cols() + 2);
+  std::vector<double> key(throughput.cols() + 3);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < throughput.cols(); ++j) key[j] = throughput(i, j);
     key[throughput.cols()] = input.jobs[i].scale_factor;
     key[throughput.cols() + 1] = input.jobs[i].priority_weight;
+    key[throughput.cols() + 2] = by_entity ? input.jobs[i].entity : 0;
     const auto found = class_of_key.find(key);
     const std::size_t c = found == class_of_key.end() ? class_of_key.size() : found->second;
     if (found == class_of_key.end()) class_of_key[key] = c;
@@ -130,6 +131,118 @@ void SpreadPairTime(const PolicyInput& input, const JobClasses& classes, std::si
       col_left = col_share;
     }
   }
+}
+
+}  // namespace gavel::policy
+
+namespace gavel::policy {
+
+std::vector<std::pair<std::size_t, double>> PairSharesOf(const JobClasses& classes,
+                                                         std::size_t a) {
+  std::vector<std::pair<std::size_t, double>> shares;
+  const double size = static_cast<double>(classes.members[a].size());
+  for (std::size_t q = 0; q < classes.pairs.size(); ++q) {
+    const JobClasses::ClassPair& pair = classes.pairs[q];
+    if (pair.a == a && pair.b == a) {
+      shares.emplace_back(q, 2.0 / size);
+    } else if (pair.a == a || pair.b == a) {
+      shares.emplace_back(q, 1.0 / size);
+    }
+  }
+  return shares;
+}
+
+double MemberPairThroughput(const JobClasses& classes, std::size_t a, std::size_t q,
+                            std::size_t type) {
+  const JobClasses::ClassPair& pair = classes.pairs[q];
+  const double size = static_cast<double>(classes.members[a].size());
+  const double share = pair.a == pair.b ? 2.0 / size : 1.0 / size;
+  return (pair.a == a ? pair.first[type] : pair.second[type]) * share;
+}
+
+BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& classes,
+                                  const Matrix& throughput, lp::Sense sense) {
+  const std::size_t n = input.num_types();
+  const std::size_t k = classes.size();
+  const std::size_t q_count = classes.pairs.size();
+  BaseProblem problem{lp::Model(sense), {}, {}, {}, {}, {}};
+  problem.job_columns.resize(k * n);
+  problem.pair_columns.resize(q_count * n);
+  for (std::size_t a = 0; a < k; ++a) {
+    const std::size_t i = classes.members[a].front();
+    for (std::size_t j = 0; j < n; ++j) {
+      problem.job_columns[a * n + j] = problem.model.AddColumn(0.0, throughput(i, j) > 0.0 ? 1.0 : 0.0);
+    }
+  }
+  for (std::size_t q = 0; q < q_count; ++q) {
+    const JobClasses::ClassPair& pair = classes.pairs[q];
+    for (std::size_t j = 0; j < n; ++j) {
+      const bool runnable = pair.first[j] > 0.0 || pair.second[j] > 0.0;
+      problem.pair_columns[q * n + j] = problem.model.AddColumn(0.0, runnable ? lp::kInfinity : 0.0);
+    }
+  }
+  const auto scale_of = [&](std::size_t a) {
+    return static_cast<double>(input.jobs[classes.members[a].front()].scale_factor);
+  };
+  std::vector<int> cols;
+  std::vector<double> coefs;
+  for (std::size_t j = 0; j < n; ++j) {
+    cols.clear();
+    coefs.clear();
+    for (std::size_t a = 0; a < k; ++a) {
+      cols.push_back(problem.job_columns[a * n + j]);
+      coefs.push_back(static_cast<double>(classes.members[a].size()) * scale_of(a));
+    }
+    for (std::size_t q = 0; q < q_count; ++q) {
+      cols.push_back(problem.pair_columns[q * n + j]);
+      coefs.push_back(scale_of(classes.pairs[q].a));
+    }
+    problem.capacity_rows.push_back(
+        problem.model.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, coefs));
+  }
+  for (std::size_t a = 0; a < k; ++a) {
+    cols.clear();
+    coefs.clear();
+    for (std::size_t j = 0; j < n; ++j) {
+      cols.push_back(problem.job_columns[a * n + j]);
+      coefs.push_back(1.0);
+    }
+    for (const auto& [q, share] : PairSharesOf(classes, a)) {
+      for (std::size_t j = 0; j < n; ++j) {
+        cols.push_back(problem.pair_columns[q * n + j]);
+        coefs.push_back(share);
+      }
+    }
+    problem.time_rows.push_back(problem.model.AddRow(-lp::kInfinity, 1.0, cols, coefs));
+  }
+  return problem;
+}
+
+PolicyOutput SpreadClassAllocation(const PolicyInput& input, const JobClasses& classes,
+                                   const BaseProblem& problem, const lp::Solution& solution) {
+  const std::size_t n = input.num_types();
+  PolicyOutput output;
+  output.allocation = Matrix(input.num_jobs(), n);
+  output.pair_allocation = Matrix(input.pairs.size(), n);
+  output.status = AllocationStatus::kOptimal;
+  const auto value = [&](int column) {
+    return std::max(0.0, solution.values[static_cast<std::size_t>(column)]);
+  };
+  for (std::size_t a = 0; a < classes.size(); ++a) {
+    for (const std::size_t i : classes.members[a]) {
+      for (std::size_t j = 0; j < n; ++j) {
+        output.allocation(i, j) = std::min(1.0, value(problem.job_columns[a * n + j]));
+      }
+    }
+  }
+  for (std::size_t q = 0; q < classes.pairs.size(); ++q) {
+    for (std::size_t j = 0; j < n; ++j) {
+      SpreadPairTime(input, classes, q, j, value(problem.pair_columns[q * n + j]),
+                     output.pair_allocation);
+    }
+  }
+  for (double& v : output.pair_allocation.data()) v = std::clamp(v, 0.0, 1.0);
+  return output;
 }
 
 }  // namespace gavel::policy

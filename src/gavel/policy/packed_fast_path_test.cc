@@ -177,6 +177,53 @@ TEST(PackedFastPathTest, MaxMinFairnessOverJobClassesMatchesTheWholeLp) {
   EXPECT_GE(by_classes, 12);
 }
 
+// Water filling with many copies of a few jobs (entities included): it fills over classes
+// of interchangeable jobs, and every job must end at the whole LP's level (Clp).
+TEST(PackedFastPathTest, WaterFillingOverJobClassesReachesTheWholeLpLevels) {
+  const std::string policy = "max_min_fairness_water_filling_packed";
+  const PolicyInfo& info = **FindPolicy(policy);
+  int by_classes = 0;
+  for (int instance = 0; instance < 12; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(1700 + static_cast<std::uint64_t>(instance));
+    ClusterSnapshot snapshot = RandomTableCluster(rng, /*max_gpus_per_type=*/6);
+    std::vector<JobSpec> kinds;
+    for (int t = 0; t < 1 + static_cast<int>(rng() % 4); ++t) {
+      kinds.push_back(RandomTableJob(rng, JobId(0), rng() % 4 == 0 ? 2 : 1));
+    }
+    const int m = 8 + static_cast<int>(rng() % 20);
+    for (int i = 0; i < m; ++i) {
+      snapshot.jobs.push_back(kinds[rng() % kinds.size()]);
+      snapshot.jobs.back().id = JobId(static_cast<std::uint64_t>(i));
+    }
+    const PolicyInput input = Build(info, snapshot);
+    if (FindInterchangeableJobs(input, input.throughput, /*by_entity=*/true)) ++by_classes;
+    const auto fast = Allocate(policy, input, SolvePath::kFast);
+    const auto general = Allocate(policy, input, SolvePath::kGeneral);
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(general.ok()) << general.status().ToString();
+    ExpectValidAllocation(input, *fast);
+    EXPECT_EQ(fast->status, general->status);
+    ASSERT_EQ(fast->objective.has_value(), general->objective.has_value());
+    if (general->objective.has_value()) {
+      EXPECT_NEAR(*fast->objective, *general->objective,
+                  1e-6 * std::max(1.0, std::abs(*general->objective)));
+    }
+    const std::vector<double> prop = ProportionalThroughputs(input, input.throughput);
+    double top = 0.0;
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (prop[i] > 0.0) top = std::max(top, EffectiveThroughput(input, *general, i) / prop[i]);
+    }
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (prop[i] <= 0.0) continue;
+      EXPECT_NEAR(EffectiveThroughput(input, *fast, i) / prop[i],
+                  EffectiveThroughput(input, *general, i) / prop[i], 1e-5 * std::max(1.0, top))
+          << "job " << i;
+    }
+  }
+  EXPECT_GE(by_classes, 8);
+}
+
 // SpreadPairTime gives every member its share of a class pair's time, within a class too.
 TEST(PackedFastPathTest, SpreadPairTimeGivesEveryMemberItsShare) {
   const PolicyInfo& info = **FindPolicy("max_min_fairness_packed");
