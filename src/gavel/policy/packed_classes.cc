@@ -179,6 +179,8 @@ BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& cl
     for (std::size_t j = 0; j < n; ++j) {
       const bool runnable = pair.first[j] > 0.0 || pair.second[j] > 0.0;
       problem.pair_columns[q * n + j] = problem.model.AddColumn(0.0, runnable ? lp::kInfinity : 0.0);
+      // n_classes²/2 of them, few used: column generation prices them (lazy).
+      problem.model.SetColumnLazy(problem.pair_columns[q * n + j], true);
     }
   }
   const auto scale_of = [&](std::size_t a) {
