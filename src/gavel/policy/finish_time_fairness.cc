@@ -24,7 +24,8 @@ namespace {
 //   minimise max_k rho_k(X)  s.t. the base constraints.
 // For a fixed r, rho_k <= r is linear: thr_k(X) >= R_k w_k / (r t_iso_k - a_k) (impossible
 // when r t_iso_k <= a_k). So r* is found by bisection over feasibility LPs that differ only
-// in row bounds, re-solved warm in one session (simplex). Among the allocations meeting the
+// in row bounds, re-solved warm in one session (simplex); with space sharing on the
+// column-generation path, by a ratio search over always-feasible LPs (SolveByRatioSearch). Among the allocations meeting the
 // final r, the default prefers the one with the largest Σ_k thr_k / thr_max_k (spare capacity
 // goes to the jobs that are not the bottleneck), which does not change r*; --compat gavel
 // returns the central point of that set instead, as the original's interior-point solver.
