@@ -276,11 +276,9 @@ struct KnownCap {
   int max_jobs;
   std::string_view why;
 };
-constexpr KnownCap kKnownCaps[] = {
-    {"max_min_fairness_water_filling_packed", 128,
-     "256 jobs took 116 s, 370 s and 227 s per solve in three runs on 2026-11-22, after 0.4-2 s "
-     "at 64 and 128 jobs"},
-};
+// None today: water filling with space sharing, capped at 128 jobs before its pairs became
+// lazy (256 jobs took 116-370 s per solve), now follows its extrapolation like the others.
+constexpr std::array<KnownCap, 0> kKnownCaps{};
 
 // Why this point should not run, or nothing.
 std::optional<std::string> SkipReason(const policy::PolicyInfo& info, int num_jobs) {

@@ -125,6 +125,22 @@ class ClpSession final : public Session {
     objective_changed_ = true;
     return simplex_.numberColumns() - 1;
   }
+  int AddColumns(const ColumnBatch& batch) override {
+    const int first = simplex_.numberColumns();
+    if (batch.size() == 0) return first;
+    std::vector<double> lower(batch.size());
+    std::vector<double> upper(batch.size());
+    for (std::size_t c = 0; c < batch.size(); ++c) {
+      lower[c] = ToCoin(batch.lower[c]);
+      upper[c] = ToCoin(batch.upper[c]);
+    }
+    const std::vector<CoinBigIndex> starts(batch.starts.begin(), batch.starts.end());
+    simplex_.addColumns(static_cast<int>(batch.size()), lower.data(), upper.data(),
+                        batch.objective.data(), starts.data(), batch.rows.data(),
+                        batch.coefficients.data());
+    objective_changed_ = true;
+    return first;
+  }
   int AddRow(double lower, double upper, std::span<const int> columns,
              std::span<const double> coefficients) override {
     simplex_.addRow(static_cast<int>(columns.size()), columns.data(), coefficients.data(),

@@ -263,11 +263,14 @@ class ColumnGenerationSession final : public Session {
         }
       }
     }
+    // One batch: adding columns one at a time copies the inner solver's arrays each time
+    // (in Clp), which made loading a third of the solve at 2,048 jobs.
+    ColumnBatch batch;
     std::vector<int> rows;
     std::vector<double> values;
     for (std::size_t s = 0; s < full_columns.size(); ++s) {
       const auto j = static_cast<std::size_t>(full_columns[s]);
-      FullColumn& c = columns_[j];
+      const FullColumn& c = columns_[j];
       GAVEL_CHECK(c.inner == kLeftOut);
       rows.assign(entry_row_.begin() + column_start_[j], entry_row_.begin() + column_start_[j + 1]);
       values.assign(entry_value_.begin() + column_start_[j],
@@ -276,8 +279,13 @@ class ColumnGenerationSession final : public Session {
         rows.push_back(row);
         values.push_back(value);
       }
-      c.inner = inner_->AddColumn(c.lower, c.upper, in_phase1_ ? 0.0 : c.objective, rows, values);
-      MapInner(c.inner, static_cast<int>(j));
+      batch.Add(c.lower, c.upper, in_phase1_ ? 0.0 : c.objective, rows, values);
+    }
+    const int first = inner_->AddColumns(batch);
+    for (std::size_t s = 0; s < full_columns.size(); ++s) {
+      const auto j = static_cast<std::size_t>(full_columns[s]);
+      columns_[j].inner = first + static_cast<int>(s);
+      MapInner(columns_[j].inner, static_cast<int>(j));
     }
   }
 

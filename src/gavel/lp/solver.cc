@@ -19,6 +19,29 @@ Result<Solution> Solver::Solve(const Model& model, const SolveOptions& options) 
   return session->Solve();
 }
 
+void ColumnBatch::Add(double lo, double hi, double obj, std::span<const int> entry_rows,
+                      std::span<const double> entry_coefficients) {
+  lower.push_back(lo);
+  upper.push_back(hi);
+  objective.push_back(obj);
+  rows.insert(rows.end(), entry_rows.begin(), entry_rows.end());
+  coefficients.insert(coefficients.end(), entry_coefficients.begin(), entry_coefficients.end());
+  starts.push_back(static_cast<int>(rows.size()));
+}
+
+int Session::AddColumns(const ColumnBatch& batch) {
+  int first = -1;
+  for (std::size_t c = 0; c < batch.size(); ++c) {
+    const auto begin = static_cast<std::size_t>(batch.starts[c]);
+    const auto count = static_cast<std::size_t>(batch.starts[c + 1]) - begin;
+    const int added = AddColumn(batch.lower[c], batch.upper[c], batch.objective[c],
+                                std::span<const int>(batch.rows).subspan(begin, count),
+                                std::span<const double>(batch.coefficients).subspan(begin, count));
+    if (c == 0) first = added;
+  }
+  return first;
+}
+
 int RebuildingSession::AddColumn(double lower, double upper, double objective,
                                  std::span<const int> rows, std::span<const double> coefficients) {
   // The model stores rows compressed, so a column with entries in existing rows means

@@ -48,6 +48,21 @@ struct SolveOptions {
   Algorithm algorithm = Algorithm::kSimplex;
 };
 
+// New columns for Session::AddColumns, column-major: column c has bounds lower[c]..upper[c],
+// objective[c], and entries rows/coefficients[starts[c] .. starts[c + 1]) in existing rows.
+struct ColumnBatch {
+  std::vector<double> lower;
+  std::vector<double> upper;
+  std::vector<double> objective;
+  std::vector<int> starts{0};
+  std::vector<int> rows;
+  std::vector<double> coefficients;
+
+  std::size_t size() const { return lower.size(); }
+  void Add(double lo, double hi, double obj, std::span<const int> entry_rows,
+           std::span<const double> entry_coefficients);
+};
+
 class Session {
  public:
   virtual ~Session() = default;
@@ -62,6 +77,10 @@ class Session {
   // Returns the new row's index.
   virtual int AddRow(double lower, double upper, std::span<const int> columns,
                      std::span<const double> coefficients) = 0;
+  // Adds the batch's columns in order; returns the first one's index (the others follow).
+  // The default calls AddColumn per column; a backend that copies its arrays on every added
+  // column (Clp) adds the batch at once.
+  virtual int AddColumns(const ColumnBatch& batch);
 };
 
 class Solver {

@@ -67,43 +67,17 @@ class Allox final : public Policy {
         std::min(waiting.size(), std::max(static_cast<std::size_t>(alpha_share), num_gpus));
     waiting.resize(considered);
 
-    // 4. Slot k·G + g means "k-th from last on GPU g": a job there delays k others behind it
-    // and costs (k + 1)·(its processing time on g) + its wait so far. A min-cost matching of
-    // jobs to slots minimises the sum of completion times (AlloX, EuroSys 2020).
-    const std::size_t rows = waiting.size();
-    if (rows > 0 && num_gpus > 0) {
-      Matrix cost(rows, rows * num_gpus);
-      for (std::size_t r = 0; r < rows; ++r) {
-        const PolicyJob& job = input.jobs[waiting[r]];
-        for (std::size_t g = 0; g < num_gpus; ++g) {
-          double throughput = input.throughput(waiting[r], gpu_type[g]);
-          if (throughput == 0.0) throughput = kZeroThroughput;
-          const double processing = job.steps_remaining / throughput;
-          for (std::size_t k = 0; k < rows; ++k) {
-            cost(r, k * num_gpus + g) =
-                static_cast<double>(k + 1) * processing + job.time_since_start.value();
-          }
-        }
-      }
-      GAVEL_ASSIGN_OR_RETURN(const LinearAssignment matching, SolveLinearSumAssignment(cost));
-      // The job that runs first on each GPU is the one with the largest k there.
-      std::vector<std::size_t> first_job(num_gpus, rows);
-      std::vector<std::size_t> first_slot(num_gpus, 0);
-      for (std::size_t k = 0; k < matching.rows.size(); ++k) {
-        const std::size_t g = matching.cols[k] % num_gpus;
-        const std::size_t slot = matching.cols[k] / num_gpus;
-        if (first_job[g] == rows || slot > first_slot[g]) {
-          first_job[g] = matching.rows[k];
-          first_slot[g] = slot;
-        }
-      }
-      for (std::size_t g = 0; g < num_gpus; ++g) {
-        if (first_job[g] == rows) continue;
-        const std::size_t job = waiting[first_job[g]];
+    // 4. A min-cost matching of jobs to (GPU, position in its queue) slots minimises the sum
+    // of completion times (AlloX, EuroSys 2020); the job first in line on each GPU gets it.
+    if (!waiting.empty() && num_gpus > 0) {
+      GAVEL_ASSIGN_OR_RETURN(const std::vector<Start> starts,
+                             compat_ ? StartsByDenseMatching(input, waiting, gpu_type)
+                                     : StartsByQueueMatching(input, waiting, free_gpus));
+      for (const Start& start : starts) {
         // The original also starts a job on a GPU type it cannot run on when the matching
         // puts it there, and never preempts it (docs/differences.md).
-        if (!compat_ && input.throughput(job, gpu_type[g]) <= 0.0) continue;
-        output.allocation(job, gpu_type[g]) = 1.0;
+        if (!compat_ && input.throughput(start.job, start.type) <= 0.0) continue;
+        output.allocation(start.job, start.type) = 1.0;
       }
     }
 
@@ -118,6 +92,89 @@ class Allox final : public Policy {
   }
 
  private:
+  // A job the matching puts first in line on a GPU of `type`.
+  struct Start {
+    std::size_t job = 0;
+    std::size_t type = 0;
+  };
+
+  static double Processing(const PolicyInput& input, std::size_t job, std::size_t type) {
+    double throughput = input.throughput(job, type);
+    if (throughput == 0.0) throughput = kZeroThroughput;
+    return input.jobs[job].steps_remaining / throughput;
+  }
+
+  // The original's matching (--compat gavel): one column per free GPU g and position k, slot
+  // k·G + g meaning "k-th from last on GPU g": a job there delays k others behind it and
+  // costs (k + 1)·(its processing time on g) + its wait so far; solved as SciPy does, so that
+  // equal-cost optima come out as the original's. Dense: rows × rows·G cells.
+  static Result<std::vector<Start>> StartsByDenseMatching(const PolicyInput& input,
+                                                          const std::vector<std::size_t>& waiting,
+                                                          const std::vector<std::size_t>& gpu_type) {
+    const std::size_t rows = waiting.size();
+    const std::size_t num_gpus = gpu_type.size();
+    Matrix cost(rows, rows * num_gpus);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const PolicyJob& job = input.jobs[waiting[r]];
+      for (std::size_t g = 0; g < num_gpus; ++g) {
+        const double processing = Processing(input, waiting[r], gpu_type[g]);
+        for (std::size_t k = 0; k < rows; ++k) {
+          cost(r, k * num_gpus + g) =
+              static_cast<double>(k + 1) * processing + job.time_since_start.value();
+        }
+      }
+    }
+    GAVEL_ASSIGN_OR_RETURN(const LinearAssignment matching, SolveLinearSumAssignment(cost));
+    // The job that runs first on each GPU is the one with the largest k there.
+    std::vector<std::size_t> first_job(num_gpus, rows);
+    std::vector<std::size_t> first_slot(num_gpus, 0);
+    for (std::size_t k = 0; k < matching.rows.size(); ++k) {
+      const std::size_t g = matching.cols[k] % num_gpus;
+      const std::size_t slot = matching.cols[k] / num_gpus;
+      if (first_job[g] == rows || slot > first_slot[g]) {
+        first_job[g] = matching.rows[k];
+        first_slot[g] = slot;
+      }
+    }
+    std::vector<Start> starts;
+    for (std::size_t g = 0; g < num_gpus; ++g) {
+      if (first_job[g] != rows) starts.push_back(Start{waiting[first_job[g]], gpu_type[g]});
+    }
+    return starts;
+  }
+
+  // The same optimum with the identical GPUs of a type grouped (SolveQueueAssignment): a
+  // sparse transportation problem instead of the dense matrix, so 2,048 jobs take
+  // milliseconds, not hours. The wait so far is a per-job constant (every job is placed), so
+  // it changes no optimum and is left out. On each type the jobs at the highest positions
+  // start, one per GPU: an optimum fills a type's positions from 0 up (a job moved down to a
+  // free lower position costs no more), so they are the first jobs of its GPUs' queues.
+  static Result<std::vector<Start>> StartsByQueueMatching(const PolicyInput& input,
+                                                          const std::vector<std::size_t>& waiting,
+                                                          const std::vector<int>& free_gpus) {
+    const std::size_t n = input.num_types();
+    Matrix processing(waiting.size(), n);
+    for (std::size_t r = 0; r < waiting.size(); ++r) {
+      for (std::size_t j = 0; j < n; ++j) processing(r, j) = Processing(input, waiting[r], j);
+    }
+    std::vector<std::size_t> gpus(n);
+    for (std::size_t j = 0; j < n; ++j) gpus[j] = static_cast<std::size_t>(std::max(0, free_gpus[j]));
+    GAVEL_ASSIGN_OR_RETURN(const std::vector<QueuePlacement> placed,
+                           SolveQueueAssignment(processing, gpus));
+    std::vector<std::vector<std::size_t>> by_type(n);  // rows, highest position first
+    for (std::size_t r = 0; r < placed.size(); ++r) by_type[placed[r].type].push_back(r);
+    std::vector<Start> starts;
+    for (std::size_t j = 0; j < n; ++j) {
+      std::stable_sort(by_type[j].begin(), by_type[j].end(), [&](std::size_t a, std::size_t b) {
+        return placed[a].position > placed[b].position;
+      });
+      for (std::size_t q = 0; q < std::min(gpus[j], by_type[j].size()); ++q) {
+        starts.push_back(Start{waiting[by_type[j][q]], j});
+      }
+    }
+    return starts;
+  }
+
   double alpha_;
   bool compat_;
   // Jobs holding a GPU: job → GPU type name (the original's _prev_allocation rows summing to 1).

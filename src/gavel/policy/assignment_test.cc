@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace gavel::policy {
@@ -191,6 +193,108 @@ TEST(AssignmentTest, MatchesBruteForceOnAlloxShapedMatrices) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace gavel::policy
+
+namespace gavel::policy {
+namespace {
+
+// The dense AlloX matrix of a queue problem: one column per (GPU, position), slot k·G + g
+// costing (k + 1)·p[r][type of g].
+Matrix DenseQueueCost(const Matrix& processing, const std::vector<std::size_t>& gpus) {
+  std::vector<std::size_t> gpu_type;
+  for (std::size_t t = 0; t < gpus.size(); ++t) gpu_type.insert(gpu_type.end(), gpus[t], t);
+  const std::size_t rows = processing.rows();
+  const std::size_t g_count = gpu_type.size();
+  Matrix cost(rows, rows * g_count);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t k = 0; k < rows; ++k) {
+      for (std::size_t g = 0; g < g_count; ++g) {
+        cost(r, k * g_count + g) = static_cast<double>(k + 1) * processing(r, gpu_type[g]);
+      }
+    }
+  }
+  return cost;
+}
+
+// Checks that no (type, position) holds more rows than the type has GPUs; returns the cost.
+double CheckedQueueCost(const Matrix& processing, const std::vector<std::size_t>& gpus,
+                        const std::vector<QueuePlacement>& placed) {
+  EXPECT_EQ(placed.size(), processing.rows());
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> load;
+  double total = 0.0;
+  for (std::size_t r = 0; r < placed.size(); ++r) {
+    EXPECT_LT(placed[r].type, gpus.size());
+    ++load[{placed[r].type, placed[r].position}];
+    total += static_cast<double>(placed[r].position + 1) * processing(r, placed[r].type);
+  }
+  for (const auto& [slot, count] : load) EXPECT_LE(count, gpus[slot.first]);
+  return total;
+}
+
+Matrix RandomProcessing(std::mt19937& rng, std::size_t rows, std::size_t types, bool ties) {
+  std::uniform_real_distribution<double> real(0.0, 20.0);
+  std::uniform_int_distribution<int> small_int(0, 3);
+  Matrix p(rows, types);
+  for (double& x : p.data()) x = ties ? static_cast<double>(small_int(rng)) : real(rng);
+  return p;
+}
+
+// Brute force over every injective map of rows into (GPU, position) slots (the dense matrix)
+// on tiny instances, with real costs, small integer costs (ties) and zero costs.
+TEST(QueueAssignmentTest, MatchesBruteForceOnTinyInstances) {
+  std::mt19937 rng(99);
+  int checked = 0;
+  for (std::size_t rows = 1; rows <= 4; ++rows) {
+    for (const std::vector<std::size_t>& gpus :
+         std::vector<std::vector<std::size_t>>{{1}, {2}, {1, 1}, {0, 2}, {2, 1}, {1, 0, 1}}) {
+      for (int trial = 0; trial < 6; ++trial) {
+        const Matrix p = RandomProcessing(rng, rows, gpus.size(), trial % 2 == 1);
+        const auto placed = SolveQueueAssignment(p, gpus);
+        ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+        EXPECT_NEAR(CheckedQueueCost(p, gpus, *placed),
+                    BruteForceMinCost(DenseQueueCost(p, gpus)), 1e-9)
+            << rows << " rows, trial " << trial;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 4 * 6 * 6);
+}
+
+// Medium instances against the dense shortest-augmenting-path solver (a different algorithm
+// on the ungrouped matrix): up to 40 rows on up to 9 GPUs of 3 types.
+TEST(QueueAssignmentTest, MatchesDenseAssignmentOnMediumInstances) {
+  std::mt19937 rng(2024);
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::size_t rows = 5 + rng() % 36;
+    std::vector<std::size_t> gpus(3);
+    for (std::size_t& g : gpus) g = rng() % 4;
+    if (gpus[0] + gpus[1] + gpus[2] == 0) gpus[1] = 1;
+    const Matrix p = RandomProcessing(rng, rows, 3, trial % 3 == 0);
+    const auto placed = SolveQueueAssignment(p, gpus);
+    ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+    const auto dense = SolveLinearSumAssignment(DenseQueueCost(p, gpus));
+    ASSERT_TRUE(dense.ok());
+    const double expected = CheckedCost(DenseQueueCost(p, gpus), *dense);
+    EXPECT_NEAR(CheckedQueueCost(p, gpus, *placed), expected, 1e-9 * (1.0 + expected))
+        << "trial " << trial;
+  }
+}
+
+TEST(QueueAssignmentTest, BadInputIsAnError) {
+  const std::vector<std::size_t> one = {1};
+  EXPECT_TRUE(SolveQueueAssignment(Matrix(0, 1), one).ok());
+  EXPECT_EQ(SolveQueueAssignment(Matrix(2, 1, 1.0), std::vector<std::size_t>{0}).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(SolveQueueAssignment(Matrix(2, 1, -1.0), one).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(SolveQueueAssignment(Matrix(2, 1, kInf), one).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(SolveQueueAssignment(Matrix(2, 2, 1.0), one).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

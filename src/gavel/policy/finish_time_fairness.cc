@@ -24,7 +24,8 @@ namespace {
 //   minimise max_k rho_k(X)  s.t. the base constraints.
 // For a fixed r, rho_k <= r is linear: thr_k(X) >= R_k w_k / (r t_iso_k - a_k) (impossible
 // when r t_iso_k <= a_k). So r* is found by bisection over feasibility LPs that differ only
-// in row bounds, re-solved warm in one session (simplex). Among the allocations meeting the
+// in row bounds, re-solved warm in one session (simplex); with space sharing on the
+// column-generation path, by a ratio search over always-feasible LPs (SolveByRatioSearch). Among the allocations meeting the
 // final r, the default prefers the one with the largest Σ_k thr_k / thr_max_k (spare capacity
 // goes to the jobs that are not the bottleneck), which does not change r*; --compat gavel
 // returns the central point of that set instead, as the original's interior-point solver.
@@ -59,6 +60,32 @@ std::optional<double> RowLowerBound(const FairnessRow& f, double r) {
   const double slack = r * f.isolated_time - f.time_since_start;
   if (slack <= 0.0) return std::nullopt;
   return f.remaining * f.weight / (slack * f.max_raw_throughput);
+}
+
+// max_k ρ_k of an LP solution (values clipped to [0, 1] as the allocation will be).
+double MaxRho(const std::vector<FairnessRow>& rows,
+              const std::vector<std::vector<ThroughputTerm>>& terms,
+              const std::vector<double>& values) {
+  double worst = 0.0;
+  for (const FairnessRow& f : rows) {
+    double raw = 0.0;
+    for (const ThroughputTerm& t : terms[f.job]) {
+      raw += t.steps_per_second * std::clamp(values[static_cast<std::size_t>(t.column)], 0.0, 1.0);
+    }
+    worst = std::max(worst, raw > 0.0 ? Rho(f, raw) : lp::kInfinity);
+  }
+  return worst;
+}
+
+// When the largest τ with thr_k >= τ · D_k(r) for every job is τ < 1, no ratio below this
+// is feasible: ρ_k <= r/τ + b_k (1 − 1/τ), b_k = a_k / t_iso_k (docs/policies.md).
+double RatioLowerBound(const std::vector<FairnessRow>& rows, double r, double tau) {
+  double bound = lp::kInfinity;
+  for (const FairnessRow& f : rows) {
+    const double b = f.time_since_start / f.isolated_time;
+    bound = std::min(bound, r / tau + b * (1.0 - 1.0 / tau));
+  }
+  return bound;
 }
 
 class FinishTimeFairness final : public Policy {
@@ -131,6 +158,12 @@ class FinishTimeFairness final : public Policy {
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
       GAVEL_RETURN_IF_ERROR(build_general());
+    } else if (problem->model.HasLazyColumns()) {
+      // Space sharing on the column-generation path (pairs lazy).
+      Result<PolicyOutput> output = SolveByRatioSearch(input, *problem, terms, rows);
+      if (output.ok()) return output;
+      fast_path_note = FastPathFailureNote(output.status());
+      GAVEL_RETURN_IF_ERROR(build_general());  // the search added rows and columns
     }
     return SolveByBisection(input, throughput, *problem, terms, std::move(rows), fast_path_note);
   }
@@ -233,11 +266,7 @@ class FinishTimeFairness final : public Policy {
         lo = std::min(lo, hi);
         break;
       }
-      double bound = lp::kInfinity;
-      for (const FairnessRow& f : rows) {
-        const double b = f.time_since_start / f.isolated_time;
-        bound = std::min(bound, r / tau + b * (1.0 - 1.0 / tau));
-      }
+      const double bound = RatioLowerBound(rows, r, tau);
       // Round-off must not push the bound past what an allocation reaches.
       lo = std::min(std::max(lo, bound), hi);
       options.start_points.assign(1, solution.x);
@@ -263,6 +292,96 @@ class FinishTimeFairness final : public Policy {
     // make it so, the allocation that reached the ratio is kept.)
     if (spread.outcome != decomp::JobOutcome::kOptimal) spread.x = *best;
     PolicyOutput output = AllocationOf(input, spread);
+    output.objective = hi;
+    return output;
+  }
+
+  // The ratio search of SolveByDecomposition on the whole LP with lazy pairs (column
+  // generation prices them). Every LP it solves is feasible (X = 0, τ = 0), so column
+  // generation never needs the phase one that makes the bisection's infeasible LPs slow:
+  //   maximise τ  s.t.  Σ_terms (T / thr_max_k) X − τ · L_k(r) >= 0 for every job in the max,
+  // the base constraints, L_k(r) the row lower bound of ρ_k <= r. τ >= 1 iff r is feasible;
+  // a new τ column carries the coefficients of each new r (the old one is fixed at 0). Then
+  // the secondary objective among the allocations with max_k ρ_k <= the ratio found.
+  Result<PolicyOutput> SolveByRatioSearch(const PolicyInput& input, BaseProblem& problem,
+                                          const std::vector<std::vector<ThroughputTerm>>& terms,
+                                          std::vector<FairnessRow>& rows) const {
+    double lo = 0.0;
+    for (const FairnessRow& f : rows) lo = std::max(lo, Rho(f, f.max_raw_throughput));
+    const auto demands = [&](double r) {
+      std::vector<double> minus_demand;
+      for (const FairnessRow& f : rows) minus_demand.push_back(-*RowLowerBound(f, r));
+      return minus_demand;
+    };
+    // Secondary objective coefficients, per column (a pair column serves two jobs).
+    std::vector<std::pair<int, double>> secondary;
+    int tau = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
+    {
+      const std::vector<double> minus_demand = demands(lo);
+      std::vector<int> cols;
+      std::vector<double> coefs;
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        FairnessRow& f = rows[r];
+        cols.clear();
+        coefs.clear();
+        for (const ThroughputTerm& t : terms[f.job]) {
+          cols.push_back(t.column);
+          coefs.push_back(t.steps_per_second / f.max_raw_throughput);
+          secondary.emplace_back(t.column, t.steps_per_second / f.max_raw_throughput);
+        }
+        cols.push_back(tau);
+        coefs.push_back(minus_demand[r]);
+        f.row = problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
+      }
+    }
+    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session, solver_->Load(problem.model));
+    std::vector<int> row_index;
+    for (const FairnessRow& f : rows) row_index.push_back(f.row);
+
+    double hi = lp::kInfinity;
+    std::optional<lp::Solution> best;
+    constexpr int kMaxSolves = 100;
+    const auto converged = [&] { return best.has_value() && hi - lo <= kRelativeGap * hi; };
+    for (int solve = 0; solve < kMaxSolves && !converged(); ++solve) {
+      const double r = lo;
+      if (solve > 0) {
+        session->SetColumnBounds(tau, 0.0, 0.0);
+        session->SetObjective(tau, 0.0);
+        tau = session->AddColumn(0.0, lp::kInfinity, 1.0, row_index, demands(r));
+      }
+      GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session->Solve());
+      if (solution.outcome != lp::Outcome::kOptimal) {
+        return Status::Internal("finish_time_fairness: a ratio LP ended " +
+                                std::string(lp::OutcomeName(solution.outcome)));
+      }
+      const double reached = MaxRho(rows, terms, solution.values);
+      const double t = solution.values[static_cast<std::size_t>(tau)];
+      if (reached < hi) {
+        hi = reached;
+        best = std::move(solution);
+      }
+      if (t >= 1.0) {  // r is feasible and a lower bound: optimal
+        hi = std::min(hi, std::max(r, reached));
+        lo = std::min(lo, hi);
+        break;
+      }
+      if (t <= 0.0) return Status::Internal("finish_time_fairness: no throughput for some job");
+      lo = std::min(std::max(lo, RatioLowerBound(rows, r, t)), hi);
+    }
+    if (!converged()) {
+      return Status::Internal("finish_time_fairness: the ratio search did not converge");
+    }
+
+    // Secondary objective among the allocations with max_k ρ_k <= hi (best meets it).
+    session->SetColumnBounds(tau, 0.0, 0.0);
+    session->SetObjective(tau, 0.0);
+    std::map<int, double> objective;
+    for (const auto& [column, coefficient] : secondary) objective[column] += coefficient;
+    for (const auto& [column, coefficient] : objective) session->SetObjective(column, coefficient);
+    for (const FairnessRow& f : rows) session->SetRowBounds(f.row, *RowLowerBound(f, hi), lp::kInfinity);
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution spread, session->Solve());
+    PolicyOutput output = ExtractAllocation(
+        input, problem, spread.outcome == lp::Outcome::kOptimal ? spread : *best);
     output.objective = hi;
     return output;
   }
@@ -332,15 +451,7 @@ class FinishTimeFairness final : public Policy {
       }
       GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session_.Solve());
       if (solution.outcome != lp::Outcome::kOptimal) return std::optional<Point>();
-      double reached = 0.0;
-      for (const FairnessRow& f : rows_) {
-        double raw = 0.0;
-        for (const ThroughputTerm& t : terms_[f.job]) {
-          raw += t.steps_per_second *
-                 std::clamp(solution.values[static_cast<std::size_t>(t.column)], 0.0, 1.0);
-        }
-        reached = raw > 0.0 ? std::max(reached, Rho(f, raw)) : lp::kInfinity;
-      }
+      const double reached = MaxRho(rows_, terms_, solution.values);
       return std::optional<Point>(Point{std::min(r, reached), std::move(solution)});
     }
 
@@ -395,14 +506,11 @@ class FinishTimeFairness final : public Policy {
     return cumulative;
   }
 
-  // The base problem without lazy pairs: the bisection solves many infeasible LPs, and over
-  // lazy pair columns each would need a phase one by column generation (measured: 3.5 times
-  // slower at 128 jobs than warm whole-LP re-solves).
-  BaseProblemOptions BaseOptions() const {
-    BaseProblemOptions options = BaseProblemOptionsFor(variant_, options_);
-    options.lazy_pairs = false;
-    return options;
-  }
+  // Pairs are lazy on the column-generation path (packed, not --compat gavel), where
+  // SolveByRatioSearch solves only feasible LPs; the bisection's infeasible LPs would each
+  // need a phase one over them (3.5 times slower at 128 jobs), so it sees them lazy only
+  // when the ratio search failed.
+  BaseProblemOptions BaseOptions() const { return BaseProblemOptionsFor(variant_, options_); }
 
   // The isolated allocation (the original's fallback when its solver gives no answer).
   PolicyOutput Fallback(const PolicyInput& input, const Matrix& throughput, bool packed) const {

@@ -1,11 +1,14 @@
 #include "gavel/policy/max_min_fairness.h"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
+#include "gavel/policy/packed_classes.h"
 
 namespace gavel::policy {
 namespace {
@@ -40,6 +43,12 @@ class MaxMinFairness final : public Policy {
       return AllocateByDecomposition(input, throughput, prop);
     });
     if (fast.output.has_value()) return std::move(*fast.output);
+    // Space sharing on the fast path: over classes of interchangeable jobs when they pay.
+    if (packed && m > 0 && !options_.compat_gavel && options_.solve_path == SolvePath::kFast) {
+      if (const std::optional<JobClasses> classes = FindInterchangeableJobs(input, throughput)) {
+        return AllocateByClasses(input, throughput, prop, *classes);
+      }
+    }
 
     GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
@@ -141,6 +150,57 @@ class MaxMinFairness final : public Policy {
   }
 
  private:
+  // The packed LP over classes of interchangeable jobs (packed_classes.h): x[a][j] is each
+  // member's time on type j alone, y[q][j] the total time of class pair q's job pairs on j.
+  //   capacity j:  Σ_a |a| s_a x[a][j] + Σ_q s_q y[q][j] <= c_j
+  //   time a:      Σ_j x[a][j] + Σ_{q ∋ a} Σ_j (y[q][j] / |a|, twice that when q = (a, a)) <= 1
+  //   demand a:    its member's normalised throughput, the same terms weighted by T, >= t
+  // Its optimum is the whole LP's: spread back (SpreadPairTime) an allocation gives every
+  // member exactly these amounts, and an optimum of the whole LP averaged over swaps of
+  // interchangeable jobs is one of these.
+  Result<PolicyOutput> AllocateByClasses(const PolicyInput& input, const Matrix& throughput,
+                                         const std::vector<double>& prop,
+                                         const JobClasses& classes) {
+    const std::size_t n = input.num_types();
+    BaseProblem problem =
+        BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize);
+    const int level = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
+    bool any_demand = false;
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (std::size_t a = 0; a < classes.size(); ++a) {
+      const std::size_t i = classes.members[a].front();
+      if (prop[i] <= 0.0) continue;
+      any_demand = true;
+      const PolicyJob& job = input.jobs[i];
+      const double scale = job.scale_factor / (job.priority_weight * prop[i]);
+      cols.assign({level});
+      coefs.assign({-1.0});
+      for (std::size_t j = 0; j < n; ++j) {
+        cols.push_back(problem.job_columns[a * n + j]);
+        coefs.push_back(throughput(i, j) * scale);
+      }
+      for (const auto& [q, share] : PairSharesOf(classes, a)) {
+        for (std::size_t j = 0; j < n; ++j) {
+          cols.push_back(problem.pair_columns[q * n + j]);
+          coefs.push_back(MemberPairThroughput(classes, a, q, j) * scale);
+        }
+      }
+      problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
+    }
+    lp::Solution solution;
+    solution.values.assign(static_cast<std::size_t>(problem.model.num_columns()), 0.0);
+    if (any_demand) {  // else nobody can run anywhere: nothing to raise
+      GAVEL_ASSIGN_OR_RETURN(solution, solver_->Solve(problem.model));
+      if (solution.outcome != lp::Outcome::kOptimal) {
+        return UnexpectedOutcome("max_min_fairness", solution.outcome);
+      }
+    }
+    PolicyOutput output = SpreadClassAllocation(input, classes, problem, solution);
+    output.objective = solution.values[static_cast<std::size_t>(level)];
+    return output;
+  }
+
   // The original's vectorised packed objective concatenates every job's terms and reshapes
   // them into equal chunks, one per job (the same quirk as the packed time constraint; the
   // base problem has already refused inputs where the chunks cannot be equal).

@@ -39,9 +39,7 @@ class MaxSumThroughput final : public Policy {
         TryFastPath(variant, options_, m, [&] { return SolveByDecomposition(input, costs); });
     if (fast.output.has_value()) return std::move(*fast.output);
 
-    // The whole LP: this policy does not mark its pair columns lazy (docs/policies.md).
-    BaseProblemOptions base_options = BaseProblemOptionsFor(variant, options_);
-    base_options.lazy_pairs = false;
+    const BaseProblemOptions base_options = BaseProblemOptionsFor(variant, options_);
     GAVEL_ASSIGN_OR_RETURN(
         BaseProblem problem,
         BuildBaseProblem(input, input.throughput, lp::Sense::kMaximize, base_options));

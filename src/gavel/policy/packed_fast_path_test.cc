@@ -6,13 +6,17 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
+#include "gavel/lp/glpk_solver.h"
 #include "gavel/lp/solver.h"
+#include "gavel/policy/common.h"
+#include "gavel/policy/packed_classes.h"
 #include "gavel/policy/policy_input.h"
 #include "gavel/policy/policy_test_support.h"
 #include "gavel/policy/registry.h"
@@ -52,10 +56,9 @@ Result<PolicyOutput> Allocate(const std::string& policy, const PolicyInput& inpu
   return made->Allocate(input);
 }
 
-// The packed policies that solve LPs (fifo_packed and gandiva are rule-based). Only
-// max_min_fairness_packed and min_total_duration_packed mark their pairs lazy
-// (docs/policies.md); for the others both paths solve the whole LP, and the comparison below
-// guards against one of them starting to differ.
+// The packed policies that solve LPs (fifo_packed and gandiva are rule-based). All but
+// finish_time_fairness_packed mark their pairs lazy on the fast path (docs/policies.md); for
+// it both paths solve the whole LP, and the comparison below guards against a difference.
 std::vector<std::string> PackedLpPolicies() {
   return {"max_min_fairness_packed", "max_min_fairness_water_filling_packed",
           "finish_time_fairness_packed", "min_total_duration_packed",
@@ -78,6 +81,7 @@ TEST_P(PackedFastPathTest, SameObjectiveAsTheWholeLpOnRandomSnapshots) {
     ASSERT_TRUE(fast.ok()) << fast.status().ToString();
     ASSERT_TRUE(general.ok()) << general.status().ToString();
     ExpectValidAllocation(input, *fast);
+    EXPECT_EQ(fast->note.find("fast path failed"), std::string::npos) << fast->note;
     EXPECT_EQ(AllocationStatusName(fast->status), std::string(AllocationStatusName(general->status)));
     ASSERT_EQ(fast->objective.has_value(), general->objective.has_value());
     if (!general->objective.has_value()) continue;
@@ -93,6 +97,166 @@ INSTANTIATE_TEST_SUITE_P(PackedLpPolicies, PackedFastPathTest,
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param;
                          });
+
+// Water filling reports only its first LP's optimum; the whole leximin allocation is unique
+// in its normalised throughputs (every job ends frozen at its level, and a frozen job's
+// level is the most it can get while the others keep theirs), so each job's NET_i must agree
+// between the paths, not just the minimum.
+TEST(PackedFastPathTest, WaterFillingReachesTheSameLevelsAsTheWholeLp) {
+  const std::string policy = "max_min_fairness_water_filling_packed";
+  const PolicyInfo& info = **FindPolicy(policy);
+  for (int instance = 0; instance < 12; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(900 + static_cast<std::uint64_t>(instance));
+    const PolicyInput input = Build(info, RandomSnapshot(rng));
+    const auto fast = Allocate(policy, input, SolvePath::kFast);
+    const auto general = Allocate(policy, input, SolvePath::kGeneral);
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(general.ok()) << general.status().ToString();
+    const std::vector<double> prop = ProportionalThroughputs(input, input.throughput);
+    double top = 0.0;
+    std::vector<double> fast_levels(input.num_jobs(), 0.0);
+    std::vector<double> general_levels(input.num_jobs(), 0.0);
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (prop[i] <= 0.0) continue;
+      fast_levels[i] = EffectiveThroughput(input, *fast, i) / prop[i];
+      general_levels[i] = EffectiveThroughput(input, *general, i) / prop[i];
+      top = std::max(top, general_levels[i]);
+    }
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      EXPECT_NEAR(fast_levels[i], general_levels[i], 1e-5 * std::max(1.0, top)) << "job " << i;
+    }
+  }
+}
+
+// Many copies of a few jobs (as when jobs come from a table of models): max-min fairness
+// solves over classes of interchangeable jobs (packed_classes.h). Its optimum must be the
+// whole LP's (Clp and GLPK), and the spread-back allocation valid, with every member of a
+// class at the same normalised throughput.
+TEST(PackedFastPathTest, MaxMinFairnessOverJobClassesMatchesTheWholeLp) {
+  const std::string policy = "max_min_fairness_packed";
+  const PolicyInfo& info = **FindPolicy(policy);
+  int by_classes = 0;
+  for (int instance = 0; instance < 16; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(1300 + static_cast<std::uint64_t>(instance));
+    ClusterSnapshot snapshot = RandomTableCluster(rng, /*max_gpus_per_type=*/6);
+    const int templates = 1 + static_cast<int>(rng() % 4);
+    std::vector<JobSpec> kinds;
+    for (int t = 0; t < templates; ++t) {
+      kinds.push_back(RandomTableJob(rng, JobId(0), rng() % 4 == 0 ? 2 : 1));
+    }
+    const int m = 6 + static_cast<int>(rng() % 20);
+    for (int i = 0; i < m; ++i) {
+      snapshot.jobs.push_back(kinds[rng() % kinds.size()]);
+      snapshot.jobs.back().id = JobId(static_cast<std::uint64_t>(i));
+    }
+    const PolicyInput input = Build(info, snapshot);
+    const std::optional<JobClasses> classes = FindInterchangeableJobs(input, input.throughput);
+    if (classes.has_value()) ++by_classes;
+    const auto fast = Allocate(policy, input, SolvePath::kFast);
+    const auto general = Allocate(policy, input, SolvePath::kGeneral);
+    const auto glpk = Allocate(policy, input, SolvePath::kGeneral, lp::MakeGlpkSolver());
+    ASSERT_TRUE(fast.ok() && general.ok() && glpk.ok());
+    ExpectValidAllocation(input, *fast);
+    ASSERT_TRUE(fast->objective.has_value() && general->objective.has_value());
+    const double tolerance = 1e-6 * std::max(1.0, std::abs(*general->objective));
+    EXPECT_NEAR(*fast->objective, *general->objective, tolerance);
+    EXPECT_NEAR(*fast->objective, *glpk->objective, tolerance);
+    if (!classes.has_value()) continue;
+    for (const std::vector<std::size_t>& members : classes->members) {
+      for (const std::size_t i : members) {
+        EXPECT_NEAR(ThroughputOf(input, *fast, i), ThroughputOf(input, *fast, members.front()),
+                    1e-9 * (1.0 + ThroughputOf(input, *fast, members.front())));
+      }
+    }
+  }
+  EXPECT_GE(by_classes, 12);
+}
+
+// Water filling with many copies of a few jobs (entities included): it fills over classes
+// of interchangeable jobs, and every job must end at the whole LP's level (Clp).
+TEST(PackedFastPathTest, WaterFillingOverJobClassesReachesTheWholeLpLevels) {
+  const std::string policy = "max_min_fairness_water_filling_packed";
+  const PolicyInfo& info = **FindPolicy(policy);
+  int by_classes = 0;
+  for (int instance = 0; instance < 12; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(1700 + static_cast<std::uint64_t>(instance));
+    ClusterSnapshot snapshot = RandomTableCluster(rng, /*max_gpus_per_type=*/6);
+    std::vector<JobSpec> kinds;
+    for (int t = 0; t < 1 + static_cast<int>(rng() % 4); ++t) {
+      kinds.push_back(RandomTableJob(rng, JobId(0), rng() % 4 == 0 ? 2 : 1));
+    }
+    const int m = 8 + static_cast<int>(rng() % 20);
+    for (int i = 0; i < m; ++i) {
+      snapshot.jobs.push_back(kinds[rng() % kinds.size()]);
+      snapshot.jobs.back().id = JobId(static_cast<std::uint64_t>(i));
+    }
+    const PolicyInput input = Build(info, snapshot);
+    if (FindInterchangeableJobs(input, input.throughput, /*by_entity=*/true)) ++by_classes;
+    const auto fast = Allocate(policy, input, SolvePath::kFast);
+    const auto general = Allocate(policy, input, SolvePath::kGeneral);
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(general.ok()) << general.status().ToString();
+    ExpectValidAllocation(input, *fast);
+    EXPECT_EQ(fast->status, general->status);
+    ASSERT_EQ(fast->objective.has_value(), general->objective.has_value());
+    if (general->objective.has_value()) {
+      EXPECT_NEAR(*fast->objective, *general->objective,
+                  1e-6 * std::max(1.0, std::abs(*general->objective)));
+    }
+    const std::vector<double> prop = ProportionalThroughputs(input, input.throughput);
+    double top = 0.0;
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (prop[i] > 0.0) top = std::max(top, EffectiveThroughput(input, *general, i) / prop[i]);
+    }
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (prop[i] <= 0.0) continue;
+      EXPECT_NEAR(EffectiveThroughput(input, *fast, i) / prop[i],
+                  EffectiveThroughput(input, *general, i) / prop[i], 1e-5 * std::max(1.0, top))
+          << "job " << i;
+    }
+  }
+  EXPECT_GE(by_classes, 8);
+}
+
+// SpreadPairTime gives every member its share of a class pair's time, within a class too.
+TEST(PackedFastPathTest, SpreadPairTimeGivesEveryMemberItsShare) {
+  const PolicyInfo& info = **FindPolicy("max_min_fairness_packed");
+  std::mt19937_64 rng(4);
+  ClusterSnapshot snapshot = RandomTableCluster(rng, 4);
+  const JobSpec a = RandomTableJob(rng, JobId(0), 1);
+  JobSpec b = RandomTableJob(rng, JobId(0), 1);
+  while (b.job_type == a.job_type) b = RandomTableJob(rng, JobId(0), 1);
+  for (int i = 0; i < 12; ++i) {
+    snapshot.jobs.push_back(i < 5 ? a : b);  // 5 of a, 7 of b
+    snapshot.jobs.back().id = JobId(static_cast<std::uint64_t>(i));
+    snapshot.jobs.back().priority_weight = 1.0;
+  }
+  const PolicyInput input = Build(info, snapshot);
+  const std::optional<JobClasses> classes = FindInterchangeableJobs(input, input.throughput);
+  ASSERT_TRUE(classes.has_value());
+  for (std::size_t q = 0; q < classes->pairs.size(); ++q) {
+    const JobClasses::ClassPair& pair = classes->pairs[q];
+    Matrix spread(input.pairs.size(), input.num_types());
+    SpreadPairTime(input, *classes, q, 1, 0.9, spread);
+    std::vector<double> time(input.num_jobs(), 0.0);
+    for (std::size_t p = 0; p < input.pairs.size(); ++p) {
+      EXPECT_EQ(spread(p, 0), 0.0);
+      time[static_cast<std::size_t>(input.pairs[p].first)] += spread(p, 1);
+      time[static_cast<std::size_t>(input.pairs[p].second)] += spread(p, 1);
+    }
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      const std::size_t c = classes->class_of_job[i];
+      const double size = static_cast<double>(classes->members[c].size());
+      const double expected = c == pair.a && c == pair.b ? 2.0 * 0.9 / size
+                              : c == pair.a || c == pair.b ? 0.9 / size
+                                                           : 0.0;
+      EXPECT_NEAR(time[i], expected, 1e-12) << "class pair " << q << " job " << i;
+    }
+  }
+}
 
 // Counts the columns of the models the policy hands to the solver.
 class CountingSolver final : public lp::Solver {

@@ -12,6 +12,7 @@
 
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
+#include "gavel/policy/packed_classes.h"
 
 // Formulation (docs/policies.md). Job k's normalised effective throughput is
 //   NET_k(X) = (Σ_j T[k][j] X[k][j] + Σ_{p ∋ k} Σ_j T_k[p][j] X[p][j]) / prop_k,
@@ -439,7 +440,48 @@ class WaterFilling final : public Policy {
     FastPathAttempt fast = TryFastPath(variant_, options_, input.num_jobs(),
                                        [&] { return AllocateByDecomposition(input); });
     if (fast.output.has_value()) return std::move(*fast.output);
+    // Space sharing on the fast path: over classes of interchangeable jobs when they pay.
+    if (variant_ == Variant::kPacked && input.num_jobs() > 0 && !options_.compat_gavel &&
+        options_.solve_path == SolvePath::kFast) {
+      const Matrix throughput = BelievedThroughput(input);
+      if (const std::optional<JobClasses> classes =
+              FindInterchangeableJobs(input, throughput, /*by_entity=*/true)) {
+        const PolicyInput classed = ClassInput(input, *classes, throughput);
+        const Formulation f = FormulateClasses(input, *classes, throughput);
+        GAVEL_ASSIGN_OR_RETURN(Filled filled, Fill(classed, f));
+        if (!filled.objective.has_value()) {
+          filled.last.values.assign(static_cast<std::size_t>(f.base.model.num_columns()), 0.0);
+        }
+        PolicyOutput output = SpreadClassAllocation(input, *classes, f.base, filled.last);
+        if (!filled.objective.has_value()) {
+          output.note = "no job with a positive weight can run anywhere";
+          return output;
+        }
+        output.objective = filled.objective;
+        output.status = filled.note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
+        output.note = filled.note;
+        return output;
+      }
+    }
     GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input));
+    GAVEL_ASSIGN_OR_RETURN(const Filled filled, Fill(input, f));
+    if (!filled.objective.has_value()) return NothingToAllocate(input, f);
+    PolicyOutput output = ExtractAllocation(input, f.base, filled.last);
+    output.objective = filled.objective;
+    output.status = filled.note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
+    output.note = filled.note.empty() ? fast.failure_note : filled.note;
+    return output;
+  }
+
+ private:
+  struct Filled {
+    lp::Solution last;                // the last LP's answer
+    std::optional<double> objective;  // the first LP's optimum; none when nothing could rise
+    std::string note;                 // why the filling stopped early, if it did
+  };
+
+  // The filling itself (docs/policies.md), over the jobs of `input` and their formulation.
+  Result<Filled> Fill(const PolicyInput& input, const Formulation& f) const {
     const bool compat = options_.compat_gavel;
     GAVEL_ASSIGN_OR_RETURN(LevelLp lp, LevelLp::Load(input, f, *solvers_.lp));
     Levels s(input.num_jobs(), input.entities.size());
@@ -470,15 +512,69 @@ class WaterFilling final : public Policy {
       if (newly_frozen == 0) break;
     }
 
-    if (!objective.has_value()) return NothingToAllocate(input, f);
-    PolicyOutput output = ExtractAllocation(input, f.base, last);
-    output.objective = objective;
-    output.status = note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
-    output.note = note.empty() ? fast.failure_note : note;
-    return output;
+    return Filled{std::move(last), objective, std::move(note)};
   }
 
- private:
+  // The classes as jobs, for the filling's weights and rates: a class is one job of weight
+  // Σ_members w_k (so its entity's total and share are the jobs'), and its formulation's NET
+  // is the sum of its members' (FormulateClasses), so that NET_a >= level_a + rate_a t reads
+  // |a| times a member's row.
+  static PolicyInput ClassInput(const PolicyInput& input, const JobClasses& classes,
+                                const Matrix& throughput) {
+    PolicyInput classed;
+    classed.gpu_types = input.gpu_types;
+    classed.gpu_counts = input.gpu_counts;
+    classed.gpus_per_server = input.gpus_per_server;
+    classed.entities = input.entities;
+    classed.entity_weights = input.entity_weights;
+    classed.throughput = Matrix(classes.size(), input.num_types());
+    for (std::size_t a = 0; a < classes.size(); ++a) {
+      const std::size_t i = classes.members[a].front();
+      PolicyJob job = input.jobs[i];
+      job.priority_weight *= static_cast<double>(classes.members[a].size());
+      classed.jobs.push_back(job);
+      for (std::size_t j = 0; j < input.num_types(); ++j) classed.throughput(a, j) = throughput(i, j);
+    }
+    classed.pair_throughput_first = Matrix(0, input.num_types());
+    classed.pair_throughput_second = Matrix(0, input.num_types());
+    return classed;
+  }
+
+  // The formulation over classes (packed_classes.h): NET_a = Σ_members NET_k.
+  Formulation FormulateClasses(const PolicyInput& input, const JobClasses& classes,
+                               const Matrix& throughput) const {
+    const std::size_t n = input.num_types();
+    const std::vector<double> prop = NormalisingShares(input, throughput);
+    Formulation f{BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize),
+                  std::vector<Terms>(classes.size()), std::vector<bool>(classes.size(), false),
+                  0.0};
+    for (std::size_t a = 0; a < classes.size(); ++a) {
+      const std::size_t i = classes.members[a].front();
+      const double size = static_cast<double>(classes.members[a].size());
+      const std::vector<std::pair<std::size_t, double>> shares = PairSharesOf(classes, a);
+      if (prop[i] <= 0.0) {  // left out at 0, and so are its pairs (as in Formulate)
+        for (std::size_t j = 0; j < n; ++j) {
+          f.base.model.SetColumnBounds(f.base.job_columns[a * n + j], 0.0, 0.0);
+          for (const auto& [q, share] : shares) {
+            f.base.model.SetColumnBounds(f.base.pair_columns[q * n + j], 0.0, 0.0);
+          }
+        }
+        continue;
+      }
+      f.included[a] = true;
+      for (std::size_t j = 0; j < n; ++j) {
+        f.net[a].push_back({f.base.job_columns[a * n + j], size * throughput(i, j) / prop[i]});
+      }
+      for (const auto& [q, share] : shares) {
+        for (std::size_t j = 0; j < n; ++j) {
+          f.net[a].push_back({f.base.pair_columns[q * n + j],
+                              size * MemberPairThroughput(classes, a, q, j) / prop[i]});
+        }
+      }
+    }
+    return f;
+  }
+
   // The same filling by per-job decomposition: each iteration's LP is a JobProblem with the
   // jobs' levels and rates as demand rows (started from the previous iteration's allocation,
   // which meets every level), and a job is frozen when its marginal cost at the optimum is
@@ -620,9 +716,7 @@ class WaterFilling final : public Policy {
     const bool packed = variant_ == Variant::kPacked;
     const Matrix throughput = BelievedThroughput(input);
 
-    // The whole LP: this policy does not mark its pair columns lazy (docs/policies.md).
-    BaseProblemOptions base_options = BaseProblemOptionsFor(variant_, options_);
-    base_options.lazy_pairs = false;
+    const BaseProblemOptions base_options = BaseProblemOptionsFor(variant_, options_);
     GAVEL_ASSIGN_OR_RETURN(BaseProblem base,
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base_options));
     const std::vector<double> prop = NormalisingShares(input, throughput);
