@@ -290,7 +290,9 @@ Result<TraceJob> ParseCsvLine(const FieldParser& p, const CsvHeader& header,
   }
   if (const std::string* s = get("slo"); s != nullptr && !TrimView(*s).empty()) {
     GAVEL_ASSIGN_OR_RETURN(const double slo, p.Double("slo", *s));
-    if (!(slo > 0.0)) return p.Error("slo", Quote(*s) + " is not > 0 (leave it empty for none)");
+    // 0 is a multiplier the gavel format holds (only negative values mean none there), so the
+    // CSV must take it too: a gavel trace converts to CSV and back (found by trace_gavel_fuzz).
+    if (!(slo >= 0.0)) return p.Error("slo", Quote(*s) + " is negative (leave it empty for none)");
     GAVEL_RETURN_IF_ERROR(p.InRange("slo", slo, 0.0, bounds::kMaxSeconds, ""));
     job.slo_multiplier = slo;
   }

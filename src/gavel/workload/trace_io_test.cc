@@ -291,6 +291,31 @@ TEST(TraceIoTest, MalformedInputNamesFileLineAndColumn) {
   }
 }
 
+TEST(TraceIoTest, AZeroSloMultiplierConvertsToCsvAndBack) {
+  // Found by trace_gavel_fuzz: the gavel format keeps an SLO of 0 or -0 (only negative values
+  // mean none, as in the original), which the CSV writer wrote and its reader then refused.
+  const std::string text =
+      "A3C\tcmd\trl\t--max-steps\t0\t10\t1\t1\t-0.000000\t0.000000\n"
+      "A3C\tcmd\trl\t--max-steps\t0\t10\t1\t1\t0\t1.000000\n";
+  auto jobs = ParseTrace(text, TraceFormat::kGavel, "t.trace");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_TRUE((*jobs)[0].slo_multiplier.has_value());
+  auto csv = FormatTrace(*jobs, TraceFormat::kCsv);
+  ASSERT_TRUE(csv.ok()) << csv.status().ToString();
+  auto again = ParseTrace(*csv, TraceFormat::kCsv, "t.csv");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*again)[i].slo_multiplier.has_value());
+    EXPECT_EQ(*(*again)[i].slo_multiplier, 0.0);
+  }
+  auto negative = ParseTrace("job_type,scale_factor,total_steps,arrival_time,slo\nA,1,1,0,-1\n",
+                             TraceFormat::kCsv, "t.csv");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("t.csv:2: slo: '-1' is negative"),
+            std::string::npos);
+}
+
 TEST(TraceIoTest, ValuesAtTheBoundsAreAccepted) {
   // The largest documented values must still parse (the bounds are inclusive).
   auto jobs = ParseTrace("A3C\tcmd\trl\t--max-steps\t0\t10000000000\t1000000\t1000000\t-1\t"
