@@ -44,7 +44,8 @@ Result<double> ParseNumber(const std::string& text, const std::string& what) {
 Result<int> ParseCount(const std::string& text, const std::string& what) {
   GAVEL_ASSIGN_OR_RETURN(const double value, ParseNumber(text, what));
   if (value < 0.0 || value != std::floor(value) || value > bounds::kMaxGpus) {
-    return Status::InvalidArgument(what + ": \"" + text + "\" is not a non-negative integer");
+    return Status::InvalidArgument(what + ": \"" + text + "\" is not an integer in [0, " +
+                                   std::to_string(bounds::kMaxGpus) + "]");
   }
   return static_cast<int>(value);
 }
