@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs first (scripts/install-deps.sh).
-.PHONY: deps build run test test-release test-debug bench clean
+.PHONY: deps build run test test-release test-debug test-fuzz test-tsan bench clean
 
 JOBS ?= $(shell nproc)
 
@@ -16,8 +16,9 @@ build: deps
 run: build
 	@scripts/headline.sh
 
-# Every test: the optimised build, then the unit tests again under ASan and UBSan.
-test: test-release test-debug
+# Every test: the optimised build, then the unit tests again under ASan and UBSan, then a
+# short run of every parser's fuzz target (docs/formats.md, "Fuzzing"; about 3 minutes).
+test: test-release test-debug test-fuzz
 
 test-release: build
 	@ctest --preset release
@@ -26,6 +27,16 @@ test-debug: deps
 	@cmake --preset debug >/dev/null
 	@cmake --build --preset debug -j $(JOBS)
 	@ctest --preset debug -LE slow
+
+test-fuzz: deps
+	@scripts/fuzz-smoke.sh
+	@ctest --preset fuzz
+
+# The runtime's tests under ThreadSanitizer (not part of `test`: see docs/runtime.md, "Tests").
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS) --target agent_test agent_http_test agent_grpc_test rpc_test
+	@ctest --preset tsan
 
 bench: build
 	@bench/run.sh

@@ -122,6 +122,13 @@ TEST_F(SimulateCliTest, BadInputFailsWithAClearMessage) {
            Case{"-p fifo -l 100 --throughputs missing.json", "missing.json"},
            Case{"-p max_sum_throughput_normalized_by_cost_perf -l 100 -e 5", "prices"},
            Case{"-p fifo -l 100 --solver glpk", "--solver"},
+           // Bounds (docs/formats.md): these once wrapped or were accepted.
+           Case{"-p fifo -l 100 --seed -1", "--seed: `-1` is not an integer in [0, 4294967295]"},
+           Case{"-p fifo -l 100 -i 1e-9", "--round-seconds: `1e-9` is outside [0.001, 86400]"},
+           Case{"-p fifo --jobs-per-hour nan", "--jobs-per-hour"},
+           Case{"-p fifo -l 1e300", "--lam"},
+           Case{"-p fifo -l 100 --time-limit inf", "--time-limit"},
+           Case{"-c 2000000:1:1 -p fifo -l 100", "--cluster"},
        }) {
     SCOPED_TRACE(c.args);
     const Ran ran = Simulate(c.args);

@@ -815,7 +815,13 @@ void Agent::TalkToScheduler() {
       }
     } registration_done{this};
     Result<wire::RegisterWorkerResponse> response = scheduler_->RegisterWorker(registration);
-    if (!response.ok()) return failed(response.status(), "RegisterWorker");
+    if (!response.ok()) {
+      // rpc::FromGrpc maps UNAUTHENTICATED and PERMISSION_DENIED to kFailedPrecondition.
+      if (response.status().code() == StatusCode::kFailedPrecondition && options_.on_refused) {
+        options_.on_refused(response.status());
+      }
+      return failed(response.status(), "RegisterWorker");
+    }
     if (response->worker_ids_size() != options_.num_gpus) {
       return failed(
           Status::Internal("the scheduler gave " + std::to_string(response->worker_ids_size()) +

@@ -90,6 +90,11 @@ struct AgentOptions {
   Seconds backoff_max{5.0};      // ...up to this
   // Where the agent's log lines go; unset = stderr with a timestamp.
   std::function<void(const std::string&)> log;
+  // Called from the agent's thread, at each refusal, when the scheduler answers the
+  // registration with a refusal of the caller (unauthenticated or permission denied: a
+  // missing, unknown or non-admin token), which no retry can cure. `gavel worker` exits on
+  // it. Unset = retry with backoff like any other failure.
+  std::function<void(const Status&)> on_refused;
 };
 
 // A read-only view of the agent's state (tests, `gavel worker` status lines).

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gavel/cli/display_text.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/policy/common.h"
@@ -73,20 +74,21 @@ void PrintTable(const std::string& policy_name, const ClusterSnapshot& snapshot,
   out.unsetf(std::ios::fixed);
   out << "cluster:";
   for (std::size_t j = 0; j < input.num_types(); ++j) {
-    out << " " << input.gpu_types[j] << "=" << input.gpu_counts[j];
+    out << " " << EscapeForDisplay(input.gpu_types[j]) << "=" << input.gpu_counts[j];
   }
   out << "\n\n";
   std::size_t type_width = 8;
-  for (const auto& job : snapshot.jobs) type_width = std::max(type_width, job.job_type.size());
+  for (const auto& job : snapshot.jobs) type_width = std::max(type_width, EscapeForDisplay(job.job_type).size());
   out << std::left << std::setw(6) << "JOB" << std::setw(static_cast<int>(type_width) + 2)
       << "TYPE" << std::setw(4) << "SF";
-  for (const auto& t : input.gpu_types) out << std::right << std::setw(9) << t;
+  for (const auto& t : input.gpu_types) out << std::right << std::setw(9) << EscapeForDisplay(t);
   out << std::right << std::setw(13) << "STEPS/S" << std::setw(10) << "BEST/S" << "\n";
   char buffer[32];
   for (std::size_t i = 0; i < input.num_jobs(); ++i) {
     out << std::left << std::setw(6) << input.jobs[i].id.ToString()
         << std::setw(static_cast<int>(type_width) + 2)
-        << (snapshot.jobs[i].job_type.empty() ? "-" : snapshot.jobs[i].job_type) << std::setw(4)
+        << (snapshot.jobs[i].job_type.empty() ? "-" : EscapeForDisplay(snapshot.jobs[i].job_type))
+        << std::setw(4)
         << input.jobs[i].scale_factor << std::right;
     double best = 0.0;
     for (std::size_t j = 0; j < input.num_types(); ++j) {
@@ -107,7 +109,7 @@ void PrintTable(const std::string& policy_name, const ClusterSnapshot& snapshot,
         << input.jobs[static_cast<std::size_t>(pair.second)].id.ToString();
     for (std::size_t j = 0; j < input.num_types(); ++j) {
       const double x = Clean(output.pair_allocation(p, j));
-      if (x > 0.0) out << "  " << input.gpu_types[j] << "=" << x;
+      if (x > 0.0) out << "  " << EscapeForDisplay(input.gpu_types[j]) << "=" << x;
     }
     out << "\n";
   }

@@ -9,6 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gavel/cli/display_text.h"
+#include "gavel/cli/flag_bounds.h"
+#include "gavel/core/bounds.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
 #include "gavel/wire/scheduler.grpc.pb.h"
@@ -41,6 +44,8 @@ Result<Connection> Connect(const ClientOptions& client) {
   GAVEL_RETURN_IF_ERROR(rpc::ParseAddress(client.scheduler).status().WithContext("--scheduler"));
   Connection c;
   if (!client.token_file.empty()) {
+    GAVEL_ASSIGN_OR_RETURN(const std::string warning, rpc::CheckTokenFileMode(client.token_file));
+    if (!warning.empty()) std::cerr << "gavel: warning: " << warning << "\n";
     GAVEL_ASSIGN_OR_RETURN(c.token, rpc::ReadClientToken(client.token_file));
   }
   auto channel = rpc::MakeChannel(client.scheduler);
@@ -80,9 +85,13 @@ std::string Fixed(double value, int digits) {
   return out.str();
 }
 
-// Aligned columns, two spaces apart, the header in capitals.
+// Aligned columns, two spaces apart, the header in capitals. Every cell is escaped
+// (display_text.h): names and messages come from other users.
 void PrintTable(const std::vector<std::string>& header,
-                const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+                const std::vector<std::vector<std::string>>& raw_rows, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(raw_rows.size());
+  for (const auto& row : raw_rows) rows.push_back(EscapeRow(row));
   std::vector<std::size_t> width(header.size());
   for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
   for (const auto& row : rows) {
@@ -115,11 +124,26 @@ Result<double> ParseRate(const std::string& text, const std::string& where) {
   try {
     std::size_t used = 0;
     const double value = std::stod(text, &used);
-    if (used != text.size() || !std::isfinite(value) || value < 0.0) throw std::invalid_argument("");
+    if (used != text.size()) throw std::invalid_argument("");
+    GAVEL_RETURN_IF_ERROR(bounds::CheckThroughput(value, where));
     return value;
   } catch (const std::exception&) {
     return Status::InvalidArgument(where + ": `" + text + "` is not a non-negative number");
   }
+}
+
+// The bounds of a job's numbers (docs/formats.md, "Bounds"), for flags and job files alike.
+Status CheckSpecBounds(const wire::JobSpec& spec, const std::string& where) {
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(static_cast<double>(spec.total_steps()), 1,
+                                           bounds::kMaxSteps, where + "steps"));
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(spec.scale_factor(), 1, bounds::kMaxGpus,
+                                           where + "scale_factor"));
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(spec.priority_weight(), bounds::kMinWeight,
+                                           bounds::kMaxWeight, where + "priority_weight"));
+  for (const auto& [type, rate] : spec.throughputs()) {
+    GAVEL_RETURN_IF_ERROR(bounds::CheckThroughput(rate, where + "throughputs." + type));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -151,6 +175,7 @@ Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& o) {
     GAVEL_ASSIGN_OR_RETURN(auto pair, SplitPair(e, "--env"));
     (*spec.mutable_env())[pair.first] = pair.second;
   }
+  GAVEL_RETURN_IF_ERROR(CheckSpecBounds(spec, "submit: "));
   return spec;
 }
 
@@ -188,13 +213,15 @@ Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
           spec.add_command(arg.get<std::string>());
         }
       } else if (key == "steps" || key == "total_steps") {
-        if (!value.is_number_integer() || value.get<std::int64_t>() < 1) {
-          return field_error(key, "a positive integer");
+        if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+            value.get<double>() > bounds::kMaxSteps) {
+          return field_error(key, "an integer in [1, 1e10]");
         }
         spec.set_total_steps(value.get<std::uint64_t>());
       } else if (key == "scale_factor") {
-        if (!value.is_number_integer() || value.get<std::int64_t>() < 1) {
-          return field_error(key, "a positive integer");
+        if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+            value.get<std::int64_t>() > bounds::kMaxGpus) {
+          return field_error(key, "an integer in [1, " + std::to_string(bounds::kMaxGpus) + "]");
         }
         spec.set_scale_factor(value.get<std::uint32_t>());
       } else if (key == "job_type" || key == "name" || key == "entity" ||
@@ -233,6 +260,7 @@ Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
     }
     if (spec.command_size() == 0) return field_error("command", "a list of strings (missing)");
     if (spec.total_steps() == 0) return field_error("steps", "a positive integer (missing)");
+    GAVEL_RETURN_IF_ERROR(CheckSpecBounds(spec, where + ", field "));
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -473,13 +501,14 @@ Status RunStatus(const ClientOptions& client, const std::string& output, std::os
   for (const auto& [type, count] : s.gpus_per_type()) {
     types += (types.empty() ? "" : ", ") + type + ":" + std::to_string(count);
   }
-  out << "policy:      " << s.policy() << "\n"
+  out << "policy:      " << EscapeForDisplay(s.policy()) << "\n"
       << "round:       " << s.round_id() << " (" << Duration(s.round_elapsed_s()) << " of "
       << Duration(s.round_duration_s()) << ")\n"
       << "jobs:        " << s.queued_jobs() << " queued, " << s.running_jobs() << " running, "
       << s.done_jobs() << " done, " << s.failed_jobs() << " failed, " << s.cancelled_jobs()
       << " cancelled\n"
-      << "workers:     " << s.alive_workers() << " alive (" << (types.empty() ? "-" : types)
+      << "workers:     " << s.alive_workers() << " alive ("
+      << (types.empty() ? "-" : EscapeForDisplay(types))
       << "), " << s.dead_workers() << " dead\n"
       << "last solve:  " << Fixed(s.last_solve_s(), 3) << " s (" << s.allocations_computed()
       << " solves)\n"
@@ -496,20 +525,34 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions* o) {
                     "Scheduler address (default 127.0.0.1:50060)");
     cmd->add_option("--token-file", o->client.token_file, "File holding your token");
     cmd->add_option("--timeout-seconds", o->client.timeout_seconds,
-                    "Give up after this long (default 30)");
+                    "Give up after this long (default 30)")
+        ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxSeconds, " s"));
   };
   SubmitOptions& s = o->submit;
   o->submit_cmd = app.add_subcommand("submit", "Submit a job to a running `gavel serve`");
   common(o->submit_cmd);
-  o->submit_cmd->add_option("--steps", s.steps, "Total training steps");
-  o->submit_cmd->add_option("--scale-factor", s.scale_factor, "GPUs at once (default 1)");
+  o->submit_cmd->add_option("--steps", s.steps, "Total training steps")
+      ->check(BoundedInteger(1, static_cast<std::uint64_t>(bounds::kMaxSteps)));
+  o->submit_cmd->add_option("--scale-factor", s.scale_factor, "GPUs at once (default 1)")
+      ->check(BoundedInteger(1, bounds::kMaxGpus));
   o->submit_cmd->add_option("--job-type", s.job_type,
                             "Throughput-table model (default \"ResNet-18 (batch size 64)\")");
-  o->submit_cmd->add_option("--priority-weight", s.priority_weight, "Weight (default 1)");
+  o->submit_cmd->add_option("--priority-weight", s.priority_weight, "Weight (default 1)")
+      ->check(Bounded(bounds::kMinWeight, bounds::kMaxWeight));
   o->submit_cmd->add_option("--entity", s.entity, "Owner group (default: your user)");
-  o->submit_cmd->add_option("--throughput", s.throughputs,
-                            "TYPE=STEPS_PER_S estimate (repeatable); overrides the table");
-  o->submit_cmd->add_option("--env", s.env, "KEY=VALUE for the job's environment (repeatable)");
+  // One value per occurrence: CLI11 lets a list option swallow a following `--` as the end of
+  // its list, which then left `-- python3 train.py --lr 0.1` parsed as options.
+  o->submit_cmd
+      ->add_option("--throughput", s.throughputs,
+                   "TYPE=STEPS_PER_S estimate (repeatable); overrides the table")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  o->submit_cmd
+      ->add_option("--env", s.env, "KEY=VALUE for the job's environment (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   o->submit_cmd->add_option("--name", s.name, "A label for `gavel jobs`");
   o->submit_cmd->add_option("--working-directory", s.working_directory,
                             "Working directory on the worker host");

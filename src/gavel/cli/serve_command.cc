@@ -5,6 +5,8 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include "gavel/cli/serve_command.h"
 
+#include "gavel/cli/flag_bounds.h"
+
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/daemon.h"
+#include "gavel/rpc/auth.h"
 #pragma GCC diagnostic pop
 
 namespace gavel::cli {
@@ -28,7 +31,8 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
       ->required();
   cmd->add_option("-p,--policy", o->policy,
                   "Policy name (see `gavel policies`; default max_min_fairness_perf)");
-  cmd->add_option("--round-seconds", o->round_seconds, "Round length in seconds (default 360)");
+  cmd->add_option("--round-seconds", o->round_seconds, "Round length in seconds (default 360)")
+      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--token-file", o->token_file,
                   "Tokens, one `<token> <user> [admin]` per line; without it anyone may call");
   cmd->add_option("--throughputs", o->throughputs_file,
@@ -40,18 +44,25 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
       ->delimiter(',');
   cmd->add_option("--report-grace-seconds", o->report_grace_seconds,
                   "Wait this long after a round for reports before killing (default "
-                  "min(60, round/2))");
+                  "min(60, round/2))")
+      ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--heartbeat-seconds", o->heartbeat_seconds,
-                  "Heartbeat interval asked of agents (default 2)");
+                  "Heartbeat interval asked of agents (default 2)")
+      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--heartbeat-timeout-seconds", o->heartbeat_timeout_seconds,
-                  "An agent silent this long is dead (default 10)");
+                  "An agent silent this long is dead (default 10)")
+      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--max-retries", o->max_retries,
-                  "Retries of a crashing job before it is failed (default 3)");
+                  "Retries of a crashing job before it is failed (default 3)")
+      ->check(BoundedInteger(0, 1000));
   cmd->add_option("--retry-backoff-seconds", o->retry_backoff_seconds,
-                  "First retry delay; doubles per crash in a row (default 10)");
-  cmd->add_option("--seed", o->seed, "Seed for the policy and type shuffles (default 0)");
+                  "First retry delay; doubles per crash in a row (default 10)")
+      ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
+  cmd->add_option("--seed", o->seed, "Seed for the policy and type shuffles (default 0)")
+      ->check(SeedFlag());
   cmd->add_option("--expected-gpus", o->expected_gpus,
-                  "Start the first round only once this many GPUs registered (default 0)");
+                  "Start the first round only once this many GPUs registered (default 0)")
+      ->check(BoundedInteger(0, bounds::kMaxGpus));
   cmd->add_flag("-q,--quiet", o->quiet, "Do not print the event log");
   return cmd;
 }
@@ -78,9 +89,10 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
         price = -1.0;
       }
     }
-    if (!(price >= 0.0) || !std::isfinite(price)) {
+    if (!(price >= 0.0) || !std::isfinite(price) || price > bounds::kMaxPrice) {
       return Status::InvalidArgument("--instance-costs \"" + item +
-                                     "\": expected TYPE=PRICE with a price >= 0 ($/GPU-hour)");
+                                     "\": expected TYPE=PRICE with a price in [0, 1e6] "
+                                     "($/GPU-hour)");
     }
     if (!instance_costs.emplace(item.substr(0, eq), price).second) {
       return Status::InvalidArgument("--instance-costs: " + item.substr(0, eq) +
@@ -91,6 +103,10 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
   GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
 
+  if (!o.token_file.empty()) {
+    GAVEL_ASSIGN_OR_RETURN(const std::string warning, rpc::CheckTokenFileMode(o.token_file));
+    if (!warning.empty()) std::cerr << "gavel serve: warning: " << warning << "\n";
+  }
   daemon::DaemonOptions options;
   options.listen = o.listen;
   options.state_dir = o.state_dir;

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <vector>
 
+#include "gavel/cli/flag_bounds.h"
+#include "gavel/core/bounds.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/policy/registry.h"
@@ -41,8 +43,9 @@ Result<double> ParseNumber(const std::string& text, const std::string& what) {
 
 Result<int> ParseCount(const std::string& text, const std::string& what) {
   GAVEL_ASSIGN_OR_RETURN(const double value, ParseNumber(text, what));
-  if (value < 0.0 || value != std::floor(value) || value > 1e9) {
-    return Status::InvalidArgument(what + ": \"" + text + "\" is not a non-negative integer");
+  if (value < 0.0 || value != std::floor(value) || value > bounds::kMaxGpus) {
+    return Status::InvalidArgument(what + ": \"" + text + "\" is not an integer in [0, " +
+                                   std::to_string(bounds::kMaxGpus) + "]");
   }
   return static_cast<int>(value);
 }
@@ -90,7 +93,8 @@ Result<std::map<std::string, double>> ParseCosts(const SimulateOptions& o) {
   }
   for (std::size_t i = 0; i < types.size(); ++i) {
     GAVEL_ASSIGN_OR_RETURN(const double price, ParseNumber(prices[i], "--instance-costs"));
-    if (price < 0.0) return Status::InvalidArgument("--instance-costs: prices must be >= 0");
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(price, 0.0, bounds::kMaxPrice, "--instance-costs",
+                                             " $/hour"));
     costs[types[i]] = price;
   }
   return costs;
@@ -164,8 +168,11 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
   }
   options.policy = o.policy;
   options.seed = o.seed;
-  if (!(o.round_seconds > 0.0) || !std::isfinite(o.round_seconds)) {
-    return Status::InvalidArgument("--round-seconds must be a positive number");
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(o.round_seconds, bounds::kMinRoundSeconds,
+                                           bounds::kMaxRoundSeconds, "--round-seconds", " s"));
+  if (o.seed > bounds::kMaxSeed) {
+    return Status::InvalidArgument("--seed: " + std::to_string(o.seed) + " is outside [0, " +
+                                   std::to_string(bounds::kMaxSeed) + "]");
   }
   options.round_length = Seconds(o.round_seconds);
   {
@@ -261,26 +268,37 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
   simulate_cmd
       ->add_option("-p,--policy", options->policy, "Policy name (see `gavel policies`)")
       ->required();
-  simulate_cmd->add_option("--seed", options->seed, "Random seed (default 0)");
-  simulate_cmd->add_option("-l,--lam", options->lam,
-                           "Mean inter-arrival time in seconds; 0 = all jobs at time 0 (static)");
-  simulate_cmd->add_option("--jobs-per-hour", options->jobs_per_hour,
-                           "Arrival rate (jobs per hour)");
-  simulate_cmd->add_option("-s,--window-start", options->window_start,
-                           "First job id of the measurement window (default 0)");
-  simulate_cmd->add_option(
-      "-e,--window-end", options->window_end,
-      "Job id after the measurement window (default 5000; a trace: all its jobs)");
-  simulate_cmd->add_option("-i,--round-seconds", options->round_seconds,
-                           "Round length in seconds (default 360)");
+  simulate_cmd->add_option("--seed", options->seed, "Random seed (default 0)")
+      ->check(SeedFlag());
+  simulate_cmd
+      ->add_option("-l,--lam", options->lam,
+                   "Mean inter-arrival time in seconds; 0 = all jobs at time 0 (static)")
+      ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
+  simulate_cmd
+      ->add_option("--jobs-per-hour", options->jobs_per_hour, "Arrival rate (jobs per hour)")
+      ->check(Bounded(1.0 / bounds::kMaxSeconds, bounds::kMaxJobsPerHour));
+  simulate_cmd
+      ->add_option("-s,--window-start", options->window_start,
+                   "First job id of the measurement window (default 0)")
+      ->check(BoundedInteger(0, bounds::kMaxJobs));
+  simulate_cmd
+      ->add_option("-e,--window-end", options->window_end,
+                   "Job id after the measurement window (default 5000; a trace: all its jobs)")
+      ->check(BoundedInteger(0, bounds::kMaxJobs));
+  simulate_cmd
+      ->add_option("-i,--round-seconds", options->round_seconds,
+                   "Round length in seconds (default 360)")
+      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
   simulate_cmd->add_flag("-m,--generate-multi-gpu-jobs", options->multi_gpu,
                          "Generate multi-GPU jobs (1/2/4/8 GPUs)");
   simulate_cmd->add_flag("--generate-multi-priority-jobs", options->multi_priority,
                          "Give 20% of generated jobs priority weight 5");
   simulate_cmd->add_flag("--assign-slos", options->assign_slos,
                          "Give generated jobs SLO deadlines");
-  simulate_cmd->add_option("-f,--fixed-job-duration", options->fixed_duration,
-                           "Every generated job runs this long on a V100");
+  simulate_cmd
+      ->add_option("-f,--fixed-job-duration", options->fixed_duration,
+                   "Every generated job runs this long on a V100")
+      ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
   simulate_cmd->add_flag("--simulate-steady-state", options->steady_state,
                          "Start with as many jobs as the cluster has GPUs");
   simulate_cmd->add_option("--throughputs", options->throughputs_file,
@@ -305,8 +323,10 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
   simulate_cmd->add_option(
       "--instance-costs", options->instance_costs,
       "$ per GPU-hour per type, in --worker-types order (e.g. 0.74:0.43:0.135)");
-  simulate_cmd->add_option("--time-limit", options->time_limit,
-                           "Fail once simulated time passes this many seconds");
+  simulate_cmd
+      ->add_option("--time-limit", options->time_limit,
+                   "Fail once simulated time passes this many seconds")
+      ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
   simulate_cmd->add_option("--json", options->json_path,
                            "Write the JSON result here (- = stdout)");
   simulate_cmd->add_option("--jobs-csv", options->jobs_csv_path,

@@ -1,9 +1,14 @@
 #include "gavel/cli/sweep_command.h"
 
+#include "gavel/cli/display_text.h"
+#include "gavel/cli/flag_bounds.h"
+#include "gavel/core/bounds.h"
+
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -144,6 +149,20 @@ Result<std::vector<Row>> LoadCsv(const std::filesystem::path& path) {
     }
     Row row;
     for (std::size_t i = 0; i < cells.size(); ++i) row[CsvColumns()[i]] = cells[i];
+    // The report reads these as numbers: a damaged file is an error naming the cell, not an
+    // uncaught exception from std::stod.
+    for (const char* column : {"jobs_per_hour", "average_jct_seconds", "makespan_seconds"}) {
+      const std::string_view t = row[column];
+      double value = 0.0;
+      const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+      const bool may_be_empty = std::string_view(column) != "jobs_per_hour";
+      if ((t.empty() && may_be_empty) ||
+          (!t.empty() && ec == std::errc() && ptr == t.data() + t.size() && std::isfinite(value))) {
+        continue;
+      }
+      return Status::InvalidArgument(path.string() + ":" + std::to_string(line_number) + ": " +
+                                     column + ": `" + std::string(t) + "` is not a number");
+    }
     rows.push_back(std::move(row));
   }
   return rows;
@@ -301,7 +320,7 @@ void PrintTable(const Aggregate& a, std::ostream& out) {
         const auto it = by_policy.find(policy);
         if (it == by_policy.end()) continue;
         const Cell& cell = it->second;
-        out << std::left << std::setw(12) << cluster << std::setw(10)
+        out << std::left << std::setw(12) << EscapeForDisplay(cluster) << std::setw(10)
             << (rate > 0.0 ? FormatNumber(rate) : std::string("static")) << std::setw(26) << policy
             << std::right << std::fixed << std::setprecision(2);
         if (cell.finished > 0) {
@@ -523,23 +542,23 @@ Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
   }
   std::vector<std::uint64_t> seeds;
   for (const std::string& text : Split(o.seeds, ',')) {
-    try {
-      std::size_t used = 0;
-      const unsigned long long seed = std::stoull(text, &used);
-      if (used != text.size()) throw std::invalid_argument(text);
-      seeds.push_back(seed);
-    } catch (const std::exception&) {
-      return Status::InvalidArgument("--seeds: \"" + text + "\" is not a non-negative integer");
+    // from_chars, not stoull: stoull takes "-1" and wraps it to 2^64-1.
+    std::uint64_t seed = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() ||
+        seed > bounds::kMaxSeed) {
+      return Status::InvalidArgument("--seeds: \"" + text + "\" is not an integer in [0, " +
+                                     std::to_string(bounds::kMaxSeed) + "]");
     }
+    seeds.push_back(seed);
   }
   if (seeds.empty()) return Status::InvalidArgument("--seeds: no seed given");
   if (o.rates.empty()) {
     return Status::InvalidArgument("no input rate: give --rates or -a/-b/-n (0 = static)");
   }
   for (const double rate : o.rates) {
-    if (!(rate >= 0.0) || !std::isfinite(rate)) {
-      return Status::InvalidArgument("--rates: " + FormatNumber(rate) + " is not >= 0");
-    }
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(rate, 0.0, bounds::kMaxJobsPerHour, "--rates",
+                                             " jobs/hour"));
   }
   if (o.clusters.empty()) return Status::InvalidArgument("--cluster: no cluster given");
   if (!(o.saturation_factor > 0.0) || !(o.saturation_slack_seconds >= 0.0)) {
@@ -653,22 +672,32 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
   sweep_cmd->add_option("--seeds", line->options.seeds, "Seeds, comma-separated (default 0)");
   sweep_cmd
       ->add_option("--rates", line->options.rates, "Input rates in jobs/hour (0 = static)")
-      ->delimiter(',');
-  sweep_cmd->add_option("-a,--throughput-lower-bound", line->a, "Lowest rate (jobs/hour)");
-  sweep_cmd->add_option("-b,--throughput-upper-bound", line->b, "Highest rate (jobs/hour)");
-  sweep_cmd->add_option("-n,--num-data-points", line->n, "Rates in linspace(a, b, n)");
-  sweep_cmd->add_option("-s,--window-start", line->options.window_start,
-                        "First job id of the measurement window (default 0)");
-  sweep_cmd->add_option("-e,--window-end", line->options.window_end,
-                        "Job id after the measurement window (default 5000)");
+      ->delimiter(',')
+      ->check(Bounded(0.0, bounds::kMaxJobsPerHour));
+  sweep_cmd->add_option("-a,--throughput-lower-bound", line->a, "Lowest rate (jobs/hour)")
+      ->check(Bounded(0.0, bounds::kMaxJobsPerHour));
+  sweep_cmd->add_option("-b,--throughput-upper-bound", line->b, "Highest rate (jobs/hour)")
+      ->check(Bounded(0.0, bounds::kMaxJobsPerHour));
+  sweep_cmd->add_option("-n,--num-data-points", line->n, "Rates in linspace(a, b, n)")
+      ->check(BoundedInteger(1, 10'000));
+  sweep_cmd
+      ->add_option("-s,--window-start", line->options.window_start,
+                   "First job id of the measurement window (default 0)")
+      ->check(BoundedInteger(0, bounds::kMaxJobs));
+  sweep_cmd
+      ->add_option("-e,--window-end", line->options.window_end,
+                   "Job id after the measurement window (default 5000)")
+      ->check(BoundedInteger(0, bounds::kMaxJobs));
   sweep_cmd->add_flag("-m,--generate-multi-gpu-jobs", line->options.multi_gpu,
                       "Generate multi-GPU jobs (1/2/4/8 GPUs)");
   sweep_cmd->add_option("--compat", line->options.compat,
                         "`gavel` reproduces the original implementation's quirks");
   sweep_cmd->add_option("--saturation-factor", line->options.saturation_factor,
                         "Cut a run at factor x arrival span + 30 days of simulated time "
-                        "(default 2)");
-  sweep_cmd->add_option("-j,--jobs", line->options.threads, "Threads (default: all cores)");
+                        "(default 2)")
+      ->check(Bounded(1e-3, 1e6));
+  sweep_cmd->add_option("-j,--jobs", line->options.threads, "Threads (default: all cores)")
+      ->check(BoundedInteger(1, 4096));
   sweep_cmd
       ->add_option("--out", line->options.out_dir,
                    "Directory for sweep.csv and report.html")

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -166,6 +167,63 @@ TEST_F(SweepTest, UnknownPolicyFailsBeforeAnyWork) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("no_such_policy"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "sweep.csv"));
+}
+
+TEST_F(SweepTest, SeedsAndRatesOutsideTheirBoundsFailBeforeAnyWork) {
+  // Regression: stoull took "-1" and wrapped it to 2^64-1.
+  const std::vector<std::pair<std::string, std::string>> seeds = {
+      {"-1", "--seeds"}, {"4294967296", "--seeds"}, {"0,x", "--seeds"}, {"", "--seeds"}};
+  for (const auto& [text, flag] : seeds) {
+    SweepOptions o = Small();
+    o.seeds = text;
+    std::ostringstream out, progress;
+    const Status status = RunSweep(o, out, progress);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(status.message().find(flag), std::string::npos) << status.message();
+  }
+  SweepOptions o = Small();
+  o.rates = {2e6};
+  std::ostringstream out, progress;
+  const Status status = RunSweep(o, out, progress);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("--rates"), std::string::npos) << status.message();
+  EXPECT_FALSE(fs::exists(dir_ / "sweep.csv"));
+}
+
+TEST_F(SweepTest, ADamagedResumeFileIsAnErrorNamingTheLineNotACrash) {
+  SweepOptions o = Small();
+  o.policies = "fifo";
+  o.seeds = "0";
+  o.rates = {0.0};
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(o, out, progress).ok()) << progress.str();
+  // Keep the header, damage the one row's jobs_per_hour (std::stod threw on it).
+  std::istringstream in(Read(dir_ / "sweep.csv"));
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const auto columns = static_cast<std::size_t>(std::count(header.begin(), header.end(), ','));
+  const std::size_t rate_column = [&] {
+    std::size_t index = 0;
+    std::istringstream cells(header);
+    for (std::string cell; std::getline(cells, cell, ','); ++index) {
+      if (cell == "jobs_per_hour") return index;
+    }
+    return columns + 1;
+  }();
+  ASSERT_LE(rate_column, columns);
+  std::vector<std::string> cells;
+  std::istringstream row_in(row);
+  for (std::string cell; std::getline(row_in, cell, ',');) cells.push_back(cell);
+  cells.resize(columns + 1);
+  cells[rate_column] = "abc";
+  std::string damaged;
+  for (std::size_t i = 0; i < cells.size(); ++i) damaged += (i ? "," : "") + cells[i];
+  std::ofstream(dir_ / "sweep.csv") << header << "\n" << damaged << "\n";
+  const Status status = RunSweep(o, out, progress);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("sweep.csv:2: jobs_per_hour"), std::string::npos)
+      << status.message();
 }
 
 TEST_F(SweepTest, TerminalProgressRedrawsOneBarLine) {

@@ -9,12 +9,17 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include "gavel/cli/worker_command.h"
 
+#include "gavel/cli/flag_bounds.h"
+
 #include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -76,7 +81,7 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerOptions* options) {
                   "Scheduler address host:port (default 127.0.0.1:50060)");
   cmd->add_option("--type", options->gpu_type, "GPU type of this host, e.g. v100")->required();
   cmd->add_option("--gpus", options->gpus, "Number of GPUs to offer (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(BoundedInteger(1, bounds::kMaxGpus));
   cmd->add_option("--work-dir", options->work_dir,
                   "Directory for the agent id, job logs and checkpoints")
       ->required();
@@ -84,12 +89,13 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerOptions* options) {
                   "File whose first field is this agent's (admin) token");
   cmd->add_option("--heartbeat-seconds", options->heartbeat_seconds,
                   "Heartbeat interval (default: the scheduler's)")
-      ->check(CLI::PositiveNumber);
+      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option(
       "--listen", options->listen,
       "Address of this agent's service for the scheduler (default 127.0.0.1:0 = any free port)");
   cmd->add_option("--iterator-port", options->iterator_port,
-                  "Loopback port of the endpoint for job iterators (default 0 = any free port)");
+                  "Loopback port of the endpoint for job iterators (default 0 = any free port)")
+      ->check(BoundedInteger(0, 65535));
   cmd->add_option("--checkpoint-dir", options->checkpoint_dir,
                   "Root of job checkpoints; shared storage when jobs move between hosts "
                   "(default <work-dir>/checkpoints)");
@@ -99,14 +105,14 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerOptions* options) {
                   "Stable agent id (default: kept in <work-dir>/agent_id)");
   cmd->add_option("--kill-grace-seconds", options->kill_grace_seconds,
                   "SIGTERM to SIGKILL grace when ending a job (default 10)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--lease-grace-seconds", options->lease_grace_seconds,
                   "End a job this long after its lease ran out without it stopping (default 30)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option(
          "--hold-seconds", options->hold_seconds,
          "How long a job paused at its lease end waits for the next round (default: a round)")
-      ->check(CLI::PositiveNumber);
+      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--visible-devices", options->visible_devices,
                   "CUDA_VISIBLE_DEVICES value per GPU, comma-separated (default 0,1,...)")
       ->delimiter(',');
@@ -140,6 +146,9 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   agent.run_dir = options.run_dir.empty() ? fs::current_path().string()
                                           : fs::absolute(options.run_dir).string();
   if (!options.token_file.empty()) {
+    Result<std::string> warning = rpc::CheckTokenFileMode(options.token_file);
+    if (!warning.ok()) return warning.status().WithContext("--token-file");
+    if (!warning->empty()) std::cerr << "gavel worker: warning: " << *warning << "\n";
     Result<std::string> token = rpc::ReadClientToken(options.token_file);
     if (!token.ok()) return token.status().WithContext("--token-file");
     agent.token = *token;
@@ -160,6 +169,17 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   } else {
     agent.agent_id = options.agent_id;
   }
+  // A refused registration (a user's token, or none) ends the worker instead of retrying for
+  // ever: the refusal is kept and SIGTERM wakes the sigwait below.
+  auto refusal = std::make_shared<std::pair<std::mutex, std::optional<Status>>>();
+  agent.on_refused = [refusal](const Status& status) {
+    {
+      std::lock_guard lock(refusal->first);
+      if (refusal->second) return;
+      refusal->second = status;
+    }
+    ::kill(::getpid(), SIGTERM);
+  };
   GAVEL_RETURN_IF_ERROR(agent::CheckAgentOptions(agent));
 
   // ---- Signals: blocked here (and so in every thread started below), awaited at the end ----
@@ -190,9 +210,18 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
-  out << "gavel worker: signal " << signal << ": ending jobs and stopping" << std::endl;
+  std::optional<Status> refused;
+  {
+    std::lock_guard lock(refusal->first);
+    refused = refusal->second;
+  }
+  if (!refused) out << "gavel worker: signal " << signal << ": ending jobs and stopping" << std::endl;
   running->Shutdown();
   running.reset();
+  if (refused) {
+    return Status::FailedPrecondition("the scheduler refused this agent (" + refused->message() +
+                                      "): registering GPUs needs an admin's token (--token-file)");
+  }
   out << "gavel worker: stopped" << std::endl;
   return Status::Ok();
 }

@@ -146,6 +146,40 @@ TEST_F(WorkerCommandTest, BadOptionsAreRefusedNamingTheOption) {
   ASSERT_TRUE(exit.has_value());
   EXPECT_NE(exit->code, 0);
   EXPECT_THAT(ReadFile(dir_ / "bad3.err"), HasSubstr("--type"));
+
+  // Numbers outside their documented bounds (docs/formats.md, "Bounds").
+  const std::vector<std::pair<std::string, std::string>> numbers = {
+      {"--gpus", "-3"}, {"--gpus", "1e9"}, {"--iterator-port", "70000"},
+      {"--heartbeat-seconds", "1e-9"}, {"--kill-grace-seconds", "nan"}};
+  int n = 0;
+  for (const auto& [flag, value] : numbers) {
+    const std::string name = "bad_number" + std::to_string(n++);
+    auto bad = Launch(name, {"--scheduler", "127.0.0.1:1", "--type", "v100", "--work-dir",
+                             (dir_ / "w").string(), flag, value});
+    ASSERT_NE(bad, nullptr);
+    exit = WaitExit(*bad, 15.0);
+    ASSERT_TRUE(exit.has_value()) << flag;
+    EXPECT_NE(exit->code, 0) << flag;
+    EXPECT_THAT(ReadFile(dir_ / (name + ".err")), HasSubstr(flag)) << flag << " " << value;
+  }
+}
+
+TEST_F(WorkerCommandTest, AWorkerWhoseTokenIsRefusedExitsInsteadOfRetryingForEver) {
+  // Regression: a non-admin (here: unknown) token made `gavel worker` retry for ever.
+  agent::testing::FakeSchedulerServer guarded("the-admin-token");
+  const int port = guarded.Start();
+  ASSERT_GT(port, 0);
+  std::ofstream(dir_ / "user-token") << "not-the-admin-token alice\n";
+  auto worker = Launch("refused", {"--scheduler", "127.0.0.1:" + std::to_string(port), "--type",
+                                   "v100", "--work-dir", (dir_ / "w").string(), "--token-file",
+                                   (dir_ / "user-token").string()});
+  ASSERT_NE(worker, nullptr);
+  const auto exit = WaitExit(*worker, 20.0);
+  ASSERT_TRUE(exit.has_value()) << "the worker is still retrying";
+  EXPECT_EQ(exit->code, 1);
+  EXPECT_THAT(ReadFile(dir_ / "refused.err"), HasSubstr("refused"));
+  EXPECT_THAT(ReadFile(dir_ / "refused.err"), HasSubstr("admin"));
+  EXPECT_TRUE(guarded.registrations().empty());
 }
 
 }  // namespace

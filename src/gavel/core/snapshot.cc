@@ -5,10 +5,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "gavel/core/bounds.h"
 
 namespace gavel {
 namespace {
@@ -28,7 +31,7 @@ Result<int> ReadPositiveInt(const json& v, const std::string& where) {
     return Status::InvalidArgument(where + ": expected an integer, got " + v.dump());
   }
   const double d = v.get<double>();
-  if (d < 0 || d > 1e9) return Status::InvalidArgument(where + ": out of range: " + v.dump());
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(d, 0, bounds::kMaxGpus, where));
   return static_cast<int>(d);
 }
 
@@ -50,19 +53,17 @@ Result<JobId> ReadJobId(const json& v, const std::string& where) {
   return JobId(id);
 }
 
-Result<std::map<std::string, double>> ReadNumberMap(const json& v, const std::string& where,
-                                                    bool positive) {
+// `check` bounds each value (docs/formats.md, "Bounds").
+Result<std::map<std::string, double>> ReadNumberMap(
+    const json& v, const std::string& where,
+    const std::function<Status(double, const std::string&)>& check) {
   if (!v.is_object()) return Status::InvalidArgument(where + ": expected an object");
   std::map<std::string, double> out;
   for (const auto& [key, value] : v.items()) {
     const std::string key_where = where + "." + key;
     if (!value.is_number()) return Status::InvalidArgument(key_where + ": expected a number");
     const double d = value.get<double>();
-    if (!std::isfinite(d) || d < 0 || (positive && d == 0)) {
-      return Status::InvalidArgument(key_where + ": must be finite and " +
-                                     (positive ? "positive" : "non-negative") + ", got " +
-                                     value.dump());
-    }
+    GAVEL_RETURN_IF_ERROR(check(d, key_where));
     out[key] = d;
   }
   return out;
@@ -96,18 +97,19 @@ Result<JobSpec> ReadJob(const json& j, const std::string& where) {
   }
   if (j.contains("priority_weight")) {
     GAVEL_ASSIGN_OR_RETURN(job.priority_weight, ReadNumber(j, "priority_weight", named));
-    if (job.priority_weight <= 0) {
-      return Status::InvalidArgument(named + ".priority_weight: must be positive");
-    }
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(job.priority_weight, bounds::kMinWeight,
+                                             bounds::kMaxWeight, named + ".priority_weight"));
   }
   if (j.contains("steps_remaining") && !j.at("steps_remaining").is_null()) {
     GAVEL_ASSIGN_OR_RETURN(const double steps, ReadNumber(j, "steps_remaining", named));
-    if (steps < 0) return Status::InvalidArgument(named + ".steps_remaining: must be >= 0");
+    GAVEL_RETURN_IF_ERROR(
+        bounds::CheckRange(steps, 0, bounds::kMaxSteps, named + ".steps_remaining"));
     job.steps_remaining = steps;
   }
   if (j.contains("time_since_start")) {
     GAVEL_ASSIGN_OR_RETURN(const double t, ReadNumber(j, "time_since_start", named));
-    if (t < 0) return Status::InvalidArgument(named + ".time_since_start: must be >= 0");
+    GAVEL_RETURN_IF_ERROR(
+        bounds::CheckRange(t, 0, bounds::kMaxSeconds, named + ".time_since_start", " s"));
     job.time_since_start = Seconds(t);
   }
   if (j.contains("slo") && !j.at("slo").is_null()) {
@@ -115,6 +117,7 @@ Result<JobSpec> ReadJob(const json& j, const std::string& where) {
     if (slo <= 0) {
       return Status::InvalidArgument(named + ".slo: seconds until the deadline must be positive");
     }
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(slo, 0, bounds::kMaxSeconds, named + ".slo", " s"));
     job.slo_time_left = Seconds(slo);
   }
   if (j.contains("entity") && !j.at("entity").is_null()) {
@@ -125,7 +128,8 @@ Result<JobSpec> ReadJob(const json& j, const std::string& where) {
   }
   if (j.contains("throughputs") && !j.at("throughputs").is_null()) {
     GAVEL_ASSIGN_OR_RETURN(job.throughputs,
-                           ReadNumberMap(j.at("throughputs"), named + ".throughputs", false));
+                           ReadNumberMap(j.at("throughputs"), named + ".throughputs",
+                                         bounds::CheckThroughput));
   }
   if (job.job_type.empty() && job.throughputs.empty()) {
     return Status::InvalidArgument(named + ": needs a job_type or throughputs");
@@ -144,7 +148,8 @@ Result<ClusterSnapshot> ParseSnapshot(std::string_view json_text, const std::str
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e999).
     return Status::InvalidArgument(source_name + ": not valid JSON: " + e.what());
   }
   if (!root.is_object()) return Status::InvalidArgument(source_name + ": expected an object");
@@ -195,12 +200,24 @@ Result<ClusterSnapshot> ParseSnapshot(std::string_view json_text, const std::str
   if (root.contains("instance_costs")) {
     GAVEL_ASSIGN_OR_RETURN(snapshot.instance_costs,
                            ReadNumberMap(root.at("instance_costs"),
-                                         source_name + ": instance_costs", true));
+                                         source_name + ": instance_costs",
+                                         [](double d, const std::string& where) {
+                                           if (d == 0) {
+                                             return Status::InvalidArgument(
+                                                 where + ": must be positive");
+                                           }
+                                           return bounds::CheckRange(d, 0, bounds::kMaxPrice,
+                                                                     where, " $/hour");
+                                         }));
   }
   if (root.contains("entity_weights")) {
     GAVEL_ASSIGN_OR_RETURN(snapshot.entity_weights,
                            ReadNumberMap(root.at("entity_weights"),
-                                         source_name + ": entity_weights", true));
+                                         source_name + ": entity_weights",
+                                         [](double d, const std::string& where) {
+                                           return bounds::CheckRange(d, bounds::kMinWeight,
+                                                                     bounds::kMaxWeight, where);
+                                         }));
   }
   if (root.contains("throughputs_file") && !root.at("throughputs_file").is_null()) {
     if (!root.at("throughputs_file").is_string()) {
@@ -217,6 +234,10 @@ Result<ClusterSnapshot> ParseSnapshot(std::string_view json_text, const std::str
   if (!root.contains("jobs")) return Status::InvalidArgument(source_name + ": jobs: required");
   const json& jobs = root.at("jobs");
   if (!jobs.is_array()) return Status::InvalidArgument(source_name + ": jobs: expected an array");
+  if (jobs.size() > bounds::kMaxJobs) {
+    return Status::InvalidArgument(source_name + ": jobs: more than " +
+                                   std::to_string(bounds::kMaxJobs) + " jobs");
+  }
   std::set<JobId> seen;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     GAVEL_ASSIGN_OR_RETURN(JobSpec job,

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gavel/core/bounds.h"
+
 namespace gavel {
 namespace {
 
@@ -17,10 +19,7 @@ using nlohmann::json;
 Result<double> ReadThroughput(const json& value, const std::string& where) {
   if (!value.is_number()) return Status::InvalidArgument(where + ": expected a number");
   const double v = value.get<double>();
-  if (!std::isfinite(v) || v < 0.0) {
-    return Status::InvalidArgument(where + ": throughput must be finite and non-negative, got " +
-                                   value.dump());
-  }
+  GAVEL_RETURN_IF_ERROR(bounds::CheckThroughput(v, where));
   return v;
 }
 
@@ -47,7 +46,8 @@ Result<JobTypeKey> JobTypeKey::Parse(std::string_view text) {
   const std::string_view digits = text.substr(sep + 3, text.size() - 1 - (sep + 3));
   int sf = 0;
   const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), sf);
-  if (ec != std::errc() || ptr != digits.data() + digits.size() || sf < 1 || key.model.empty()) {
+  if (ec != std::errc() || ptr != digits.data() + digits.size() || sf < 1 ||
+      sf > bounds::kMaxGpus || key.model.empty()) {
     return bad();
   }
   key.scale_factor = sf;
@@ -67,7 +67,8 @@ Result<ThroughputTable> ThroughputTable::Parse(std::string_view json_text,
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e999).
     return Status::InvalidArgument(source_name + ": not valid JSON: " + e.what());
   }
   if (!root.is_object() || root.empty()) {

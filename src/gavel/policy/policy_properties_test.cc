@@ -16,11 +16,13 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "gavel/core/bounds.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/policy/policy_input.h"
@@ -282,6 +284,75 @@ TEST_P(PolicyPropertiesTest, NothingCanRunAnywhere) {
   ClusterSnapshot snapshot = RandomSnapshot(rng);
   for (JobSpec& job : snapshot.jobs) job.throughputs = {{"k80", 0}, {"p100", 0}, {"v100", 0}};
   ExpectCleanErrorOrValid(Build(snapshot));
+}
+
+// Throughputs at the ends of their documented bounds (core/bounds.h: 1e-4 to 1e5 steps/s)
+// still give a valid allocation that gives GPUs to someone. Regression: one job's throughput
+// of 1e308 once made every allocation all-zero while the solver reported "optimal"; the
+// bounds now refuse that, and the values they let in must keep the LPs meaningful.
+TEST_P(PolicyPropertiesTest, ThroughputsAtTheBoundsGiveSensibleAllocations) {
+  std::mt19937_64 rng(7);
+  ClusterSnapshot snapshot = RandomTableCluster(rng, /*max_gpus_per_type=*/4);
+  const double extremes[][3] = {{bounds::kMaxThroughput, bounds::kMinPositiveThroughput, 0.0},
+                                {bounds::kMinPositiveThroughput, bounds::kMinPositiveThroughput,
+                                 bounds::kMinPositiveThroughput},
+                                {bounds::kMaxThroughput, bounds::kMaxThroughput, 1.0}};
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    JobSpec job = RandomTableJob(rng, JobId(i), 1);
+    if (i < 3) {
+      job.throughputs = {{"v100", extremes[i][0]}, {"p100", extremes[i][1]},
+                         {"k80", extremes[i][2]}};
+    }
+    job.steps_remaining = i == 1 ? bounds::kMaxSteps : 1000.0;
+    snapshot.jobs.push_back(job);
+  }
+  const PolicyInput input = Build(snapshot);
+  const auto output = Allocate(input);
+  ASSERT_TRUE(output.ok()) << output.status().ToString();
+  ExpectValid(input, *output);
+  double total = 0.0;
+  for (double x : output->allocation.data()) total += x;
+  for (double x : output->pair_allocation.data()) total += x;
+  EXPECT_GT(total, 0.1) << "no job gets any GPU time";
+}
+
+// Max-min fairness over normalised throughput does not depend on a job's units: scaling one
+// job's throughputs by any factor that keeps them in bounds leaves the fair share (the
+// objective) unchanged. An independent check that the LP is scaled per job row, whatever the
+// magnitudes.
+TEST(PolicyScalingTest, MaxMinFairnessIsInvariantToEachJobsThroughputUnits) {
+  ClusterSnapshot snapshot;
+  snapshot.gpu_types = {GpuTypeSpec{"k80", 3, 1}, GpuTypeSpec{"p100", 2, 1},
+                        GpuTypeSpec{"v100", 2, 1}};
+  const double base[][3] = {{1.0, 1.6, 2.0}, {1.2, 1.3, 1.9}, {1.0, 2.0, 2.5}, {1.5, 1.5, 1.6}};
+  const double scale[] = {bounds::kMaxThroughput / 2.5, bounds::kMinPositiveThroughput, 1.0,
+                          300.0};
+  for (const char* name : {"max_min_fairness_perf", "max_min_fairness"}) {
+    SCOPED_TRACE(name);
+    std::optional<double> objectives[2];
+    for (int scaled = 0; scaled < 2; ++scaled) {
+      ClusterSnapshot s = snapshot;
+      for (std::uint64_t i = 0; i < 4; ++i) {
+        JobSpec job;
+        job.id = JobId(i);
+        job.job_type = "ResNet-18 (batch size 64)";
+        const double f = scaled == 1 ? scale[i] : 1.0;
+        job.throughputs = {{"k80", base[i][0] * f}, {"p100", base[i][1] * f},
+                           {"v100", base[i][2] * f}};
+        s.jobs.push_back(job);
+      }
+      auto input = BuildPolicyInput(s, &ShippedTable(), InputRequirements{});
+      ASSERT_TRUE(input.ok()) << input.status().ToString();
+      auto policy = MakePolicy(name, PolicyOptions{});
+      ASSERT_TRUE(policy.ok());
+      auto output = (*policy)->Allocate(*input);
+      ASSERT_TRUE(output.ok()) << output.status().ToString();
+      objectives[scaled] = output->objective;
+    }
+    ASSERT_TRUE(objectives[0].has_value() && objectives[1].has_value());
+    EXPECT_GT(*objectives[0], 0.0);
+    EXPECT_NEAR(*objectives[1], *objectives[0], 1e-6 * *objectives[0]);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, PolicyPropertiesTest, ::testing::ValuesIn(AllCases()), CaseName);

@@ -1,7 +1,10 @@
 #include "gavel/rpc/auth.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -10,6 +13,9 @@ namespace gavel::rpc {
 namespace {
 
 constexpr std::size_t kMinTokenLength = 8;
+// gRPC refuses metadata beyond 8 KiB by default: a longer token could never be sent.
+constexpr std::size_t kMaxTokenLength = 4096;
+constexpr std::size_t kMaxUserLength = 256;
 
 std::vector<std::string> Fields(std::string_view line) {
   std::vector<std::string> fields;
@@ -20,14 +26,15 @@ std::vector<std::string> Fields(std::string_view line) {
 }
 
 bool ValidUser(const std::string& user) {
-  return !user.empty() && std::all_of(user.begin(), user.end(), [](char c) {
+  return !user.empty() && user.size() <= kMaxUserLength && std::all_of(user.begin(), user.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' ||
            c == '-' || c == '@';
   });
 }
 
 bool ValidToken(const std::string& token) {
-  return token.size() >= kMinTokenLength && std::all_of(token.begin(), token.end(), [](char c) {
+  return token.size() >= kMinTokenLength && token.size() <= kMaxTokenLength &&
+         std::all_of(token.begin(), token.end(), [](char c) {
            return std::isgraph(static_cast<unsigned char>(c)) != 0;
          });
 }
@@ -63,13 +70,15 @@ Result<TokenRegistry> TokenRegistry::Parse(std::string_view text, const std::str
                                      fields.back() + "`");
     }
     if (!ValidToken(fields[0])) {
-      return Status::InvalidArgument(where + ": a token needs at least " +
-                                     std::to_string(kMinTokenLength) +
+      return Status::InvalidArgument(where + ": a token needs " +
+                                     std::to_string(kMinTokenLength) + " to " +
+                                     std::to_string(kMaxTokenLength) +
                                      " printable characters");
     }
     if (!ValidUser(fields[1])) {
-      return Status::InvalidArgument(where + ": user `" + fields[1] +
-                                     "` may only use letters, digits and ._-@");
+      return Status::InvalidArgument(where + ": user `" + fields[1].substr(0, 64) +
+                                     "` may only use letters, digits and ._-@ (at most " +
+                                     std::to_string(kMaxUserLength) + ")");
     }
     Principal principal{fields[1], fields.size() == 3, fields[0]};
     if (!registry.tokens_.emplace(fields[0], std::move(principal)).second) {
@@ -108,13 +117,31 @@ Result<std::string> ReadClientToken(const std::string& path) {
     const std::vector<std::string> fields = Fields(line);
     if (fields.empty()) continue;
     if (!ValidToken(fields[0])) {
-      return Status::InvalidArgument(path + ": the token needs at least " +
-                                     std::to_string(kMinTokenLength) +
+      return Status::InvalidArgument(path + ": the token needs " +
+                                     std::to_string(kMinTokenLength) + " to " +
+                                     std::to_string(kMaxTokenLength) +
                                      " printable characters");
     }
     return fields[0];
   }
   return Status::InvalidArgument(path + ": the token file holds no token");
+}
+
+Result<std::string> CheckTokenFileMode(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return Status::IoError("cannot read token file " + path);
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Status::FailedPrecondition("token file " + path + " (mode " + mode +
+                                      ") may be written by other users, who could add tokens "
+                                      "or admins: chmod 600 it");
+  }
+  if ((info.st_mode & (S_IRGRP | S_IROTH)) != 0) {
+    return "token file " + path + " (mode " + std::string(mode) +
+           ") may be read by other users, who could act as the users it lists: chmod 600 it";
+  }
+  return std::string();
 }
 
 std::string BearerValue(std::string_view token) { return "Bearer " + std::string(token); }

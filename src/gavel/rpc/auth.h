@@ -59,6 +59,12 @@ class TokenRegistry {
 // Reads a client's token (see the file comment). Errors name the file.
 Result<std::string> ReadClientToken(const std::string& path);
 
+// Checks who else may use a token file: FailedPrecondition when group or others may write it
+// (they could add tokens, admins included); a warning text when they may read it (they could
+// act as its users); "" when it is private to its owner. `gavel serve`, `gavel worker` and the
+// client commands refuse on the error and print the warning.
+Result<std::string> CheckTokenFileMode(const std::string& path);
+
 // "Bearer <token>".
 std::string BearerValue(std::string_view token);
 

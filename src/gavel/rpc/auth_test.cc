@@ -61,7 +61,7 @@ TEST(TokenRegistryTest, ErrorsNameTheLine) {
 
   auto short_token = TokenRegistry::Parse("abc alice\n", "f");
   ASSERT_FALSE(short_token.ok());
-  EXPECT_NE(short_token.status().message().find("at least 8"), std::string::npos);
+  EXPECT_NE(short_token.status().message().find("8 to 4096"), std::string::npos);
 
   auto duplicate = TokenRegistry::Parse("alice-token-123 alice\nalice-token-123 bob\n", "f");
   ASSERT_FALSE(duplicate.ok());
@@ -88,6 +88,46 @@ TEST(ClientTokenTest, ReadsTheFirstTokenOfEitherFormat) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(*b, "root-token-456");
   EXPECT_FALSE(ReadClientToken((dir / "missing").string()).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TokenRegistryTest, TokensAndUsersHaveBoundedLengths) {
+  // gRPC refuses metadata beyond 8 KiB: a longer token could never authenticate anyone.
+  const std::string long_token(5000, 'x');
+  auto too_long = TokenRegistry::Parse("ok-token-1 alice\n" + long_token + " bob\n", "f");
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("f:2"), std::string::npos);
+  EXPECT_TRUE(TokenRegistry::Parse(std::string(4096, 'y') + " bob\n", "f").ok());
+  auto long_user = TokenRegistry::Parse("ok-token-1 " + std::string(300, 'a') + "\n", "f");
+  ASSERT_FALSE(long_user.ok());
+  EXPECT_NE(long_user.status().message().find("f:1"), std::string::npos);
+  EXPECT_LT(long_user.status().message().size(), 200u);  // the name is not echoed in full
+}
+
+TEST(TokenFileModeTest, WritableByOthersIsRefusedReadableByOthersWarned) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gavel_auth_mode_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "tokens").string();
+  std::ofstream(path) << "alice-token-123 alice\n";
+  using std::filesystem::perms;
+  const auto set = [&](perms p) {
+    std::filesystem::permissions(path, p, std::filesystem::perm_options::replace);
+  };
+  set(perms::owner_read | perms::owner_write);
+  auto private_file = CheckTokenFileMode(path);
+  ASSERT_TRUE(private_file.ok());
+  EXPECT_EQ(*private_file, "");
+  set(perms::owner_read | perms::owner_write | perms::others_read);
+  auto readable = CheckTokenFileMode(path);
+  ASSERT_TRUE(readable.ok());
+  EXPECT_NE(readable->find("0604"), std::string::npos) << *readable;
+  EXPECT_NE(readable->find(path), std::string::npos);
+  set(perms::owner_read | perms::owner_write | perms::group_write);
+  auto writable = CheckTokenFileMode(path);
+  ASSERT_FALSE(writable.ok());
+  EXPECT_NE(writable.status().message().find("0620"), std::string::npos);
+  EXPECT_FALSE(CheckTokenFileMode((dir / "missing").string()).ok());
   std::filesystem::remove_all(dir);
 }
 

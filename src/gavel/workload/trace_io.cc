@@ -10,6 +10,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "gavel/core/bounds.h"
 #include "gavel/core/check.h"
 #include "gavel/workload/job_stream.h"
 
@@ -97,7 +98,7 @@ class FieldParser {
 
   Result<int> ScaleFactor(std::string_view text, bool allow_zero) const {
     GAVEL_ASSIGN_OR_RETURN(const long long v, Int("scale_factor", text));
-    if (v < (allow_zero ? 0 : 1) || v > 1'000'000) {
+    if (v < (allow_zero ? 0 : 1) || v > bounds::kMaxGpus) {
       return Error("scale_factor", Quote(text) + " is not a GPU count >= 1");
     }
     return static_cast<int>(v);
@@ -112,19 +113,32 @@ class FieldParser {
       GAVEL_ASSIGN_OR_RETURN(steps, Double("total_steps", text));
     }
     if (!(steps > 0.0)) return Error("total_steps", Quote(text) + " is not > 0");
+    GAVEL_RETURN_IF_ERROR(InRange("total_steps", steps, 0.0, bounds::kMaxSteps, ""));
     return steps;
   }
 
   Result<double> PriorityWeight(std::string_view text) const {
     GAVEL_ASSIGN_OR_RETURN(const double w, Double("priority_weight", text));
     if (!(w > 0.0)) return Error("priority_weight", Quote(text) + " is not > 0");
+    GAVEL_RETURN_IF_ERROR(
+        InRange("priority_weight", w, bounds::kMinWeight, bounds::kMaxWeight, ""));
     return w;
   }
 
   Result<Seconds> Arrival(std::string_view text) const {
     GAVEL_ASSIGN_OR_RETURN(const double t, Double("arrival_time", text));
     if (t < 0.0) return Error("arrival_time", Quote(text) + " is negative");
+    GAVEL_RETURN_IF_ERROR(InRange("arrival_time", t, 0.0, bounds::kMaxSeconds, " s"));
     return Seconds(t);
+  }
+
+  // "<file>:<line>: <column>: <value> is outside [lo, hi]" (docs/formats.md, "Bounds").
+  Status InRange(std::string_view column, double value, double lo, double hi,
+                 const char* unit) const {
+    const Status status = bounds::CheckRange(value, lo, hi, std::string(column), unit);
+    if (status.ok()) return status;
+    return Status::InvalidArgument(source_ + ":" + std::to_string(line_) + ": " +
+                                   status.message());
   }
 
  private:
@@ -158,6 +172,7 @@ Result<TraceJob> ParseGavelLine(const FieldParser& p, std::string_view line) {
   GAVEL_ASSIGN_OR_RETURN(job.scale_factor, p.ScaleFactor(f[6], /*allow_zero=*/false));
   GAVEL_ASSIGN_OR_RETURN(job.priority_weight, p.PriorityWeight(f[7]));
   GAVEL_ASSIGN_OR_RETURN(const double slo, p.Double("SLO", f[8]));
+  GAVEL_RETURN_IF_ERROR(p.InRange("SLO", slo, -bounds::kMaxSeconds, bounds::kMaxSeconds, ""));
   job.slo_multiplier = SloFromColumn(slo);
   GAVEL_ASSIGN_OR_RETURN(job.arrival_time, p.Arrival(f[9]));
   return job;
@@ -275,12 +290,16 @@ Result<TraceJob> ParseCsvLine(const FieldParser& p, const CsvHeader& header,
   }
   if (const std::string* s = get("slo"); s != nullptr && !TrimView(*s).empty()) {
     GAVEL_ASSIGN_OR_RETURN(const double slo, p.Double("slo", *s));
-    if (!(slo > 0.0)) return p.Error("slo", Quote(*s) + " is not > 0 (leave it empty for none)");
+    // 0 is a multiplier the gavel format holds (only negative values mean none there), so the
+    // CSV must take it too: a gavel trace converts to CSV and back (found by trace_gavel_fuzz).
+    if (!(slo >= 0.0)) return p.Error("slo", Quote(*s) + " is negative (leave it empty for none)");
+    GAVEL_RETURN_IF_ERROR(p.InRange("slo", slo, 0.0, bounds::kMaxSeconds, ""));
     job.slo_multiplier = slo;
   }
   if (const std::string* d = get("duration"); d != nullptr && !TrimView(*d).empty()) {
     GAVEL_ASSIGN_OR_RETURN(const double duration, p.Double("duration", *d));
     if (!(duration > 0.0)) return p.Error("duration", Quote(*d) + " is not > 0");
+    GAVEL_RETURN_IF_ERROR(p.InRange("duration", duration, 0.0, bounds::kMaxSeconds, " s"));
     job.duration = Seconds(duration);
   }
   if (const std::string* c = get("command"); c != nullptr) job.command = *c;
@@ -419,6 +438,9 @@ Result<std::vector<TraceJob>> ParseTrace(std::string_view text, TraceFormat form
                                               " (arrival times must be non-decreasing)");
     }
     previous_arrival = job->arrival_time;
+    if (jobs.size() >= bounds::kMaxJobs) {
+      return parser.LineError("more than " + std::to_string(bounds::kMaxJobs) + " jobs");
+    }
     jobs.push_back(std::move(*job));
   }
   if (format == TraceFormat::kCsv && !csv_header.has_value()) {

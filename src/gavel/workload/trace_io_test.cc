@@ -254,6 +254,33 @@ TEST(TraceIoTest, MalformedInputNamesFileLineAndColumn) {
        "job_type,scale_factor,total_steps,arrival_time\n\"A3C,1,100,0\n",
        "t.trace:2: unterminated quoted field"},
       {"csv empty", TraceFormat::kCsv, "", "t.trace: empty CSV trace"},
+      // Bounds (docs/formats.md): a job of 1e18 steps would run without end, an arrival of
+      // 1e300 was once dropped silently with exit 0.
+      {"steps beyond the bound", TraceFormat::kGavel,
+       "A3C\tcmd\trl\t--max-steps\t0\t1000000000000000000\t1\t1\t-1\t0\n",
+       "t.trace:1: total_steps: 1e+18 is outside [0, 1e+10]"},
+      {"steps beyond int64", TraceFormat::kGavel,
+       "A3C\tcmd\trl\t--max-steps\t0\t99999999999999999999\t1\t1\t-1\t0\n",
+       "t.trace:1: total_steps: '99999999999999999999' is not an integer"},
+      {"arrival beyond the bound", TraceFormat::kGavel,
+       "A3C\tcmd\trl\t--max-steps\t0\t100\t1\t1\t-1\t1e300\n",
+       "t.trace:1: arrival_time: 1.0000000000000001e+300 is outside [0, 1e+09] s"},
+      {"msr arrival beyond the bound", TraceFormat::kMsrLegacy,
+       "A3C\tcmd\t--max-steps\t0\t100\t2e9\t1\n", "t.trace:1: arrival_time: 2000000000"},
+      {"priority beyond the bound", TraceFormat::kGavel,
+       "A3C\tcmd\trl\t--max-steps\t0\t100\t1\t1e7\t-1\t0\n",
+       "t.trace:1: priority_weight: 10000000 is outside"},
+      {"huge scale factor", TraceFormat::kGavel,
+       "A3C\tcmd\trl\t--max-steps\t0\t100\t2000000\t1\t-1\t0\n", "t.trace:1: scale_factor"},
+      {"csv steps beyond the bound", TraceFormat::kCsv,
+       "job_type,scale_factor,total_steps,arrival_time\nA3C,1,1e18,0\n",
+       "t.trace:2: total_steps: 1e+18 is outside"},
+      {"csv duration beyond the bound", TraceFormat::kCsv,
+       "job_type,scale_factor,total_steps,arrival_time,duration\nA3C,1,10,0,1e300\n",
+       "t.trace:2: duration: 1.0000000000000001e+300 is outside"},
+      {"csv slo beyond the bound", TraceFormat::kCsv,
+       "job_type,scale_factor,total_steps,arrival_time,slo\nA3C,1,10,0,1e12\n",
+       "t.trace:2: slo: 1000000000000 is outside"},
   };
   for (const MalformedCase& c : cases) {
     auto jobs = ParseTrace(c.text, c.format, "t.trace");
@@ -262,6 +289,43 @@ TEST(TraceIoTest, MalformedInputNamesFileLineAndColumn) {
     EXPECT_NE(jobs.status().message().find(c.expected), std::string::npos)
         << c.name << ": " << jobs.status().message();
   }
+}
+
+TEST(TraceIoTest, AZeroSloMultiplierConvertsToCsvAndBack) {
+  // Found by trace_gavel_fuzz: the gavel format keeps an SLO of 0 or -0 (only negative values
+  // mean none, as in the original), which the CSV writer wrote and its reader then refused.
+  const std::string text =
+      "A3C\tcmd\trl\t--max-steps\t0\t10\t1\t1\t-0.000000\t0.000000\n"
+      "A3C\tcmd\trl\t--max-steps\t0\t10\t1\t1\t0\t1.000000\n";
+  auto jobs = ParseTrace(text, TraceFormat::kGavel, "t.trace");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_TRUE((*jobs)[0].slo_multiplier.has_value());
+  auto csv = FormatTrace(*jobs, TraceFormat::kCsv);
+  ASSERT_TRUE(csv.ok()) << csv.status().ToString();
+  auto again = ParseTrace(*csv, TraceFormat::kCsv, "t.csv");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*again)[i].slo_multiplier.has_value());
+    EXPECT_EQ(*(*again)[i].slo_multiplier, 0.0);
+  }
+  auto negative = ParseTrace("job_type,scale_factor,total_steps,arrival_time,slo\nA,1,1,0,-1\n",
+                             TraceFormat::kCsv, "t.csv");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("t.csv:2: slo: '-1' is negative"),
+            std::string::npos);
+}
+
+TEST(TraceIoTest, ValuesAtTheBoundsAreAccepted) {
+  // The largest documented values must still parse (the bounds are inclusive).
+  auto jobs = ParseTrace("A3C\tcmd\trl\t--max-steps\t0\t10000000000\t1000000\t1000000\t-1\t"
+                         "1000000000\n",
+                         TraceFormat::kGavel, "t.trace");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].total_steps, 1e10);
+  EXPECT_EQ((*jobs)[0].arrival_time.value(), 1e9);
+  EXPECT_EQ((*jobs)[0].scale_factor, 1'000'000);
 }
 
 TEST(TraceIoTest, FileErrorsAndUnwritableJobs) {

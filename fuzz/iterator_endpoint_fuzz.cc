@@ -1,0 +1,109 @@
+// Fuzz target for the agent's iterator endpoint (agent/http_server.h + iterator_endpoint.h):
+// what a training job, or anything else on the host, can send to the agent's loopback port.
+// The first byte picks the path:
+//  * even: the rest is a raw byte stream sent to a real HttpServer (request line, headers,
+//    Content-Length framing, keep-alive), the write side then shut, the answer read to EOF;
+//  * odd: the rest is the proto3 JSON body of a POST to Init, Progress or Done (next byte),
+//    handed straight to the handler, which is faster and reaches the JSON parser more often.
+// The agent runs no job, so every well-formed call ends in 404 at once (a Done for a running
+// job would be held until the next round). The server and agent live for the whole process.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gavel/agent/fakes.h"
+#include "gavel/agent/http_server.h"
+#include "gavel/agent/iterator_endpoint.h"
+
+namespace {
+
+using namespace gavel::agent;
+
+struct Endpoint {
+  testing::FakeClock clock;
+  testing::FakeSchedulerClient scheduler;
+  testing::FakeProcessLauncher launcher;
+  std::unique_ptr<Agent> agent;
+  HttpHandler handler;
+  std::unique_ptr<HttpServer> server;
+
+  Endpoint() {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("gavel_fuzz_endpoint_" + std::to_string(::getpid()));
+    AgentOptions options;
+    options.agent_id = "agent-fuzz";
+    options.gpu_type = "k80";
+    options.log_dir = (dir / "logs").string();
+    options.checkpoint_root = (dir / "ckpt").string();
+    options.run_dir = dir.string();
+    options.log = [](const std::string&) {};
+    agent = std::make_unique<Agent>(options, &scheduler, &launcher, &clock);
+    agent->Tick();  // registers
+    handler = MakeIteratorHandler(agent.get(), "fuzz-token-123");
+    HttpServerOptions server_options;
+    server_options.idle_timeout = gavel::Seconds(2.0);
+    auto started = HttpServer::Start(server_options, handler);
+    if (!started.ok()) std::abort();
+    server = std::move(started).value();
+  }
+};
+
+Endpoint& TheEndpoint() {
+  static Endpoint* endpoint = new Endpoint();  // lives until exit; the server's threads too
+  return *endpoint;
+}
+
+void SendRaw(int port, const std::string& raw) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) std::abort();
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
+  std::size_t sent = 0;
+  while (sent < raw.size()) {
+    const ssize_t n = ::send(fd, raw.data() + sent, raw.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<std::size_t>(n);
+  }
+  ::shutdown(fd, SHUT_WR);
+  char buffer[4096];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    // The server closes at EOF; 5 s without an answer is a hang worth reporting.
+    if (::poll(&p, 1, 5000) <= 0) std::abort();
+    if (::recv(fd, buffer, sizeof(buffer), 0) <= 0) break;
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return 0;
+  Endpoint& endpoint = TheEndpoint();
+  const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] % 2 == 0) {
+    SendRaw(endpoint.server->port(), rest);
+    return 0;
+  }
+  static const char* const kMethods[] = {"Init", "Progress", "Done", "Nope"};
+  HttpRequest request;
+  request.method = "POST";
+  request.target = std::string("/gavel.wire.Iterator/") + kMethods[data[1] % 4];
+  request.headers.emplace_back("authorization", "Bearer fuzz-token-123");
+  request.body = rest.substr(1);
+  const HttpResponse response = endpoint.handler(request);
+  if (response.status == 200) std::abort();  // the agent runs no job: nothing can succeed
+  return 0;
+}

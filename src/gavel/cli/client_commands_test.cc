@@ -1,0 +1,123 @@
+// The client commands' parsing and rendering, without a scheduler: command lines as a user
+// types them, job files, and the `gavel jobs` table fed with hostile names.
+#include "gavel/cli/client_commands.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace gavel::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Parses `gavel <args...>` with the client commands; returns CLI11's error text, "" if none.
+std::string Parse(ClientCommandOptions* options, std::vector<std::string> args) {
+  CLI::App app("gavel");
+  AddClientCommands(app, options);
+  std::vector<const char*> argv = {"gavel"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SubmitCommandLineTest, EverythingAfterTheDashesIsTheCommandEvenAfterEnv) {
+  // Regression: `--env A=B -- python3 train.py --lr 0.1` was refused with "argument was not
+  // expected: --lr" because the list option swallowed `--`.
+  ClientCommandOptions o;
+  ASSERT_EQ(Parse(&o, {"submit", "--steps", "5", "--env", "A=B", "--env", "C=D", "--throughput",
+                       "v100=2", "--", "python3", "train.py", "--lr", "0.1", "--env", "X=Y"}),
+            "");
+  EXPECT_THAT(o.submit.env, ElementsAre("A=B", "C=D"));
+  EXPECT_THAT(o.submit.throughputs, ElementsAre("v100=2"));
+  EXPECT_THAT(o.submit.command,
+              ElementsAre("python3", "train.py", "--lr", "0.1", "--env", "X=Y"));
+  const auto spec = SpecFromFlags(o.submit);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->env().at("A"), "B");
+  EXPECT_EQ(spec->command_size(), 6);
+}
+
+TEST(SubmitCommandLineTest, NumbersOutsideTheirBoundsAreRefusedNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--steps", "-1"}, "--steps"},
+      {{"--steps", "1e18"}, "--steps"},
+      {{"--steps", "100000000000"}, "--steps"},
+      {{"--scale-factor", "0"}, "--scale-factor"},
+      {{"--scale-factor", "-3"}, "--scale-factor"},
+      {{"--priority-weight", "nan"}, "--priority-weight"},
+      {{"--priority-weight", "1e300"}, "--priority-weight"},
+      {{"--timeout-seconds", "-5"}, "--timeout-seconds"},
+  };
+  for (const auto& [flags, named] : cases) {
+    ClientCommandOptions o;
+    std::vector<std::string> args = {"submit"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "true"});
+    EXPECT_THAT(Parse(&o, args), HasSubstr(named)) << flags[1];
+  }
+}
+
+TEST(SubmitCommandLineTest, ExtremeThroughputsAreRefused) {
+  // One user's --throughput v100=1e308 once zeroed every job's allocation.
+  for (const char* rate : {"1e308", "inf", "nan", "-1", "1e-300"}) {
+    SubmitOptions o;
+    o.steps = 10;
+    o.command = {"true"};
+    o.throughputs = {std::string("v100=") + rate};
+    const auto spec = SpecFromFlags(o);
+    ASSERT_FALSE(spec.ok()) << rate;
+    EXPECT_THAT(spec.status().message(), HasSubstr("--throughput v100=")) << rate;
+  }
+  SubmitOptions ok;
+  ok.steps = 10;
+  ok.command = {"true"};
+  ok.throughputs = {"v100=0", "k80=100000"};
+  EXPECT_TRUE(SpecFromFlags(ok).ok());
+}
+
+TEST(JobFileTest, NumbersOutsideTheirBoundsNameTheJobAndField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"command": ["x"], "steps": 1e999})", "not JSON"},
+      {R"({"command": ["x"], "steps": 18446744073709551615})", "field steps"},
+      {R"({"command": ["x"], "steps": 100000000000})", "field steps"},
+      {R"({"command": ["x"], "steps": 5, "scale_factor": 4294967297})", "field scale_factor"},
+      {R"({"command": ["x"], "steps": 5, "priority_weight": 1e300})", "priority_weight"},
+      {R"({"command": ["x"], "steps": 5, "throughputs": {"v100": 1e308}})", "throughputs.v100"},
+  };
+  for (const auto& [text, named] : cases) {
+    const auto specs = ParseJobFile(text, "jobs.json");
+    ASSERT_FALSE(specs.ok()) << text;
+    EXPECT_THAT(specs.status().message(), HasSubstr("jobs.json")) << text;
+    EXPECT_THAT(specs.status().message(), HasSubstr(named)) << text;
+  }
+}
+
+TEST(JobsTableTest, ControlCharactersInNamesCannotForgeRows) {
+  wire::ListJobsResponse jobs;
+  wire::JobInfo* job = jobs.add_jobs();
+  job->set_id(7);
+  job->set_name("mine\n8  root  running  \x1b[31mred");
+  job->set_user("eve\r");
+  job->set_state(wire::QUEUED);
+  job->set_message("line1\nline2");
+  std::ostringstream out;
+  PrintJobsTable(jobs, 0, out);
+  const std::string table = out.str();
+  // A header and exactly one row, whatever the name holds; no raw ESC or CR reaches the screen.
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2) << table;
+  EXPECT_EQ(table.find('\x1b'), std::string::npos);
+  EXPECT_EQ(table.find('\r'), std::string::npos);
+  EXPECT_THAT(table, HasSubstr("mine\\n8  root  running  \\x1b[31mred"));
+  EXPECT_THAT(table, HasSubstr("eve\\r"));
+  EXPECT_THAT(table, HasSubstr("line1\\nline2"));
+}
+
+}  // namespace
+}  // namespace gavel::cli
