@@ -334,7 +334,7 @@ class FinishTimeFairness final : public Policy {
         f.row = problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
       }
     }
-    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session, solver_->Load(problem.model));
+    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session, solvers_.lp->Load(problem.model));
     std::vector<int> row_index;
     for (const FairnessRow& f : rows) row_index.push_back(f.row);
 

@@ -191,7 +191,7 @@ class MaxMinFairness final : public Policy {
     lp::Solution solution;
     solution.values.assign(static_cast<std::size_t>(problem.model.num_columns()), 0.0);
     if (any_demand) {  // else nobody can run anywhere: nothing to raise
-      GAVEL_ASSIGN_OR_RETURN(solution, solver_->Solve(problem.model));
+      GAVEL_ASSIGN_OR_RETURN(solution, solvers_.lp->Solve(problem.model));
       if (solution.outcome != lp::Outcome::kOptimal) {
         return UnexpectedOutcome("max_min_fairness", solution.outcome);
       }

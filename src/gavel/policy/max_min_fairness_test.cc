@@ -500,8 +500,9 @@ TEST(MaxMinFairnessTest, PackingSharesAGpuWhenCoLocationPays) {
   EXPECT_NEAR(ObjectiveOf(*perf), 0.5, 1e-7);
   EXPECT_EQ(perf->pair_allocation.rows(), 0u);
 
-  AddPairs(input, {{0, 1, {0.8}, {0.8}}});
-  const auto unprofitable = Allocate(Variant::kPacked, input);
+  PolicyInput slowed = MakeInput({1}, {{{2.0}, 1, 1.0}, {{2.0}, 1, 1.0}});
+  AddPairs(slowed, {{0, 1, {0.8}, {0.8}}});
+  const auto unprofitable = Allocate(Variant::kPacked, slowed);
   ASSERT_TRUE(unprofitable.ok()) << unprofitable.status().ToString();
   EXPECT_NEAR(ObjectiveOf(*unprofitable), 0.5, 1e-7);
   EXPECT_NEAR(unprofitable->pair_allocation(0, 0), 0.0, 1e-7);
