@@ -595,6 +595,12 @@ TEST(RuntimeEndToEnd, TheCommandLineRefusesUnauthorisedAndMalformedRequests) {
   std::ofstream(cluster.dir() + "/alice") << "alice-token-0001\n";
   std::ofstream(cluster.dir() + "/bob") << "bob-token-000002\n";
   std::ofstream(cluster.dir() + "/wrong") << "wrong-token-0000\n";
+  // Owner-only, as docs/runtime.md tells users: a readable token file draws a warning.
+  for (const char* name : {"tokens", "alice", "bob", "wrong"}) {
+    std::filesystem::permissions(cluster.dir() + "/" + name,
+                                 std::filesystem::perms::owner_read |
+                                     std::filesystem::perms::owner_write);
+  }
   cluster.StartDaemon(0, tokens);
   const std::string addr = cluster.address();
 
