@@ -58,34 +58,6 @@ std::pair<std::size_t, std::size_t> NextSample(PyRandom& rng, std::size_t size) 
   return {std::min(drawn[0], drawn[1]), std::max(drawn[0], drawn[1])};
 }
 
-// Invariants of any allocation: entries in [0, 1]; Σ_i s_i X[i][j] + Σ_p s_p X[p][j] <= c_j;
-// each job's own row plus its pairs' rows sum to at most 1.
-void ExpectFeasible(const PolicyInput& input, const PolicyOutput& out) {
-  const std::size_t n = input.num_types();
-  std::vector<double> time(input.num_jobs(), 0.0);
-  std::vector<double> used(n, 0.0);
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    for (std::size_t j = 0; j < n; ++j) {
-      EXPECT_GE(out.allocation(i, j), 0.0);
-      EXPECT_LE(out.allocation(i, j), 1.0);
-      time[i] += out.allocation(i, j);
-      used[j] += input.jobs[i].scale_factor * out.allocation(i, j);
-    }
-  }
-  for (std::size_t p = 0; p < out.pair_allocation.rows(); ++p) {
-    const auto a = static_cast<std::size_t>(input.pairs[p].first);
-    const auto b = static_cast<std::size_t>(input.pairs[p].second);
-    for (std::size_t j = 0; j < n; ++j) {
-      EXPECT_GE(out.pair_allocation(p, j), 0.0);
-      time[a] += out.pair_allocation(p, j);
-      time[b] += out.pair_allocation(p, j);
-      used[j] += input.jobs[a].scale_factor * out.pair_allocation(p, j);
-    }
-  }
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) EXPECT_LE(time[i], 1.0 + 1e-12);
-  for (std::size_t j = 0; j < n; ++j) EXPECT_LE(used[j], input.gpu_counts[j] + 1e-9);
-}
-
 // 2 k80 + 2 v100; jobs A (1 GPU), B (2 GPUs), C (1 GPU) ask for 4 GPUs, which fit: no packing,
 // each job gets c_j / (3 s_i) of each type, scaled to a row sum of at most 1.
 // A, C: (2/3, 2/3), sum 4/3 → (1/2, 1/2). B: (1/3, 1/3), sum 2/3, kept.
@@ -134,7 +106,7 @@ TEST(GandivaTest, OversubscribedJobsArePairedAtRandomAndPairsPersist) {
       for (std::size_t i = 0; i < 3; ++i) {
         EXPECT_DOUBLE_EQ(out.allocation(i, 0), i == alone ? 0.5 : 0.0) << "seed " << seed;
       }
-      ExpectFeasible(input, out);
+      ExpectValidAllocation(input, out, {.time = 1e-12, .capacity = 1e-9});
     }
 
     std::vector<TestJob> four = three;
@@ -147,7 +119,7 @@ TEST(GandivaTest, OversubscribedJobsArePairedAtRandomAndPairsPersist) {
       const bool chosen = p == PairIndex(grown, x, y) || p == PairIndex(grown, alone, 3);
       EXPECT_DOUBLE_EQ(out.pair_allocation(p, 0), chosen ? 0.5 : 0.0) << "seed " << seed;
     }
-    ExpectFeasible(grown, out);
+    ExpectValidAllocation(grown, out, {.time = 1e-12, .capacity = 1e-9});
   }
 }
 
@@ -239,7 +211,7 @@ TEST(GandivaTest, DeterministicForASeedAndAlwaysFeasible) {
       const PolicyOutput b = Allocated(*second, input);
       EXPECT_EQ(a.allocation.data(), b.allocation.data()) << "call " << call;
       EXPECT_EQ(a.pair_allocation.data(), b.pair_allocation.data()) << "call " << call;
-      ExpectFeasible(input, a);
+      ExpectValidAllocation(input, a, {.time = 1e-12, .capacity = 1e-9});
     }
   }
 }

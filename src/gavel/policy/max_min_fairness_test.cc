@@ -206,38 +206,6 @@ double AchievedLevel(Variant variant, const PolicyInput& input, const PolicyOutp
   return level;
 }
 
-// Capacity and time constraints of the allocation itself, with round-off slack.
-void ExpectFeasible(const PolicyInput& input, const PolicyOutput& output) {
-  const std::size_t m = input.num_jobs();
-  const std::size_t n = input.num_types();
-  ASSERT_EQ(output.allocation.rows(), m);
-  ASSERT_EQ(output.allocation.cols(), n);
-  std::vector<double> used(n, 0.0);
-  std::vector<double> time(m, 0.0);
-  for (std::size_t i = 0; i < m; ++i) {
-    for (std::size_t j = 0; j < n; ++j) {
-      const double x = output.allocation(i, j);
-      ASSERT_GE(x, 0.0);
-      ASSERT_LE(x, 1.0);
-      used[j] += input.jobs[i].scale_factor * x;
-      time[i] += x;
-    }
-  }
-  for (std::size_t p = 0; p < output.pair_allocation.rows(); ++p) {
-    const JobPair& pair = input.pairs[p];
-    for (std::size_t j = 0; j < n; ++j) {
-      const double x = output.pair_allocation(p, j);
-      ASSERT_GE(x, 0.0);
-      ASSERT_LE(x, 1.0);
-      used[j] += input.jobs[static_cast<std::size_t>(pair.first)].scale_factor * x;
-      time[static_cast<std::size_t>(pair.first)] += x;
-      time[static_cast<std::size_t>(pair.second)] += x;
-    }
-  }
-  for (std::size_t j = 0; j < n; ++j) EXPECT_LE(used[j], input.gpu_counts[j] + 1e-6) << j;
-  for (std::size_t i = 0; i < m; ++i) EXPECT_LE(time[i], 1.0 + 1e-6) << i;
-}
-
 // Equal within 1e-6 relative (absolute below 1).
 bool RelativelyEqual(double a, double b) {
   return std::abs(a - b) <= 1e-6 * std::max(1.0, std::max(std::abs(a), std::abs(b)));
@@ -315,7 +283,7 @@ TEST_P(MaxMinRandomTest, OptimumMatchesAnIndependentGlpkFormulation) {
     ASSERT_TRUE(output.ok()) << output.status().ToString();
     EXPECT_EQ(output->status, AllocationStatus::kOptimal);
     ASSERT_TRUE(output->objective.has_value());
-    ExpectFeasible(input, *output);
+    ExpectValidAllocation(input, *output);
     if (packed) {
       ASSERT_EQ(output->pair_allocation.rows(), input.pairs.size());
     }
@@ -587,7 +555,7 @@ TEST(MaxMinFairnessTest, CompatPackedRefusesMixedScaleFactorsLikeTheOriginalsRes
 
   const auto fixed = Allocate(Variant::kPacked, input, /*compat=*/false);
   ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
-  ExpectFeasible(input, *fixed);
+  ExpectValidAllocation(input, *fixed);
   EXPECT_PRED2(RelativelyEqual, ObjectiveOf(*fixed),
                SolveIndependently(Variant::kPacked, input, false).objective);
 }

@@ -230,8 +230,16 @@ inline double ThroughputOf(const PolicyInput& input, const PolicyOutput& out, st
   return total;
 }
 
+// Round-off allowed by ExpectValidAllocation: a job's time may exceed 1 by `time`, a type's
+// GPUs its count by `capacity`.
+struct AllocationSlack {
+  double time = 1e-6;
+  double capacity = 1e-6;
+};
+
 // Capacity per type, time per job (singles and pairs), entries in [0, 1].
-inline void ExpectValidAllocation(const PolicyInput& input, const PolicyOutput& out) {
+inline void ExpectValidAllocation(const PolicyInput& input, const PolicyOutput& out,
+                                  AllocationSlack slack = {}) {
   ASSERT_EQ(out.allocation.rows(), input.num_jobs());
   ASSERT_EQ(out.allocation.cols(), input.num_types());
   std::vector<double> time(input.num_jobs(), 0.0);
@@ -255,9 +263,9 @@ inline void ExpectValidAllocation(const PolicyInput& input, const PolicyOutput& 
       used[j] += input.jobs[static_cast<std::size_t>(input.pairs[p].first)].scale_factor * x;
     }
   }
-  for (double t : time) EXPECT_LE(t, 1.0 + 1e-6);
+  for (std::size_t i = 0; i < time.size(); ++i) EXPECT_LE(time[i], 1.0 + slack.time) << "job " << i;
   for (std::size_t j = 0; j < input.num_types(); ++j) {
-    EXPECT_LE(used[j], input.gpu_counts[j] + 1e-6);
+    EXPECT_LE(used[j], input.gpu_counts[j] + slack.capacity) << "type " << j;
   }
 }
 

@@ -284,39 +284,6 @@ class ProgressiveFilling {
   std::vector<int> x_, y_;
 };
 
-// Capacity per type, time per job (alone and in pairs) and entries in [0, 1].
-void ExpectFeasible(const PolicyInput& input, const PolicyOutput& output) {
-  const std::size_t m = input.num_jobs();
-  const std::size_t n = input.num_types();
-  ASSERT_EQ(output.allocation.rows(), m);
-  ASSERT_EQ(output.allocation.cols(), n);
-  std::vector<double> used(n, 0.0), time(m, 0.0);
-  for (std::size_t k = 0; k < m; ++k) {
-    for (std::size_t j = 0; j < n; ++j) {
-      const double x = output.allocation(k, j);
-      EXPECT_GE(x, 0.0);
-      EXPECT_LE(x, 1.0);
-      used[j] += input.jobs[k].scale_factor * x;
-      time[k] += x;
-    }
-  }
-  for (std::size_t p = 0; p < output.pair_allocation.rows(); ++p) {
-    const JobPair& pair = input.pairs[p];
-    for (std::size_t j = 0; j < n; ++j) {
-      const double x = output.pair_allocation(p, j);
-      EXPECT_GE(x, 0.0);
-      EXPECT_LE(x, 1.0);
-      used[j] += input.jobs[static_cast<std::size_t>(pair.first)].scale_factor * x;
-      time[static_cast<std::size_t>(pair.first)] += x;
-      time[static_cast<std::size_t>(pair.second)] += x;
-    }
-  }
-  for (std::size_t j = 0; j < n; ++j) {
-    EXPECT_LE(used[j], input.gpu_counts[j] + 1e-6) << "type " << j;
-  }
-  for (std::size_t k = 0; k < m; ++k) EXPECT_LE(time[k], 1.0 + 1e-6) << "job " << k;
-}
-
 PolicyOutput AllocateOrDie(Variant variant, const PolicyInput& input,
                            const PolicyOptions& options = {}) {
   const std::unique_ptr<Policy> policy = MakeMaxMinFairnessWaterFilling(variant, options);
@@ -401,7 +368,7 @@ void ExpectMatchesProgressiveFilling(Variant variant, bool entities, std::uint64
       options.lp_solver = lp::MakeGlpkSolver();
     }
     const PolicyOutput output = AllocateOrDie(variant, input, options);
-    ExpectFeasible(input, output);
+    ExpectValidAllocation(input, output);
     EXPECT_EQ(output.status, AllocationStatus::kOptimal) << output.note;
 
     const Filling truth = ProgressiveFilling(input, variant).Run();
@@ -497,7 +464,7 @@ TEST(WaterFillingTest, PackedLevelIsAtLeastPerfLevel) {
     const PolicyInput input = RandomInput(rng, /*entities=*/false, /*pairs=*/true);
     const PolicyOutput packed = AllocateOrDie(Variant::kPacked, input);
     const PolicyOutput perf = AllocateOrDie(Variant::kPerf, input);
-    ExpectFeasible(input, packed);
+    ExpectValidAllocation(input, packed);
     ASSERT_TRUE(packed.objective.has_value() && perf.objective.has_value());
     EXPECT_GE(*packed.objective, *perf.objective * (1.0 - 1e-9) - 1e-9);
     // The same from the allocations themselves: min over running jobs of NET_k · s_k / w_k.
@@ -525,7 +492,7 @@ TEST(WaterFillingTest, EntitiesSplitOneGpuByTheirWeights) {
       {"v100"}, {1.0},
       {{{1.0}, 1, 1.0, 0}, {{1.0}, 1, 1.0, 1}, {{1.0}, 1, 1.0, 1}, {{1.0}, 1, 1.0, 1}}, {2.0, 1.0});
   const PolicyOutput output = AllocateOrDie(Variant::kPerf, input);
-  ExpectFeasible(input, output);
+  ExpectValidAllocation(input, output);
   EXPECT_NEAR(JobTime(output, 0), 2.0 / 3.0, 1e-7);
   for (std::size_t k = 1; k < 4; ++k) EXPECT_NEAR(JobTime(output, k), 1.0 / 9.0, 1e-7);
   ASSERT_TRUE(output.objective.has_value());
@@ -540,7 +507,7 @@ TEST(WaterFillingTest, AnEntityCappedByItsJobsLeavesTheRestToTheOther) {
       {"v100"}, {2.0},
       {{{1.0}, 1, 1.0, 0}, {{1.0}, 1, 1.0, 1}, {{1.0}, 1, 1.0, 1}, {{1.0}, 1, 1.0, 1}}, {2.0, 1.0});
   const PolicyOutput output = AllocateOrDie(Variant::kPerf, input);
-  ExpectFeasible(input, output);
+  ExpectValidAllocation(input, output);
   EXPECT_NEAR(JobTime(output, 0), 1.0, 1e-7);
   for (std::size_t k = 1; k < 4; ++k) EXPECT_NEAR(JobTime(output, k), 1.0 / 3.0, 1e-7);
   EXPECT_NEAR(*output.objective, 0.5, 1e-7);
@@ -563,7 +530,7 @@ TEST(WaterFillingTest, AFrozenJobsWeightPassesToItsSiblings) {
   compat.compat_gavel = true;
   for (const PolicyOptions& options : {PolicyOptions{}, compat}) {
     const PolicyOutput output = AllocateOrDie(Variant::kPerf, input, options);
-    ExpectFeasible(input, output);
+    ExpectValidAllocation(input, output);
     EXPECT_NEAR(JobTime(output, 0), 5.0 / 6.0, 1e-7);
     EXPECT_NEAR(JobTime(output, 1), 1.0, 1e-7);
     EXPECT_NEAR(JobTime(output, 2), 2.0 / 3.0, 1e-7);
@@ -590,8 +557,8 @@ TEST(WaterFillingTest, IdenticalJobsShareEqually) {
   const PolicyInput input = MakeInput({"k80", "v100"}, {1.0, 2.0}, jobs);
   const PolicyOutput agnostic = AllocateOrDie(Variant::kAgnostic, input);
   const PolicyOutput perf = AllocateOrDie(Variant::kPerf, input);
-  ExpectFeasible(input, agnostic);
-  ExpectFeasible(input, perf);
+  ExpectValidAllocation(input, agnostic);
+  ExpectValidAllocation(input, perf);
   for (std::size_t k = 0; k < jobs.size(); ++k) {
     EXPECT_NEAR(JobTime(agnostic, k), 3.0 / 7.0, 1e-7) << "job " << k;
     const double steps = 2.0 * perf.allocation(k, 0) + 3.0 * perf.allocation(k, 1);
@@ -610,12 +577,12 @@ TEST(WaterFillingTest, PerfUsesSpeedUpsThatAgnosticIgnores) {
   const PolicyInput input =
       MakeInput({"k80", "v100"}, {1.0, 1.0}, {{{1.0, 4.0}}, {{1.0, 1.0}}, {{1.0, 1.0}}});
   const PolicyOutput agnostic = AllocateOrDie(Variant::kAgnostic, input);
-  ExpectFeasible(input, agnostic);
+  ExpectValidAllocation(input, agnostic);
   for (std::size_t k = 0; k < 3; ++k) EXPECT_NEAR(JobTime(agnostic, k), 2.0 / 3.0, 1e-7);
   EXPECT_NEAR(*agnostic.objective, 2.0 / 3.0, 1e-7);
 
   const PolicyOutput perf = AllocateOrDie(Variant::kPerf, input);
-  ExpectFeasible(input, perf);
+  ExpectValidAllocation(input, perf);
   EXPECT_NEAR(*perf.objective, 16.0 / 21.0, 1e-7);
   EXPECT_NEAR(perf.allocation(0, 0), 0.0, 1e-7);
   EXPECT_NEAR(perf.allocation(0, 1), 10.0 / 21.0, 1e-7);
@@ -629,7 +596,7 @@ TEST(WaterFillingTest, JobsThatCannotRunAreLeftOut) {
   const PolicyInput input = MakeInput({"v100"}, {1.0}, {{{2.0}}, {{0.0}}, {{2.0}}});
   for (Variant variant : {Variant::kAgnostic, Variant::kPerf}) {
     const PolicyOutput output = AllocateOrDie(variant, input);
-    ExpectFeasible(input, output);
+    ExpectValidAllocation(input, output);
     EXPECT_NEAR(JobTime(output, 0), 0.5, 1e-7);
     EXPECT_EQ(JobTime(output, 1), 0.0);
     EXPECT_NEAR(JobTime(output, 2), 0.5, 1e-7);
@@ -656,7 +623,7 @@ PolicyInput ThirtyOneJobs() {
 TEST(WaterFillingTest, LowLevelsStillWaterFill) {
   const PolicyInput input = ThirtyOneJobs();
   const PolicyOutput output = AllocateOrDie(Variant::kPerf, input);
-  ExpectFeasible(input, output);
+  ExpectValidAllocation(input, output);
   EXPECT_EQ(output.status, AllocationStatus::kOptimal);
   EXPECT_NEAR(*output.objective, 1.0 / 15.0, 1e-7);
   for (std::size_t k = 0; k < 30; ++k) EXPECT_NEAR(output.allocation(k, 0), 1.0 / 30.0, 1e-7);
@@ -673,7 +640,7 @@ TEST(WaterFillingTest, CompatStopsWhenLevelsAreBelowOneTenth) {
   PolicyOptions options;
   options.compat_gavel = true;
   const PolicyOutput output = AllocateOrDie(Variant::kPerf, input, options);
-  ExpectFeasible(input, output);
+  ExpectValidAllocation(input, output);
   EXPECT_EQ(output.status, AllocationStatus::kFallback);
   EXPECT_NE(output.note.find("MILP"), std::string::npos) << output.note;
   EXPECT_NEAR(*output.objective, 1.0 / 15.0, 1e-7);
@@ -691,7 +658,7 @@ TEST(WaterFillingTest, LevelsAboveTheOriginalsBigMStillRise) {
       {"v100"}, {4.0},
       {{{1.0}, 1, 1.0, 0}, {{1.0}, 1, 1.0, 1}, {{1.0}, 1, 1.0, 1}, {{1.0}, 1, 1.0, 1}}, {1.0, 1.0});
   const PolicyOutput output = AllocateOrDie(Variant::kPerf, input);
-  ExpectFeasible(input, output);
+  ExpectValidAllocation(input, output);
   for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(JobTime(output, k), 1.0, 1e-7);
 
   // The original's objective is min over all jobs with M added for frozen ones, so its
@@ -700,7 +667,7 @@ TEST(WaterFillingTest, LevelsAboveTheOriginalsBigMStillRise) {
   PolicyOptions options;
   options.compat_gavel = true;
   const PolicyOutput compat = AllocateOrDie(Variant::kPerf, input, options);
-  ExpectFeasible(input, compat);
+  ExpectValidAllocation(input, compat);
   EXPECT_NEAR(JobTime(compat, 0), 1.0, 1e-7);
   for (std::size_t k = 1; k < 4; ++k) EXPECT_GE(JobTime(compat, k), 2.0 / 3.0 - 1e-7);
 }
@@ -712,7 +679,7 @@ TEST(WaterFillingTest, CompatAgnosticBelievesEveryJobRunsEverywhere) {
   PolicyOptions options;
   options.compat_gavel = true;
   const PolicyOutput output = AllocateOrDie(Variant::kAgnostic, input, options);
-  ExpectFeasible(input, output);
+  ExpectValidAllocation(input, output);
   for (std::size_t k = 0; k < 3; ++k) EXPECT_NEAR(JobTime(output, k), 1.0 / 3.0, 1e-7);
 }
 
