@@ -82,9 +82,11 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
         policy::PairOptions{.keep_unusable = options.keep_unusable_pairs,
                             .zero_oversized = options.zero_oversized},
         [&](std::size_t a, std::size_t b, std::span<std::array<double, 2>> per_type) {
-          const auto co =
-              ColocatedThroughputs(table, table_types, jobs[a].table_key, jobs[b].table_key);
-          std::copy(co.begin(), co.end(), per_type.begin());
+          // Straight into per_type: this runs for every candidate pair at every reallocation.
+          for (std::size_t j = 0; j < n; ++j) {
+            per_type[j] = table.Colocated(table_types[j], jobs[a].table_key, jobs[b].table_key)
+                              .value_or(std::array<double, 2>{0.0, 0.0});
+          }
           return true;
         });
   } else {

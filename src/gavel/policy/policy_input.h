@@ -93,6 +93,7 @@ void AddSpaceSharingPairs(PolicyInput& input, const PairOptions& options,
     for (std::size_t b = a + 1; b < m; ++b) {
       const int scale_factor = input.jobs[a].scale_factor;
       if (input.jobs[b].scale_factor != scale_factor) continue;
+      per_type.assign(n, {0.0, 0.0});  // a callback that skips a type leaves 0, not the last pair's
       if (!colocated(a, b, std::span<std::array<double, 2>>(per_type))) continue;
       bool usable = false;
       for (const std::array<double, 2>& t : per_type) usable = usable || t[0] > 0.0 || t[1] > 0.0;
