@@ -223,6 +223,30 @@ TEST_P(PolicyPropertiesTest, RandomSnapshotsGiveValidDeterministicAllocations) {
   }
 }
 
+// The registry's capability rows against the policies themselves: a policy declared not to
+// need remaining steps (or prices) gets none in real use (0, or an empty list), so withholding
+// them must not change its allocation. A wrong row fails here, not on a user's cluster.
+TEST_P(PolicyPropertiesTest, WhatAPolicyDeclaresItDoesNotNeedDoesNotChangeItsAllocation) {
+  const PolicyCapabilities& declared = info().capabilities;
+  if (declared.needs_steps_remaining && declared.needs_instance_costs) GTEST_SKIP();
+  for (int instance = 0; instance < 8; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(2000 + static_cast<std::uint64_t>(instance));
+    const PolicyInput input = Build(RandomSnapshot(rng));
+    PolicyInput withheld = input;
+    if (!declared.needs_steps_remaining) {
+      for (PolicyJob& job : withheld.jobs) job.steps_remaining = 0.0;
+    }
+    if (!declared.needs_instance_costs) withheld.instance_costs.clear();
+    const auto given = Allocate(input);
+    const auto without = Allocate(withheld);
+    ASSERT_TRUE(given.ok()) << given.status().ToString();
+    ASSERT_TRUE(without.ok()) << without.status().ToString();
+    ExpectSameMatrix(given->allocation, without->allocation);
+    ExpectSameMatrix(given->pair_allocation, without->pair_allocation);
+  }
+}
+
 TEST_P(PolicyPropertiesTest, NoJobs) {
   std::mt19937_64 rng(1);
   ClusterSnapshot snapshot = RandomSnapshot(rng);
