@@ -158,7 +158,7 @@ class FinishTimeFairness final : public Policy {
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
       GAVEL_RETURN_IF_ERROR(build_general());
-    } else if (problem->model.HasLazyColumns()) {
+    } else if (packed && UsesColumnGeneration(options_) && !input.pairs.empty()) {
       // Space sharing on the column-generation path (pairs lazy).
       Result<PolicyOutput> output = SolveByRatioSearch(input, *problem, terms, rows);
       if (output.ok()) return output;

@@ -161,7 +161,7 @@ double MemberPairThroughput(const JobClasses& classes, std::size_t a, std::size_
 }
 
 BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& classes,
-                                  const Matrix& throughput, lp::Sense sense) {
+                                  const Matrix& throughput, lp::Sense sense, bool lazy_pairs) {
   const std::size_t n = input.num_types();
   const std::size_t k = classes.size();
   const std::size_t q_count = classes.pairs.size();
@@ -180,7 +180,7 @@ BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& cl
       const bool runnable = pair.first[j] > 0.0 || pair.second[j] > 0.0;
       problem.pair_columns[q * n + j] = problem.model.AddColumn(0.0, runnable ? lp::kInfinity : 0.0);
       // n_classes²/2 of them, few used: column generation prices them (lazy).
-      problem.model.SetColumnLazy(problem.pair_columns[q * n + j], true);
+      if (lazy_pairs) problem.model.SetColumnLazy(problem.pair_columns[q * n + j], true);
     }
   }
   const auto scale_of = [&](std::size_t a) {

@@ -51,9 +51,10 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
 //   capacity j:  Σ_a |a| s_a x[a][j] + Σ_q s_q y[q][j] <= c_j
 //   time a:      Σ_j x[a][j] + Σ_{q ∋ a} share(a, q) Σ_j y[q][j] <= 1
 // with share(a, q) = 1/|a|, or 2/|a| when q pairs a with itself (a member's part of y).
-// pairs_of_job stays empty. A zero objective in the given sense.
+// pairs_of_job stays empty. A zero objective in the given sense. `lazy_pairs` marks the y
+// columns lazy (BaseProblemOptions::lazy_pairs; pass UsesColumnGeneration(options)).
 BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& classes,
-                                  const Matrix& throughput, lp::Sense sense);
+                                  const Matrix& throughput, lp::Sense sense, bool lazy_pairs);
 
 // The class pairs of class a with a member's share of each unit of their time.
 std::vector<std::pair<std::size_t, double>> PairSharesOf(const JobClasses& classes,

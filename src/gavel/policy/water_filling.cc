@@ -441,8 +441,7 @@ class WaterFilling final : public Policy {
                                        [&] { return AllocateByDecomposition(input); });
     if (fast.output.has_value()) return std::move(*fast.output);
     // Space sharing on the fast path: over classes of interchangeable jobs when they pay.
-    if (variant_ == Variant::kPacked && input.num_jobs() > 0 && !options_.compat_gavel &&
-        options_.solve_path == SolvePath::kFast) {
+    if (variant_ == Variant::kPacked && input.num_jobs() > 0 && UsesColumnGeneration(options_)) {
       const Matrix throughput = BelievedThroughput(input);
       if (const std::optional<JobClasses> classes =
               FindInterchangeableJobs(input, throughput, /*by_entity=*/true)) {
@@ -545,7 +544,8 @@ class WaterFilling final : public Policy {
                                const Matrix& throughput) const {
     const std::size_t n = input.num_types();
     const std::vector<double> prop = NormalisingShares(input, throughput);
-    Formulation f{BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize),
+    Formulation f{BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize,
+                                        UsesColumnGeneration(options_)),
                   std::vector<Terms>(classes.size()), std::vector<bool>(classes.size(), false),
                   0.0};
     for (std::size_t a = 0; a < classes.size(); ++a) {
