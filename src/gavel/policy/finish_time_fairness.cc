@@ -106,13 +106,18 @@ class FinishTimeFairness final : public Policy {
     const bool fast = m > 0 && UseFastPath(variant_, options_);
     std::optional<BaseProblem> problem;
     std::vector<std::vector<ThroughputTerm>> terms;
-    const auto build_general = [&]() -> Status {
-      GAVEL_ASSIGN_OR_RETURN(problem, BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
-                                                       BaseOptions()));
+    // Pairs are lazy on the column-generation path, where SolveByRatioSearch solves only
+    // feasible LPs; the bisection's infeasible LPs would each need a phase one over them (3.5
+    // times slower at 128 jobs), so a rebuild for the bisection leaves them out of lazy.
+    const auto build_general = [&](bool lazy_pairs) -> Status {
+      BaseProblemOptions base = BaseProblemOptionsFor(variant_, options_);
+      base.lazy_pairs = base.lazy_pairs && lazy_pairs;
+      GAVEL_ASSIGN_OR_RETURN(problem,
+                             BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base));
       terms = ThroughputTerms(input, *problem, throughput, packed);
       return Status::Ok();
     };
-    if (!fast) GAVEL_RETURN_IF_ERROR(build_general());
+    if (!fast) GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/true));
     if (m == 0) {
       previous_remaining_.clear();
       previous_isolated_throughput_.clear();
@@ -157,13 +162,14 @@ class FinishTimeFairness final : public Policy {
       Result<PolicyOutput> output = SolveByDecomposition(input, throughput, rows);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
-      GAVEL_RETURN_IF_ERROR(build_general());
+      GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
     } else if (packed && UsesColumnGeneration(options_) && !input.pairs.empty()) {
       // Space sharing on the column-generation path (pairs lazy).
       Result<PolicyOutput> output = SolveByRatioSearch(input, *problem, terms, rows);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
-      GAVEL_RETURN_IF_ERROR(build_general());  // the search added rows and columns
+      // The search added rows and columns; the bisection gets the pairs in full.
+      GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
     }
     return SolveByBisection(input, throughput, *problem, terms, std::move(rows), fast_path_note);
   }
@@ -505,12 +511,6 @@ class FinishTimeFairness final : public Policy {
     }
     return cumulative;
   }
-
-  // Pairs are lazy on the column-generation path (packed, not --compat gavel), where
-  // SolveByRatioSearch solves only feasible LPs; the bisection's infeasible LPs would each
-  // need a phase one over them (3.5 times slower at 128 jobs), so it sees them lazy only
-  // when the ratio search failed.
-  BaseProblemOptions BaseOptions() const { return BaseProblemOptionsFor(variant_, options_); }
 
   // The isolated allocation (the original's fallback when its solver gives no answer).
   PolicyOutput Fallback(const PolicyInput& input, const Matrix& throughput, bool packed) const {
