@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <utility>
 
 #include "gavel/core/check.h"
@@ -23,10 +24,10 @@ std::size_t PairIndex(const PolicyInput& input, std::size_t a, std::size_t b) {
   return static_cast<std::size_t>(it - input.pairs.begin());
 }
 
-std::vector<double> RowOf(const Matrix& m, std::size_t row) {
-  std::vector<double> out(m.cols());
-  for (std::size_t j = 0; j < m.cols(); ++j) out[j] = m(row, j);
-  return out;
+// Row `row` of m, in place (FindInterchangeableJobs looks at every job pair's rows).
+std::span<const double> RowSpan(const Matrix& m, std::size_t row) {
+  GAVEL_CHECK(row < m.rows());
+  return std::span<const double>(m.data()).subspan(row * m.cols(), m.cols());
 }
 
 }  // namespace
@@ -61,19 +62,21 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
   for (std::size_t p = 0; p < input.pairs.size(); ++p) {
     std::size_t a = classes.class_of_job[static_cast<std::size_t>(input.pairs[p].first)];
     std::size_t b = classes.class_of_job[static_cast<std::size_t>(input.pairs[p].second)];
-    std::vector<double> first = RowOf(input.pair_throughput_first, p);
-    std::vector<double> second = RowOf(input.pair_throughput_second, p);
+    std::span<const double> first = RowSpan(input.pair_throughput_first, p);
+    std::span<const double> second = RowSpan(input.pair_throughput_second, p);
     if (a > b) {
       std::swap(a, b);
       std::swap(first, second);
     }
-    if (a == b && first != second) return std::nullopt;
+    if (a == b && !std::ranges::equal(first, second)) return std::nullopt;
     std::size_t& slot = index[a * k + b];
     if (slot == kNoPair) {
       slot = classes.pairs.size();
-      classes.pairs.push_back(JobClasses::ClassPair{a, b, std::move(first), std::move(second)});
+      classes.pairs.push_back(JobClasses::ClassPair{a, b, {first.begin(), first.end()},
+                                                    {second.begin(), second.end()}});
       count.push_back(0);
-    } else if (classes.pairs[slot].first != first || classes.pairs[slot].second != second) {
+    } else if (!std::ranges::equal(classes.pairs[slot].first, first) ||
+               !std::ranges::equal(classes.pairs[slot].second, second)) {
       return std::nullopt;
     }
     ++count[slot];
