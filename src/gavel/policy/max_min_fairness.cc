@@ -181,10 +181,10 @@ class MaxMinFairness final : public Policy {
         cols.push_back(problem.job_columns[a * n + j]);
         coefs.push_back(throughput(i, j) * scale);
       }
-      for (const auto& [q, share] : PairSharesOf(classes, a)) {
+      for (const JobClasses::PairShare& pair : classes.pairs_of_class[a]) {
         for (std::size_t j = 0; j < n; ++j) {
-          cols.push_back(problem.pair_columns[q * n + j]);
-          coefs.push_back(MemberPairThroughput(classes, a, q, j) * scale);
+          cols.push_back(problem.pair_columns[pair.q * n + j]);
+          coefs.push_back(MemberPairThroughput(classes, a, pair, j) * scale);
         }
       }
       problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);

@@ -88,6 +88,16 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
                                                                             : na * nb;
     if (count[q] != expected) return std::nullopt;
   }
+  classes.pairs_of_class.resize(k);
+  for (std::size_t q = 0; q < classes.pairs.size(); ++q) {
+    const std::size_t a = classes.pairs[q].a;
+    const std::size_t b = classes.pairs[q].b;
+    const auto share = [&](std::size_t c) {
+      return (a == b ? 2.0 : 1.0) / static_cast<double>(classes.members[c].size());
+    };
+    classes.pairs_of_class[a].push_back({q, share(a)});
+    if (b != a) classes.pairs_of_class[b].push_back({q, share(b)});
+  }
   return classes;
 }
 
@@ -140,27 +150,10 @@ void SpreadPairTime(const PolicyInput& input, const JobClasses& classes, std::si
 
 namespace gavel::policy {
 
-std::vector<std::pair<std::size_t, double>> PairSharesOf(const JobClasses& classes,
-                                                         std::size_t a) {
-  std::vector<std::pair<std::size_t, double>> shares;
-  const double size = static_cast<double>(classes.members[a].size());
-  for (std::size_t q = 0; q < classes.pairs.size(); ++q) {
-    const JobClasses::ClassPair& pair = classes.pairs[q];
-    if (pair.a == a && pair.b == a) {
-      shares.emplace_back(q, 2.0 / size);
-    } else if (pair.a == a || pair.b == a) {
-      shares.emplace_back(q, 1.0 / size);
-    }
-  }
-  return shares;
-}
-
-double MemberPairThroughput(const JobClasses& classes, std::size_t a, std::size_t q,
-                            std::size_t type) {
-  const JobClasses::ClassPair& pair = classes.pairs[q];
-  const double size = static_cast<double>(classes.members[a].size());
-  const double share = pair.a == pair.b ? 2.0 / size : 1.0 / size;
-  return (pair.a == a ? pair.first[type] : pair.second[type]) * share;
+double MemberPairThroughput(const JobClasses& classes, std::size_t a,
+                            const JobClasses::PairShare& pair, std::size_t type) {
+  const JobClasses::ClassPair& both = classes.pairs[pair.q];
+  return (both.a == a ? both.first[type] : both.second[type]) * pair.share;
 }
 
 BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& classes,
@@ -212,7 +205,7 @@ BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& cl
       cols.push_back(problem.job_columns[a * n + j]);
       coefs.push_back(1.0);
     }
-    for (const auto& [q, share] : PairSharesOf(classes, a)) {
+    for (const auto& [q, share] : classes.pairs_of_class[a]) {
       for (std::size_t j = 0; j < n; ++j) {
         cols.push_back(problem.pair_columns[q * n + j]);
         coefs.push_back(share);

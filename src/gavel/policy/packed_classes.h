@@ -33,6 +33,13 @@ struct JobClasses {
     std::vector<double> second;
   };
   std::vector<ClassPair> pairs;
+  // A class pair q of class a, with a member's share of each unit of its time: 1/|a|, or
+  // 2/|a| when q pairs a with itself.
+  struct PairShare {
+    std::size_t q = 0;
+    double share = 0.0;
+  };
+  std::vector<std::vector<PairShare>> pairs_of_class;  // per class, ascending q
 
   std::size_t size() const { return members.size(); }
 };
@@ -56,14 +63,10 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
 BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& classes,
                                   const Matrix& throughput, lp::Sense sense, bool lazy_pairs);
 
-// The class pairs of class a with a member's share of each unit of their time.
-std::vector<std::pair<std::size_t, double>> PairSharesOf(const JobClasses& classes,
-                                                         std::size_t a);
-
-// Member k's steps/s per unit of class pair q's time (its side's co-located throughput on
-// `type` times its share).
-double MemberPairThroughput(const JobClasses& classes, std::size_t a, std::size_t q,
-                            std::size_t type);
+// A member of class a's steps/s per unit of the time of its class pair `pair` (an entry of
+// classes.pairs_of_class[a]): its side's co-located throughput on `type` times its share.
+double MemberPairThroughput(const JobClasses& classes, std::size_t a,
+                            const JobClasses::PairShare& pair, std::size_t type);
 
 // The allocation over the jobs of a solution over BuildClassBaseProblem's columns: each
 // member gets x[a], and y is spread over job pairs (SpreadPairTime); clipped to [0, 1].

@@ -551,12 +551,12 @@ class WaterFilling final : public Policy {
     for (std::size_t a = 0; a < classes.size(); ++a) {
       const std::size_t i = classes.members[a].front();
       const double size = static_cast<double>(classes.members[a].size());
-      const std::vector<std::pair<std::size_t, double>> shares = PairSharesOf(classes, a);
+      const std::vector<JobClasses::PairShare>& shares = classes.pairs_of_class[a];
       if (prop[i] <= 0.0) {  // left out at 0, and so are its pairs (as in Formulate)
         for (std::size_t j = 0; j < n; ++j) {
           f.base.model.SetColumnBounds(f.base.job_columns[a * n + j], 0.0, 0.0);
-          for (const auto& [q, share] : shares) {
-            f.base.model.SetColumnBounds(f.base.pair_columns[q * n + j], 0.0, 0.0);
+          for (const JobClasses::PairShare& pair : shares) {
+            f.base.model.SetColumnBounds(f.base.pair_columns[pair.q * n + j], 0.0, 0.0);
           }
         }
         continue;
@@ -565,10 +565,10 @@ class WaterFilling final : public Policy {
       for (std::size_t j = 0; j < n; ++j) {
         f.net[a].push_back({f.base.job_columns[a * n + j], size * throughput(i, j) / prop[i]});
       }
-      for (const auto& [q, share] : shares) {
+      for (const JobClasses::PairShare& pair : shares) {
         for (std::size_t j = 0; j < n; ++j) {
-          f.net[a].push_back({f.base.pair_columns[q * n + j],
-                              size * MemberPairThroughput(classes, a, q, j) / prop[i]});
+          f.net[a].push_back({f.base.pair_columns[pair.q * n + j],
+                              size * MemberPairThroughput(classes, a, pair, j) / prop[i]});
         }
       }
     }
