@@ -146,10 +146,6 @@ void SpreadPairTime(const PolicyInput& input, const JobClasses& classes, std::si
   }
 }
 
-}  // namespace gavel::policy
-
-namespace gavel::policy {
-
 double MemberPairThroughput(const JobClasses& classes, std::size_t a,
                             const JobClasses::PairShare& pair, std::size_t type) {
   const JobClasses::ClassPair& both = classes.pairs[pair.q];
