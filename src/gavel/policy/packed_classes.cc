@@ -13,17 +13,6 @@ namespace {
 
 constexpr std::size_t kNoPair = static_cast<std::size_t>(-1);
 
-// Index of the pair of jobs {a, b} in input.pairs (sorted by (first, second)).
-std::size_t PairIndex(const PolicyInput& input, std::size_t a, std::size_t b) {
-  const JobPair key{static_cast<int>(std::min(a, b)), static_cast<int>(std::max(a, b))};
-  const auto it = std::lower_bound(
-      input.pairs.begin(), input.pairs.end(), key, [](const JobPair& x, const JobPair& y) {
-        return x.first != y.first ? x.first < y.first : x.second < y.second;
-      });
-  GAVEL_CHECK(it != input.pairs.end() && it->first == key.first && it->second == key.second);
-  return static_cast<std::size_t>(it - input.pairs.begin());
-}
-
 // Row `row` of m, in place (FindInterchangeableJobs looks at every job pair's rows).
 std::span<const double> RowSpan(const Matrix& m, std::size_t row) {
   GAVEL_CHECK(row < m.rows());
@@ -108,7 +97,10 @@ void SpreadPairTime(const PolicyInput& input, const JobClasses& classes, std::si
   const std::vector<std::size_t>& a = classes.members[pair.a];
   const std::vector<std::size_t>& b = classes.members[pair.b];
   const auto add = [&](std::size_t x, std::size_t y, double time) {
-    pair_allocation(PairIndex(input, x, y), type) += time;
+    // FindInterchangeableJobs has checked that every two members of the classes are a pair.
+    const std::optional<std::size_t> pair_index = PairIndexOf(input, x, y);
+    GAVEL_CHECK(pair_index.has_value());
+    pair_allocation(*pair_index, type) += time;
   };
   if (pair.a == pair.b) {
     // A ring: each member shares with its two neighbours, total/|a| each (one pair of two).
