@@ -440,36 +440,20 @@ class WaterFilling final : public Policy {
     FastPathAttempt fast = TryFastPath(variant_, options_, input.num_jobs(),
                                        [&] { return AllocateByDecomposition(input); });
     if (fast.output.has_value()) return std::move(*fast.output);
+    const Matrix throughput = BelievedThroughput(input);
     // Space sharing on the fast path: over classes of interchangeable jobs when they pay.
     if (variant_ == Variant::kPacked && input.num_jobs() > 0 && UsesColumnGeneration(options_)) {
-      const Matrix throughput = BelievedThroughput(input);
       if (const std::optional<JobClasses> classes =
               FindInterchangeableJobs(input, throughput, /*by_entity=*/true)) {
-        const PolicyInput classed = ClassInput(input, *classes, throughput);
-        const Formulation f = FormulateClasses(input, *classes, throughput);
-        GAVEL_ASSIGN_OR_RETURN(Filled filled, Fill(classed, f));
-        if (!filled.objective.has_value()) {
-          filled.last.values.assign(static_cast<std::size_t>(f.base.model.num_columns()), 0.0);
-        }
-        PolicyOutput output = SpreadClassAllocation(input, *classes, f.base, filled.last);
-        if (!filled.objective.has_value()) {
-          output.note = "no job with a positive weight can run anywhere";
-          return output;
-        }
-        output.objective = filled.objective;
-        output.status = filled.note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
-        output.note = filled.note;
-        return output;
+        return AllocateByClasses(input, *classes, throughput);
       }
     }
-    GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input));
-    GAVEL_ASSIGN_OR_RETURN(const Filled filled, Fill(input, f));
-    if (!filled.objective.has_value()) return NothingToAllocate(input, f);
-    PolicyOutput output = ExtractAllocation(input, f.base, filled.last);
-    output.objective = filled.objective;
-    output.status = filled.note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
-    output.note = filled.note.empty() ? fast.failure_note : filled.note;
-    return output;
+    GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input, throughput));
+    GAVEL_ASSIGN_OR_RETURN(Filled filled, Fill(input, f));
+    return Finish(input, f, std::move(filled), fast.failure_note,
+                  [&](const lp::Solution& solution) {
+                    return ExtractAllocation(input, f.base, solution);
+                  });
   }
 
  private:
@@ -512,6 +496,39 @@ class WaterFilling final : public Policy {
     }
 
     return Filled{std::move(last), objective, std::move(note)};
+  }
+
+  // The filling over classes of interchangeable jobs (packed_classes.h), spread back over
+  // the jobs and their pairs.
+  Result<PolicyOutput> AllocateByClasses(const PolicyInput& input, const JobClasses& classes,
+                                         const Matrix& throughput) const {
+    const PolicyInput classed = ClassInput(input, classes, throughput);
+    const Formulation f = FormulateClasses(input, classes, throughput);
+    GAVEL_ASSIGN_OR_RETURN(Filled filled, Fill(classed, f));
+    // (A packed variant never takes the decomposition fast path: no failure to note.)
+    return Finish(input, f, std::move(filled), /*fast_path_note=*/"",
+                  [&](const lp::Solution& solution) {
+                    return SpreadClassAllocation(input, classes, f.base, solution);
+                  });
+  }
+
+  // The allocation a filling ends with: `extract(solution)` over f's columns of its last LP,
+  // or of all zeros when no job could be raised (none can run, or none has a positive
+  // weight). Its note says why the filling stopped early, else why the fast path failed.
+  template <class Extract>
+  static PolicyOutput Finish(const PolicyInput& input, const Formulation& f, Filled filled,
+                             const std::string& fast_path_note, const Extract& extract) {
+    if (!filled.objective.has_value()) {
+      filled.last.values.assign(static_cast<std::size_t>(f.base.model.num_columns()), 0.0);
+      PolicyOutput output = extract(filled.last);
+      if (input.num_jobs() > 0) output.note = "no job with a positive weight can run anywhere";
+      return output;
+    }
+    PolicyOutput output = extract(filled.last);
+    output.objective = filled.objective;
+    output.status = filled.note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
+    output.note = filled.note.empty() ? fast_path_note : filled.note;
+    return output;
   }
 
   // The classes as jobs, for the filling's weights and rates: a class is one job of weight
@@ -710,11 +727,11 @@ class WaterFilling final : public Policy {
     return prop;
   }
 
-  Result<Formulation> Formulate(const PolicyInput& input) const {
+  // The formulation over the jobs, with the throughputs the variant believes.
+  Result<Formulation> Formulate(const PolicyInput& input, const Matrix& throughput) const {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const bool packed = variant_ == Variant::kPacked;
-    const Matrix throughput = BelievedThroughput(input);
 
     const BaseProblemOptions base_options = BaseProblemOptionsFor(variant_, options_);
     GAVEL_ASSIGN_OR_RETURN(BaseProblem base,
@@ -759,15 +776,6 @@ class WaterFilling final : public Policy {
       }
     }
     return f;
-  }
-
-  // The allocation when no job can be raised: none can run, or none has a positive weight.
-  static PolicyOutput NothingToAllocate(const PolicyInput& input, const Formulation& f) {
-    lp::Solution zero;
-    zero.values.assign(static_cast<std::size_t>(f.base.model.num_columns()), 0.0);
-    PolicyOutput output = ExtractAllocation(input, f.base, zero);
-    if (input.num_jobs() > 0) output.note = "no job with a positive weight can run anywhere";
-    return output;
   }
 
   static bool AnyInactive(const Formulation& f, const Levels& s) {
