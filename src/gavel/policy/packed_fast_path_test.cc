@@ -328,14 +328,20 @@ TEST_P(SpreadPairTimeTest, GivesEveryMemberItsShare) {
 INSTANTIATE_TEST_SUITE_P(ClassSizes, SpreadPairTimeTest,
                          ::testing::Values(std::pair<int, int>(5, 7), std::pair<int, int>(2, 3)));
 
-TEST(PackedFastPathTest, TheInnerSolverSeesOnlySomePairColumns) {
-  const PolicyInfo& info = **FindPolicy("max_min_fairness_packed");
+// At least 20 random jobs (distinct: not classes of interchangeable jobs), with hundreds of
+// pair columns.
+PolicyInput TwentyJobInput(const PolicyInfo& info) {
   std::mt19937_64 rng(77);
   ClusterSnapshot snapshot = RandomSnapshot(rng);
   while (snapshot.jobs.size() < 20) {
     snapshot.jobs.push_back(RandomTableJob(rng, JobId(snapshot.jobs.size()), 1));
   }
-  const PolicyInput input = Build(info, snapshot);
+  return Build(info, snapshot);
+}
+
+TEST(PackedFastPathTest, TheInnerSolverSeesOnlySomePairColumns) {
+  const PolicyInfo& info = **FindPolicy("max_min_fairness_packed");
+  const PolicyInput input = TwentyJobInput(info);
   // The pair path, not the one over classes of interchangeable jobs.
   ASSERT_FALSE(FindInterchangeableJobs(input, input.throughput).has_value());
   const std::size_t pair_columns = input.pairs.size() * input.num_types();
@@ -349,6 +355,47 @@ TEST(PackedFastPathTest, TheInnerSolverSeesOnlySomePairColumns) {
   ASSERT_TRUE(fast.ok() && general.ok());
   EXPECT_GE(static_cast<std::size_t>(general_counter->largest_model()), pair_columns);
   EXPECT_LT(static_cast<std::size_t>(fast_counter->largest_model()), pair_columns / 2);
+  EXPECT_NEAR(*fast->objective, *general->objective, 1e-6 * std::abs(*general->objective));
+}
+
+// Refuses its first Load (finish-time fairness's ratio search), then loads into Clp, counting
+// columns like CountingSolver.
+class FailFirstLoadSolver final : public lp::Solver {
+ public:
+  std::string_view name() const override { return counter_.name(); }
+  bool SupportsIntegers() const override { return counter_.SupportsIntegers(); }
+  Result<std::unique_ptr<lp::Session>> Load(const lp::Model& model,
+                                            const lp::SolveOptions& options) override {
+    if (!failed_) {
+      failed_ = true;
+      return Status::Internal("refused on purpose");
+    }
+    return counter_.Load(model, options);
+  }
+  int largest_model() const { return counter_.largest_model(); }
+
+ private:
+  CountingSolver counter_;
+  bool failed_ = false;
+};
+
+// When the ratio search fails, finish-time fairness falls back to its bisection on a model
+// rebuilt with the pairs not lazy (lazy, each infeasible bisection LP would run a phase one
+// of column generation): the inner solver then gets every pair column, and the answer is the
+// general path's.
+TEST(PackedFastPathTest, FinishTimeFairnessFallsBackToABisectionOverEveryPair) {
+  const std::string policy = "finish_time_fairness_packed";
+  const PolicyInput input = TwentyJobInput(**FindPolicy(policy));
+  const std::size_t pair_columns = input.pairs.size() * input.num_types();
+  ASSERT_GE(pair_columns, 300u);
+  const auto solver = std::make_shared<FailFirstLoadSolver>();
+  const auto fast = Allocate(policy, input, SolvePath::kFast, solver);
+  const auto general = Allocate(policy, input, SolvePath::kGeneral);
+  ASSERT_TRUE(fast.ok() && general.ok());
+  EXPECT_NE(fast->note.find("refused on purpose"), std::string::npos) << fast->note;
+  EXPECT_GE(static_cast<std::size_t>(solver->largest_model()), pair_columns);
+  ExpectValidAllocation(input, *fast);
+  ASSERT_TRUE(fast->objective.has_value() && general->objective.has_value());
   EXPECT_NEAR(*fast->objective, *general->objective, 1e-6 * std::abs(*general->objective));
 }
 
