@@ -20,11 +20,9 @@
 //   --gavel_packed_budget_s=S   the same for space-sharing policies (60)
 //   --gavel_mem_limit_mib=M     skip points estimated to need more than M MiB (4096)
 //   --gavel_repeat_limit_s=S    one solve slower than S s is not repeated (20)
-//   --gavel_no_known_caps       also run the points kKnownCaps leaves out
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -107,7 +105,6 @@ struct Settings {
   double packed_budget_s = 60.0;
   double mem_limit_mib = 4096.0;
   double repeat_limit_s = 20.0;
-  bool ignore_known_caps = false;
 };
 
 Settings& GetSettings() {
@@ -269,28 +266,9 @@ std::string Fixed(double value, int digits) {
   return text.str();
 }
 
-// Points that extrapolation cannot see coming: a solve far above the budget right after small
-// points that gave no warning. Measured; lift with --gavel_no_known_caps to re-measure.
-struct KnownCap {
-  std::string_view policy;
-  int max_jobs;
-  std::string_view why;
-};
-// None today: water filling with space sharing, capped at 128 jobs before its pairs became
-// lazy (256 jobs took 116-370 s per solve), now follows its extrapolation like the others.
-constexpr std::array<KnownCap, 0> kKnownCaps{};
-
 // Why this point should not run, or nothing.
 std::optional<std::string> SkipReason(const policy::PolicyInfo& info, int num_jobs) {
   const Settings& settings = GetSettings();
-  if (!settings.ignore_known_caps) {
-    for (const KnownCap& cap : kKnownCaps) {
-      if (cap.policy == info.name && num_jobs > cap.max_jobs) {
-        return "not run: capped at " + std::to_string(cap.max_jobs) +
-               " jobs: " + std::string(cap.why);
-      }
-    }
-  }
   const auto it = History().find(info.name);
   if (it == History().end()) return std::nullopt;
   if (const auto self = it->second.find(num_jobs); self != it->second.end()) {
@@ -461,8 +439,6 @@ void ParseOwnFlags(int* argc, char** argv) {
       settings.packed_budget_s = ParsePositive("--gavel_packed_budget_s", value);
     } else if (ParseFlag(arg, "--gavel_mem_limit_mib", &value)) {
       settings.mem_limit_mib = ParsePositive("--gavel_mem_limit_mib", value);
-    } else if (ParseFlag(arg, "--gavel_no_known_caps", &value)) {
-      settings.ignore_known_caps = value.empty() || value == "true" || value == "1";
     } else if (ParseFlag(arg, "--gavel_repeat_limit_s", &value)) {
       settings.repeat_limit_s = ParsePositive("--gavel_repeat_limit_s", value);
     } else if (arg.starts_with("--gavel_")) {

@@ -9,6 +9,7 @@
 #include <exception>
 #include <string>
 
+#include "gavel/core/check.h"
 #include "gavel/lp/solver.h"
 
 namespace gavel::lp {
@@ -126,8 +127,8 @@ class ClpSession final : public Session {
     return simplex_.numberColumns() - 1;
   }
   int AddColumns(const ColumnBatch& batch) override {
+    GAVEL_CHECK(batch.size() > 0);
     const int first = simplex_.numberColumns();
-    if (batch.size() == 0) return first;
     std::vector<double> lower(batch.size());
     std::vector<double> upper(batch.size());
     for (std::size_t c = 0; c < batch.size(); ++c) {

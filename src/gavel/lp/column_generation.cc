@@ -247,6 +247,7 @@ class ColumnGenerationSession final : public Session {
   // Loads the given left-out columns into the inner session, with their entries in every
   // row (those of rows added later included).
   void LoadColumns(std::span<const int> full_columns) {
+    if (full_columns.empty()) return;  // (an empty batch has no first index)
     std::vector<std::vector<std::pair<int, double>>> late(full_columns.size());
     if (!added_entry_column_.empty()) {
       std::vector<std::pair<int, std::size_t>> slot_of;  // (column, slot), sorted by column
@@ -266,20 +267,16 @@ class ColumnGenerationSession final : public Session {
     // One batch: adding columns one at a time copies the inner solver's arrays each time
     // (in Clp), which made loading a third of the solve at 2,048 jobs.
     ColumnBatch batch;
-    std::vector<int> rows;
-    std::vector<double> values;
     for (std::size_t s = 0; s < full_columns.size(); ++s) {
       const auto j = static_cast<std::size_t>(full_columns[s]);
       const FullColumn& c = columns_[j];
       GAVEL_CHECK(c.inner == kLeftOut);
-      rows.assign(entry_row_.begin() + column_start_[j], entry_row_.begin() + column_start_[j + 1]);
-      values.assign(entry_value_.begin() + column_start_[j],
-                    entry_value_.begin() + column_start_[j + 1]);
-      for (const auto& [row, value] : late[s]) {
-        rows.push_back(row);
-        values.push_back(value);
-      }
-      batch.Add(c.lower, c.upper, in_phase1_ ? 0.0 : c.objective, rows, values);
+      const auto begin = static_cast<std::size_t>(column_start_[j]);
+      const auto count = static_cast<std::size_t>(column_start_[j + 1]) - begin;
+      batch.Add(c.lower, c.upper, in_phase1_ ? 0.0 : c.objective,
+                std::span<const int>(entry_row_).subspan(begin, count),
+                std::span<const double>(entry_value_).subspan(begin, count));
+      for (const auto& [row, value] : late[s]) batch.AddEntry(row, value);
     }
     const int first = inner_->AddColumns(batch);
     for (std::size_t s = 0; s < full_columns.size(); ++s) {

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "gavel/lp/glpk_solver.h"
 #include "gavel/lp/solver.h"
@@ -108,6 +110,68 @@ TEST(LpTest, SessionsReSolveAfterChangesLikeAFreshSolve) {
     ASSERT_TRUE(last.ok());
     EXPECT_NEAR(last->objective, 18.0, 1e-9);
     EXPECT_EQ(last->values.size(), 3u);
+  }
+}
+
+// Session::AddColumns (Clp's own batch, GLPK's default column by column) must load the same
+// columns as AddColumn one at a time: same indices, and both sessions solve to the optimum of
+// a fresh model holding every column.
+TEST(LpTest, AddColumnsInOneBatchEqualsAddingThemOneByOne) {
+  struct NewColumn {
+    double lower, upper, objective;
+    std::vector<int> rows;
+    std::vector<double> coefficients;
+  };
+  const std::vector<NewColumn> columns = {
+      {0.0, 1.0, 10.0, {0}, {1.0}},
+      {0.0, 2.0, 1.0, {0, 1}, {0.5, 2.0}},
+      {0.0, kInfinity, 0.5, {1}, {1.0}},
+      {0.0, 1.0, 0.25, {}, {}},  // no entries: goes to its upper bound
+  };
+  // The fresh model: SmallLp's columns and rows, with the new columns' entries.
+  Model fresh(Sense::kMaximize);
+  fresh.AddColumn(0.0, 3.0, 3.0);
+  fresh.AddColumn(0.0, kInfinity, 2.0);
+  for (const NewColumn& c : columns) fresh.AddColumn(c.lower, c.upper, c.objective);
+  std::vector<std::vector<int>> row_cols = {{0, 1}, {0, 1}};
+  std::vector<std::vector<double>> row_coefs = {{1.0, 1.0}, {1.0, 3.0}};
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    for (std::size_t k = 0; k < columns[c].rows.size(); ++k) {
+      row_cols[static_cast<std::size_t>(columns[c].rows[k])].push_back(static_cast<int>(c) + 2);
+      row_coefs[static_cast<std::size_t>(columns[c].rows[k])].push_back(columns[c].coefficients[k]);
+    }
+  }
+  fresh.AddRow(-kInfinity, 4.0, row_cols[0], row_coefs[0]);
+  fresh.AddRow(-kInfinity, 6.0, row_cols[1], row_coefs[1]);
+
+  for (const std::shared_ptr<Solver>& solver :
+       {std::shared_ptr<Solver>(MakeClpSolver()), std::shared_ptr<Solver>(MakeGlpkSolver())}) {
+    SCOPED_TRACE(std::string(solver->name()));
+    const auto expected = solver->Solve(fresh);
+    ASSERT_TRUE(expected.ok() && expected->outcome == Outcome::kOptimal);
+    auto batched = solver->Load(SmallLp());
+    auto single = solver->Load(SmallLp());
+    ASSERT_TRUE(batched.ok() && single.ok());
+    ColumnBatch batch;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const NewColumn& column = columns[c];
+      batch.Add(column.lower, column.upper, column.objective, column.rows, column.coefficients);
+      EXPECT_EQ((*single)->AddColumn(column.lower, column.upper, column.objective, column.rows,
+                                     column.coefficients),
+                static_cast<int>(c) + 2);
+    }
+    EXPECT_EQ((*batched)->AddColumns(batch), 2);
+    const auto from_batch = (*batched)->Solve();
+    const auto one_by_one = (*single)->Solve();
+    ASSERT_TRUE(from_batch.ok() && one_by_one.ok());
+    ASSERT_EQ(from_batch->outcome, Outcome::kOptimal);
+    EXPECT_NEAR(from_batch->objective, expected->objective, 1e-9);
+    EXPECT_NEAR(one_by_one->objective, expected->objective, 1e-9);
+    ASSERT_EQ(from_batch->values.size(), expected->values.size());
+    for (std::size_t j = 0; j < expected->values.size(); ++j) {
+      EXPECT_NEAR(from_batch->values[j], expected->values[j], 1e-9) << "column " << j;
+      EXPECT_NEAR(one_by_one->values[j], expected->values[j], 1e-9) << "column " << j;
+    }
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "gavel/core/check.h"
+
 namespace gavel::lp {
 
 const char* OutcomeName(Outcome outcome) {
@@ -29,7 +31,15 @@ void ColumnBatch::Add(double lo, double hi, double obj, std::span<const int> ent
   starts.push_back(static_cast<int>(rows.size()));
 }
 
+void ColumnBatch::AddEntry(int row, double coefficient) {
+  GAVEL_CHECK(size() > 0);
+  rows.push_back(row);
+  coefficients.push_back(coefficient);
+  starts.back() = static_cast<int>(rows.size());
+}
+
 int Session::AddColumns(const ColumnBatch& batch) {
+  GAVEL_CHECK(batch.size() > 0);
   int first = -1;
   for (std::size_t c = 0; c < batch.size(); ++c) {
     const auto begin = static_cast<std::size_t>(batch.starts[c]);

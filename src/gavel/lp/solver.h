@@ -61,6 +61,8 @@ struct ColumnBatch {
   std::size_t size() const { return lower.size(); }
   void Add(double lo, double hi, double obj, std::span<const int> entry_rows,
            std::span<const double> entry_coefficients);
+  // One more entry of the last column added (there must be one).
+  void AddEntry(int row, double coefficient);
 };
 
 class Session {
@@ -78,6 +80,7 @@ class Session {
   virtual int AddRow(double lower, double upper, std::span<const int> columns,
                      std::span<const double> coefficients) = 0;
   // Adds the batch's columns in order; returns the first one's index (the others follow).
+  // The batch must not be empty (callers skip empty batches: there is no first index).
   // The default calls AddColumn per column; a backend that copies its arrays on every added
   // column (Clp) adds the batch at once.
   virtual int AddColumns(const ColumnBatch& batch);

@@ -50,12 +50,9 @@ class Allox final : public Policy {
       --free_gpus[static_cast<std::size_t>(type)];
     }
 
-    // 2. The free GPUs, one column each, by type in name order.
-    std::vector<std::size_t> gpu_type;
-    for (std::size_t j = 0; j < n; ++j) {
-      for (int g = 0; g < free_gpus[j]; ++g) gpu_type.push_back(j);
-    }
-    const std::size_t num_gpus = gpu_type.size();
+    // 2. The free GPUs.
+    std::size_t num_gpus = 0;
+    for (const int free : free_gpus) num_gpus += static_cast<std::size_t>(std::max(free, 0));
 
     // 3. Oldest first (stable: equal ages keep id order), truncated to max(⌊alpha·w⌋, gpus).
     std::stable_sort(waiting.begin(), waiting.end(), [&](std::size_t a, std::size_t b) {
@@ -71,7 +68,7 @@ class Allox final : public Policy {
     // of completion times (AlloX, EuroSys 2020); the job first in line on each GPU gets it.
     if (!waiting.empty() && num_gpus > 0) {
       GAVEL_ASSIGN_OR_RETURN(const std::vector<Start> starts,
-                             compat_ ? StartsByDenseMatching(input, waiting, gpu_type)
+                             compat_ ? StartsByDenseMatching(input, waiting, free_gpus)
                                      : StartsByQueueMatching(input, waiting, free_gpus));
       for (const Start& start : starts) {
         // The original also starts a job on a GPU type it cannot run on when the matching
@@ -110,7 +107,12 @@ class Allox final : public Policy {
   // equal-cost optima come out as the original's. Dense: rows × rows·G cells.
   static Result<std::vector<Start>> StartsByDenseMatching(const PolicyInput& input,
                                                           const std::vector<std::size_t>& waiting,
-                                                          const std::vector<std::size_t>& gpu_type) {
+                                                          const std::vector<int>& free_gpus) {
+    // The free GPUs, one column each, by type in name order.
+    std::vector<std::size_t> gpu_type;
+    for (std::size_t j = 0; j < free_gpus.size(); ++j) {
+      for (int g = 0; g < free_gpus[j]; ++g) gpu_type.push_back(j);
+    }
     const std::size_t rows = waiting.size();
     const std::size_t num_gpus = gpu_type.size();
     Matrix cost(rows, rows * num_gpus);

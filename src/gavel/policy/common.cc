@@ -30,15 +30,9 @@ InputRequirements RequirementsOf(const PolicyCapabilities& capabilities, bool co
   return requirements;
 }
 
-namespace {
-
-// Column generation for the pair columns is the fast path's method; --compat gavel reproduces
-// the original's whole-LP solves.
 bool UsesColumnGeneration(const PolicyOptions& options) {
   return !options.compat_gavel && options.solve_path == SolvePath::kFast;
 }
-
-}  // namespace
 
 BaseProblemOptions BaseProblemOptionsFor(Variant variant, const PolicyOptions& options) {
   BaseProblemOptions base;

@@ -34,6 +34,11 @@ struct BaseProblemOptions {
   bool lazy_pairs = false;
 };
 
+// Whether the LP policies solve with column generation over lazy pair columns (and, with
+// space sharing, over classes of interchangeable jobs): the fast solve path's method
+// (SolvePath::kFast); --compat gavel reproduces the original's whole-LP solves.
+bool UsesColumnGeneration(const PolicyOptions& options);
+
 // The options every LP policy builds with: pairs for the packed variant, lazy on the fast
 // solve path (SolvePath::kFast, not under --compat gavel); under --compat gavel the original's
 // free unrunnable cells and packed reshape.

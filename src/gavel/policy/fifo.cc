@@ -190,11 +190,6 @@ class Fifo final : public Policy {
   // packs with nobody ends packing (no job jumps ahead).
   static void Pack(const PolicyInput& input, std::vector<Assigned>& assigned,
                    std::deque<std::size_t>& queue) {
-    std::map<std::pair<std::size_t, std::size_t>, std::size_t> pair_index;
-    for (std::size_t p = 0; p < input.pairs.size(); ++p) {
-      pair_index[{static_cast<std::size_t>(input.pairs[p].first),
-                  static_cast<std::size_t>(input.pairs[p].second)}] = p;
-    }
     while (!queue.empty()) {
       const std::size_t job = queue.front();
       queue.pop_front();
@@ -206,13 +201,13 @@ class Fifo final : public Policy {
         if (input.jobs[running.job].scale_factor != input.jobs[job].scale_factor) continue;
         const std::size_t first = std::min(running.job, job);
         const std::size_t second = std::max(running.job, job);
-        const auto it = pair_index.find({first, second});
-        if (it == pair_index.end()) continue;  // co-located throughput unknown
+        const std::optional<std::size_t> pair_index = PairIndexOf(input, first, second);
+        if (!pair_index.has_value()) continue;  // co-located throughput unknown
         const std::size_t type = running.type;
         double normalized = 0.0;
         const std::pair<std::size_t, double> members[] = {
-            {first, input.pair_throughput_first(it->second, type)},
-            {second, input.pair_throughput_second(it->second, type)}};
+            {first, input.pair_throughput_first(*pair_index, type)},
+            {second, input.pair_throughput_second(*pair_index, type)}};
         for (const auto& [member, packed] : members) {
           if (packed <= 0.0 || input.throughput(member, type) <= 0.0) continue;
           normalized += packed / input.throughput(member, type);

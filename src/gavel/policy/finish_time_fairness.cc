@@ -88,6 +88,80 @@ double RatioLowerBound(const std::vector<FairnessRow>& rows, double r, double ta
   return bound;
 }
 
+// Adds row k for every job in the max, Σ_terms (T / thr_max_k) X (+ tau_coefficients[k] · τ
+// when `tau` names a column) >= 0, its lower bound set later, and records it in f.row.
+// Returns the secondary objective Σ_k thr_k / thr_max_k per column (a pair column serves
+// two jobs).
+std::map<int, double> AddFairnessRows(lp::Model& model,
+                                      const std::vector<std::vector<ThroughputTerm>>& terms,
+                                      std::vector<FairnessRow>& rows, int tau = -1,
+                                      std::span<const double> tau_coefficients = {}) {
+  std::map<int, double> secondary;
+  std::vector<int> cols;
+  std::vector<double> coefs;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    FairnessRow& f = rows[k];
+    cols.clear();
+    coefs.clear();
+    for (const ThroughputTerm& t : terms[f.job]) {
+      cols.push_back(t.column);
+      coefs.push_back(t.steps_per_second / f.max_raw_throughput);
+      secondary[t.column] += t.steps_per_second / f.max_raw_throughput;
+    }
+    if (tau >= 0) {
+      cols.push_back(tau);
+      coefs.push_back(tau_coefficients[k]);
+    }
+    f.row = model.AddRow(0.0, lp::kInfinity, cols, coefs);
+  }
+  return secondary;
+}
+
+// One solve of the ratio search at r: τ, the largest fraction of every job's demand at r met
+// at once; the max_k ρ_k its allocation reaches; and that allocation.
+template <class Point>
+struct RatioStep {
+  double tau = 0.0;
+  double reached = 0.0;
+  Point point;
+};
+
+// The smallest max_k ρ_k, within kRelativeGap, and an allocation reaching it, by the ratio
+// search (docs/policies.md): from r = max_k ρ_k(thr_max_k), each `solve_at(r)` (a
+// Result<RatioStep<Point>>) gives an allocation reaching some ρ (an upper bound on r*) and
+// τ; τ >= 1 means r is feasible (so optimal), τ < 1 that no ratio below RatioLowerBound(r, τ)
+// is, which is where the next solve goes. Converges like Newton's method.
+template <class Point, class SolveAt>
+Result<std::pair<double, Point>> SearchRatio(const std::vector<FairnessRow>& rows,
+                                             const SolveAt& solve_at) {
+  double lo = 0.0;
+  for (const FairnessRow& f : rows) lo = std::max(lo, Rho(f, f.max_raw_throughput));
+  double hi = lp::kInfinity;
+  std::optional<Point> best;
+  constexpr int kMaxSolves = 100;
+  const auto converged = [&] { return best.has_value() && hi - lo <= kRelativeGap * hi; };
+  for (int solve = 0; solve < kMaxSolves && !converged(); ++solve) {
+    const double r = lo;
+    GAVEL_ASSIGN_OR_RETURN(RatioStep<Point> step, solve_at(r));
+    if (step.reached < hi) {
+      hi = step.reached;
+      best = std::move(step.point);
+    }
+    if (step.tau >= 1.0) {  // r is feasible and a lower bound: optimal
+      hi = std::min(hi, std::max(r, step.reached));
+      lo = std::min(lo, hi);
+      break;
+    }
+    if (step.tau <= 0.0) return Status::Internal("finish_time_fairness: no throughput for some job");
+    // Round-off must not push the bound past what an allocation reaches.
+    lo = std::min(std::max(lo, RatioLowerBound(rows, r, step.tau)), hi);
+  }
+  if (!converged()) {
+    return Status::Internal("finish_time_fairness: the ratio search did not converge");
+  }
+  return std::pair<double, Point>(hi, std::move(*best));
+}
+
 class FinishTimeFairness final : public Policy {
  public:
   FinishTimeFairness(Variant variant, const PolicyOptions& options)
@@ -106,13 +180,18 @@ class FinishTimeFairness final : public Policy {
     const bool fast = m > 0 && UseFastPath(variant_, options_);
     std::optional<BaseProblem> problem;
     std::vector<std::vector<ThroughputTerm>> terms;
-    const auto build_general = [&]() -> Status {
-      GAVEL_ASSIGN_OR_RETURN(problem, BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
-                                                       BaseOptions()));
+    // Pairs are lazy on the column-generation path, where SolveByRatioSearch solves only
+    // feasible LPs; the bisection's infeasible LPs would each need a phase one over them (3.5
+    // times slower at 128 jobs), so a rebuild for the bisection leaves them out of lazy.
+    const auto build_general = [&](bool lazy_pairs) -> Status {
+      BaseProblemOptions base = BaseProblemOptionsFor(variant_, options_);
+      base.lazy_pairs = base.lazy_pairs && lazy_pairs;
+      GAVEL_ASSIGN_OR_RETURN(problem,
+                             BuildBaseProblem(input, throughput, lp::Sense::kMaximize, base));
       terms = ThroughputTerms(input, *problem, throughput, packed);
       return Status::Ok();
     };
-    if (!fast) GAVEL_RETURN_IF_ERROR(build_general());
+    if (!fast) GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/true));
     if (m == 0) {
       previous_remaining_.clear();
       previous_isolated_throughput_.clear();
@@ -157,13 +236,14 @@ class FinishTimeFairness final : public Policy {
       Result<PolicyOutput> output = SolveByDecomposition(input, throughput, rows);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
-      GAVEL_RETURN_IF_ERROR(build_general());
-    } else if (problem->model.HasLazyColumns()) {
+      GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
+    } else if (packed && UsesColumnGeneration(options_) && !input.pairs.empty()) {
       // Space sharing on the column-generation path (pairs lazy).
       Result<PolicyOutput> output = SolveByRatioSearch(input, *problem, terms, rows);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
-      GAVEL_RETURN_IF_ERROR(build_general());  // the search added rows and columns
+      // The search added rows and columns; the bisection gets the pairs in full.
+      GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
     }
     return SolveByBisection(input, throughput, *problem, terms, std::move(rows), fast_path_note);
   }
@@ -180,20 +260,12 @@ class FinishTimeFairness final : public Policy {
     // bound set per r. By default the secondary objective is Σ_k thr_k / thr_max_k; under
     // --compat gavel there is none and the centre of the optimal face is returned instead,
     // as the original's interior-point solver does.
-    std::vector<int> cols;
-    std::vector<double> coefs;
-    for (FairnessRow& f : rows) {
-      cols.clear();
-      coefs.clear();
-      for (const ThroughputTerm& t : terms[f.job]) {
-        cols.push_back(t.column);
-        coefs.push_back(t.steps_per_second / f.max_raw_throughput);
-        if (compat) continue;
-        const double objective =
-            problem.model.columns()[static_cast<std::size_t>(t.column)].objective;
-        problem.model.SetObjective(t.column, objective + t.steps_per_second / f.max_raw_throughput);
+    const std::map<int, double> secondary = AddFairnessRows(problem.model, terms, rows);
+    if (!compat) {
+      for (const auto& [column, coefficient] : secondary) {
+        const double objective = problem.model.columns()[static_cast<std::size_t>(column)].objective;
+        problem.model.SetObjective(column, objective + coefficient);
       }
-      f.row = problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
     }
     // Feasibility is decided by simplex: an interior-point solve without crossover does not
     // reliably tell an infeasible LP from a feasible one.
@@ -240,40 +312,20 @@ class FinishTimeFairness final : public Policy {
       }
       return worst;
     };
-    double lo = 0.0;
-    for (const FairnessRow& f : rows) lo = std::max(lo, Rho(f, f.max_raw_throughput));
-    double hi = lp::kInfinity;
-    std::optional<Matrix> best;
     decomp::JobSolveOptions options;
-    constexpr int kMaxSolves = 100;
-    auto converged = [&] { return best.has_value() && hi - lo <= kRelativeGap * hi; };
-    for (int solve = 0; solve < kMaxSolves && !converged(); ++solve) {
-      const double r = lo;
+    auto solve_at = [&](double r) -> Result<RatioStep<Matrix>> {
       for (const FairnessRow& f : rows) problem.rate[f.job] = *RowLowerBound(f, r);
       GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution solution,
                              decomp::SolveJobProblem(problem, *solvers_.master, options));
       if (solution.outcome != decomp::JobOutcome::kOptimal) {
         return Status::Internal("finish_time_fairness: the decomposition found no optimum");
       }
-      const double reached = max_rho(solution.x);
-      if (reached < hi) {
-        hi = reached;
-        best = solution.x;
-      }
-      const double tau = solution.t;
-      if (tau >= 1.0) {  // r is feasible and a lower bound: optimal
-        hi = std::min(hi, std::max(r, reached));
-        lo = std::min(lo, hi);
-        break;
-      }
-      const double bound = RatioLowerBound(rows, r, tau);
-      // Round-off must not push the bound past what an allocation reaches.
-      lo = std::min(std::max(lo, bound), hi);
-      options.start_points.assign(1, solution.x);
-    }
-    if (!converged()) {
-      return Status::Internal("finish_time_fairness: the ratio search did not converge");
-    }
+      options.start_points.assign(1, solution.x);  // the next solve starts from this one
+      return RatioStep<Matrix>{solution.t, max_rho(solution.x), std::move(solution.x)};
+    };
+    GAVEL_ASSIGN_OR_RETURN(auto found, SearchRatio<Matrix>(rows, solve_at));
+    const double hi = found.first;
+    const Matrix& best = found.second;
 
     // Secondary objective among the allocations with max_k ρ_k <= hi.
     problem.t_weight = 0.0;
@@ -285,12 +337,12 @@ class FinishTimeFairness final : public Policy {
       problem.level[f.job] = *RowLowerBound(f, hi);
       problem.rate[f.job] = 0.0;
     }
-    options.start_points.assign(1, *best);
+    options.start_points.assign(1, best);
     GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution spread,
                            decomp::SolveJobProblem(problem, *solvers_.master, options));
     // (The start point meets these demands, so the solve cannot be infeasible; should round-off
     // make it so, the allocation that reached the ratio is kept.)
-    if (spread.outcome != decomp::JobOutcome::kOptimal) spread.x = *best;
+    if (spread.outcome != decomp::JobOutcome::kOptimal) spread.x = best;
     PolicyOutput output = AllocationOf(input, spread);
     output.objective = hi;
     return output;
@@ -306,82 +358,49 @@ class FinishTimeFairness final : public Policy {
   Result<PolicyOutput> SolveByRatioSearch(const PolicyInput& input, BaseProblem& problem,
                                           const std::vector<std::vector<ThroughputTerm>>& terms,
                                           std::vector<FairnessRow>& rows) const {
-    double lo = 0.0;
-    for (const FairnessRow& f : rows) lo = std::max(lo, Rho(f, f.max_raw_throughput));
     const auto demands = [&](double r) {
       std::vector<double> minus_demand;
       for (const FairnessRow& f : rows) minus_demand.push_back(-*RowLowerBound(f, r));
       return minus_demand;
     };
-    // Secondary objective coefficients, per column (a pair column serves two jobs).
-    std::vector<std::pair<int, double>> secondary;
+    double start = 0.0;  // SearchRatio's first r
+    for (const FairnessRow& f : rows) start = std::max(start, Rho(f, f.max_raw_throughput));
     int tau = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
-    {
-      const std::vector<double> minus_demand = demands(lo);
-      std::vector<int> cols;
-      std::vector<double> coefs;
-      for (std::size_t r = 0; r < rows.size(); ++r) {
-        FairnessRow& f = rows[r];
-        cols.clear();
-        coefs.clear();
-        for (const ThroughputTerm& t : terms[f.job]) {
-          cols.push_back(t.column);
-          coefs.push_back(t.steps_per_second / f.max_raw_throughput);
-          secondary.emplace_back(t.column, t.steps_per_second / f.max_raw_throughput);
-        }
-        cols.push_back(tau);
-        coefs.push_back(minus_demand[r]);
-        f.row = problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
-      }
-    }
+    const std::map<int, double> secondary =
+        AddFairnessRows(problem.model, terms, rows, tau, demands(start));
     GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session, solvers_.lp->Load(problem.model));
     std::vector<int> row_index;
     for (const FairnessRow& f : rows) row_index.push_back(f.row);
 
-    double hi = lp::kInfinity;
-    std::optional<lp::Solution> best;
-    constexpr int kMaxSolves = 100;
-    const auto converged = [&] { return best.has_value() && hi - lo <= kRelativeGap * hi; };
-    for (int solve = 0; solve < kMaxSolves && !converged(); ++solve) {
-      const double r = lo;
-      if (solve > 0) {
+    bool first_solve = true;
+    auto solve_at = [&](double r) -> Result<RatioStep<lp::Solution>> {
+      if (!first_solve) {
         session->SetColumnBounds(tau, 0.0, 0.0);
         session->SetObjective(tau, 0.0);
         tau = session->AddColumn(0.0, lp::kInfinity, 1.0, row_index, demands(r));
       }
+      first_solve = false;
       GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, session->Solve());
       if (solution.outcome != lp::Outcome::kOptimal) {
         return Status::Internal("finish_time_fairness: a ratio LP ended " +
                                 std::string(lp::OutcomeName(solution.outcome)));
       }
-      const double reached = MaxRho(rows, terms, solution.values);
       const double t = solution.values[static_cast<std::size_t>(tau)];
-      if (reached < hi) {
-        hi = reached;
-        best = std::move(solution);
-      }
-      if (t >= 1.0) {  // r is feasible and a lower bound: optimal
-        hi = std::min(hi, std::max(r, reached));
-        lo = std::min(lo, hi);
-        break;
-      }
-      if (t <= 0.0) return Status::Internal("finish_time_fairness: no throughput for some job");
-      lo = std::min(std::max(lo, RatioLowerBound(rows, r, t)), hi);
-    }
-    if (!converged()) {
-      return Status::Internal("finish_time_fairness: the ratio search did not converge");
-    }
+      const double reached = MaxRho(rows, terms, solution.values);
+      return RatioStep<lp::Solution>{t, reached, std::move(solution)};
+    };
+    GAVEL_ASSIGN_OR_RETURN(auto found, SearchRatio<lp::Solution>(rows, solve_at));
+    const double hi = found.first;
+    const lp::Solution& best = found.second;
 
     // Secondary objective among the allocations with max_k ρ_k <= hi (best meets it).
     session->SetColumnBounds(tau, 0.0, 0.0);
     session->SetObjective(tau, 0.0);
-    std::map<int, double> objective;
-    for (const auto& [column, coefficient] : secondary) objective[column] += coefficient;
-    for (const auto& [column, coefficient] : objective) session->SetObjective(column, coefficient);
+    for (const auto& [column, coefficient] : secondary) session->SetObjective(column, coefficient);
     for (const FairnessRow& f : rows) session->SetRowBounds(f.row, *RowLowerBound(f, hi), lp::kInfinity);
     GAVEL_ASSIGN_OR_RETURN(lp::Solution spread, session->Solve());
     PolicyOutput output = ExtractAllocation(
-        input, problem, spread.outcome == lp::Outcome::kOptimal ? spread : *best);
+        input, problem, spread.outcome == lp::Outcome::kOptimal ? spread : best);
     output.objective = hi;
     return output;
   }
@@ -505,12 +524,6 @@ class FinishTimeFairness final : public Policy {
     }
     return cumulative;
   }
-
-  // Pairs are lazy on the column-generation path (packed, not --compat gavel), where
-  // SolveByRatioSearch solves only feasible LPs; the bisection's infeasible LPs would each
-  // need a phase one over them (3.5 times slower at 128 jobs), so it sees them lazy only
-  // when the ratio search failed.
-  BaseProblemOptions BaseOptions() const { return BaseProblemOptionsFor(variant_, options_); }
 
   // The isolated allocation (the original's fallback when its solver gives no answer).
   PolicyOutput Fallback(const PolicyInput& input, const Matrix& throughput, bool packed) const {

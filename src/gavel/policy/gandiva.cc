@@ -41,16 +41,7 @@ class Gandiva final : public Policy {
 
     std::map<JobId, std::size_t> index_of;
     for (std::size_t i = 0; i < m; ++i) index_of[input.jobs[i].id] = i;
-    std::map<std::pair<std::size_t, std::size_t>, std::size_t> pair_index;
-    for (std::size_t p = 0; p < input.pairs.size(); ++p) {
-      pair_index[{static_cast<std::size_t>(input.pairs[p].first),
-                  static_cast<std::size_t>(input.pairs[p].second)}] = p;
-    }
-    const auto find_pair = [&](std::size_t a, std::size_t b) -> std::optional<std::size_t> {
-      const auto it = pair_index.find({std::min(a, b), std::max(a, b)});
-      if (it == pair_index.end()) return std::nullopt;
-      return it->second;
-    };
+    const auto find_pair = [&](std::size_t a, std::size_t b) { return PairIndexOf(input, a, b); };
 
     DropStaleAssignments(input, index_of, find_pair);
 

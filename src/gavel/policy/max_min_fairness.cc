@@ -44,7 +44,7 @@ class MaxMinFairness final : public Policy {
     });
     if (fast.output.has_value()) return std::move(*fast.output);
     // Space sharing on the fast path: over classes of interchangeable jobs when they pay.
-    if (packed && m > 0 && !options_.compat_gavel && options_.solve_path == SolvePath::kFast) {
+    if (packed && m > 0 && UsesColumnGeneration(options_)) {
       if (const std::optional<JobClasses> classes = FindInterchangeableJobs(input, throughput)) {
         return AllocateByClasses(input, throughput, prop, *classes);
       }
@@ -163,7 +163,8 @@ class MaxMinFairness final : public Policy {
                                          const JobClasses& classes) {
     const std::size_t n = input.num_types();
     BaseProblem problem =
-        BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize);
+        BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize,
+                              UsesColumnGeneration(options_));
     const int level = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
     bool any_demand = false;
     std::vector<int> cols;
@@ -180,10 +181,10 @@ class MaxMinFairness final : public Policy {
         cols.push_back(problem.job_columns[a * n + j]);
         coefs.push_back(throughput(i, j) * scale);
       }
-      for (const auto& [q, share] : PairSharesOf(classes, a)) {
+      for (const JobClasses::PairShare& pair : classes.pairs_of_class[a]) {
         for (std::size_t j = 0; j < n; ++j) {
-          cols.push_back(problem.pair_columns[q * n + j]);
-          coefs.push_back(MemberPairThroughput(classes, a, q, j) * scale);
+          cols.push_back(problem.pair_columns[pair.q * n + j]);
+          coefs.push_back(MemberPairThroughput(classes, a, pair, j) * scale);
         }
       }
       problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <utility>
 
 #include "gavel/core/check.h"
@@ -12,21 +13,10 @@ namespace {
 
 constexpr std::size_t kNoPair = static_cast<std::size_t>(-1);
 
-// Index of the pair of jobs {a, b} in input.pairs (sorted by (first, second)).
-std::size_t PairIndex(const PolicyInput& input, std::size_t a, std::size_t b) {
-  const JobPair key{static_cast<int>(std::min(a, b)), static_cast<int>(std::max(a, b))};
-  const auto it = std::lower_bound(
-      input.pairs.begin(), input.pairs.end(), key, [](const JobPair& x, const JobPair& y) {
-        return x.first != y.first ? x.first < y.first : x.second < y.second;
-      });
-  GAVEL_CHECK(it != input.pairs.end() && it->first == key.first && it->second == key.second);
-  return static_cast<std::size_t>(it - input.pairs.begin());
-}
-
-std::vector<double> RowOf(const Matrix& m, std::size_t row) {
-  std::vector<double> out(m.cols());
-  for (std::size_t j = 0; j < m.cols(); ++j) out[j] = m(row, j);
-  return out;
+// Row `row` of m, in place (FindInterchangeableJobs looks at every job pair's rows).
+std::span<const double> RowSpan(const Matrix& m, std::size_t row) {
+  GAVEL_CHECK(row < m.rows());
+  return std::span<const double>(m.data()).subspan(row * m.cols(), m.cols());
 }
 
 }  // namespace
@@ -61,19 +51,21 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
   for (std::size_t p = 0; p < input.pairs.size(); ++p) {
     std::size_t a = classes.class_of_job[static_cast<std::size_t>(input.pairs[p].first)];
     std::size_t b = classes.class_of_job[static_cast<std::size_t>(input.pairs[p].second)];
-    std::vector<double> first = RowOf(input.pair_throughput_first, p);
-    std::vector<double> second = RowOf(input.pair_throughput_second, p);
+    std::span<const double> first = RowSpan(input.pair_throughput_first, p);
+    std::span<const double> second = RowSpan(input.pair_throughput_second, p);
     if (a > b) {
       std::swap(a, b);
       std::swap(first, second);
     }
-    if (a == b && first != second) return std::nullopt;
+    if (a == b && !std::ranges::equal(first, second)) return std::nullopt;
     std::size_t& slot = index[a * k + b];
     if (slot == kNoPair) {
       slot = classes.pairs.size();
-      classes.pairs.push_back(JobClasses::ClassPair{a, b, std::move(first), std::move(second)});
+      classes.pairs.push_back(JobClasses::ClassPair{a, b, {first.begin(), first.end()},
+                                                    {second.begin(), second.end()}});
       count.push_back(0);
-    } else if (classes.pairs[slot].first != first || classes.pairs[slot].second != second) {
+    } else if (!std::ranges::equal(classes.pairs[slot].first, first) ||
+               !std::ranges::equal(classes.pairs[slot].second, second)) {
       return std::nullopt;
     }
     ++count[slot];
@@ -85,6 +77,16 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
                                                                             : na * nb;
     if (count[q] != expected) return std::nullopt;
   }
+  classes.pairs_of_class.resize(k);
+  for (std::size_t q = 0; q < classes.pairs.size(); ++q) {
+    const std::size_t a = classes.pairs[q].a;
+    const std::size_t b = classes.pairs[q].b;
+    const auto share = [&](std::size_t c) {
+      return (a == b ? 2.0 : 1.0) / static_cast<double>(classes.members[c].size());
+    };
+    classes.pairs_of_class[a].push_back({q, share(a)});
+    if (b != a) classes.pairs_of_class[b].push_back({q, share(b)});
+  }
   return classes;
 }
 
@@ -95,7 +97,10 @@ void SpreadPairTime(const PolicyInput& input, const JobClasses& classes, std::si
   const std::vector<std::size_t>& a = classes.members[pair.a];
   const std::vector<std::size_t>& b = classes.members[pair.b];
   const auto add = [&](std::size_t x, std::size_t y, double time) {
-    pair_allocation(PairIndex(input, x, y), type) += time;
+    // FindInterchangeableJobs has checked that every two members of the classes are a pair.
+    const std::optional<std::size_t> pair_index = PairIndexOf(input, x, y);
+    GAVEL_CHECK(pair_index.has_value());
+    pair_allocation(*pair_index, type) += time;
   };
   if (pair.a == pair.b) {
     // A ring: each member shares with its two neighbours, total/|a| each (one pair of two).
@@ -133,35 +138,14 @@ void SpreadPairTime(const PolicyInput& input, const JobClasses& classes, std::si
   }
 }
 
-}  // namespace gavel::policy
-
-namespace gavel::policy {
-
-std::vector<std::pair<std::size_t, double>> PairSharesOf(const JobClasses& classes,
-                                                         std::size_t a) {
-  std::vector<std::pair<std::size_t, double>> shares;
-  const double size = static_cast<double>(classes.members[a].size());
-  for (std::size_t q = 0; q < classes.pairs.size(); ++q) {
-    const JobClasses::ClassPair& pair = classes.pairs[q];
-    if (pair.a == a && pair.b == a) {
-      shares.emplace_back(q, 2.0 / size);
-    } else if (pair.a == a || pair.b == a) {
-      shares.emplace_back(q, 1.0 / size);
-    }
-  }
-  return shares;
-}
-
-double MemberPairThroughput(const JobClasses& classes, std::size_t a, std::size_t q,
-                            std::size_t type) {
-  const JobClasses::ClassPair& pair = classes.pairs[q];
-  const double size = static_cast<double>(classes.members[a].size());
-  const double share = pair.a == pair.b ? 2.0 / size : 1.0 / size;
-  return (pair.a == a ? pair.first[type] : pair.second[type]) * share;
+double MemberPairThroughput(const JobClasses& classes, std::size_t a,
+                            const JobClasses::PairShare& pair, std::size_t type) {
+  const JobClasses::ClassPair& both = classes.pairs[pair.q];
+  return (both.a == a ? both.first[type] : both.second[type]) * pair.share;
 }
 
 BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& classes,
-                                  const Matrix& throughput, lp::Sense sense) {
+                                  const Matrix& throughput, lp::Sense sense, bool lazy_pairs) {
   const std::size_t n = input.num_types();
   const std::size_t k = classes.size();
   const std::size_t q_count = classes.pairs.size();
@@ -180,7 +164,7 @@ BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& cl
       const bool runnable = pair.first[j] > 0.0 || pair.second[j] > 0.0;
       problem.pair_columns[q * n + j] = problem.model.AddColumn(0.0, runnable ? lp::kInfinity : 0.0);
       // n_classes²/2 of them, few used: column generation prices them (lazy).
-      problem.model.SetColumnLazy(problem.pair_columns[q * n + j], true);
+      if (lazy_pairs) problem.model.SetColumnLazy(problem.pair_columns[q * n + j], true);
     }
   }
   const auto scale_of = [&](std::size_t a) {
@@ -209,7 +193,7 @@ BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& cl
       cols.push_back(problem.job_columns[a * n + j]);
       coefs.push_back(1.0);
     }
-    for (const auto& [q, share] : PairSharesOf(classes, a)) {
+    for (const auto& [q, share] : classes.pairs_of_class[a]) {
       for (std::size_t j = 0; j < n; ++j) {
         cols.push_back(problem.pair_columns[q * n + j]);
         coefs.push_back(share);

@@ -33,6 +33,13 @@ struct JobClasses {
     std::vector<double> second;
   };
   std::vector<ClassPair> pairs;
+  // A class pair q of class a, with a member's share of each unit of its time: 1/|a|, or
+  // 2/|a| when q pairs a with itself.
+  struct PairShare {
+    std::size_t q = 0;
+    double share = 0.0;
+  };
+  std::vector<std::vector<PairShare>> pairs_of_class;  // per class, ascending q
 
   std::size_t size() const { return members.size(); }
 };
@@ -51,18 +58,15 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
 //   capacity j:  Σ_a |a| s_a x[a][j] + Σ_q s_q y[q][j] <= c_j
 //   time a:      Σ_j x[a][j] + Σ_{q ∋ a} share(a, q) Σ_j y[q][j] <= 1
 // with share(a, q) = 1/|a|, or 2/|a| when q pairs a with itself (a member's part of y).
-// pairs_of_job stays empty. A zero objective in the given sense.
+// pairs_of_job stays empty. A zero objective in the given sense. `lazy_pairs` marks the y
+// columns lazy (BaseProblemOptions::lazy_pairs; pass UsesColumnGeneration(options)).
 BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& classes,
-                                  const Matrix& throughput, lp::Sense sense);
+                                  const Matrix& throughput, lp::Sense sense, bool lazy_pairs);
 
-// The class pairs of class a with a member's share of each unit of their time.
-std::vector<std::pair<std::size_t, double>> PairSharesOf(const JobClasses& classes,
-                                                         std::size_t a);
-
-// Member k's steps/s per unit of class pair q's time (its side's co-located throughput on
-// `type` times its share).
-double MemberPairThroughput(const JobClasses& classes, std::size_t a, std::size_t q,
-                            std::size_t type);
+// A member of class a's steps/s per unit of the time of its class pair `pair` (an entry of
+// classes.pairs_of_class[a]): its side's co-located throughput on `type` times its share.
+double MemberPairThroughput(const JobClasses& classes, std::size_t a,
+                            const JobClasses::PairShare& pair, std::size_t type);
 
 // The allocation over the jobs of a solution over BuildClassBaseProblem's columns: each
 // member gets x[a], and y is spread over job pairs (SpreadPairTime); clipped to [0, 1].

@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gavel/core/snapshot.h"
@@ -56,9 +57,10 @@ Result<PolicyOutput> Allocate(const std::string& policy, const PolicyInput& inpu
   return made->Allocate(input);
 }
 
-// The packed policies that solve LPs (fifo_packed and gandiva are rule-based). All but
-// finish_time_fairness_packed mark their pairs lazy on the fast path (docs/policies.md); for
-// it both paths solve the whole LP, and the comparison below guards against a difference.
+// The packed policies that solve LPs (fifo_packed and gandiva are rule-based). All mark their
+// pairs lazy on the fast path (docs/policies.md); finish_time_fairness_packed there runs its
+// ratio search instead of the general path's bisection, and the comparison below guards
+// against a difference.
 std::vector<std::string> PackedLpPolicies() {
   return {"max_min_fairness_packed", "max_min_fairness_water_filling_packed",
           "finish_time_fairness_packed", "min_total_duration_packed",
@@ -119,8 +121,8 @@ TEST(PackedFastPathTest, WaterFillingReachesTheSameLevelsAsTheWholeLp) {
     std::vector<double> general_levels(input.num_jobs(), 0.0);
     for (std::size_t i = 0; i < input.num_jobs(); ++i) {
       if (prop[i] <= 0.0) continue;
-      fast_levels[i] = EffectiveThroughput(input, *fast, i) / prop[i];
-      general_levels[i] = EffectiveThroughput(input, *general, i) / prop[i];
+      fast_levels[i] = ThroughputOf(input, *fast, i) / prop[i];
+      general_levels[i] = ThroughputOf(input, *general, i) / prop[i];
       top = std::max(top, general_levels[i]);
     }
     for (std::size_t i = 0; i < input.num_jobs(); ++i) {
@@ -129,14 +131,49 @@ TEST(PackedFastPathTest, WaterFillingReachesTheSameLevelsAsTheWholeLp) {
   }
 }
 
+// Counts the columns of the models the policy hands to the solver (on the fast path, the
+// restricted models column generation loads: every column that is not lazy, and its elastic
+// columns, fixed at 0 until a phase one opens them).
+class CountingSolver final : public lp::Solver {
+ public:
+  std::string_view name() const override { return inner_->name(); }
+  bool SupportsIntegers() const override { return inner_->SupportsIntegers(); }
+  Result<std::unique_ptr<lp::Session>> Load(const lp::Model& model,
+                                            const lp::SolveOptions& options) override {
+    largest_model_ = std::max(largest_model_, model.num_columns());
+    const auto open = std::count_if(model.columns().begin(), model.columns().end(),
+                                    [](const lp::Column& c) { return c.lower != 0.0 || c.upper != 0.0; });
+    largest_open_ = std::max(largest_open_, static_cast<std::size_t>(open));
+    return inner_->Load(model, options);
+  }
+  int largest_model() const { return largest_model_; }
+  // The most columns not fixed at 0 in one model (leaves out the elastic columns).
+  std::size_t largest_open() const { return largest_open_; }
+
+ private:
+  std::unique_ptr<lp::Solver> inner_ = lp::MakeClpSolver();
+  int largest_model_ = 0;
+  std::size_t largest_open_ = 0;
+};
+
+// The cells where a job can run: the columns not fixed at 0 of a model over the jobs.
+std::size_t RunnableCells(const PolicyInput& input) {
+  std::size_t cells = 0;
+  for (const double t : input.throughput.data()) cells += t > 0.0 ? 1 : 0;
+  return cells;
+}
+
 // Many copies of a few jobs (as when jobs come from a table of models): max-min fairness
 // solves over classes of interchangeable jobs (packed_classes.h). Its optimum must be the
 // whole LP's (Clp and GLPK), and the spread-back allocation valid, with every member of a
-// class at the same normalised throughput.
+// class at the same normalised throughput. The path taken is checked by the models the solver
+// sees: over classes at most (k + Q)·n + 1 columns not fixed at 0 (k classes, Q class pairs,
+// the level), while over jobs every cell where a job can run has its column.
 TEST(PackedFastPathTest, MaxMinFairnessOverJobClassesMatchesTheWholeLp) {
   const std::string policy = "max_min_fairness_packed";
   const PolicyInfo& info = **FindPolicy(policy);
   int by_classes = 0;
+  int telling = 0;  // instances where the column bound tells the class path from the jobs'
   for (int instance = 0; instance < 16; ++instance) {
     SCOPED_TRACE("instance " + std::to_string(instance));
     std::mt19937_64 rng(1300 + static_cast<std::uint64_t>(instance));
@@ -153,8 +190,16 @@ TEST(PackedFastPathTest, MaxMinFairnessOverJobClassesMatchesTheWholeLp) {
     }
     const PolicyInput input = Build(info, snapshot);
     const std::optional<JobClasses> classes = FindInterchangeableJobs(input, input.throughput);
-    if (classes.has_value()) ++by_classes;
-    const auto fast = Allocate(policy, input, SolvePath::kFast);
+    const auto counter = std::make_shared<CountingSolver>();
+    const auto fast = Allocate(policy, input, SolvePath::kFast, counter);
+    if (classes.has_value()) {
+      ++by_classes;
+      const std::size_t class_columns =
+          (classes->size() + classes->pairs.size()) * input.num_types() + 1;
+      EXPECT_LE(counter->largest_open(), class_columns);
+      // Where that is fewer than the jobs' own columns, the bound tells the paths apart.
+      if (class_columns < RunnableCells(input) + 1) ++telling;
+    }
     const auto general = Allocate(policy, input, SolvePath::kGeneral);
     const auto glpk = Allocate(policy, input, SolvePath::kGeneral, lp::MakeGlpkSolver());
     ASSERT_TRUE(fast.ok() && general.ok() && glpk.ok());
@@ -172,14 +217,18 @@ TEST(PackedFastPathTest, MaxMinFairnessOverJobClassesMatchesTheWholeLp) {
     }
   }
   EXPECT_GE(by_classes, 12);
+  EXPECT_GE(telling, 12);
 }
 
 // Water filling with many copies of a few jobs (entities included): it fills over classes
-// of interchangeable jobs, and every job must end at the whole LP's level (Clp).
+// of interchangeable jobs, and every job must end at the whole LP's level (Clp). The path is
+// checked as above: over classes the models have at most (k + Q)·n columns not fixed at 0,
+// one for t and one per entity clock.
 TEST(PackedFastPathTest, WaterFillingOverJobClassesReachesTheWholeLpLevels) {
   const std::string policy = "max_min_fairness_water_filling_packed";
   const PolicyInfo& info = **FindPolicy(policy);
   int by_classes = 0;
+  int telling = 0;  // instances where the column bound tells the class path from the jobs'
   for (int instance = 0; instance < 12; ++instance) {
     SCOPED_TRACE("instance " + std::to_string(instance));
     std::mt19937_64 rng(1700 + static_cast<std::uint64_t>(instance));
@@ -194,8 +243,18 @@ TEST(PackedFastPathTest, WaterFillingOverJobClassesReachesTheWholeLpLevels) {
       snapshot.jobs.back().id = JobId(static_cast<std::uint64_t>(i));
     }
     const PolicyInput input = Build(info, snapshot);
-    if (FindInterchangeableJobs(input, input.throughput, /*by_entity=*/true)) ++by_classes;
-    const auto fast = Allocate(policy, input, SolvePath::kFast);
+    const std::optional<JobClasses> classes =
+        FindInterchangeableJobs(input, input.throughput, /*by_entity=*/true);
+    const auto counter = std::make_shared<CountingSolver>();
+    const auto fast = Allocate(policy, input, SolvePath::kFast, counter);
+    if (classes.has_value()) {
+      ++by_classes;
+      const std::size_t extra = 1 + input.entities.size();
+      const std::size_t class_columns =
+          (classes->size() + classes->pairs.size()) * input.num_types() + extra;
+      EXPECT_LE(counter->largest_open(), class_columns);
+      if (class_columns < RunnableCells(input) + extra) ++telling;
+    }
     const auto general = Allocate(policy, input, SolvePath::kGeneral);
     ASSERT_TRUE(fast.ok()) << fast.status().ToString();
     ASSERT_TRUE(general.ok()) << general.status().ToString();
@@ -209,34 +268,42 @@ TEST(PackedFastPathTest, WaterFillingOverJobClassesReachesTheWholeLpLevels) {
     const std::vector<double> prop = ProportionalThroughputs(input, input.throughput);
     double top = 0.0;
     for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-      if (prop[i] > 0.0) top = std::max(top, EffectiveThroughput(input, *general, i) / prop[i]);
+      if (prop[i] > 0.0) top = std::max(top, ThroughputOf(input, *general, i) / prop[i]);
     }
     for (std::size_t i = 0; i < input.num_jobs(); ++i) {
       if (prop[i] <= 0.0) continue;
-      EXPECT_NEAR(EffectiveThroughput(input, *fast, i) / prop[i],
-                  EffectiveThroughput(input, *general, i) / prop[i], 1e-5 * std::max(1.0, top))
+      EXPECT_NEAR(ThroughputOf(input, *fast, i) / prop[i],
+                  ThroughputOf(input, *general, i) / prop[i], 1e-5 * std::max(1.0, top))
           << "job " << i;
     }
   }
   EXPECT_GE(by_classes, 8);
+  EXPECT_GE(telling, 8);
 }
 
-// SpreadPairTime gives every member its share of a class pair's time, within a class too.
-TEST(PackedFastPathTest, SpreadPairTimeGivesEveryMemberItsShare) {
+// SpreadPairTime gives every member its share of a class pair's time, within a class too:
+// 5 of a and 7 of b (north-west corner between them, rings of 5 and 7 within), and 2 of a
+// and 3 of b (within a, the ring of two members, one job pair).
+class SpreadPairTimeTest : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(SpreadPairTimeTest, GivesEveryMemberItsShare) {
+  const auto [count_a, count_b] = GetParam();
   const PolicyInfo& info = **FindPolicy("max_min_fairness_packed");
   std::mt19937_64 rng(4);
   ClusterSnapshot snapshot = RandomTableCluster(rng, 4);
   const JobSpec a = RandomTableJob(rng, JobId(0), 1);
   JobSpec b = RandomTableJob(rng, JobId(0), 1);
   while (b.job_type == a.job_type) b = RandomTableJob(rng, JobId(0), 1);
-  for (int i = 0; i < 12; ++i) {
-    snapshot.jobs.push_back(i < 5 ? a : b);  // 5 of a, 7 of b
+  for (int i = 0; i < count_a + count_b; ++i) {
+    snapshot.jobs.push_back(i < count_a ? a : b);
     snapshot.jobs.back().id = JobId(static_cast<std::uint64_t>(i));
     snapshot.jobs.back().priority_weight = 1.0;
   }
   const PolicyInput input = Build(info, snapshot);
   const std::optional<JobClasses> classes = FindInterchangeableJobs(input, input.throughput);
   ASSERT_TRUE(classes.has_value());
+  ASSERT_EQ(classes->size(), 2u);
+  ASSERT_EQ(classes->members[classes->class_of_job[0]].size(), static_cast<std::size_t>(count_a));
   for (std::size_t q = 0; q < classes->pairs.size(); ++q) {
     const JobClasses::ClassPair& pair = classes->pairs[q];
     Matrix spread(input.pairs.size(), input.num_types());
@@ -258,32 +325,25 @@ TEST(PackedFastPathTest, SpreadPairTimeGivesEveryMemberItsShare) {
   }
 }
 
-// Counts the columns of the models the policy hands to the solver.
-class CountingSolver final : public lp::Solver {
- public:
-  std::string_view name() const override { return inner_->name(); }
-  bool SupportsIntegers() const override { return inner_->SupportsIntegers(); }
-  Result<std::unique_ptr<lp::Session>> Load(const lp::Model& model,
-                                            const lp::SolveOptions& options) override {
-    largest_model_ = std::max(largest_model_, model.num_columns());
-    return inner_->Load(model, options);
-  }
-  int largest_model() const { return largest_model_; }
+INSTANTIATE_TEST_SUITE_P(ClassSizes, SpreadPairTimeTest,
+                         ::testing::Values(std::pair<int, int>(5, 7), std::pair<int, int>(2, 3)));
 
- private:
-  std::unique_ptr<lp::Solver> inner_ = lp::MakeClpSolver();
-  int largest_model_ = 0;
-};
-
-TEST(PackedFastPathTest, TheInnerSolverSeesOnlySomePairColumns) {
-  const PolicyInfo& info = **FindPolicy("max_min_fairness_packed");
+// At least 20 random jobs (distinct: not classes of interchangeable jobs), with hundreds of
+// pair columns.
+PolicyInput TwentyJobInput(const PolicyInfo& info) {
   std::mt19937_64 rng(77);
   ClusterSnapshot snapshot = RandomSnapshot(rng);
   while (snapshot.jobs.size() < 20) {
-    snapshot.jobs.push_back(snapshot.jobs[snapshot.jobs.size() % 4]);
-    snapshot.jobs.back().id = JobId(snapshot.jobs.size() - 1);
+    snapshot.jobs.push_back(RandomTableJob(rng, JobId(snapshot.jobs.size()), 1));
   }
-  const PolicyInput input = Build(info, snapshot);
+  return Build(info, snapshot);
+}
+
+TEST(PackedFastPathTest, TheInnerSolverSeesOnlySomePairColumns) {
+  const PolicyInfo& info = **FindPolicy("max_min_fairness_packed");
+  const PolicyInput input = TwentyJobInput(info);
+  // The pair path, not the one over classes of interchangeable jobs.
+  ASSERT_FALSE(FindInterchangeableJobs(input, input.throughput).has_value());
   const std::size_t pair_columns = input.pairs.size() * input.num_types();
   ASSERT_GE(pair_columns, 300u);
 
@@ -295,6 +355,47 @@ TEST(PackedFastPathTest, TheInnerSolverSeesOnlySomePairColumns) {
   ASSERT_TRUE(fast.ok() && general.ok());
   EXPECT_GE(static_cast<std::size_t>(general_counter->largest_model()), pair_columns);
   EXPECT_LT(static_cast<std::size_t>(fast_counter->largest_model()), pair_columns / 2);
+  EXPECT_NEAR(*fast->objective, *general->objective, 1e-6 * std::abs(*general->objective));
+}
+
+// Refuses its first Load (finish-time fairness's ratio search), then loads into Clp, counting
+// columns like CountingSolver.
+class FailFirstLoadSolver final : public lp::Solver {
+ public:
+  std::string_view name() const override { return counter_.name(); }
+  bool SupportsIntegers() const override { return counter_.SupportsIntegers(); }
+  Result<std::unique_ptr<lp::Session>> Load(const lp::Model& model,
+                                            const lp::SolveOptions& options) override {
+    if (!failed_) {
+      failed_ = true;
+      return Status::Internal("refused on purpose");
+    }
+    return counter_.Load(model, options);
+  }
+  int largest_model() const { return counter_.largest_model(); }
+
+ private:
+  CountingSolver counter_;
+  bool failed_ = false;
+};
+
+// When the ratio search fails, finish-time fairness falls back to its bisection on a model
+// rebuilt with the pairs not lazy (lazy, each infeasible bisection LP would run a phase one
+// of column generation): the inner solver then gets every pair column, and the answer is the
+// general path's.
+TEST(PackedFastPathTest, FinishTimeFairnessFallsBackToABisectionOverEveryPair) {
+  const std::string policy = "finish_time_fairness_packed";
+  const PolicyInput input = TwentyJobInput(**FindPolicy(policy));
+  const std::size_t pair_columns = input.pairs.size() * input.num_types();
+  ASSERT_GE(pair_columns, 300u);
+  const auto solver = std::make_shared<FailFirstLoadSolver>();
+  const auto fast = Allocate(policy, input, SolvePath::kFast, solver);
+  const auto general = Allocate(policy, input, SolvePath::kGeneral);
+  ASSERT_TRUE(fast.ok() && general.ok());
+  EXPECT_NE(fast->note.find("refused on purpose"), std::string::npos) << fast->note;
+  EXPECT_GE(static_cast<std::size_t>(solver->largest_model()), pair_columns);
+  ExpectValidAllocation(input, *fast);
+  ASSERT_TRUE(fast->objective.has_value() && general->objective.has_value());
   EXPECT_NEAR(*fast->objective, *general->objective, 1e-6 * std::abs(*general->objective));
 }
 

@@ -9,6 +9,18 @@ int PolicyInput::TypeIndex(const std::string& gpu_type) const {
   return it == gpu_types.end() ? -1 : static_cast<int>(it - gpu_types.begin());
 }
 
+std::optional<std::size_t> PairIndexOf(const PolicyInput& input, std::size_t a, std::size_t b) {
+  const JobPair key{static_cast<int>(std::min(a, b)), static_cast<int>(std::max(a, b))};
+  const auto it = std::lower_bound(
+      input.pairs.begin(), input.pairs.end(), key, [](const JobPair& x, const JobPair& y) {
+        return x.first != y.first ? x.first < y.first : x.second < y.second;
+      });
+  if (it == input.pairs.end() || it->first != key.first || it->second != key.second) {
+    return std::nullopt;
+  }
+  return static_cast<std::size_t>(it - input.pairs.begin());
+}
+
 Result<PolicyInput> BuildPolicyInput(const ClusterSnapshot& snapshot, const ThroughputTable* table,
                                      const InputRequirements& requirements) {
   PolicyInput input;

@@ -113,6 +113,11 @@ void AddSpaceSharingPairs(PolicyInput& input, const PairOptions& options,
   input.pair_throughput_second.data() = std::move(second);
 }
 
+// The index in input.pairs of the pair of jobs a and b (either order), or nullopt when they
+// are no candidate pair. Relies on input.pairs being sorted by (first, second) with
+// first < second, as AddSpaceSharingPairs builds them: a binary search, no index to build.
+std::optional<std::size_t> PairIndexOf(const PolicyInput& input, std::size_t a, std::size_t b);
+
 // Builds the problem from a snapshot. `table` supplies throughputs for jobs that name a
 // job_type (it may be null when every job gives its own throughputs). Errors name the job
 // and field: an unknown job type, a missing required value.

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -419,6 +420,30 @@ TEST(PolicyInputTest, SpaceSharingPairsAreEveryKnownUsablePairOfEqualScaleFactor
   EXPECT_EQ(zeroed.pair_throughput_second.data(), (std::vector<double>{2, 4, 0, 0}));
   EXPECT_EQ(zeroed.pair_throughput_first.rows(), 2u);
   EXPECT_EQ(zeroed.pair_throughput_first.cols(), 2u);
+}
+
+// PairIndexOf's binary search against a linear scan of the pairs, for every two jobs in
+// either order, on pairs as BuildPolicyInput makes them (some job pairs absent: scale factors
+// differ).
+TEST(PolicyInputTest, PairIndexOfFindsEveryPairInEitherOrderAndNothingElse) {
+  const auto input = BuildPolicyInput(
+      Cluster(ThreeTypes(8), {Job(0, "LM (batch size 20)", 2), Job(1, "A3C"),
+                              Job(2, "Transformer (batch size 64)", 2), Job(3, "CycleGAN"),
+                              Job(4, "ResNet-18 (batch size 32)"), Job(5, "A3C")}),
+      &ShippedTable(), WithPairs(/*keep_unusable=*/true));
+  ASSERT_TRUE(input.ok()) << input.status().ToString();
+  ASSERT_GE(input->pairs.size(), 4u);
+  for (std::size_t a = 0; a < input->num_jobs(); ++a) {
+    for (std::size_t b = 0; b < input->num_jobs(); ++b) {
+      std::optional<std::size_t> expected;
+      for (std::size_t p = 0; p < input->pairs.size(); ++p) {
+        const auto first = static_cast<std::size_t>(input->pairs[p].first);
+        const auto second = static_cast<std::size_t>(input->pairs[p].second);
+        if ((first == a && second == b) || (first == b && second == a)) expected = p;
+      }
+      EXPECT_EQ(PairIndexOf(*input, a, b), expected) << a << ", " << b;
+    }
+  }
 }
 
 }  // namespace

@@ -440,37 +440,20 @@ class WaterFilling final : public Policy {
     FastPathAttempt fast = TryFastPath(variant_, options_, input.num_jobs(),
                                        [&] { return AllocateByDecomposition(input); });
     if (fast.output.has_value()) return std::move(*fast.output);
+    const Matrix throughput = BelievedThroughput(input);
     // Space sharing on the fast path: over classes of interchangeable jobs when they pay.
-    if (variant_ == Variant::kPacked && input.num_jobs() > 0 && !options_.compat_gavel &&
-        options_.solve_path == SolvePath::kFast) {
-      const Matrix throughput = BelievedThroughput(input);
+    if (variant_ == Variant::kPacked && input.num_jobs() > 0 && UsesColumnGeneration(options_)) {
       if (const std::optional<JobClasses> classes =
               FindInterchangeableJobs(input, throughput, /*by_entity=*/true)) {
-        const PolicyInput classed = ClassInput(input, *classes, throughput);
-        const Formulation f = FormulateClasses(input, *classes, throughput);
-        GAVEL_ASSIGN_OR_RETURN(Filled filled, Fill(classed, f));
-        if (!filled.objective.has_value()) {
-          filled.last.values.assign(static_cast<std::size_t>(f.base.model.num_columns()), 0.0);
-        }
-        PolicyOutput output = SpreadClassAllocation(input, *classes, f.base, filled.last);
-        if (!filled.objective.has_value()) {
-          output.note = "no job with a positive weight can run anywhere";
-          return output;
-        }
-        output.objective = filled.objective;
-        output.status = filled.note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
-        output.note = filled.note;
-        return output;
+        return AllocateByClasses(input, *classes, throughput);
       }
     }
-    GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input));
-    GAVEL_ASSIGN_OR_RETURN(const Filled filled, Fill(input, f));
-    if (!filled.objective.has_value()) return NothingToAllocate(input, f);
-    PolicyOutput output = ExtractAllocation(input, f.base, filled.last);
-    output.objective = filled.objective;
-    output.status = filled.note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
-    output.note = filled.note.empty() ? fast.failure_note : filled.note;
-    return output;
+    GAVEL_ASSIGN_OR_RETURN(const Formulation f, Formulate(input, throughput));
+    GAVEL_ASSIGN_OR_RETURN(Filled filled, Fill(input, f));
+    return Finish(input, f, std::move(filled), fast.failure_note,
+                  [&](const lp::Solution& solution) {
+                    return ExtractAllocation(input, f.base, solution);
+                  });
   }
 
  private:
@@ -515,6 +498,39 @@ class WaterFilling final : public Policy {
     return Filled{std::move(last), objective, std::move(note)};
   }
 
+  // The filling over classes of interchangeable jobs (packed_classes.h), spread back over
+  // the jobs and their pairs.
+  Result<PolicyOutput> AllocateByClasses(const PolicyInput& input, const JobClasses& classes,
+                                         const Matrix& throughput) const {
+    const PolicyInput classed = ClassInput(input, classes, throughput);
+    const Formulation f = FormulateClasses(input, classes, throughput);
+    GAVEL_ASSIGN_OR_RETURN(Filled filled, Fill(classed, f));
+    // (A packed variant never takes the decomposition fast path: no failure to note.)
+    return Finish(input, f, std::move(filled), /*fast_path_note=*/"",
+                  [&](const lp::Solution& solution) {
+                    return SpreadClassAllocation(input, classes, f.base, solution);
+                  });
+  }
+
+  // The allocation a filling ends with: `extract(solution)` over f's columns of its last LP,
+  // or of all zeros when no job could be raised (none can run, or none has a positive
+  // weight). Its note says why the filling stopped early, else why the fast path failed.
+  template <class Extract>
+  static PolicyOutput Finish(const PolicyInput& input, const Formulation& f, Filled filled,
+                             const std::string& fast_path_note, const Extract& extract) {
+    if (!filled.objective.has_value()) {
+      filled.last.values.assign(static_cast<std::size_t>(f.base.model.num_columns()), 0.0);
+      PolicyOutput output = extract(filled.last);
+      if (input.num_jobs() > 0) output.note = "no job with a positive weight can run anywhere";
+      return output;
+    }
+    PolicyOutput output = extract(filled.last);
+    output.objective = filled.objective;
+    output.status = filled.note.empty() ? AllocationStatus::kOptimal : AllocationStatus::kFallback;
+    output.note = filled.note.empty() ? fast_path_note : filled.note;
+    return output;
+  }
+
   // The classes as jobs, for the filling's weights and rates: a class is one job of weight
   // Σ_members w_k (so its entity's total and share are the jobs'), and its formulation's NET
   // is the sum of its members' (FormulateClasses), so that NET_a >= level_a + rate_a t reads
@@ -545,18 +561,19 @@ class WaterFilling final : public Policy {
                                const Matrix& throughput) const {
     const std::size_t n = input.num_types();
     const std::vector<double> prop = NormalisingShares(input, throughput);
-    Formulation f{BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize),
+    Formulation f{BuildClassBaseProblem(input, classes, throughput, lp::Sense::kMaximize,
+                                        UsesColumnGeneration(options_)),
                   std::vector<Terms>(classes.size()), std::vector<bool>(classes.size(), false),
                   0.0};
     for (std::size_t a = 0; a < classes.size(); ++a) {
       const std::size_t i = classes.members[a].front();
       const double size = static_cast<double>(classes.members[a].size());
-      const std::vector<std::pair<std::size_t, double>> shares = PairSharesOf(classes, a);
+      const std::vector<JobClasses::PairShare>& shares = classes.pairs_of_class[a];
       if (prop[i] <= 0.0) {  // left out at 0, and so are its pairs (as in Formulate)
         for (std::size_t j = 0; j < n; ++j) {
           f.base.model.SetColumnBounds(f.base.job_columns[a * n + j], 0.0, 0.0);
-          for (const auto& [q, share] : shares) {
-            f.base.model.SetColumnBounds(f.base.pair_columns[q * n + j], 0.0, 0.0);
+          for (const JobClasses::PairShare& pair : shares) {
+            f.base.model.SetColumnBounds(f.base.pair_columns[pair.q * n + j], 0.0, 0.0);
           }
         }
         continue;
@@ -565,10 +582,10 @@ class WaterFilling final : public Policy {
       for (std::size_t j = 0; j < n; ++j) {
         f.net[a].push_back({f.base.job_columns[a * n + j], size * throughput(i, j) / prop[i]});
       }
-      for (const auto& [q, share] : shares) {
+      for (const JobClasses::PairShare& pair : shares) {
         for (std::size_t j = 0; j < n; ++j) {
-          f.net[a].push_back({f.base.pair_columns[q * n + j],
-                              size * MemberPairThroughput(classes, a, q, j) / prop[i]});
+          f.net[a].push_back({f.base.pair_columns[pair.q * n + j],
+                              size * MemberPairThroughput(classes, a, pair, j) / prop[i]});
         }
       }
     }
@@ -710,11 +727,11 @@ class WaterFilling final : public Policy {
     return prop;
   }
 
-  Result<Formulation> Formulate(const PolicyInput& input) const {
+  // The formulation over the jobs, with the throughputs the variant believes.
+  Result<Formulation> Formulate(const PolicyInput& input, const Matrix& throughput) const {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const bool packed = variant_ == Variant::kPacked;
-    const Matrix throughput = BelievedThroughput(input);
 
     const BaseProblemOptions base_options = BaseProblemOptionsFor(variant_, options_);
     GAVEL_ASSIGN_OR_RETURN(BaseProblem base,
@@ -759,15 +776,6 @@ class WaterFilling final : public Policy {
       }
     }
     return f;
-  }
-
-  // The allocation when no job can be raised: none can run, or none has a positive weight.
-  static PolicyOutput NothingToAllocate(const PolicyInput& input, const Formulation& f) {
-    lp::Solution zero;
-    zero.values.assign(static_cast<std::size_t>(f.base.model.num_columns()), 0.0);
-    PolicyOutput output = ExtractAllocation(input, f.base, zero);
-    if (input.num_jobs() > 0) output.note = "no job with a positive weight can run anywhere";
-    return output;
   }
 
   static bool AnyInactive(const Formulation& f, const Levels& s) {
