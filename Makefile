@@ -36,7 +36,7 @@ test-fuzz: deps
 # The runtime's tests under ThreadSanitizer (not part of `test`: see docs/runtime.md, "Tests").
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
-	@cmake --build --preset tsan -j $(JOBS) --target agent_test agent_http_test agent_grpc_test rpc_test
+	@cmake --build --preset tsan -j $(JOBS)
 	@ctest --preset tsan
 
 bench: build
