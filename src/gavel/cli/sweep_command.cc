@@ -3,6 +3,7 @@
 #include "gavel/cli/display_text.h"
 #include "gavel/cli/flag_bounds.h"
 #include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 
 #include <unistd.h>
 
@@ -542,11 +543,9 @@ Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
   }
   std::vector<std::uint64_t> seeds;
   for (const std::string& text : Split(o.seeds, ',')) {
-    // from_chars, not stoull: stoull takes "-1" and wraps it to 2^64-1.
-    std::uint64_t seed = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() ||
-        seed > bounds::kMaxSeed) {
+    // ParseUint64, not stoull: stoull takes "-1" and wraps it to 2^64-1.
+    const std::optional<std::uint64_t> seed = ParseUint64(text);
+    if (!seed || *seed > bounds::kMaxSeed) {
       return Status::InvalidArgument("--seeds: \"" + text + "\" is not an integer in [0, " +
                                      std::to_string(bounds::kMaxSeed) + "]");
     }

@@ -1,7 +1,6 @@
 #include "gavel/core/snapshot.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 
 namespace gavel {
 namespace {
@@ -44,13 +44,12 @@ Result<JobId> ReadJobId(const json& v, const std::string& where) {
   } else {
     return Status::InvalidArgument(where + ".id: expected a non-negative integer, got " + v.dump());
   }
-  std::uint64_t id = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+  const std::optional<std::uint64_t> id = ParseUint64(text);
+  if (!id) {
     return Status::InvalidArgument(where + ".id: expected a non-negative integer, got \"" + text +
                                    "\"");
   }
-  return JobId(id);
+  return JobId(*id);
 }
 
 // `check` bounds each value (docs/formats.md, "Bounds").

@@ -1,6 +1,5 @@
 #include "gavel/workload/trace_io.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +11,7 @@
 
 #include "gavel/core/bounds.h"
 #include "gavel/core/check.h"
+#include "gavel/core/parse_number.h"
 #include "gavel/workload/job_stream.h"
 
 namespace gavel::workload {
@@ -70,24 +70,18 @@ class FieldParser {
   Result<long long> Int(std::string_view column, std::string_view text) const {
     std::string_view t = TrimView(text);
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-    long long value = 0;
-    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-    if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) {
-      return Error(column, Quote(text) + " is not an integer");
-    }
-    return value;
+    const std::optional<long long> value = ParseInteger<long long>(t);
+    if (!value) return Error(column, Quote(text) + " is not an integer");
+    return *value;
   }
 
   // A finite decimal number (Python's float(), without inf/nan).
   Result<double> Double(std::string_view column, std::string_view text) const {
     std::string_view t = TrimView(text);
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-    double value = 0.0;
-    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-    if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || !std::isfinite(value)) {
-      return Error(column, Quote(text) + " is not a finite number");
-    }
-    return value;
+    const std::optional<double> value = ParseFiniteDouble(t);
+    if (!value) return Error(column, Quote(text) + " is not a finite number");
+    return *value;
   }
 
   Result<bool> Bool01(std::string_view column, std::string_view text) const {
