@@ -46,9 +46,9 @@ Result<Connection> Connect(const ClientOptions& client) {
   GAVEL_RETURN_IF_ERROR(rpc::ParseAddress(client.scheduler).status().WithContext("--scheduler"));
   Connection c;
   if (!client.token_file.empty()) {
-    GAVEL_ASSIGN_OR_RETURN(const std::string warning, rpc::CheckTokenFileMode(client.token_file));
+    std::string warning;
+    GAVEL_ASSIGN_OR_RETURN(c.token, rpc::ReadClientToken(client.token_file, &warning));
     if (!warning.empty()) std::cerr << "gavel: warning: " << warning << "\n";
-    GAVEL_ASSIGN_OR_RETURN(c.token, rpc::ReadClientToken(client.token_file));
   }
   auto channel = rpc::MakeChannel(client.scheduler);
   // Fail fast, with a clear message, when nothing answers at the address.

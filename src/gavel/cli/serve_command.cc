@@ -93,10 +93,8 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
   GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
 
-  if (!o.token_file.empty()) {
-    GAVEL_ASSIGN_OR_RETURN(const std::string warning, rpc::CheckTokenFileMode(o.token_file));
-    if (!warning.empty()) std::cerr << "gavel serve: warning: " << warning << "\n";
-  }
+  // The token file's mode is checked where it is read (rpc::TokenRegistry::LoadFile, in the
+  // daemon), which refuses one others may write and warns on stderr about one they may read.
   daemon::DaemonOptions options;
   options.listen = o.listen;
   options.state_dir = o.state_dir;
