@@ -8,15 +8,6 @@
 
 #include GAVEL_FUZZ_HEADER
 
-#ifdef GAVEL_FUZZ_SNAPSHOT
-namespace gavel {
-// ParseSnapshot takes a base directory too: none, so relative paths stay as written.
-inline auto FuzzParseSnapshot(std::string_view text, const std::string& name) {
-  return ParseSnapshot(text, name, "");
-}
-}  // namespace gavel
-#endif
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   const auto result = GAVEL_FUZZ_PARSER(text, "fuzz");

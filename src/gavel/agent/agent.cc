@@ -816,8 +816,9 @@ void Agent::TalkToScheduler() {
     } registration_done{this};
     Result<wire::RegisterWorkerResponse> response = scheduler_->RegisterWorker(registration);
     if (!response.ok()) {
-      // rpc::FromGrpc maps UNAUTHENTICATED and PERMISSION_DENIED to kFailedPrecondition.
-      if (response.status().code() == StatusCode::kFailedPrecondition && options_.on_refused) {
+      // rpc::FromGrpc maps UNAUTHENTICATED and PERMISSION_DENIED (and nothing else) to
+      // kPermissionDenied; FAILED_PRECONDITION ("not now") is retried without telling.
+      if (response.status().code() == StatusCode::kPermissionDenied && options_.on_refused) {
         options_.on_refused(response.status());
       }
       return failed(response.status(), "RegisterWorker");
@@ -879,6 +880,7 @@ void Agent::TalkToScheduler() {
     const Status status = scheduler_->ReportDone(report);
     const StatusCode code = status.code();
     if (!status.ok() && (code == StatusCode::kIoError || code == StatusCode::kFailedPrecondition ||
+                         code == StatusCode::kPermissionDenied ||
                          code == StatusCode::kNotFound)) {
       return failed(status, "ReportDone (job " + std::to_string(report.job_id()) + ")");
     }

@@ -31,7 +31,8 @@ class Clock {
 // How the scheduler answered (or failed to). The agent reacts by code:
 //   kIoError             transport failure or the scheduler is down: retry later with backoff;
 //   kNotFound            the scheduler does not know this agent: register again, then retry;
-//   kFailedPrecondition  refused for now (e.g. a token it does not accept): retry with backoff;
+//   kFailedPrecondition  refused for now: retry with backoff;
+//   kPermissionDenied    the token was refused: retry with backoff (and tell on_refused);
 //   anything else        the scheduler refused this message for good: drop it (logged).
 class SchedulerClient {
  public:

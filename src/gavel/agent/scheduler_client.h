@@ -5,7 +5,8 @@
 // The channel reconnects quickly after the scheduler restarts (rpc::MakeChannel), and gRPC
 // errors map onto the codes the port promises (rpc::FromGrpc): UNAVAILABLE and
 // DEADLINE_EXCEEDED → kIoError (retry), NOT_FOUND → kNotFound (register again),
-// UNAUTHENTICATED / PERMISSION_DENIED / FAILED_PRECONDITION → kFailedPrecondition.
+// UNAUTHENTICATED / PERMISSION_DENIED → kPermissionDenied, FAILED_PRECONDITION →
+// kFailedPrecondition.
 //
 // Thread-safety: thread-safe (gRPC stubs are).
 #pragma once

@@ -11,7 +11,9 @@
 
 #include "gavel/cli/display_text.h"
 #include "gavel/cli/flag_bounds.h"
+#include "gavel/cli/job_file.h"
 #include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
 #include "gavel/wire/scheduler.grpc.pb.h"
@@ -44,9 +46,9 @@ Result<Connection> Connect(const ClientOptions& client) {
   GAVEL_RETURN_IF_ERROR(rpc::ParseAddress(client.scheduler).status().WithContext("--scheduler"));
   Connection c;
   if (!client.token_file.empty()) {
-    GAVEL_ASSIGN_OR_RETURN(const std::string warning, rpc::CheckTokenFileMode(client.token_file));
+    std::string warning;
+    GAVEL_ASSIGN_OR_RETURN(c.token, rpc::ReadClientToken(client.token_file, &warning));
     if (!warning.empty()) std::cerr << "gavel: warning: " << warning << "\n";
-    GAVEL_ASSIGN_OR_RETURN(c.token, rpc::ReadClientToken(client.token_file));
   }
   auto channel = rpc::MakeChannel(client.scheduler);
   // Fail fast, with a clear message, when nothing answers at the address.
@@ -120,30 +122,10 @@ Result<std::pair<std::string, std::string>> SplitPair(const std::string& text,
   return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
 }
 
+// Parses only: the rate's bound is CheckSpecBounds's, with the spec's other numbers.
 Result<double> ParseRate(const std::string& text, const std::string& where) {
-  try {
-    std::size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used != text.size()) throw std::invalid_argument("");
-    GAVEL_RETURN_IF_ERROR(bounds::CheckThroughput(value, where));
-    return value;
-  } catch (const std::exception&) {
-    return Status::InvalidArgument(where + ": `" + text + "` is not a non-negative number");
-  }
-}
-
-// The bounds of a job's numbers (docs/formats.md, "Bounds"), for flags and job files alike.
-Status CheckSpecBounds(const wire::JobSpec& spec, const std::string& where) {
-  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(static_cast<double>(spec.total_steps()), 1,
-                                           bounds::kMaxSteps, where + "steps"));
-  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(spec.scale_factor(), 1, bounds::kMaxGpus,
-                                           where + "scale_factor"));
-  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(spec.priority_weight(), bounds::kMinWeight,
-                                           bounds::kMaxWeight, where + "priority_weight"));
-  for (const auto& [type, rate] : spec.throughputs()) {
-    GAVEL_RETURN_IF_ERROR(bounds::CheckThroughput(rate, where + "throughputs." + type));
-  }
-  return Status::Ok();
+  if (const std::optional<double> value = ParseFiniteDouble(text)) return *value;
+  return Status::InvalidArgument(where + ": `" + text + "` is not a non-negative number");
 }
 
 }  // namespace
@@ -175,95 +157,14 @@ Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& o) {
     GAVEL_ASSIGN_OR_RETURN(auto pair, SplitPair(e, "--env"));
     (*spec.mutable_env())[pair.first] = pair.second;
   }
-  GAVEL_RETURN_IF_ERROR(CheckSpecBounds(spec, "submit: "));
+  // Named as the flags (whose validators already refused what the command line can hold).
+  GAVEL_RETURN_IF_ERROR(CheckSpecBounds(spec, [](const std::string& field) -> std::string {
+    if (field.starts_with("throughputs.")) return "--throughput " + field.substr(12) + "=";
+    if (field == "scale_factor") return "--scale-factor";
+    if (field == "priority_weight") return "--priority-weight";
+    return "--" + field;
+  }));
   return spec;
-}
-
-Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
-                                                const std::string& source_name) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(source_name + ": not JSON: " + e.what());
-  }
-  if (doc.is_object() && doc.contains("jobs")) doc = doc["jobs"];
-  if (doc.is_object()) doc = json::array({doc});
-  if (!doc.is_array() || doc.empty()) {
-    return Status::InvalidArgument(source_name +
-                                   ": expected a job object, a list of them, or {\"jobs\": [...]}");
-  }
-  std::vector<wire::JobSpec> specs;
-  for (std::size_t i = 0; i < doc.size(); ++i) {
-    const json& job = doc[i];
-    const std::string where = source_name + ": job " + std::to_string(i);
-    if (!job.is_object()) return Status::InvalidArgument(where + ": not an object");
-    wire::JobSpec spec;
-    spec.set_scale_factor(1);
-    spec.set_priority_weight(1.0);
-    spec.set_job_type("ResNet-18 (batch size 64)");
-    auto field_error = [&](const std::string& key, const std::string& want) {
-      return Status::InvalidArgument(where + ", field " + key + ": expected " + want);
-    };
-    for (const auto& [key, value] : job.items()) {
-      if (key == "command") {
-        if (!value.is_array() || value.empty()) return field_error(key, "a list of strings");
-        for (const json& arg : value) {
-          if (!arg.is_string()) return field_error(key, "a list of strings");
-          spec.add_command(arg.get<std::string>());
-        }
-      } else if (key == "steps" || key == "total_steps") {
-        if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
-            value.get<double>() > bounds::kMaxSteps) {
-          return field_error(key, "an integer in [1, 1e10]");
-        }
-        spec.set_total_steps(value.get<std::uint64_t>());
-      } else if (key == "scale_factor") {
-        if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
-            value.get<std::int64_t>() > bounds::kMaxGpus) {
-          return field_error(key, "an integer in [1, " + std::to_string(bounds::kMaxGpus) + "]");
-        }
-        spec.set_scale_factor(value.get<std::uint32_t>());
-      } else if (key == "job_type" || key == "name" || key == "entity" ||
-                 key == "working_directory") {
-        if (!value.is_string()) return field_error(key, "a string");
-        const std::string s = value.get<std::string>();
-        if (key == "job_type") spec.set_job_type(s);
-        if (key == "name") spec.set_name(s);
-        if (key == "entity") spec.set_entity(s);
-        if (key == "working_directory") spec.set_working_directory(s);
-      } else if (key == "priority_weight") {
-        if (!value.is_number() || !(value.get<double>() > 0.0)) {
-          return field_error(key, "a positive number");
-        }
-        spec.set_priority_weight(value.get<double>());
-      } else if (key == "throughputs") {
-        if (!value.is_object()) return field_error(key, "an object {gpu type: steps/s}");
-        for (const auto& [type, rate] : value.items()) {
-          if (!rate.is_number() || rate.get<double>() < 0.0) {
-            return field_error(key + "." + type, "a non-negative number");
-          }
-          (*spec.mutable_throughputs())[type] = rate.get<double>();
-        }
-      } else if (key == "env") {
-        if (!value.is_object()) return field_error(key, "an object {name: value}");
-        for (const auto& [name, v] : value.items()) {
-          if (!v.is_string()) return field_error(key + "." + name, "a string");
-          (*spec.mutable_env())[name] = v.get<std::string>();
-        }
-      } else {
-        return Status::InvalidArgument(where + ": unknown field `" + key +
-                                       "` (command, steps, scale_factor, job_type, "
-                                       "priority_weight, entity, throughputs, name, "
-                                       "working_directory, env)");
-      }
-    }
-    if (spec.command_size() == 0) return field_error("command", "a list of strings (missing)");
-    if (spec.total_steps() == 0) return field_error("steps", "a positive integer (missing)");
-    GAVEL_RETURN_IF_ERROR(CheckSpecBounds(spec, where + ", field "));
-    specs.push_back(std::move(spec));
-  }
-  return specs;
 }
 
 // ------------------------------------------------------------------------------------------

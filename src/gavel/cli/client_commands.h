@@ -23,6 +23,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gavel/cli/job_file.h"
 #include "gavel/core/status.h"
 #include "gavel/wire/scheduler.pb.h"
 
@@ -67,10 +68,6 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions* options);
 std::optional<int> RunClientCommands(const ClientCommandOptions& options);
 
 // The pieces, for tests.
-// Job specs from a job file's JSON text: an object, a list of objects, or {"jobs": [...]}.
-// Errors name the job's index and the field.
-Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
-                                                const std::string& source_name);
 Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& options);
 Status RunSubmit(const ClientOptions& client, const SubmitOptions& options, std::ostream& out);
 Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,

@@ -17,9 +17,15 @@ bool SafeForATerminal(const std::string& text) {
       const auto next = static_cast<unsigned char>(text[i + 1]);
       if (next >= 0x80 && next <= 0x9f) return false;  // U+0080..U+009F
     }
-    if (c == 0xe2 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80) {
+    if (c == 0xe2 && i + 2 < text.size()) {
+      const auto middle = static_cast<unsigned char>(text[i + 1]);
       const auto last = static_cast<unsigned char>(text[i + 2]);
-      if (last == 0x8e || last == 0x8f || (last >= 0xa8 && last <= 0xae)) return false;
+      // U+200E/U+200F, U+2028..U+202E (separators and bidi embeddings), U+2066..U+2069 (bidi
+      // isolates).
+      if (middle == 0x80 && (last == 0x8e || last == 0x8f || (last >= 0xa8 && last <= 0xae))) {
+        return false;
+      }
+      if (middle == 0x81 && last >= 0xa6 && last <= 0xa9) return false;
     }
   }
   return true;
@@ -73,6 +79,8 @@ TEST(DisplayTextTest, C1ControlsBidiOverridesAndBrokenUtf8AreEscaped) {
   EXPECT_EQ(EscapeForDisplay("\xc2\x9b" "31m"), "\\u009b31m");      // one-byte CSI
   EXPECT_EQ(EscapeForDisplay("a\xe2\x80\xae" "b"), "a\\u202eb");   // right-to-left override
   EXPECT_EQ(EscapeForDisplay("\xe2\x80\xa8"), "\\u2028");          // line separator
+  EXPECT_EQ(EscapeForDisplay("\xe2\x81\xa6"), "\\u2066");          // left-to-right isolate
+  EXPECT_EQ(EscapeForDisplay("\xe2\x81\xa9"), "\\u2069");          // pop directional isolate
   EXPECT_EQ(EscapeForDisplay("\xff\xc3"), "\\xff\\xc3");           // invalid, truncated
   EXPECT_EQ(EscapeForDisplay("\xc0\x8a"), "\\xc0\\x8a");           // overlong newline
   EXPECT_EQ(EscapeForDisplay("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
@@ -90,6 +98,13 @@ TEST(DisplayTextTest, EveryByteStringBecomesSafeAndRoundTrips) {
     check(std::string(1, static_cast<char>(a)));
     for (int b = 0; b < 256; ++b) {
       check(std::string{static_cast<char>(a), static_cast<char>(b)});
+    }
+  }
+  // Every three-byte string starting 0xe2, the lead byte of U+2000..U+2FFF (the separators,
+  // bidi embeddings and isolates among them).
+  for (int b = 0; b < 256; ++b) {
+    for (int c = 0; c < 256; ++c) {
+      check(std::string{'\xe2', static_cast<char>(b), static_cast<char>(c)});
     }
   }
   unsigned state = 12345;

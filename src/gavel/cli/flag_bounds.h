@@ -6,14 +6,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <charconv>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
-#include <string_view>
 
 #include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 
 namespace gavel::cli {
 
@@ -23,14 +22,9 @@ inline CLI::Validator Bounded(double lo, double hi, const char* unit = "") {
   std::snprintf(description, sizeof description, "in [%g, %g]%s", lo, hi, unit);
   return CLI::Validator(
       [lo, hi, unit](std::string& text) -> std::string {
-        const std::string_view t = text;
-        double value = 0.0;
-        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-        if (ec == std::errc::result_out_of_range) return "`" + text + "` is out of range";
-        if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) {
-          return "`" + text + "` is not a number";
-        }
-        if (bounds::CheckRange(value, lo, hi, "", unit).ok()) return std::string();
+        const std::optional<double> value = ParseFiniteDouble(text);
+        if (!value) return "`" + text + "` is not a finite number";
+        if (bounds::CheckRange(*value, lo, hi, "", unit).ok()) return std::string();
         char range[96];
         std::snprintf(range, sizeof range, " is outside [%g, %g]%s", lo, hi, unit);
         return "`" + text + "`" + range;
@@ -44,13 +38,8 @@ inline CLI::Validator BoundedInteger(std::uint64_t lo, std::uint64_t hi) {
       "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return CLI::Validator(
       [lo, hi, description](std::string& text) -> std::string {
-        const std::string_view t = text;
-        std::uint64_t value = 0;
-        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-        if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || value < lo ||
-            value > hi) {
-          return "`" + text + "` is not " + description;
-        }
+        const std::optional<std::uint64_t> value = ParseUint64(text);
+        if (!value || *value < lo || *value > hi) return "`" + text + "` is not " + description;
         return std::string();
       },
       description);

@@ -12,8 +12,11 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <thread>
 
+#include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/daemon.h"
@@ -68,33 +71,20 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
 }
 
 Status RunServe(const ServeOptions& o, std::ostream& out) {
-  if (!(o.round_seconds > 0.0)) {
-    return Status::InvalidArgument("--round-seconds: must be a positive number");
-  }
-  if (!(o.heartbeat_seconds > 0.0) || !(o.heartbeat_timeout_seconds > o.heartbeat_seconds)) {
+  // Each number is held to its bound by its flag's validator; what is left is how two relate.
+  if (!(o.heartbeat_timeout_seconds > o.heartbeat_seconds)) {
     return Status::InvalidArgument(
         "--heartbeat-timeout-seconds: must exceed --heartbeat-seconds (> 0)");
   }
-  if (o.max_retries < 0) return Status::InvalidArgument("--max-retries: must be >= 0");
   std::map<std::string, double> instance_costs;
   for (const std::string& item : o.instance_costs) {
     const std::size_t eq = item.find('=');
-    double price = -1.0;
-    if (eq != std::string::npos && eq > 0) {
-      try {
-        std::size_t used = 0;
-        price = std::stod(item.substr(eq + 1), &used);
-        if (used != item.size() - eq - 1) price = -1.0;
-      } catch (const std::exception&) {
-        price = -1.0;
-      }
-    }
-    if (!(price >= 0.0) || !std::isfinite(price) || price > bounds::kMaxPrice) {
-      return Status::InvalidArgument("--instance-costs \"" + item +
-                                     "\": expected TYPE=PRICE with a price in [0, 1e6] "
-                                     "($/GPU-hour)");
-    }
-    if (!instance_costs.emplace(item.substr(0, eq), price).second) {
+    const std::string where = "--instance-costs \"" + item + "\"";
+    const std::optional<double> price =
+        eq == std::string::npos || eq == 0 ? std::nullopt : ParseFiniteDouble(item.substr(eq + 1));
+    if (!price) return Status::InvalidArgument(where + ": expected TYPE=PRICE ($/GPU-hour)");
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(*price, 0.0, bounds::kMaxPrice, where, " $/GPU-hour"));
+    if (!instance_costs.emplace(item.substr(0, eq), *price).second) {
       return Status::InvalidArgument("--instance-costs: " + item.substr(0, eq) +
                                      " is priced twice");
     }
@@ -103,10 +93,8 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
   GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
 
-  if (!o.token_file.empty()) {
-    GAVEL_ASSIGN_OR_RETURN(const std::string warning, rpc::CheckTokenFileMode(o.token_file));
-    if (!warning.empty()) std::cerr << "gavel serve: warning: " << warning << "\n";
-  }
+  // The token file's mode is checked where it is read (rpc::TokenRegistry::LoadFile, in the
+  // daemon), which refuses one others may write and warns on stderr about one they may read.
   daemon::DaemonOptions options;
   options.listen = o.listen;
   options.state_dir = o.state_dir;

@@ -52,6 +52,11 @@ struct SimulateOptions {
 // throughput table and a trace are read here). Errors name the offending option.
 Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& options);
 
+// An arrival rate in jobs/hour within [3600 / kMaxSeconds, kMaxJobsPerHour]: the lower end is
+// one job per kMaxSeconds, the longest mean inter-arrival --lam takes. ToSimulationOptions
+// checks --jobs-per-hour with it; sweep checks its positive rates before running any point.
+Status CheckJobsPerHour(double jobs_per_hour, const std::string& where);
+
 // Runs the simulation. Writes a short human summary to `out` unless the JSON goes there.
 // Returns a non-OK status (naming the offending option) on bad input or a failed run.
 Status RunSimulate(const SimulateOptions& options, std::ostream& out);

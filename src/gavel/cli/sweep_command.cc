@@ -3,12 +3,12 @@
 #include "gavel/cli/display_text.h"
 #include "gavel/cli/flag_bounds.h"
 #include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -106,10 +106,18 @@ struct Point {
 
 using Row = std::map<std::string, std::string>;
 
-// Reads the rows of an existing CSV. A trailing line without a newline (a run killed while
-// writing) is dropped from the file, so that appending continues on a clean line.
-Result<std::vector<Row>> LoadCsv(const std::filesystem::path& path) {
-  std::vector<Row> rows;
+// A row read back from the CSV, with the numbers the table and the report use parsed once.
+struct CsvRow {
+  Row cells;
+  double jobs_per_hour = 0.0;
+  bool saturated = false;
+  // Set only when !saturated (a saturated run has no JCT or makespan: those cells are empty).
+  double average_jct_seconds = 0.0;
+  double makespan_seconds = 0.0;
+};
+
+Result<std::vector<CsvRow>> LoadCsv(const std::filesystem::path& path) {
+  std::vector<CsvRow> rows;
   if (!std::filesystem::exists(path)) return rows;
   std::string text;
   {
@@ -147,21 +155,21 @@ Result<std::vector<Row>> LoadCsv(const std::filesystem::path& path) {
                                      ": expected " + std::to_string(CsvColumns().size()) +
                                      " cells");
     }
-    Row row;
-    for (std::size_t i = 0; i < cells.size(); ++i) row[CsvColumns()[i]] = cells[i];
-    // The report reads these as numbers: a damaged file is an error naming the cell, not an
-    // uncaught exception from std::stod.
-    for (const char* column : {"jobs_per_hour", "average_jct_seconds", "makespan_seconds"}) {
-      const std::string_view t = row[column];
-      double value = 0.0;
-      const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-      const bool may_be_empty = std::string_view(column) != "jobs_per_hour";
-      if ((t.empty() && may_be_empty) ||
-          (!t.empty() && ec == std::errc() && ptr == t.data() + t.size() && std::isfinite(value))) {
-        continue;
-      }
+    CsvRow row;
+    for (std::size_t i = 0; i < cells.size(); ++i) row.cells[CsvColumns()[i]] = cells[i];
+    // The report reads these as numbers: a damaged file is an error naming the cell. A
+    // saturated run alone may leave its JCT and makespan empty.
+    const auto number = [&](const char* column) -> Result<double> {
+      const std::string& written = row.cells[column];
+      if (const std::optional<double> value = ParseFiniteDouble(written)) return *value;
       return Status::InvalidArgument(path.string() + ":" + std::to_string(line_number) + ": " +
-                                     column + ": `" + std::string(t) + "` is not a number");
+                                     column + ": `" + written + "` is not a number");
+    };
+    GAVEL_ASSIGN_OR_RETURN(row.jobs_per_hour, number("jobs_per_hour"));
+    row.saturated = row.cells["saturated"] == "1";
+    if (!row.saturated) {
+      GAVEL_ASSIGN_OR_RETURN(row.average_jct_seconds, number("average_jct_seconds"));
+      GAVEL_ASSIGN_OR_RETURN(row.makespan_seconds, number("makespan_seconds"));
     }
     rows.push_back(std::move(row));
   }
@@ -288,21 +296,21 @@ struct Aggregate {
 };
 
 // `policies` first fixes the order of tables and legends to the user's, not the finish order.
-Aggregate AggregateRows(const std::vector<Row>& rows, std::vector<std::string> policies) {
+Aggregate AggregateRows(const std::vector<CsvRow>& rows, std::vector<std::string> policies) {
   Aggregate a;
   a.policies = std::move(policies);
-  for (const Row& row : rows) {
-    const double rate = std::stod(row.at("jobs_per_hour"));
-    Cell& cell = a.cells[row.at("cluster")][rate][row.at("policy")];
-    if (std::find(a.policies.begin(), a.policies.end(), row.at("policy")) == a.policies.end()) {
-      a.policies.push_back(row.at("policy"));
+  for (const CsvRow& row : rows) {
+    const std::string& policy = row.cells.at("policy");
+    Cell& cell = a.cells[row.cells.at("cluster")][row.jobs_per_hour][policy];
+    if (std::find(a.policies.begin(), a.policies.end(), policy) == a.policies.end()) {
+      a.policies.push_back(policy);
     }
-    if (row.at("saturated") == "1") {
+    if (row.saturated) {
       ++cell.saturated;
       continue;
     }
-    cell.jct_sum += std::stod(row.at("average_jct_seconds"));
-    cell.makespan_sum += std::stod(row.at("makespan_seconds"));
+    cell.jct_sum += row.average_jct_seconds;
+    cell.makespan_sum += row.makespan_seconds;
     ++cell.finished;
   }
   return a;
@@ -496,7 +504,7 @@ void MakespanPlot(const std::string& cluster, const std::map<std::string, Cell>&
   html << svg.str();
 }
 
-Status WriteReport(const std::filesystem::path& path, const std::vector<Row>& rows,
+Status WriteReport(const std::filesystem::path& path, const std::vector<CsvRow>& rows,
                    const Aggregate& a) {
   std::ostringstream html;
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -518,10 +526,10 @@ Status WriteReport(const std::filesystem::path& path, const std::vector<Row>& ro
   html << Escape(table.str()) << "</pre>\n<h2>Every point</h2>\n<table>\n<tr>";
   for (const std::string& column : CsvColumns()) html << "<th>" << Escape(column) << "</th>";
   html << "</tr>\n";
-  for (const Row& row : rows) {
+  for (const CsvRow& row : rows) {
     html << "<tr>";
     for (const std::string& column : CsvColumns()) {
-      html << "<td>" << Escape(row.at(column)) << "</td>";
+      html << "<td>" << Escape(row.cells.at(column)) << "</td>";
     }
     html << "</tr>\n";
   }
@@ -542,23 +550,22 @@ Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
   }
   std::vector<std::uint64_t> seeds;
   for (const std::string& text : Split(o.seeds, ',')) {
-    // from_chars, not stoull: stoull takes "-1" and wraps it to 2^64-1.
-    std::uint64_t seed = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() ||
-        seed > bounds::kMaxSeed) {
+    // ParseUint64, not stoull: stoull takes "-1" and wraps it to 2^64-1.
+    const std::optional<std::uint64_t> seed = ParseUint64(text);
+    if (!seed || *seed > bounds::kMaxSeed) {
       return Status::InvalidArgument("--seeds: \"" + text + "\" is not an integer in [0, " +
                                      std::to_string(bounds::kMaxSeed) + "]");
     }
-    seeds.push_back(seed);
+    seeds.push_back(*seed);
   }
   if (seeds.empty()) return Status::InvalidArgument("--seeds: no seed given");
   if (o.rates.empty()) {
     return Status::InvalidArgument("no input rate: give --rates or -a/-b/-n (0 = static)");
   }
+  // Each point's own check (ToSimulationOptions), made before any work and before the CSV
+  // exists rather than once per point; 0 is a static run, with no rate.
   for (const double rate : o.rates) {
-    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(rate, 0.0, bounds::kMaxJobsPerHour, "--rates",
-                                             " jobs/hour"));
+    if (rate != 0.0) GAVEL_RETURN_IF_ERROR(CheckJobsPerHour(rate, "--rates"));
   }
   if (o.clusters.empty()) return Status::InvalidArgument("--cluster: no cluster given");
   if (!(o.saturation_factor > 0.0) || !(o.saturation_slack_seconds >= 0.0)) {
@@ -606,9 +613,9 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
   std::filesystem::create_directories(dir, error);
   if (error) return Status::IoError(o.out_dir + ": " + error.message());
   const std::filesystem::path csv_path = dir / kCsvName;
-  GAVEL_ASSIGN_OR_RETURN(const std::vector<Row> earlier, LoadCsv(csv_path));
+  GAVEL_ASSIGN_OR_RETURN(const std::vector<CsvRow> earlier, LoadCsv(csv_path));
   std::set<std::vector<std::string>> done;
-  for (const Row& row : earlier) done.insert(RowKey(row));
+  for (const CsvRow& row : earlier) done.insert(RowKey(row.cells));
   std::vector<Point> todo;
   for (const Point& p : points) {
     if (done.count(p.Key(o)) == 0) todo.push_back(p);
@@ -649,7 +656,7 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
   if (!csv) return Status::IoError(csv_path.string() + ": write failed");
 
   // Phase 3: the table and the report, from every row of the CSV (earlier runs included).
-  GAVEL_ASSIGN_OR_RETURN(const std::vector<Row> rows, LoadCsv(csv_path));
+  GAVEL_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, LoadCsv(csv_path));
   const Aggregate aggregate = AggregateRows(rows, Split(o.policies, ','));
   PrintTable(aggregate, out);
   GAVEL_RETURN_IF_ERROR(WriteReport(dir / kReportName, rows, aggregate));

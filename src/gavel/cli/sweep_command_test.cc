@@ -197,33 +197,53 @@ TEST_F(SweepTest, ADamagedResumeFileIsAnErrorNamingTheLineNotACrash) {
   o.rates = {0.0};
   std::ostringstream out, progress;
   ASSERT_TRUE(RunSweep(o, out, progress).ok()) << progress.str();
-  // Keep the header, damage the one row's jobs_per_hour (std::stod threw on it).
-  std::istringstream in(Read(dir_ / "sweep.csv"));
-  std::string header, row;
-  std::getline(in, header);
-  std::getline(in, row);
-  const auto columns = static_cast<std::size_t>(std::count(header.begin(), header.end(), ','));
-  const std::size_t rate_column = [&] {
+  const std::string original = Read(dir_ / "sweep.csv");
+  // Rewrites the one row with each column in `changes` set to its value, runs the sweep again
+  // (it reads the file back to resume and to build the report), and returns what it said.
+  const auto resume_with = [&](const std::map<std::string, std::string>& changes) {
+    std::istringstream in(original);
+    std::string header, row;
+    std::getline(in, header);
+    std::getline(in, row);
+    const auto columns = static_cast<std::size_t>(std::count(header.begin(), header.end(), ','));
+    std::vector<std::string> cells;
+    std::istringstream row_in(row);
+    for (std::string cell; std::getline(row_in, cell, ',');) cells.push_back(cell);
+    cells.resize(columns + 1);
+    std::size_t changed = 0;
+    std::istringstream names(header);
     std::size_t index = 0;
-    std::istringstream cells(header);
-    for (std::string cell; std::getline(cells, cell, ','); ++index) {
-      if (cell == "jobs_per_hour") return index;
+    for (std::string name; std::getline(names, name, ','); ++index) {
+      if (const auto it = changes.find(name); it != changes.end()) {
+        cells[index] = it->second;
+        ++changed;
+      }
     }
-    return columns + 1;
-  }();
-  ASSERT_LE(rate_column, columns);
-  std::vector<std::string> cells;
-  std::istringstream row_in(row);
-  for (std::string cell; std::getline(row_in, cell, ',');) cells.push_back(cell);
-  cells.resize(columns + 1);
-  cells[rate_column] = "abc";
-  std::string damaged;
-  for (std::size_t i = 0; i < cells.size(); ++i) damaged += (i ? "," : "") + cells[i];
-  std::ofstream(dir_ / "sweep.csv") << header << "\n" << damaged << "\n";
-  const Status status = RunSweep(o, out, progress);
+    EXPECT_EQ(changed, changes.size());
+    std::string damaged;
+    for (std::size_t i = 0; i < cells.size(); ++i) damaged += (i ? "," : "") + cells[i];
+    std::ofstream(dir_ / "sweep.csv") << header << "\n" << damaged << "\n";
+    return RunSweep(o, out, progress);
+  };
+  // std::stod threw on each of these.
+  Status status = resume_with({{"jobs_per_hour", "abc"}});
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("sweep.csv:2: jobs_per_hour"), std::string::npos)
       << status.message();
+  // Empty is allowed only on a saturated row; this one finished (saturated = 0).
+  status = resume_with({{"average_jct_seconds", ""}});
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("sweep.csv:2: average_jct_seconds: `` is not a number"),
+            std::string::npos)
+      << status.message();
+  status = resume_with({{"makespan_seconds", ""}});
+  EXPECT_NE(status.message().find("sweep.csv:2: makespan_seconds"), std::string::npos)
+      << status.message();
+  // A saturated row may leave both empty (and the table then says so).
+  out.str("");
+  status = resume_with({{"saturated", "1"}, {"average_jct_seconds", ""}, {"makespan_seconds", ""}});
+  EXPECT_TRUE(status.ok()) << status.message();
+  EXPECT_NE(out.str().find("saturated"), std::string::npos) << out.str();
 }
 
 TEST_F(SweepTest, TerminalProgressRedrawsOneBarLine) {

@@ -146,11 +146,10 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   agent.run_dir = options.run_dir.empty() ? fs::current_path().string()
                                           : fs::absolute(options.run_dir).string();
   if (!options.token_file.empty()) {
-    Result<std::string> warning = rpc::CheckTokenFileMode(options.token_file);
-    if (!warning.ok()) return warning.status().WithContext("--token-file");
-    if (!warning->empty()) std::cerr << "gavel worker: warning: " << *warning << "\n";
-    Result<std::string> token = rpc::ReadClientToken(options.token_file);
+    std::string warning;
+    Result<std::string> token = rpc::ReadClientToken(options.token_file, &warning);
     if (!token.ok()) return token.status().WithContext("--token-file");
+    if (!warning.empty()) std::cerr << "gavel worker: warning: " << warning << "\n";
     agent.token = *token;
   }
   if (options.heartbeat_seconds) agent.heartbeat_interval = Seconds(*options.heartbeat_seconds);

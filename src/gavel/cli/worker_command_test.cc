@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "gavel/agent/fake_scheduler_server.h"
 #include "gavel/agent/process.h"
@@ -148,11 +149,15 @@ TEST_F(WorkerCommandTest, BadOptionsAreRefusedNamingTheOption) {
   EXPECT_THAT(ReadFile(dir_ / "bad3.err"), HasSubstr("--type"));
 
   // Numbers outside their documented bounds (docs/formats.md, "Bounds").
-  const std::vector<std::pair<std::string, std::string>> numbers = {
-      {"--gpus", "-3"}, {"--gpus", "1e9"}, {"--iterator-port", "70000"},
-      {"--heartbeat-seconds", "1e-9"}, {"--kill-grace-seconds", "nan"}};
+  // The flag, the value and the bound: CLI11's own conversion errors name the flag too.
+  const std::vector<std::tuple<std::string, std::string, std::string>> numbers = {
+      {"--gpus", "-3", "is not an integer in [1, 1000000]"},
+      {"--gpus", "1e9", "is not an integer in [1, 1000000]"},
+      {"--iterator-port", "70000", "is not an integer in [0, 65535]"},
+      {"--heartbeat-seconds", "1e-9", "is outside [0.001, 86400] s"},
+      {"--kill-grace-seconds", "nan", "is not a finite number"}};
   int n = 0;
-  for (const auto& [flag, value] : numbers) {
+  for (const auto& [flag, value, bound] : numbers) {
     const std::string name = "bad_number" + std::to_string(n++);
     auto bad = Launch(name, {"--scheduler", "127.0.0.1:1", "--type", "v100", "--work-dir",
                              (dir_ / "w").string(), flag, value});
@@ -160,7 +165,9 @@ TEST_F(WorkerCommandTest, BadOptionsAreRefusedNamingTheOption) {
     exit = WaitExit(*bad, 15.0);
     ASSERT_TRUE(exit.has_value()) << flag;
     EXPECT_NE(exit->code, 0) << flag;
-    EXPECT_THAT(ReadFile(dir_ / (name + ".err")), HasSubstr(flag)) << flag << " " << value;
+    EXPECT_THAT(ReadFile(dir_ / (name + ".err")),
+                HasSubstr(flag + ": `" + value + "` " + bound))
+        << flag << " " << value;
   }
 }
 

@@ -1,17 +1,16 @@
 #include "gavel/core/snapshot.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 
 namespace gavel {
 namespace {
@@ -44,19 +43,31 @@ Result<JobId> ReadJobId(const json& v, const std::string& where) {
   } else {
     return Status::InvalidArgument(where + ".id: expected a non-negative integer, got " + v.dump());
   }
-  std::uint64_t id = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+  const std::optional<std::uint64_t> id = ParseUint64(text);
+  if (!id) {
     return Status::InvalidArgument(where + ".id: expected a non-negative integer, got \"" + text +
                                    "\"");
   }
-  return JobId(id);
+  return JobId(*id);
 }
 
-// `check` bounds each value (docs/formats.md, "Bounds").
-Result<std::map<std::string, double>> ReadNumberMap(
-    const json& v, const std::string& where,
-    const std::function<Status(double, const std::string&)>& check) {
+// The value checks ReadNumberMap takes (docs/formats.md, "Bounds").
+using NumberCheck = Status (*)(double value, const std::string& where);
+
+// A price in $/hour: positive (a free GPU type would make every cost ratio infinite) and at
+// most kMaxPrice.
+Status CheckInstanceCost(double price, const std::string& where) {
+  if (price == 0.0) return Status::InvalidArgument(where + ": must be positive");
+  return bounds::CheckRange(price, 0, bounds::kMaxPrice, where, " $/hour");
+}
+
+Status CheckEntityWeight(double weight, const std::string& where) {
+  return bounds::CheckRange(weight, bounds::kMinWeight, bounds::kMaxWeight, where);
+}
+
+// `check` bounds each value.
+Result<std::map<std::string, double>> ReadNumberMap(const json& v, const std::string& where,
+                                                    NumberCheck check) {
   if (!v.is_object()) return Status::InvalidArgument(where + ": expected an object");
   std::map<std::string, double> out;
   for (const auto& [key, value] : v.items()) {
@@ -200,24 +211,12 @@ Result<ClusterSnapshot> ParseSnapshot(std::string_view json_text, const std::str
   if (root.contains("instance_costs")) {
     GAVEL_ASSIGN_OR_RETURN(snapshot.instance_costs,
                            ReadNumberMap(root.at("instance_costs"),
-                                         source_name + ": instance_costs",
-                                         [](double d, const std::string& where) {
-                                           if (d == 0) {
-                                             return Status::InvalidArgument(
-                                                 where + ": must be positive");
-                                           }
-                                           return bounds::CheckRange(d, 0, bounds::kMaxPrice,
-                                                                     where, " $/hour");
-                                         }));
+                                         source_name + ": instance_costs", CheckInstanceCost));
   }
   if (root.contains("entity_weights")) {
     GAVEL_ASSIGN_OR_RETURN(snapshot.entity_weights,
                            ReadNumberMap(root.at("entity_weights"),
-                                         source_name + ": entity_weights",
-                                         [](double d, const std::string& where) {
-                                           return bounds::CheckRange(d, bounds::kMinWeight,
-                                                                     bounds::kMaxWeight, where);
-                                         }));
+                                         source_name + ": entity_weights", CheckEntityWeight));
   }
   if (root.contains("throughputs_file") && !root.at("throughputs_file").is_null()) {
     if (!root.at("throughputs_file").is_string()) {

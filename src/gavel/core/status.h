@@ -20,6 +20,7 @@ enum class StatusCode {
   kInvalidArgument,     // the caller's input is malformed or inconsistent
   kNotFound,            // a named thing (policy, job type, file) does not exist
   kFailedPrecondition,  // the input is well-formed but the operation cannot apply to it
+  kPermissionDenied,    // the caller was refused: no, an unknown, or a too weak credential
   kUnimplemented,
   kInternal,            // a bug or a failing dependency (e.g. the solver library crashed)
   kIoError,
@@ -37,6 +38,9 @@ class [[nodiscard]] Status {
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status FailedPrecondition(std::string m) {
     return {StatusCode::kFailedPrecondition, std::move(m)};
+  }
+  static Status PermissionDenied(std::string m) {
+    return {StatusCode::kPermissionDenied, std::move(m)};
   }
   static Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }

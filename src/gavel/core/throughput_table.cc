@@ -1,7 +1,6 @@
 #include "gavel/core/throughput_table.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -10,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 
 namespace gavel {
 namespace {
@@ -44,13 +44,9 @@ Result<JobTypeKey> JobTypeKey::Parse(std::string_view text) {
   JobTypeKey key;
   key.model = std::string(text.substr(2, sep - 2));
   const std::string_view digits = text.substr(sep + 3, text.size() - 1 - (sep + 3));
-  int sf = 0;
-  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), sf);
-  if (ec != std::errc() || ptr != digits.data() + digits.size() || sf < 1 ||
-      sf > bounds::kMaxGpus || key.model.empty()) {
-    return bad();
-  }
-  key.scale_factor = sf;
+  const std::optional<int> sf = ParseInteger<int>(digits);
+  if (!sf || *sf < 1 || *sf > bounds::kMaxGpus || key.model.empty()) return bad();
+  key.scale_factor = *sf;
   return key;
 }
 

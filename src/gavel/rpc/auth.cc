@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <vector>
 
@@ -45,6 +46,18 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// CheckTokenFileMode for the two readers: the warning to `warning`, or to stderr without one.
+Status CheckModeAndWarn(const std::string& path, std::string* warning) {
+  std::string text;
+  GAVEL_RETURN_IF_ERROR(CheckTokenFileMode(path, &text));
+  if (warning != nullptr) {
+    *warning = std::move(text);
+  } else if (!text.empty()) {
+    std::cerr << "gavel: warning: " << text << "\n";
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -91,7 +104,8 @@ Result<TokenRegistry> TokenRegistry::Parse(std::string_view text, const std::str
   return registry;
 }
 
-Result<TokenRegistry> TokenRegistry::LoadFile(const std::string& path) {
+Result<TokenRegistry> TokenRegistry::LoadFile(const std::string& path, std::string* warning) {
+  GAVEL_RETURN_IF_ERROR(CheckModeAndWarn(path, warning));
   GAVEL_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
   return Parse(text, path);
 }
@@ -107,7 +121,8 @@ std::optional<Principal> TokenRegistry::Authenticate(
   return it->second;
 }
 
-Result<std::string> ReadClientToken(const std::string& path) {
+Result<std::string> ReadClientToken(const std::string& path, std::string* warning) {
+  GAVEL_RETURN_IF_ERROR(CheckModeAndWarn(path, warning));
   GAVEL_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
   std::istringstream in(text);
   std::string line;
@@ -127,7 +142,8 @@ Result<std::string> ReadClientToken(const std::string& path) {
   return Status::InvalidArgument(path + ": the token file holds no token");
 }
 
-Result<std::string> CheckTokenFileMode(const std::string& path) {
+Status CheckTokenFileMode(const std::string& path, std::string* warning) {
+  warning->clear();
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) return Status::IoError("cannot read token file " + path);
   char mode[8];
@@ -138,10 +154,10 @@ Result<std::string> CheckTokenFileMode(const std::string& path) {
                                       "or admins: chmod 600 it");
   }
   if ((info.st_mode & (S_IRGRP | S_IROTH)) != 0) {
-    return "token file " + path + " (mode " + std::string(mode) +
-           ") may be read by other users, who could act as the users it lists: chmod 600 it";
+    *warning = "token file " + path + " (mode " + std::string(mode) +
+               ") may be read by other users, who could act as the users it lists: chmod 600 it";
   }
-  return std::string();
+  return Status::Ok();
 }
 
 std::string BearerValue(std::string_view token) { return "Bearer " + std::string(token); }

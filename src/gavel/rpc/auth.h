@@ -40,8 +40,10 @@ class TokenRegistry {
   // An open registry: every call is the admin "anonymous".
   TokenRegistry() = default;
   // Errors name the file and line: a missing user, an unknown third field, a short token,
-  // a token listed twice.
-  static Result<TokenRegistry> LoadFile(const std::string& path);
+  // a token listed twice. The file's mode is checked first (CheckTokenFileMode): refused when
+  // others may write it; when they may read it, the warning goes to *warning, or to stderr
+  // when `warning` is null, so that no caller can lose it.
+  static Result<TokenRegistry> LoadFile(const std::string& path, std::string* warning = nullptr);
   static Result<TokenRegistry> Parse(std::string_view text, const std::string& source_name);
 
   bool open() const { return tokens_.empty(); }
@@ -56,14 +58,15 @@ class TokenRegistry {
   std::unordered_map<std::string, Principal> tokens_;
 };
 
-// Reads a client's token (see the file comment). Errors name the file.
-Result<std::string> ReadClientToken(const std::string& path);
+// Reads a client's token (see the file comment). Errors name the file. The mode is checked
+// as in TokenRegistry::LoadFile, with the same `warning` contract.
+Result<std::string> ReadClientToken(const std::string& path, std::string* warning = nullptr);
 
 // Checks who else may use a token file: FailedPrecondition when group or others may write it
-// (they could add tokens, admins included); a warning text when they may read it (they could
-// act as its users); "" when it is private to its owner. `gavel serve`, `gavel worker` and the
-// client commands refuse on the error and print the warning.
-Result<std::string> CheckTokenFileMode(const std::string& path);
+// (they could add tokens, admins included); OK with `*warning` set when they may read it
+// (they could act as its users); OK with `*warning` cleared when it is private to its owner.
+// Both readers above call it, so every user of a token file gets the same check.
+Status CheckTokenFileMode(const std::string& path, std::string* warning);
 
 // "Bearer <token>".
 std::string BearerValue(std::string_view token);

@@ -114,20 +114,33 @@ TEST(TokenFileModeTest, WritableByOthersIsRefusedReadableByOthersWarned) {
   const auto set = [&](perms p) {
     std::filesystem::permissions(path, p, std::filesystem::perm_options::replace);
   };
+  std::string warning = "stale";
   set(perms::owner_read | perms::owner_write);
-  auto private_file = CheckTokenFileMode(path);
-  ASSERT_TRUE(private_file.ok());
-  EXPECT_EQ(*private_file, "");
+  ASSERT_TRUE(CheckTokenFileMode(path, &warning).ok());
+  EXPECT_EQ(warning, "");
   set(perms::owner_read | perms::owner_write | perms::others_read);
-  auto readable = CheckTokenFileMode(path);
-  ASSERT_TRUE(readable.ok());
-  EXPECT_NE(readable->find("0604"), std::string::npos) << *readable;
-  EXPECT_NE(readable->find(path), std::string::npos);
+  ASSERT_TRUE(CheckTokenFileMode(path, &warning).ok());
+  EXPECT_NE(warning.find("0604"), std::string::npos) << warning;
+  EXPECT_NE(warning.find(path), std::string::npos);
+  // The readers check the mode themselves: a readable file loads, with the warning.
+  warning.clear();
+  ASSERT_TRUE(TokenRegistry::LoadFile(path, &warning).ok());
+  EXPECT_NE(warning.find("0604"), std::string::npos) << warning;
+  warning.clear();
+  ASSERT_TRUE(ReadClientToken(path, &warning).ok());
+  EXPECT_NE(warning.find("0604"), std::string::npos) << warning;
   set(perms::owner_read | perms::owner_write | perms::group_write);
-  auto writable = CheckTokenFileMode(path);
+  const Status writable = CheckTokenFileMode(path, &warning);
   ASSERT_FALSE(writable.ok());
-  EXPECT_NE(writable.status().message().find("0620"), std::string::npos);
-  EXPECT_FALSE(CheckTokenFileMode((dir / "missing").string()).ok());
+  EXPECT_NE(writable.message().find("0620"), std::string::npos);
+  // ... and refuse a file others may write, whoever calls them.
+  const auto registry = TokenRegistry::LoadFile(path, &warning);
+  ASSERT_FALSE(registry.ok());
+  EXPECT_NE(registry.status().message().find("0620"), std::string::npos);
+  const auto token = ReadClientToken(path);
+  ASSERT_FALSE(token.ok());
+  EXPECT_NE(token.status().message().find("0620"), std::string::npos);
+  EXPECT_FALSE(CheckTokenFileMode((dir / "missing").string(), &warning).ok());
   std::filesystem::remove_all(dir);
 }
 

@@ -84,6 +84,8 @@ grpc::Status ToGrpc(const Status& status) {
     case StatusCode::kNotFound: return grpc::Status(grpc::StatusCode::NOT_FOUND, status.message());
     case StatusCode::kFailedPrecondition:
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, status.message());
+    case StatusCode::kPermissionDenied:
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, status.message());
     case StatusCode::kUnimplemented:
       return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, status.message());
     case StatusCode::kIoError:
@@ -100,10 +102,12 @@ Status FromGrpc(const grpc::Status& status, std::string_view what) {
   switch (status.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT: return Status::InvalidArgument(prefix + message);
     case grpc::StatusCode::NOT_FOUND: return Status::NotFound(prefix + message);
+    // Their own code, not kFailedPrecondition (which FAILED_PRECONDITION maps to), so that a
+    // caller can tell "your token was refused" from "not now" (the agent's on_refused).
     case grpc::StatusCode::UNAUTHENTICATED:
-      return Status::FailedPrecondition(prefix + "unauthenticated: " + message);
+      return Status::PermissionDenied(prefix + "unauthenticated: " + message);
     case grpc::StatusCode::PERMISSION_DENIED:
-      return Status::FailedPrecondition(prefix + "permission denied: " + message);
+      return Status::PermissionDenied(prefix + "permission denied: " + message);
     case grpc::StatusCode::FAILED_PRECONDITION:
       return Status::FailedPrecondition(prefix + message);
     case grpc::StatusCode::UNIMPLEMENTED: return Status::Unimplemented(prefix + message);

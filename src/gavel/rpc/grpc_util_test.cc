@@ -49,6 +49,14 @@ TEST(StatusMappingTest, RoundTripsCodesAndKeepsMessages) {
   const Status denied =
       FromGrpc(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "job 3 is bob's"), "cancel");
   EXPECT_NE(denied.message().find("permission denied"), std::string::npos);
+  // A refusal of the caller keeps its own code, apart from FAILED_PRECONDITION ("not now"),
+  // and survives the round trip.
+  EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(FromGrpc(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad token"), "x").code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(FromGrpc(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not yet"), "x").code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ToGrpc(denied).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(FromGrpc(grpc::Status::OK, "x").ok());
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "gavel/core/bounds.h"
+
 namespace gavel::sim::internal {
 
 Result<RunSetup> PrepareRun(const SimulationOptions& options) {
@@ -13,9 +15,9 @@ Result<RunSetup> PrepareRun(const SimulationOptions& options) {
     return Status::InvalidArgument(
         "give exactly one workload: generated jobs or a non-empty trace");
   }
-  if (!(options.round_length.value() > 0.0) || !std::isfinite(options.round_length.value())) {
-    return Status::InvalidArgument("the round length must be a positive number of seconds");
-  }
+  // The one place every caller's round length passes (simulate, sweep, library users).
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(options.round_length.value(), bounds::kMinRoundSeconds,
+                                           bounds::kMaxRoundSeconds, "round length", " s"));
   RunSetup setup;
   GAVEL_ASSIGN_OR_RETURN(setup.layout, mechanism::ClusterLayout::Create(options.cluster));
 

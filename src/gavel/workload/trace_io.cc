@@ -1,6 +1,5 @@
 #include "gavel/workload/trace_io.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +11,7 @@
 
 #include "gavel/core/bounds.h"
 #include "gavel/core/check.h"
+#include "gavel/core/parse_number.h"
 #include "gavel/workload/job_stream.h"
 
 namespace gavel::workload {
@@ -70,24 +70,18 @@ class FieldParser {
   Result<long long> Int(std::string_view column, std::string_view text) const {
     std::string_view t = TrimView(text);
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-    long long value = 0;
-    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-    if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) {
-      return Error(column, Quote(text) + " is not an integer");
-    }
-    return value;
+    const std::optional<long long> value = ParseInteger<long long>(t);
+    if (!value) return Error(column, Quote(text) + " is not an integer");
+    return *value;
   }
 
   // A finite decimal number (Python's float(), without inf/nan).
   Result<double> Double(std::string_view column, std::string_view text) const {
     std::string_view t = TrimView(text);
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-    double value = 0.0;
-    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-    if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || !std::isfinite(value)) {
-      return Error(column, Quote(text) + " is not a finite number");
-    }
-    return value;
+    const std::optional<double> value = ParseFiniteDouble(t);
+    if (!value) return Error(column, Quote(text) + " is not a finite number");
+    return *value;
   }
 
   Result<bool> Bool01(std::string_view column, std::string_view text) const {
@@ -98,8 +92,10 @@ class FieldParser {
 
   Result<int> ScaleFactor(std::string_view text, bool allow_zero) const {
     GAVEL_ASSIGN_OR_RETURN(const long long v, Int("scale_factor", text));
-    if (v < (allow_zero ? 0 : 1) || v > bounds::kMaxGpus) {
-      return Error("scale_factor", Quote(text) + " is not a GPU count >= 1");
+    const int lo = allow_zero ? 0 : 1;
+    if (v < lo || v > bounds::kMaxGpus) {
+      return Error("scale_factor", Quote(text) + " is not a GPU count in [" + std::to_string(lo) +
+                                       ", " + std::to_string(bounds::kMaxGpus) + "]");
     }
     return static_cast<int>(v);
   }
@@ -119,7 +115,6 @@ class FieldParser {
 
   Result<double> PriorityWeight(std::string_view text) const {
     GAVEL_ASSIGN_OR_RETURN(const double w, Double("priority_weight", text));
-    if (!(w > 0.0)) return Error("priority_weight", Quote(text) + " is not > 0");
     GAVEL_RETURN_IF_ERROR(
         InRange("priority_weight", w, bounds::kMinWeight, bounds::kMaxWeight, ""));
     return w;
@@ -127,7 +122,6 @@ class FieldParser {
 
   Result<Seconds> Arrival(std::string_view text) const {
     GAVEL_ASSIGN_OR_RETURN(const double t, Double("arrival_time", text));
-    if (t < 0.0) return Error("arrival_time", Quote(text) + " is negative");
     GAVEL_RETURN_IF_ERROR(InRange("arrival_time", t, 0.0, bounds::kMaxSeconds, " s"));
     return Seconds(t);
   }
@@ -136,9 +130,7 @@ class FieldParser {
   Status InRange(std::string_view column, double value, double lo, double hi,
                  const char* unit) const {
     const Status status = bounds::CheckRange(value, lo, hi, std::string(column), unit);
-    if (status.ok()) return status;
-    return Status::InvalidArgument(source_ + ":" + std::to_string(line_) + ": " +
-                                   status.message());
+    return status.ok() ? status : LineError(status.message());
   }
 
  private:
@@ -292,7 +284,7 @@ Result<TraceJob> ParseCsvLine(const FieldParser& p, const CsvHeader& header,
     GAVEL_ASSIGN_OR_RETURN(const double slo, p.Double("slo", *s));
     // 0 is a multiplier the gavel format holds (only negative values mean none there), so the
     // CSV must take it too: a gavel trace converts to CSV and back (found by trace_gavel_fuzz).
-    if (!(slo >= 0.0)) return p.Error("slo", Quote(*s) + " is negative (leave it empty for none)");
+    // A negative one is refused (leave the cell empty for none).
     GAVEL_RETURN_IF_ERROR(p.InRange("slo", slo, 0.0, bounds::kMaxSeconds, ""));
     job.slo_multiplier = slo;
   }

@@ -232,7 +232,7 @@ TEST(TraceIoTest, MalformedInputNamesFileLineAndColumn) {
        g + "\n" + "A3C\tcmd\trl\t--max-steps\t0\t100\t1\t1\t-1\t12abc\n",
        "t.trace:3: arrival_time: '12abc'"},
       {"negative arrival", TraceFormat::kGavel, "A3C\tcmd\trl\t--max-steps\t0\t100\t1\t1\t-1\t-3\n",
-       "t.trace:1: arrival_time: '-3'"},
+       "t.trace:1: arrival_time: -3 is outside [0, 1e+09] s"},
       {"arrivals out of order", TraceFormat::kGavel,
        "A3C\tcmd\trl\t--max-steps\t0\t100\t1\t1\t-1\t50\n"
        "A3C\tcmd\trl\t--max-steps\t0\t100\t1\t1\t-1\t49.5\n",
@@ -271,7 +271,8 @@ TEST(TraceIoTest, MalformedInputNamesFileLineAndColumn) {
        "A3C\tcmd\trl\t--max-steps\t0\t100\t1\t1e7\t-1\t0\n",
        "t.trace:1: priority_weight: 10000000 is outside"},
       {"huge scale factor", TraceFormat::kGavel,
-       "A3C\tcmd\trl\t--max-steps\t0\t100\t2000000\t1\t-1\t0\n", "t.trace:1: scale_factor"},
+       "A3C\tcmd\trl\t--max-steps\t0\t100\t2000000\t1\t-1\t0\n",
+       "t.trace:1: scale_factor: '2000000' is not a GPU count in [1, 1000000]"},
       {"csv steps beyond the bound", TraceFormat::kCsv,
        "job_type,scale_factor,total_steps,arrival_time\nA3C,1,1e18,0\n",
        "t.trace:2: total_steps: 1e+18 is outside"},
@@ -312,7 +313,7 @@ TEST(TraceIoTest, AZeroSloMultiplierConvertsToCsvAndBack) {
   auto negative = ParseTrace("job_type,scale_factor,total_steps,arrival_time,slo\nA,1,1,0,-1\n",
                              TraceFormat::kCsv, "t.csv");
   ASSERT_FALSE(negative.ok());
-  EXPECT_NE(negative.status().message().find("t.csv:2: slo: '-1' is negative"),
+  EXPECT_NE(negative.status().message().find("t.csv:2: slo: -1 is outside [0, 1e+09]"),
             std::string::npos);
 }
 
