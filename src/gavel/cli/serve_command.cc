@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -38,6 +39,10 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_option("--instance-costs", o->instance_costs,
                   "$/GPU-hour per GPU type, TYPE=PRICE,... (needed by the cost policies)")
       ->delimiter(',');
+  cmd->add_option("--entity-weights", o->entity_weights,
+                  "Weight per entity for the hierarchical policies, NAME=WEIGHT,... (an entity "
+                  "not listed weighs 1; jobs name theirs with `gavel submit --entity`)")
+      ->delimiter(',');
   cmd->add_option("--report-grace-seconds", o->report_grace_seconds,
                   "Wait this long after a round for reports before killing (default "
                   "min(60, round/2))");
@@ -56,6 +61,39 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   return cmd;
 }
 
+namespace {
+
+// NAME=NUMBER,... as a map; an error names the flag and the item. `positive`: > 0, else >= 0.
+Result<std::map<std::string, double>> ParseNamedNumbers(const std::string& flag,
+                                                        const std::string& expected,
+                                                        const std::vector<std::string>& items,
+                                                        bool positive) {
+  std::map<std::string, double> out;
+  for (const std::string& item : items) {
+    const std::size_t eq = item.find('=');
+    double value = std::numeric_limits<double>::quiet_NaN();
+    if (eq != std::string::npos && eq > 0) {
+      try {
+        std::size_t used = 0;
+        value = std::stod(item.substr(eq + 1), &used);
+        if (used != item.size() - eq - 1) value = std::numeric_limits<double>::quiet_NaN();
+      } catch (const std::exception&) {
+        value = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
+    const bool in_range = positive ? value > 0.0 : value >= 0.0;
+    if (!in_range || !std::isfinite(value)) {
+      return Status::InvalidArgument(flag + " \"" + item + "\": expected " + expected);
+    }
+    if (!out.emplace(item.substr(0, eq), value).second) {
+      return Status::InvalidArgument(flag + ": " + item.substr(0, eq) + " is given twice");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Status RunServe(const ServeOptions& o, std::ostream& out) {
   if (!(o.round_seconds > 0.0)) {
     return Status::InvalidArgument("--round-seconds: must be a positive number");
@@ -65,28 +103,14 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
         "--heartbeat-timeout-seconds: must exceed --heartbeat-seconds (> 0)");
   }
   if (o.max_retries < 0) return Status::InvalidArgument("--max-retries: must be >= 0");
-  std::map<std::string, double> instance_costs;
-  for (const std::string& item : o.instance_costs) {
-    const std::size_t eq = item.find('=');
-    double price = -1.0;
-    if (eq != std::string::npos && eq > 0) {
-      try {
-        std::size_t used = 0;
-        price = std::stod(item.substr(eq + 1), &used);
-        if (used != item.size() - eq - 1) price = -1.0;
-      } catch (const std::exception&) {
-        price = -1.0;
-      }
-    }
-    if (!(price >= 0.0) || !std::isfinite(price)) {
-      return Status::InvalidArgument("--instance-costs \"" + item +
-                                     "\": expected TYPE=PRICE with a price >= 0 ($/GPU-hour)");
-    }
-    if (!instance_costs.emplace(item.substr(0, eq), price).second) {
-      return Status::InvalidArgument("--instance-costs: " + item.substr(0, eq) +
-                                     " is priced twice");
-    }
-  }
+  using NamedNumbers = std::map<std::string, double>;
+  GAVEL_ASSIGN_OR_RETURN(NamedNumbers instance_costs,
+                         ParseNamedNumbers("--instance-costs",
+                                           "TYPE=PRICE with a price >= 0 ($/GPU-hour)",
+                                           o.instance_costs, /*positive=*/false));
+  GAVEL_ASSIGN_OR_RETURN(NamedNumbers entity_weights,
+                         ParseNamedNumbers("--entity-weights", "NAME=WEIGHT with a positive weight",
+                                           o.entity_weights, /*positive=*/true));
   const std::string table_path =
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
   GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
@@ -110,6 +134,7 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.core.checkpoint_root =
       o.checkpoint_dir.empty() ? "" : std::filesystem::absolute(o.checkpoint_dir).string();
   options.core.instance_costs = std::move(instance_costs);
+  options.core.entity_weights = std::move(entity_weights);
   options.core.seed = o.seed;
   options.core.expected_gpus = o.expected_gpus;
 

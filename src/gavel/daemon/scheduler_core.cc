@@ -19,8 +19,6 @@ constexpr std::size_t kMaxCommandBytes = 64 * 1024;
 constexpr std::uint32_t kMaxScaleFactor = 64;
 constexpr std::uint64_t kMaxSteps = 1'000'000'000'000ULL;
 constexpr std::uint32_t kMaxGpusPerAgent = 1024;
-// The daemon owns the failure policy; the RoundScheduler must never drop a job by itself.
-constexpr int kNeverDrop = 1 << 30;
 // The original's fixed type order (spec §3.5); other types follow in name order.
 const std::vector<std::string> kPreferredTypes = {"v100", "p100", "k80"};
 
@@ -65,16 +63,15 @@ class SchedulerCore::MechanismClock final : public mechanism::Clock {
   mutable double last_ = 0.0;
 };
 
-// The policy the RoundScheduler calls: translates its problem to daemon job ids with the
-// daemon's throughput estimates and asks the AllocationService.
+// The policy the RoundScheduler calls: the AllocationService, noting the throughputs each
+// problem was posed with (for the re-solve threshold).
 class SchedulerCore::PolicyAdapter final : public policy::Policy {
  public:
   PolicyAdapter(const SchedulerCore* core, std::shared_ptr<AllocationService> service)
       : core_(core), service_(std::move(service)) {}
   Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input) override {
-    policy::PolicyInput translated = input;
-    core_->TranslatePolicyInput(translated);
-    return service_->Allocate(translated);
+    core_->NoteEstimatesUsed(input);
+    return service_->Allocate(input);
   }
 
  private:
@@ -117,11 +114,29 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
   if (!(options.ema_alpha > 0.0 && options.ema_alpha <= 1.0)) {
     return Status::InvalidArgument("ema alpha: must be in (0, 1]");
   }
+  for (const auto& [entity, weight] : options.entity_weights) {
+    if (entity.empty() || !std::isfinite(weight) || !(weight > 0.0)) {
+      return Status::InvalidArgument("entity weights: " + Quoted(entity) +
+                                     " needs a non-empty name and a positive weight");
+    }
+  }
   GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
   if (info->packing) {
-    return Status::Unimplemented("policy " + options.policy +
-                                 ": packing policies need GPU sharing, which the runtime does "
-                                 "not support; use the policy without _packed");
+    // The seam is ready for pairs (the RoundScheduler plans them; Combination carries both
+    // jobs), but agents run one process per GPU: no space sharing on a real cluster yet.
+    // The heterogeneity-aware policy without pairs, when there is one (x_packed -> x_perf).
+    const std::string& name = options.policy;
+    const std::string suffix = "_packed";
+    std::string instead;
+    if (name.ends_with(suffix)) {
+      instead = name.substr(0, name.size() - suffix.size()) + "_perf";
+      if (!policy::FindPolicy(instead).ok()) instead.clear();
+    }
+    return Status::Unimplemented(
+        "policy " + name + ": it places two jobs on one GPU (space sharing), which the "
+        "runtime does not support yet; " +
+        (instead.empty() ? std::string("choose a policy without space sharing (gavel policies)")
+                         : "use " + instead + " instead"));
   }
   for (const auto& [type, price] : options.instance_costs) {
     if (!options.throughputs->HasGpuType(type)) {
@@ -292,6 +307,10 @@ bool SchedulerCore::IsActive(const Job& job) const {
 }
 
 Seconds SchedulerCore::MechNow() const { return mech_clock_->Now(); }
+
+Seconds SchedulerCore::MechTime(std::int64_t unix_ms) const {
+  return Seconds(static_cast<double>(unix_ms - epoch_ms_) / 1000.0);
+}
 
 const SchedulerCore::Agent* SchedulerCore::AgentOfWorker(std::uint64_t worker_id) const {
   const auto it = worker_agent_.find(worker_id);
@@ -514,12 +533,9 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
                     static_cast<double>(std::max<std::uint64_t>(row.spec.total_steps(), 1)));
   std::vector<double> allocation;
   std::vector<std::string> layout_types;
-  if (mech_ && IsActive(job)) {
-    const auto mid = mech_of_job_.find(row.id);
-    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) {
-      allocation = mech_->AllocationOf(mid->second);
-      layout_types = mech_->layout().type_names();
-    }
+  if (mech_ && IsActive(job) && mech_->IsActive(JobId(row.id))) {
+    allocation = mech_->AllocationOf(JobId(row.id));
+    layout_types = mech_->layout().type_names();
   }
   std::set<std::string> types;
   for (const std::string& t : LiveGpuTypes()) types.insert(t);
@@ -628,6 +644,9 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
   status.set_last_solve_s(stats.last_solve_seconds);
   status.set_allocations_computed(stats.solves);
   status.set_version("0.1.0");
+  for (const auto& [entity, weight] : options_.entity_weights) {
+    (*status.mutable_entity_weights())[entity] = weight;
+  }
   return status;
 }
 
@@ -948,38 +967,27 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
     Touch(job);
   }
 
-  // Feed the RoundScheduler (its steps are the credited increment, split over the GPUs). A job
-  // that left (cancelled, failed) is no longer in it: its micro-task was abandoned.
-  if (round_->mech_backed && mech_) {
-    const auto mid = mech_of_job_.find(job_id);
-    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) {
-      const double share = static_cast<double>(delta) / static_cast<double>(workers.size());
-      for (std::uint64_t w : workers) {
-        mechanism::WorkerReport report;
-        report.combination = mechanism::Combination::Single(mid->second);
-        report.worker = layout_of_worker_.at(w);
-        report.steps = {share};
-        report.elapsed = {Seconds(std::max(elapsed, 1e-3))};
-        report.finished_at = MechNow();
-        Result<mechanism::ReportOutcome> outcome = mech_->OnWorkerDone(report);
-        if (!outcome.ok()) {
-          Log(now, "internal", job_id, w, outcome.status().ToString());
-          needs_rebuild_ = true;
-        }
-      }
+  // Feed the RoundScheduler the credited increment (exact: its record of the job's progress
+  // then equals the checkpointed count, so both agree on when the job is done). A job that
+  // left (cancelled, failed) is no longer in it: its micro-task was abandoned.
+  const JobId id(job_id);
+  if (round_->mech_backed && mech_ && mech_->IsActive(id)) {
+    mechanism::MicroTaskResult result;
+    result.combination = mechanism::Combination::Single(id);
+    result.steps = {static_cast<double>(delta)};
+    result.elapsed = {Seconds(std::max(elapsed, 1e-3))};
+    result.finished_at = MechNow();
+    Result<mechanism::ReportOutcome> outcome = mech_->OnMicroTaskDone(result);
+    if (!outcome.ok()) {
+      Log(now, "internal", job_id, first.worker_id, outcome.status().ToString());
+      needs_rebuild_ = true;
     }
   }
-  if (mech_) {
-    // The RoundScheduler must agree on whether the job is still active (its step count is a
-    // sum of shares, which may differ from the checkpointed count by rounding).
-    const auto mid = mech_of_job_.find(job_id);
-    const bool mech_active = mid != mech_of_job_.end() && mech_->IsActive(mid->second);
-    if (mech_active && !IsActive(job)) {
-      RemoveFromMechanism(job, now);
-    } else if (!mech_active && IsActive(job)) {
-      (void)AddToMechanism(job);
-    } else if (mech_active) {
+  if (mech_ && mech_->IsActive(id)) {
+    if (IsActive(job)) {
       PushThroughputs(job);  // what this micro-task measured
+    } else {
+      RemoveFromMechanism(job, now);
     }
   }
 }
@@ -1017,6 +1025,9 @@ void SchedulerCore::HandleCrash(Job& job, const Task& culprit, std::int64_t now)
                                     options_.retry_backoff.value() *
                                         std::pow(2.0, static_cast<double>(row.streak - 1)));
     row.next_retry_ms = now + static_cast<std::int64_t>(backoff * 1000.0);
+    if (mech_ && mech_->IsActive(JobId(row.id))) {
+      GAVEL_CHECK(mech_->HoldJob(JobId(row.id), MechTime(row.next_retry_ms)).ok());
+    }
     row.message = what + detail + "; retry " + std::to_string(row.failures) + " of " +
                   std::to_string(options_.max_retries) + " after " +
                   std::to_string(static_cast<int>(backoff)) + " s";
@@ -1037,8 +1048,9 @@ void SchedulerCore::EndJob(Job& job, wire::JobState state, const std::string& me
   const char* kind = state == wire::DONE ? "done" : state == wire::FAILED ? "failed" : "cancel";
   Log(now, kind, job.row.id, 0,
       message.empty() ? std::to_string(job.row.steps_done) + " steps" : message);
-  // Finished jobs leave the RoundScheduler with their last report; others leave now.
-  if (state != wire::DONE) RemoveFromMechanism(job, now);
+  // A finished job has already left the RoundScheduler with its last report (their progress
+  // records agree); any other leaves now.
+  RemoveFromMechanism(job, now);
 }
 
 void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reason,
@@ -1162,7 +1174,6 @@ void SchedulerCore::StartRound(std::int64_t now) {
   }
   if (!mech_) return;
   if (allocation_->TakeFreshResult()) mech_->RequestReallocation();
-  SyncHolds(now);
   Result<mechanism::RoundPlan> plan = mech_->PlanRound();
   if (!plan.ok()) {
     Log(now, "policy-error", 0, 0, plan.status().ToString());
@@ -1187,24 +1198,15 @@ void SchedulerCore::StartRound(std::int64_t now) {
   }
   std::set<std::uint64_t> placed;
   for (const mechanism::Assignment& a : plan->assignments) {
-    const JobId mid = a.combination.member(0);
-    const std::uint64_t job_id = job_of_mech_.at(mid.value());
+    const std::uint64_t job_id = a.combination.member(0).value();
     Job& job = jobs_.at(job_id);
     std::vector<std::uint64_t> workers;
     for (WorkerId w : a.workers) workers.push_back(worker_of_layout_.at(w.value()));
     if (!IsActive(job) || job.row.next_retry_ms > now) {
-      // Not runnable now. SyncHolds keeps jobs that back off out of the plan, so this is a
-      // safety net: its GPUs idle this round, and the RoundScheduler hears at once that
-      // nothing ran.
-      for (WorkerId w : a.workers) {
-        mechanism::WorkerReport report;
-        report.combination = a.combination;
-        report.worker = w;
-        report.steps = {0.0};
-        report.elapsed = {Seconds(0.0)};
-        report.finished_at = MechNow();
-        (void)mech_->OnWorkerDone(report);
-      }
+      // Not runnable now. The RoundScheduler holds jobs that back off out of its plans, so
+      // this is a safety net (e.g. the wall clock stepped back): its GPUs idle this round,
+      // and the RoundScheduler hears at once that nothing ran.
+      (void)mech_->OnMicroTaskFailed(a.combination, MechNow());
       continue;
     }
     const bool continuing = job.paused && job.last_workers == workers;
@@ -1386,8 +1388,6 @@ void SchedulerCore::Rebuild(std::int64_t now) {
   needs_rebuild_ = false;
   cluster_changed_ = false;
   mech_.reset();
-  mech_of_job_.clear();
-  job_of_mech_.clear();
   worker_of_layout_.clear();
   layout_of_worker_.clear();
 
@@ -1405,7 +1405,8 @@ void SchedulerCore::Rebuild(std::int64_t now) {
   mech_options.seed = options_.seed;
   mech_options.round_length = options_.round_length;
   mech_options.min_reset_interval = options_.min_reset_interval;
-  mech_options.max_failed_attempts = kNeverDrop;
+  mech_options.max_failed_attempts = std::nullopt;  // the daemon's retry rules (HandleCrash)
+  mech_options.entity_weights = options_.entity_weights;
   mech_options.instance_costs = LayoutCosts(*layout);
   Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
       mechanism::RoundScheduler::CreateWithPolicy(
@@ -1458,13 +1459,15 @@ void SchedulerCore::ApplyClusterChange(std::int64_t now) {
 Status SchedulerCore::AddToMechanism(Job& job) {
   mechanism::JobDescription description;
   description.type = job.mech_type;
-  description.total_steps = static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
+  description.total_steps = static_cast<double>(job.row.spec.total_steps());
+  description.steps_done = static_cast<double>(job.row.steps_done);
   description.priority_weight = job.row.spec.priority_weight();
-  description.arrival = Seconds(static_cast<double>(job.row.submitted_ms - epoch_ms_) / 1000.0);
-  GAVEL_ASSIGN_OR_RETURN(const JobId mid, mech_->AddJob(description));
-  mech_of_job_[job.row.id] = mid;
-  if (job_of_mech_.size() <= mid.value()) job_of_mech_.resize(mid.value() + 1);
-  job_of_mech_[mid.value()] = job.row.id;
+  description.arrival = MechTime(job.row.submitted_ms);
+  description.entity = job.row.spec.entity();
+  if (job.row.next_retry_ms > clock_->NowMs()) {
+    description.held_until = MechTime(job.row.next_retry_ms);
+  }
+  GAVEL_RETURN_IF_ERROR(mech_->AddJob(JobId(job.row.id), description));
   PushThroughputs(job);
   return Status::Ok();
 }
@@ -1472,45 +1475,25 @@ Status SchedulerCore::AddToMechanism(Job& job) {
 void SchedulerCore::AdmitMissingJobs(std::int64_t now) {
   (void)now;
   for (auto& [id, job] : jobs_) {
-    if (!IsActive(job)) continue;
-    const auto mid = mech_of_job_.find(id);
-    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) continue;
+    if (!IsActive(job) || mech_->IsActive(JobId(id))) continue;
     (void)AddToMechanism(job);  // still too large for every type: it waits for more GPUs
   }
 }
 
 void SchedulerCore::PushThroughputs(const Job& job) {
-  if (!mech_) return;
-  const auto mid = mech_of_job_.find(job.row.id);
-  if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) return;
+  if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
   const std::vector<std::string>& types = mech_->layout().type_names();
   for (std::size_t t = 0; t < types.size(); ++t) {
     const double estimate = Estimate(job, types[t]);
-    if (!(estimate > 0.0)) continue;
-    const Status updated = mech_->UpdateThroughput(mid->second, static_cast<int>(t), estimate);
+    const Status updated =
+        mech_->UpdateThroughput(JobId(job.row.id), static_cast<int>(t), estimate);
     GAVEL_CHECK_MSG(updated.ok(), updated.ToString().c_str());  // validated estimates
   }
 }
 
-void SchedulerCore::SyncHolds(std::int64_t now) {
-  for (const auto& [id, job] : jobs_) {
-    if (!IsActive(job)) continue;
-    const auto mid = mech_of_job_.find(id);
-    if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) continue;
-    if (job.row.next_retry_ms > now) {
-      const Seconds until(static_cast<double>(job.row.next_retry_ms - epoch_ms_) / 1000.0);
-      GAVEL_CHECK(mech_->HoldJob(mid->second, until).ok());
-    } else if (mech_->IsHeld(mid->second)) {
-      GAVEL_CHECK(mech_->ReleaseJob(mid->second).ok());
-    }
-  }
-}
-
 void SchedulerCore::RemoveFromMechanism(const Job& job, std::int64_t now) {
-  if (!mech_) return;
-  const auto mid = mech_of_job_.find(job.row.id);
-  if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) return;
-  const Status removed = mech_->RemoveJob(mid->second);
+  if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
+  const Status removed = mech_->RemoveJob(JobId(job.row.id));
   if (!removed.ok()) {
     Log(now, "internal", job.row.id, 0, removed.ToString());
     needs_rebuild_ = true;
@@ -1529,9 +1512,7 @@ std::vector<double> SchedulerCore::LayoutCosts(const mechanism::ClusterLayout& l
 std::optional<mechanism::JobAccounting> SchedulerCore::MechanismAccounting(
     std::uint64_t job_id) const {
   if (!mech_) return std::nullopt;
-  const auto mid = mech_of_job_.find(job_id);
-  if (mid == mech_of_job_.end()) return std::nullopt;
-  return mech_->AccountingOf(mid->second);
+  return mech_->AccountingOf(JobId(job_id));
 }
 
 std::vector<std::string> SchedulerCore::mechanism_gpu_types() const {
@@ -1539,64 +1520,27 @@ std::vector<std::string> SchedulerCore::mechanism_gpu_types() const {
 }
 
 bool SchedulerCore::MechanismHolds(std::uint64_t job_id) const {
-  if (!mech_) return false;
-  const auto mid = mech_of_job_.find(job_id);
-  return mid != mech_of_job_.end() && mech_->IsActive(mid->second) && mech_->IsHeld(mid->second);
+  return mech_ && mech_->IsActive(JobId(job_id)) && mech_->IsHeld(JobId(job_id));
 }
 
-void SchedulerCore::TranslatePolicyInput(policy::PolicyInput& input) const {
-  for (policy::PolicyJob& job : input.jobs) {
-    if (job.id.value() < job_of_mech_.size()) job.id = JobId(job_of_mech_[job.id.value()]);
-  }
+void SchedulerCore::NoteEstimatesUsed(const policy::PolicyInput& input) const {
   for (std::size_t i = 0; i < input.jobs.size(); ++i) {
     const auto it = jobs_.find(input.jobs[i].id.value());
     if (it == jobs_.end()) continue;
-    const Job& job = it->second;
     for (std::size_t t = 0; t < input.num_types(); ++t) {
-      const std::string& type = input.gpu_types[t];
-      double estimate = Estimate(job, type);
-      if (static_cast<double>(job.row.spec.scale_factor()) > input.gpu_counts[t]) estimate = 0.0;
-      input.throughput(i, t) = estimate;
-      job.used_estimate[type] = estimate;
+      it->second.used_estimate[input.gpu_types[t]] = input.throughput(i, t);
     }
   }
-}
-
-policy::PolicyInput SchedulerCore::BuildPolicyInput(
-    std::int64_t now, const std::set<std::uint64_t>& leaving) const {
-  std::vector<mechanism::ActiveJobInfo> infos;
-  for (const auto& [id, job] : jobs_) {
-    if (!IsActive(job) || !mech_of_job_.contains(id) || leaving.contains(id)) continue;
-    mechanism::ActiveJobInfo info;
-    info.id = mech_of_job_.at(id);
-    info.table_key = *options_.throughputs->KeyIndex(job.mech_type);
-    info.scale_factor = static_cast<int>(job.row.spec.scale_factor());
-    info.priority_weight = job.row.spec.priority_weight();
-    info.steps_remaining = static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
-    info.arrival = Seconds(static_cast<double>(job.row.submitted_ms - epoch_ms_) / 1000.0);
-    infos.push_back(info);
-  }
-  std::sort(infos.begin(), infos.end(),
-            [](const auto& a, const auto& b) { return a.id < b.id; });
-  const auto table_types = mechanism::TableTypesOf(mech_->layout(), *options_.throughputs);
-  mechanism::PolicyInputOptions input_options;
-  input_options.zero_oversized = true;
-  input_options.instance_costs = LayoutCosts(mech_->layout());
-  policy::PolicyInput input = mechanism::BuildPolicyInputForJobs(
-      mech_->layout(), *options_.throughputs, table_types.ok() ? *table_types : std::vector<int>{},
-      infos, Seconds(static_cast<double>(now - epoch_ms_) / 1000.0), input_options);
-  TranslatePolicyInput(input);
-  return input;
 }
 
 void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
   if (!mech_ || mech_->num_active_jobs() == 0) return;
   std::vector<policy::PolicyInput> inputs;
-  inputs.push_back(BuildPolicyInput(now, {}));
+  inputs.push_back(mech_->PolicyInputAt(MechNow()));
   if (with_leavers && round_) {
     // Jobs whose remaining steps fit in what is left of the round at their estimated speed
     // will most likely have finished when the next round is planned.
-    std::set<std::uint64_t> leaving;
+    std::vector<JobId> leaving;
     const double left_s = std::max(0.0, static_cast<double>(round_->end_ms - now) / 1000.0);
     for (const auto& [job_id, workers] : round_->job_workers) {
       const Job& job = jobs_.at(job_id);
@@ -1606,10 +1550,11 @@ void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
           static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
       // steps_done is last round's checkpoint: count this round's steps so far too.
       const double this_round = rate * static_cast<double>(now - round_->start_ms) / 1000.0;
-      if (remaining - this_round <= rate * left_s * 1.1) leaving.insert(job_id);
+      if (remaining - this_round <= rate * left_s * 1.1) leaving.push_back(JobId(job_id));
     }
-    if (!leaving.empty()) inputs.push_back(BuildPolicyInput(now, leaving));
+    if (!leaving.empty()) inputs.push_back(mech_->PolicyInputAt(MechNow(), leaving));
   }
+  for (const policy::PolicyInput& input : inputs) NoteEstimatesUsed(input);
   allocation_->Prefetch(std::move(inputs));
 }
 
@@ -1617,9 +1562,7 @@ void SchedulerCore::RecordAllocation() {
   const std::vector<std::string>& types = mech_->layout().type_names();
   for (auto& [id, job] : jobs_) {
     if (!IsActive(job)) continue;
-    const auto mid = mech_of_job_.find(id);
-    if (mid == mech_of_job_.end()) continue;
-    const std::vector<double> x = mech_->AllocationOf(mid->second);
+    const std::vector<double> x = mech_->AllocationOf(JobId(id));
     bool changed = false;
     for (std::size_t t = 0; t < types.size(); ++t) {
       JobGpuRow& g = job.row.per_type[types[t]];

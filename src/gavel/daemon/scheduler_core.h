@@ -85,6 +85,9 @@ struct CoreOptions {
   // need one for every GPU type that registers (an agent of an unpriced type is refused);
   // other policies ignore them. Names must be GPU types of the throughput table.
   std::map<std::string, double> instance_costs;
+  // Weight per entity for the hierarchical policies (jobs name theirs with spec.entity, by
+  // default their user); an entity not listed weighs 1. Weights must be positive and finite.
+  std::map<std::string, double> entity_weights;
   // Solve the policy in the background (AllocationService); false = synchronously (tests).
   bool background_solves = true;
 };
@@ -257,20 +260,15 @@ class SchedulerCore {
   Status AddToMechanism(Job& job);
   // Admits the active jobs the RoundScheduler lacks (after the cluster changed).
   void AdmitMissingJobs(std::int64_t now);
-  // Hands the job's throughput estimates to the RoundScheduler (positive ones only: an
-  // estimate of 0 means "not known for this type", and the stand-in's table value lets the
-  // job fill idle GPUs there).
+  // Hands the job's throughput estimates to the RoundScheduler, the one place the plans and
+  // the policy read them (0 for a type the job's estimates do not list: it cannot run there).
   void PushThroughputs(const Job& job);
-  // Holds jobs backing off after a crash out of the plan, releases those whose time came.
-  void SyncHolds(std::int64_t now);
   // Takes a job that left (cancelled, failed) out of the RoundScheduler.
   void RemoveFromMechanism(const Job& job, std::int64_t now);
   // with_leavers: also the problem without the jobs that will likely finish this round.
   void PrefetchAllocation(std::int64_t now, bool with_leavers);
-  // The problem for the active jobs except `leaving` (jobs about to finish).
-  policy::PolicyInput BuildPolicyInput(std::int64_t now,
-                                       const std::set<std::uint64_t>& leaving) const;
-  void TranslatePolicyInput(policy::PolicyInput& input) const;
+  // Remembers the throughputs a problem handed to the policy uses (the re-solve threshold).
+  void NoteEstimatesUsed(const policy::PolicyInput& input) const;
   void RecordAllocation();
 
   // Jobs.
@@ -302,6 +300,8 @@ class SchedulerCore {
   void Log(std::int64_t now, const std::string& kind, std::uint64_t job, std::uint64_t worker,
            const std::string& message);
   Seconds MechNow() const;
+  // A Unix time in the RoundScheduler's seconds (since the state directory was created).
+  Seconds MechTime(std::int64_t unix_ms) const;
 
   CoreOptions options_;
   Store* store_;
@@ -322,11 +322,9 @@ class SchedulerCore {
   std::optional<Round> round_;
   std::optional<std::uint64_t> last_round_id_;
 
-  // The RoundScheduler over the live GPUs, with id translations.
+  // The RoundScheduler over the live GPUs, keyed by the daemon's job ids.
   std::unique_ptr<MechanismClock> mech_clock_;
   std::unique_ptr<mechanism::RoundScheduler> mech_;
-  std::unordered_map<std::uint64_t, JobId> mech_of_job_;  // daemon job id -> mechanism id
-  std::vector<std::uint64_t> job_of_mech_;                 // mechanism id -> daemon job id
   std::vector<std::uint64_t> worker_of_layout_;            // layout worker id -> worker id
   std::unordered_map<std::uint64_t, WorkerId> layout_of_worker_;
   bool needs_rebuild_ = true;

@@ -138,8 +138,10 @@ class RoundSimulation {
       const std::optional<Seconds> arrival = setup_.stream->PeekArrival();
       if (!arrival || *arrival > now_) break;
       const workload::TraceJob job = setup_.stream->Pop();
-      GAVEL_ASSIGN_OR_RETURN(
-          const JobId id, scheduler_->AddJob(internal::ToDescription(job, now_, options_.compat)));
+      // Jobs are numbered 0, 1, 2, ... in arrival order (the metrics' window counts them).
+      const JobId id(scheduler_->num_jobs());
+      GAVEL_RETURN_IF_ERROR(
+          scheduler_->AddJob(id, internal::ToDescription(job, now_, options_.compat)));
       if (id.value() == setup_.window_start) StartWindow(job.arrival_time);
     }
     return Status::Ok();
