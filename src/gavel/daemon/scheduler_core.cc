@@ -18,9 +18,6 @@ namespace {
 constexpr std::size_t kMaxCommandBytes = 64 * 1024;
 constexpr std::uint32_t kMaxScaleFactor = 64;
 constexpr std::uint64_t kMaxSteps = 1'000'000'000'000ULL;
-constexpr std::uint32_t kMaxGpusPerAgent = 1024;
-// The original's fixed type order (spec §3.5); other types follow in name order.
-const std::vector<std::string> kPreferredTypes = {"v100", "p100", "k80"};
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
@@ -30,15 +27,19 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-bool PrintableId(const std::string& s, std::size_t max) {
-  return !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isgraph(static_cast<unsigned char>(c)) != 0;
-  });
-}
-
 std::string HostOf(const std::string& address) {
   auto parsed = rpc::ParseAddress(address);
   return parsed.ok() ? parsed->host : "127.0.0.1";
+}
+
+// Who may join: GPU types of the table, and under a cost policy only priced ones.
+AgentRules RulesFor(const CoreOptions& options) {
+  AgentRules rules;
+  rules.throughputs = options.throughputs.get();
+  rules.policy = options.policy;
+  const auto info = policy::FindPolicy(options.policy);
+  if (info.ok() && (*info)->needs_instance_costs) rules.required_prices = &options.instance_costs;
+  return rules;
 }
 
 }  // namespace
@@ -88,7 +89,8 @@ SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* 
       store_(store),
       transport_(transport),
       clock_(clock),
-      hooks_(std::move(hooks)) {
+      hooks_(std::move(hooks)),
+      agents_(&journal_, RulesFor(options_)) {
   const double round = options_.round_length.value();
   grace_ = options_.report_grace.value() > 0.0 ? options_.report_grace
                                                : Seconds(std::min(60.0, round / 2.0));
@@ -206,12 +208,11 @@ Status SchedulerCore::Recover() {
     }
   };
   GAVEL_ASSIGN_OR_RETURN(epoch_ms_, meta_int("epoch_ms", now));
-  if (!state.meta.contains("epoch_ms")) batch_.meta["epoch_ms"] = std::to_string(epoch_ms_);
+  if (!state.meta.contains("epoch_ms")) journal_.batch.meta["epoch_ms"] = std::to_string(epoch_ms_);
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_job, meta_int("next_job_id", 1));
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_worker, meta_int("next_worker_id", 0));
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_round, meta_int("next_round_id", 0));
   next_job_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1));
-  next_worker_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_worker, 0));
   next_round_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_round, 0));
   mech_clock_ = std::make_unique<MechanismClock>(clock_, epoch_ms_);
 
@@ -228,16 +229,7 @@ Status SchedulerCore::Recover() {
     next_job_id_ = std::max(next_job_id_, job.row.id + 1);
     jobs_.emplace(job.row.id, std::move(job));
   }
-  for (AgentRow& row : state.agents) {
-    Agent agent;
-    agent.row = std::move(row);
-    agent.last_heartbeat_ms = now;  // a grace period to reattach
-    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
-      worker_agent_[agent.row.first_worker_id + g] = agent.row.agent_id;
-    }
-    next_worker_id_ = std::max(next_worker_id_, agent.row.first_worker_id + agent.row.num_gpus);
-    agents_.emplace(agent.row.agent_id, std::move(agent));
-  }
+  agents_.Restore(std::move(state.agents), static_cast<std::uint64_t>(std::max<std::int64_t>(next_worker, 0)), now);
   if (state.open_round) {
     const RoundRow& stored = *state.open_round;
     Round round;
@@ -257,7 +249,7 @@ Status SchedulerCore::Recover() {
       task.job_id = row.job_id;
       task.rank = row.rank;
       task.world_size = row.world_size;
-      const Agent* agent = AgentOfWorker(row.worker_id);
+      const Agent* agent = agents_.AgentOfWorker(row.worker_id);
       task.gpu_type = agent ? agent->row.gpu_type : "";
       task.reported = row.reported;
       if (task.reported) {  // credited before the crash; nothing left to do for it
@@ -312,27 +304,11 @@ Seconds SchedulerCore::MechTime(std::int64_t unix_ms) const {
   return Seconds(static_cast<double>(unix_ms - epoch_ms_) / 1000.0);
 }
 
-const SchedulerCore::Agent* SchedulerCore::AgentOfWorker(std::uint64_t worker_id) const {
-  const auto it = worker_agent_.find(worker_id);
-  if (it == worker_agent_.end()) return nullptr;
-  const auto agent = agents_.find(it->second);
-  return agent == agents_.end() ? nullptr : &agent->second;
-}
-
-std::vector<std::string> SchedulerCore::LiveGpuTypes() const {
-  std::set<std::string> types;
-  for (const auto& [id, agent] : agents_) {
-    if (agent.row.alive) types.insert(agent.row.gpu_type);
-  }
-  return {types.begin(), types.end()};
-}
-
-void SchedulerCore::Touch(const Job& job) { dirty_jobs_.insert(job.row.id); }
-void SchedulerCore::Touch(const Agent& agent) { dirty_agents_.insert(agent.row.agent_id); }
+void SchedulerCore::Touch(const Job& job) { journal_.dirty_jobs.insert(job.row.id); }
 
 void SchedulerCore::Log(std::int64_t now, const std::string& kind, std::uint64_t job,
                         std::uint64_t worker, const std::string& message) {
-  batch_.events.push_back(EventRow{now, kind, job, worker, message});
+  journal_.Log(now, kind, job, worker, message);
 }
 
 std::optional<std::uint64_t> SchedulerCore::current_round() const {
@@ -453,14 +429,14 @@ Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
   job.row.state = wire::QUEUED;
   job.row.submitted_ms = now;
   GAVEL_CHECK(ResolveMechType(job));  // ValidateSpec checked the scale factor
-  for (const std::string& type : LiveGpuTypes()) {
+  for (const std::string& type : agents_.LiveGpuTypes()) {
     job.row.per_type[type].prior = Prior(job, type);
   }
   const std::uint64_t id = job.row.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(job));
   GAVEL_CHECK(inserted);
   Touch(it->second);
-  batch_.meta["next_job_id"] = std::to_string(next_job_id_);
+  journal_.batch.meta["next_job_id"] = std::to_string(next_job_id_);
   Log(now, "submit", id, 0, "by " + user.user);
   jobs_changed_ = true;
   // A job no GPU type of the cluster can run stays out until the cluster changes
@@ -538,7 +514,7 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
     layout_types = mech_->layout().type_names();
   }
   std::set<std::string> types;
-  for (const std::string& t : LiveGpuTypes()) types.insert(t);
+  for (const std::string& t : agents_.LiveGpuTypes()) types.insert(t);
   for (const auto& [t, g] : row.per_type) types.insert(t);
   double rate = 0.0;
   for (const std::string& type : types) {
@@ -586,34 +562,11 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
 wire::ListWorkersResponse SchedulerCore::ListWorkers() const {
   wire::ListWorkersResponse response;
   const std::int64_t now = clock_->NowMs();
-  std::vector<const Agent*> sorted;
-  for (const auto& [id, agent] : agents_) sorted.push_back(&agent);
-  std::sort(sorted.begin(), sorted.end(), [](const Agent* a, const Agent* b) {
-    return a->row.first_worker_id < b->row.first_worker_id;
+  agents_.ListWorkers(now, &response, [&](std::uint64_t worker) -> std::uint64_t {
+    if (!round_) return 0;
+    const auto task = round_->tasks.find(worker);
+    return task != round_->tasks.end() && !task->second.reported ? task->second.job_id : 0;
   });
-  for (const Agent* agent : sorted) {
-    for (std::uint32_t g = 0; g < agent->row.num_gpus; ++g) {
-      const std::uint64_t worker = agent->row.first_worker_id + g;
-      wire::WorkerInfo* info = response.add_workers();
-      info->set_worker_id(worker);
-      info->set_agent_id(agent->row.agent_id);
-      info->set_gpu_type(agent->row.gpu_type);
-      info->set_address(agent->row.address);
-      info->set_alive(agent->row.alive);
-      info->set_last_heartbeat_age_s(static_cast<double>(now - agent->last_heartbeat_ms) /
-                                     1000.0);
-      info->set_registered_unix_ms(agent->row.registered_ms);
-      info->set_busy_seconds(g < agent->row.busy_seconds.size() ? agent->row.busy_seconds[g]
-                                                                : 0.0);
-      if (round_) {
-        const auto task = round_->tasks.find(worker);
-        if (task != round_->tasks.end() && !task->second.reported) {
-          info->set_busy(true);
-          info->set_job_id(task->second.job_id);
-        }
-      }
-    }
-  }
   return response;
 }
 
@@ -631,7 +584,7 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
   status.set_done_jobs(counts[wire::DONE]);
   status.set_failed_jobs(counts[wire::FAILED]);
   status.set_cancelled_jobs(counts[wire::CANCELLED]);
-  for (const auto& [id, agent] : agents_) {
+  for (const auto& [id, agent] : agents_.agents()) {
     if (agent.row.alive) {
       status.set_alive_workers(status.alive_workers() + agent.row.num_gpus);
       (*status.mutable_gpus_per_type())[agent.row.gpu_type] += agent.row.num_gpus;
@@ -655,67 +608,11 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
 
 Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
     const rpc::Principal& caller, const wire::RegisterWorkerRequest& request) {
-  const ThroughputTable& table = *options_.throughputs;
-  if (!PrintableId(request.agent_id(), 128)) {
-    return Status::InvalidArgument("agent_id: 1 to 128 printable characters without spaces");
-  }
-  if (!table.HasGpuType(request.gpu_type())) {
-    return Status::InvalidArgument("gpu_type: " + Quoted(request.gpu_type()) +
-                                   " is not a GPU type of the throughput table (" +
-                                   JoinNames(table.gpu_types()) + ")");
-  }
-  if (traits_.needs_instance_costs && !options_.instance_costs.contains(request.gpu_type())) {
-    return Status::InvalidArgument("gpu_type: policy " + options_.policy + " needs the price of " +
-                                   Quoted(request.gpu_type()) +
-                                   " GPUs, and gavel serve has none (--instance-costs)");
-  }
-  if (request.num_gpus() < 1 || request.num_gpus() > kMaxGpusPerAgent) {
-    return Status::InvalidArgument("num_gpus: must be in 1.." + std::to_string(kMaxGpusPerAgent));
-  }
-  Result<rpc::HostPort> address = rpc::ParseAddress(request.address());
-  if (!address.ok() || address->port == 0) {
-    return Status::InvalidArgument("address: " + Quoted(request.address()) +
-                                   " is not host:port with a port in 1..65535");
-  }
-  const std::int64_t now = clock_->NowMs();
-  auto it = agents_.find(request.agent_id());
   bool changed = false;
-  if (it == agents_.end()) {
-    Agent agent;
-    agent.row.agent_id = request.agent_id();
-    agent.row.registered_ms = now;
-    it = agents_.emplace(request.agent_id(), std::move(agent)).first;
-    changed = true;
-  }
-  Agent& agent = it->second;
-  if (changed || agent.row.num_gpus != request.num_gpus() ||
-      agent.row.gpu_type != request.gpu_type()) {
-    // New GPUs get new worker ids; the old ones (if any) are retired.
-    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
-      worker_agent_.erase(agent.row.first_worker_id + g);
-    }
-    agent.row.first_worker_id = next_worker_id_;
-    agent.row.num_gpus = request.num_gpus();
-    agent.row.gpu_type = request.gpu_type();
-    agent.row.busy_seconds.assign(request.num_gpus(), 0.0);
-    next_worker_id_ += request.num_gpus();
-    batch_.meta["next_worker_id"] = std::to_string(next_worker_id_);
-    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
-      worker_agent_[agent.row.first_worker_id + g] = agent.row.agent_id;
-    }
-    changed = true;
-  }
-  if (!agent.row.alive) changed = true;
-  agent.row.alive = true;
-  agent.row.address = request.address();
-  agent.row.token = caller.token;
-  agent.last_heartbeat_ms = now;
-  Touch(agent);
+  GAVEL_ASSIGN_OR_RETURN(const Agent* registered,
+                         agents_.Register(caller, request, clock_->NowMs(), &changed));
+  const Agent& agent = *registered;
   if (changed) cluster_changed_ = true;  // the RoundScheduler takes the new GPUs next round
-  Log(now, changed ? "worker-register" : "worker-reattach", 0, agent.row.first_worker_id,
-      "agent " + agent.row.agent_id + ": " + std::to_string(agent.row.num_gpus) + " " +
-          agent.row.gpu_type + " at " + agent.row.address + ", " +
-          std::to_string(request.running_size()) + " GPUs busy");
   for (auto& [id, job] : jobs_) {
     if (IsActive(job) && !job.row.per_type.contains(agent.row.gpu_type)) {
       job.row.per_type[agent.row.gpu_type].prior = Prior(job, agent.row.gpu_type);
@@ -734,24 +631,16 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
 
 wire::HeartbeatResponse SchedulerCore::Heartbeat(const wire::HeartbeatRequest& request) {
   wire::HeartbeatResponse response;
-  const auto it = agents_.find(request.agent_id());
-  if (it == agents_.end() || !it->second.row.alive) {
-    response.set_known(false);
-    return response;
-  }
-  it->second.last_heartbeat_ms = clock_->NowMs();
-  response.set_known(true);
+  response.set_known(agents_.Heartbeat(request.agent_id(), clock_->NowMs()));
   return response;
 }
 
 Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
-  const auto agent = agents_.find(request.agent_id());
-  if (agent == agents_.end()) {
+  if (agents_.Find(request.agent_id()) == nullptr) {
     return Status::NotFound("agent_id: unknown agent " + Quoted(request.agent_id()) +
                             " (register first)");
   }
-  const auto owner = worker_agent_.find(request.worker_id());
-  if (owner == worker_agent_.end() || owner->second != request.agent_id()) {
+  if (!agents_.OwnsWorker(request.agent_id(), request.worker_id())) {
     return Status::InvalidArgument("worker_id: " + std::to_string(request.worker_id()) +
                                    " is not a GPU of agent " + request.agent_id());
   }
@@ -769,7 +658,7 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
   }
   const std::int64_t now = clock_->NowMs();
   ++counters_.reports;
-  if (agent->second.row.alive) agent->second.last_heartbeat_ms = now;  // a sign of life
+  agents_.Touch(request.agent_id(), now);  // a report is a sign of life
   Task* task = nullptr;
   if (round_ && round_->id == request.round_id()) {
     const auto it = round_->tasks.find(request.worker_id());
@@ -792,7 +681,7 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
   task->message = request.message().substr(0, 1024);
   // An agent kills a job when told to or when its GPU is given away: not the job's fault.
   task->job_at_fault = request.outcome() != wire::KILLED;
-  batch_.reported_workers.push_back(request.worker_id());
+  journal_.batch.reported_workers.push_back(request.worker_id());
   bool all = true;
   for (std::uint64_t w : round_->job_workers.at(request.job_id())) {
     all = all && round_->tasks.at(w).reported;
@@ -820,7 +709,7 @@ bool SchedulerCore::EndTasksWithoutBlame(std::uint64_t job_id, const std::string
     task.outcome = wire::KILLED;
     task.job_at_fault = false;
     task.message = message;
-    batch_.reported_workers.push_back(w);
+    journal_.batch.reported_workers.push_back(w);
     pending = true;
   }
   return pending;
@@ -828,10 +717,7 @@ bool SchedulerCore::EndTasksWithoutBlame(std::uint64_t job_id, const std::string
 
 bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::string& message,
                                       const std::string& kill_reason, std::int64_t now) {
-  auto on_agent = [&](std::uint64_t worker) {
-    const auto owner = worker_agent_.find(worker);
-    return owner != worker_agent_.end() && owner->second == agent_id;
-  };
+  auto on_agent = [&](std::uint64_t worker) { return agents_.OwnsWorker(agent_id, worker); };
   std::set<std::uint64_t> jobs;
   for (const auto& [worker, task] : round_->tasks) {
     if (!task.reported && on_agent(worker)) jobs.insert(task.job_id);
@@ -846,7 +732,7 @@ bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::st
       task.outcome = wire::KILLED;
       task.job_at_fault = false;
       task.message = message;
-      batch_.reported_workers.push_back(w);
+      journal_.batch.reported_workers.push_back(w);
     }
     KillEverywhere(job, kill_reason, /*any_round=*/false, /*spare=*/agent_id);
     EndTasksWithoutBlame(job, "");
@@ -928,14 +814,7 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
         jobs_changed_ = true;  // worth a new solve
       }
     }
-    for (const Task* t : tasks) {
-      const Agent* agent = AgentOfWorker(t->worker_id);
-      if (agent == nullptr) continue;
-      Agent& a = agents_.at(agent->row.agent_id);
-      const std::uint64_t g_index = t->worker_id - a.row.first_worker_id;
-      if (g_index < a.row.busy_seconds.size()) a.row.busy_seconds[g_index] += elapsed;
-      Touch(a);
-    }
+    for (const Task* t : tasks) agents_.AddBusySeconds(t->worker_id, elapsed);
     job.last_workers = workers;
     job.paused = expired && !crashed && !launch_failed && !completed;
     if (delta > 0) job.row.streak = 0;
@@ -1060,24 +939,24 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
     const auto workers = round_->job_workers.find(job_id);
     if (workers != round_->job_workers.end()) {
       for (std::uint64_t w : workers->second) {
-        if (const Agent* a = AgentOfWorker(w)) targets.insert(a->row.agent_id);
+        if (const Agent* a = agents_.AgentOfWorker(w)) targets.insert(a->row.agent_id);
       }
     }
   }
   const auto job = jobs_.find(job_id);
   if (job != jobs_.end()) {
     for (std::uint64_t w : job->second.last_workers) {
-      if (const Agent* a = AgentOfWorker(w)) targets.insert(a->row.agent_id);
+      if (const Agent* a = agents_.AgentOfWorker(w)) targets.insert(a->row.agent_id);
     }
   }
   for (const std::string& id : targets) {
-    const Agent& agent = agents_.at(id);
+    const Agent& agent = *agents_.Find(id);
     if (!agent.row.alive || id == spare) continue;
     wire::KillJobRequest request;
     request.set_job_id(job_id);
     request.set_reason(reason);
     if (!any_round && round_) request.set_round_id(round_->id);
-    transport_->KillJob(AgentEndpoint{id, agent.row.address, agent.row.token}, request, nullptr);
+    transport_->KillJob(agents_.Endpoint(agent), request, nullptr);
   }
 }
 
@@ -1086,24 +965,15 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
 
 void SchedulerCore::CheckHeartbeats(std::int64_t now) {
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
-  for (auto& [id, agent] : agents_) {
-    if (!agent.row.alive || now - agent.last_heartbeat_ms <= timeout_ms) continue;
-    agent.row.alive = false;
-    Touch(agent);
+  for (const std::string& id : agents_.DeclareSilentDead(now, timeout_ms)) {
     cluster_changed_ = true;  // the RoundScheduler drops its GPUs next round
-    Log(now, "worker-dead", 0, agent.row.first_worker_id,
-        "agent " + id + ": no heartbeat for " +
-            std::to_string((now - agent.last_heartbeat_ms) / 1000) + " s");
     if (round_) AbandonAgentTasks(id, "its worker died", "a GPU of the job died", now);
   }
 }
 
 bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
   if (round_) return false;
-  int gpus = 0;
-  for (const auto& [id, agent] : agents_) {
-    if (agent.row.alive) gpus += static_cast<int>(agent.row.num_gpus);
-  }
+  const int gpus = agents_.LiveGpus();
   if (gpus == 0) return false;
   // Only the very first round waits for the expected cluster; later ones run on what is left.
   if (next_round_id_ == 0 && gpus < options_.expected_gpus) return false;
@@ -1156,7 +1026,7 @@ std::int64_t SchedulerCore::NextWakeMs() const {
     return now;
   }
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
-  for (const auto& [id, agent] : agents_) {
+  for (const auto& [id, agent] : agents_.agents()) {
     if (agent.row.alive) wake = std::min(wake, agent.last_heartbeat_ms + timeout_ms + 1);
   }
   for (const auto& [id, job] : jobs_) {
@@ -1184,7 +1054,7 @@ void SchedulerCore::StartRound(std::int64_t now) {
 
   Round round;
   round.id = next_round_id_++;
-  batch_.meta["next_round_id"] = std::to_string(next_round_id_);
+  journal_.batch.meta["next_round_id"] = std::to_string(next_round_id_);
   const auto round_ms = static_cast<std::int64_t>(options_.round_length.value() * 1000.0);
   round.start_ms = now;
   round.end_ms = now + round_ms;
@@ -1193,7 +1063,7 @@ void SchedulerCore::StartRound(std::int64_t now) {
   round.mech_backed = true;
 
   std::map<std::string, wire::StartRoundRequest> requests;
-  for (const auto& [id, agent] : agents_) {
+  for (const auto& [id, agent] : agents_.agents()) {
     if (agent.row.alive) requests[id].set_round_id(round.id);
   }
   std::set<std::uint64_t> placed;
@@ -1218,10 +1088,10 @@ void SchedulerCore::StartRound(std::int64_t now) {
     Touch(job);
     placed.insert(job_id);
     const std::string& gpu_type = mech_->layout().type_name(a.gpu_type);
-    const Agent* rank0 = AgentOfWorker(workers.front());
+    const Agent* rank0 = agents_.AgentOfWorker(workers.front());
     for (std::size_t rank = 0; rank < workers.size(); ++rank) {
       const std::uint64_t w = workers[rank];
-      const Agent* agent = AgentOfWorker(w);
+      const Agent* agent = agents_.AgentOfWorker(w);
       GAVEL_CHECK(agent != nullptr);
       Task task;
       task.worker_id = w;
@@ -1277,15 +1147,14 @@ void SchedulerCore::StartRound(std::int64_t now) {
   for (const auto& [w, task] : round.tasks) {
     row.tasks.push_back(RoundTaskRow{w, task.job_id, task.rank, task.world_size, false});
   }
-  batch_.open_round = std::move(row);
+  journal_.batch.open_round = std::move(row);
   const std::uint64_t round_id = round.id;
   round_ = std::move(round);
   prefetched_this_round_ = false;
   ++counters_.rounds_started;
 
   for (auto& [id, request] : requests) {
-    const Agent& agent = agents_.at(id);
-    transport_->StartRound(AgentEndpoint{id, agent.row.address, agent.row.token},
+    transport_->StartRound(agents_.Endpoint(*agents_.Find(id)),
                            std::move(request),
                            [this, id = id, round_id](Status status) {
                              if (!status.ok() && hooks_.dispatch_failed) {
@@ -1305,14 +1174,14 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
     task.outcome = wire::KILLED;
     // The job is to blame only if its agent is demonstrably alive (heartbeats of late);
     // a silent agent is about to be declared dead, which is no fault of the job.
-    const Agent* agent = AgentOfWorker(worker);
+    const Agent* agent = agents_.AgentOfWorker(worker);
     const auto recent_ms =
         static_cast<std::int64_t>(2.0 * options_.heartbeat_interval.value() * 1000.0);
     task.job_at_fault =
         agent != nullptr && agent->row.alive && now - agent->last_heartbeat_ms <= recent_ms;
     task.exit_code = -9;
     task.message = "no report by the round's deadline";
-    batch_.reported_workers.push_back(worker);
+    journal_.batch.reported_workers.push_back(worker);
     jobs.insert(task.job_id);
     ++counters_.stragglers_killed;
   }
@@ -1328,60 +1197,13 @@ void SchedulerCore::CloseRound(std::int64_t now) {
   last_round_id_ = round_->id;
   if (round_->mech_backed && mech_ && mech_->HasRunningMicroTasks()) needs_rebuild_ = true;
   round_.reset();
-  batch_.close_round = true;
-  batch_.open_round.reset();
-  batch_.reported_workers.clear();  // marks on the closed round's tasks no longer matter
+  journal_.batch.close_round = true;
+  journal_.batch.open_round.reset();
+  journal_.batch.reported_workers.clear();  // marks on the closed round's tasks no longer matter
 }
 
 // ------------------------------------------------------------------------------------------
 // The RoundScheduler.
-
-Result<mechanism::ClusterLayout> SchedulerCore::LiveLayout(
-    std::vector<std::uint64_t>* workers) const {
-  workers->clear();
-  std::map<std::string, std::vector<const Agent*>> by_type;
-  for (const auto& [id, agent] : agents_) {
-    // Under a cost policy an unpriced type cannot be used (RegisterWorker refuses such agents;
-    // a state directory written under another policy may still list one).
-    if (traits_.needs_instance_costs && !options_.instance_costs.contains(agent.row.gpu_type)) {
-      continue;
-    }
-    if (agent.row.alive) by_type[agent.row.gpu_type].push_back(&agent);
-  }
-  if (by_type.empty()) return Status::FailedPrecondition("no live GPU");
-  std::vector<GpuTypeSpec> specs;
-  std::vector<std::string> order;
-  for (const std::string& t : kPreferredTypes) {
-    if (by_type.contains(t)) order.push_back(t);
-  }
-  for (const auto& [t, agents] : by_type) {
-    if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
-  }
-  for (const std::string& t : order) {
-    int count = 0;
-    int per_server = 0;
-    for (const Agent* a : by_type[t]) {
-      count += static_cast<int>(a->row.num_gpus);
-      per_server = std::gcd(per_server, static_cast<int>(a->row.num_gpus));
-    }
-    specs.push_back(GpuTypeSpec{t, count, std::max(per_server, 1)});
-  }
-  GAVEL_ASSIGN_OR_RETURN(mechanism::ClusterLayout layout, mechanism::ClusterLayout::Create(specs));
-  // Layout ids run type after type in name order, servers in a row: walk agents the same way.
-  for (const auto& [t, agents] : by_type) {
-    std::vector<const Agent*> sorted = agents;
-    std::sort(sorted.begin(), sorted.end(), [](const Agent* a, const Agent* b) {
-      return a->row.first_worker_id < b->row.first_worker_id;
-    });
-    for (const Agent* a : sorted) {
-      for (std::uint32_t g = 0; g < a->row.num_gpus; ++g) {
-        workers->push_back(a->row.first_worker_id + g);
-      }
-    }
-  }
-  GAVEL_CHECK(static_cast<int>(workers->size()) == layout.num_workers());
-  return layout;
-}
 
 void SchedulerCore::Rebuild(std::int64_t now) {
   ++counters_.rebuilds;
@@ -1392,7 +1214,7 @@ void SchedulerCore::Rebuild(std::int64_t now) {
   layout_of_worker_.clear();
 
   std::vector<std::uint64_t> workers;
-  Result<mechanism::ClusterLayout> layout = LiveLayout(&workers);
+  Result<mechanism::ClusterLayout> layout = agents_.LiveLayout(&workers);
   if (!layout.ok()) {
     if (layout.status().code() != StatusCode::kFailedPrecondition) {
       Log(now, "internal", 0, 0, layout.status().ToString());
@@ -1428,7 +1250,7 @@ void SchedulerCore::Rebuild(std::int64_t now) {
 
 void SchedulerCore::ApplyClusterChange(std::int64_t now) {
   std::vector<std::uint64_t> workers;
-  Result<mechanism::ClusterLayout> layout = LiveLayout(&workers);
+  Result<mechanism::ClusterLayout> layout = agents_.LiveLayout(&workers);
   // With no live GPU there is nothing to plan on: the old layout waits for GPUs to return.
   if (!layout.ok()) return;
   std::unordered_map<std::uint64_t, WorkerId> layout_of;
@@ -1579,13 +1401,15 @@ void SchedulerCore::RecordAllocation() {
 // Durability.
 
 Status SchedulerCore::Flush() {
-  for (std::uint64_t id : dirty_jobs_) batch_.jobs.push_back(jobs_.at(id).row);
-  for (const std::string& id : dirty_agents_) batch_.agents.push_back(agents_.at(id).row);
-  dirty_jobs_.clear();
-  dirty_agents_.clear();
-  if (batch_.empty()) return Status::Ok();
-  WriteBatch batch = std::move(batch_);
-  batch_ = WriteBatch{};
+  for (std::uint64_t id : journal_.dirty_jobs) journal_.batch.jobs.push_back(jobs_.at(id).row);
+  for (const std::string& id : journal_.dirty_agents) {
+    journal_.batch.agents.push_back(agents_.Find(id)->row);
+  }
+  journal_.dirty_jobs.clear();
+  journal_.dirty_agents.clear();
+  if (journal_.batch.empty()) return Status::Ok();
+  WriteBatch batch = std::move(journal_.batch);
+  journal_.batch = WriteBatch{};
   GAVEL_RETURN_IF_ERROR(store_->Commit(batch));
   if (hooks_.event) {
     for (const EventRow& event : batch.events) hooks_.event(event);

@@ -41,7 +41,9 @@
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
+#include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/journal.h"
 #include "gavel/daemon/allocation_service.h"
 #include "gavel/daemon/clock.h"
 #include "gavel/daemon/store.h"
@@ -160,7 +162,7 @@ class SchedulerCore {
   // Commits the staged changes. Until it returns OK, no reply may tell a client that the
   // change happened.
   Status Flush();
-  bool HasPendingWrites() const { return !batch_.empty(); }
+  bool HasPendingWrites() const { return !journal_.empty(); }
 
   const CoreCounters& counters() const { return counters_; }
   AllocationStats allocation_stats() const { return allocation_->stats(); }
@@ -187,11 +189,6 @@ class SchedulerCore {
     bool last_launch_failed = false;
     // Throughputs the latest allocation was computed with (for the re-solve threshold).
     mutable std::map<std::string, double> used_estimate;
-  };
-
-  struct Agent {
-    AgentRow row;
-    std::int64_t last_heartbeat_ms = 0;
   };
 
   struct Task {
@@ -251,8 +248,6 @@ class SchedulerCore {
 
   // Mechanism upkeep.
   void Rebuild(std::int64_t now);
-  // The layout of the live GPUs and, by layout worker id, the daemon's worker ids.
-  Result<mechanism::ClusterLayout> LiveLayout(std::vector<std::uint64_t>* workers) const;
   // Moves the RoundScheduler onto the live GPUs (ChangeCluster); rebuilds if it refuses.
   void ApplyClusterChange(std::int64_t now);
   // Admits an active job to the RoundScheduler with its throughput estimates. Error: no GPU
@@ -290,13 +285,8 @@ class SchedulerCore {
   // Prices per type of `layout` when the policy uses them, else none.
   std::vector<double> LayoutCosts(const mechanism::ClusterLayout& layout) const;
 
-  // Agents and workers.
-  const Agent* AgentOfWorker(std::uint64_t worker_id) const;
-  std::vector<std::string> LiveGpuTypes() const;
-
   // Staging writes.
   void Touch(const Job& job);
-  void Touch(const Agent& agent);
   void Log(std::int64_t now, const std::string& kind, std::uint64_t job, std::uint64_t worker,
            const std::string& message);
   Seconds MechNow() const;
@@ -308,16 +298,15 @@ class SchedulerCore {
   AgentTransport* transport_;
   const WallClock* clock_;
   CoreHooks hooks_;
+  Journal journal_;        // changes staged for the next Flush
+  AgentRegistry agents_;   // agents, GPUs, liveness
   Seconds grace_;
   mechanism::PolicyTraits traits_;  // the policy's, from the registry (never packing)
   std::int64_t epoch_ms_ = 0;      // the state directory's creation time: mechanism time 0
   std::int64_t started_ms_ = 0;
 
   std::map<std::uint64_t, Job> jobs_;
-  std::map<std::string, Agent> agents_;
-  std::map<std::uint64_t, std::string> worker_agent_;  // worker id -> agent id
   std::uint64_t next_job_id_ = 1;
-  std::uint64_t next_worker_id_ = 0;
   std::uint64_t next_round_id_ = 0;
   std::optional<Round> round_;
   std::optional<std::uint64_t> last_round_id_;
@@ -334,9 +323,6 @@ class SchedulerCore {
   std::shared_ptr<AllocationService> allocation_;
   std::map<int, int> representative_key_;  // scale factor -> table key for unknown job types
 
-  WriteBatch batch_;
-  std::set<std::uint64_t> dirty_jobs_;
-  std::set<std::string> dirty_agents_;
   CoreCounters counters_;
 };
 
