@@ -15,9 +15,6 @@
 namespace gavel::daemon {
 namespace {
 
-constexpr std::size_t kMaxCommandBytes = 64 * 1024;
-constexpr std::uint32_t kMaxScaleFactor = 64;
-constexpr std::uint64_t kMaxSteps = 1'000'000'000'000ULL;
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
@@ -90,7 +87,8 @@ SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* 
       transport_(transport),
       clock_(clock),
       hooks_(std::move(hooks)),
-      agents_(&journal_, RulesFor(options_)) {
+      agents_(&journal_, RulesFor(options_)),
+      jobs_(&journal_, options_.throughputs) {
   const double round = options_.round_length.value();
   grace_ = options_.report_grace.value() > 0.0 ? options_.report_grace
                                                : Seconds(std::min(60.0, round / 2.0));
@@ -169,23 +167,6 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
   core->traits_.needs_instance_costs = info->needs_instance_costs;
   core->allocation_ = std::make_shared<AllocationService>(
       std::move(inner), core->options_.background_solves, core->hooks_.wake);
-  // Stand-in types for jobs whose type the table does not know: per scale factor, the key
-  // that runs fastest on its slowest GPU type (so the mechanism can place it anywhere).
-  const ThroughputTable& table = *core->options_.throughputs;
-  std::map<int, double> best;
-  for (std::size_t k = 0; k < table.job_types().size(); ++k) {
-    const JobTypeKey& key = table.job_types()[k];
-    double slowest = std::numeric_limits<double>::infinity();
-    for (const std::string& type : table.gpu_types()) {
-      if (type.find("unconsolidated") != std::string::npos) continue;
-      slowest = std::min(slowest, table.Isolated(type, key).value_or(0.0));
-    }
-    const auto it = best.find(key.scale_factor);
-    if (it == best.end() || slowest > it->second) {
-      best[key.scale_factor] = slowest;
-      core->representative_key_[key.scale_factor] = static_cast<int>(k);
-    }
-  }
   GAVEL_RETURN_IF_ERROR(core->Recover());
   return core;
 }
@@ -212,23 +193,11 @@ Status SchedulerCore::Recover() {
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_job, meta_int("next_job_id", 1));
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_worker, meta_int("next_worker_id", 0));
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_round, meta_int("next_round_id", 0));
-  next_job_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1));
   next_round_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_round, 0));
   mech_clock_ = std::make_unique<MechanismClock>(clock_, epoch_ms_);
 
-  for (JobRow& row : state.jobs) {
-    Job job;
-    job.row = std::move(row);
-    if (!ResolveMechType(job) && IsActive(job)) {
-      return Status::InvalidArgument("state database, job " + std::to_string(job.row.id) +
-                                     ", field spec.scale_factor: the throughput table has no "
-                                     "job type with " +
-                                     std::to_string(job.row.spec.scale_factor()) + " GPUs");
-    }
-    if (job.row.state == wire::RUNNING) job.row.state = wire::QUEUED;  // until its round says
-    next_job_id_ = std::max(next_job_id_, job.row.id + 1);
-    jobs_.emplace(job.row.id, std::move(job));
-  }
+  GAVEL_RETURN_IF_ERROR(jobs_.Restore(std::move(state.jobs),
+                                      static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1))));
   agents_.Restore(std::move(state.agents), static_cast<std::uint64_t>(std::max<std::int64_t>(next_worker, 0)), now);
   if (state.open_round) {
     const RoundRow& stored = *state.open_round;
@@ -279,24 +248,7 @@ Status SchedulerCore::Recover() {
 // ------------------------------------------------------------------------------------------
 // Small helpers.
 
-bool SchedulerCore::ResolveMechType(Job& job) const {
-  const ThroughputTable& table = *options_.throughputs;
-  const auto sf = static_cast<int>(job.row.spec.scale_factor());
-  const JobTypeKey key{job.row.spec.job_type(), sf};
-  job.table_type = table.HasJobType(key);
-  if (job.table_type) {
-    job.mech_type = key;
-    return true;
-  }
-  const auto rep = representative_key_.find(sf);
-  if (rep == representative_key_.end()) return false;
-  job.mech_type = table.job_types()[static_cast<std::size_t>(rep->second)];
-  return true;
-}
-
-bool SchedulerCore::IsActive(const Job& job) const {
-  return job.row.state == wire::QUEUED || job.row.state == wire::RUNNING;
-}
+bool SchedulerCore::IsActive(const Job& job) const { return JobBook::IsActive(job); }
 
 Seconds SchedulerCore::MechNow() const { return mech_clock_->Now(); }
 
@@ -304,7 +256,7 @@ Seconds SchedulerCore::MechTime(std::int64_t unix_ms) const {
   return Seconds(static_cast<double>(unix_ms - epoch_ms_) / 1000.0);
 }
 
-void SchedulerCore::Touch(const Job& job) { journal_.dirty_jobs.insert(job.row.id); }
+void SchedulerCore::Touch(const Job& job) { jobs_.Touch(job); }
 
 void SchedulerCore::Log(std::int64_t now, const std::string& kind, std::uint64_t job,
                         std::uint64_t worker, const std::string& message) {
@@ -317,131 +269,25 @@ std::optional<std::uint64_t> SchedulerCore::current_round() const {
 }
 
 double SchedulerCore::Prior(const Job& job, const std::string& gpu_type) const {
-  const auto& given = job.row.spec.throughputs();
-  const auto it = given.find(gpu_type);
-  if (it != given.end()) return it->second;
-  if (job.table_type) {
-    return options_.throughputs->Isolated(gpu_type, job.mech_type).value_or(0.0);
-  }
-  return given.empty() ? 1.0 : 0.0;  // the original's DEFAULT_THROUGHPUT; unlisted = unknown
+  return jobs_.Prior(job, gpu_type);
 }
 
 double SchedulerCore::Estimate(const Job& job, const std::string& gpu_type) const {
-  const auto it = job.row.per_type.find(gpu_type);
-  if (it != job.row.per_type.end() && it->second.measurements > 0) return it->second.measured;
-  return Prior(job, gpu_type);
+  return jobs_.Estimate(job, gpu_type);
 }
 
 // ------------------------------------------------------------------------------------------
 // Requests from users.
 
-Status SchedulerCore::ValidateSpec(const wire::JobSpec& spec) const {
-  const ThroughputTable& table = *options_.throughputs;
-  if (spec.command_size() == 0) {
-    return Status::InvalidArgument("spec.command: empty; give the program to run");
-  }
-  if (spec.command(0).empty()) return Status::InvalidArgument("spec.command[0]: empty");
-  std::size_t bytes = 0;
-  for (int i = 0; i < spec.command_size(); ++i) {
-    bytes += spec.command(i).size();
-    if (spec.command(i).find('\0') != std::string::npos) {
-      return Status::InvalidArgument("spec.command[" + std::to_string(i) +
-                                     "]: contains a NUL byte");
-    }
-  }
-  if (bytes > kMaxCommandBytes) {
-    return Status::InvalidArgument("spec.command: longer than " +
-                                   std::to_string(kMaxCommandBytes) + " bytes");
-  }
-  if (spec.scale_factor() < 1) {
-    return Status::InvalidArgument("spec.scale_factor: must be at least 1");
-  }
-  if (spec.scale_factor() > kMaxScaleFactor) {
-    return Status::InvalidArgument("spec.scale_factor: at most " +
-                                   std::to_string(kMaxScaleFactor) + " GPUs");
-  }
-  if (!representative_key_.contains(static_cast<int>(spec.scale_factor()))) {
-    std::string have;
-    for (const auto& [sf, key] : representative_key_) {
-      have += (have.empty() ? "" : ", ") + std::to_string(sf);
-    }
-    return Status::InvalidArgument("spec.scale_factor: no job type of the throughput table runs "
-                                   "on " + std::to_string(spec.scale_factor()) +
-                                   " GPUs (it has " + have + ")");
-  }
-  if (spec.total_steps() < 1) return Status::InvalidArgument("spec.total_steps: must be >= 1");
-  if (spec.total_steps() > kMaxSteps) {
-    return Status::InvalidArgument("spec.total_steps: more than " + std::to_string(kMaxSteps));
-  }
-  if (!std::isfinite(spec.priority_weight()) || spec.priority_weight() < 0.0) {
-    return Status::InvalidArgument("spec.priority_weight: must be a positive number");
-  }
-  if (!spec.job_type().empty() && spec.throughputs().empty() &&
-      !table.HasJobType(JobTypeKey{spec.job_type(), static_cast<int>(spec.scale_factor())})) {
-    return Status::InvalidArgument(
-        "spec.job_type: " + Quoted(spec.job_type()) + " on " +
-        std::to_string(spec.scale_factor()) +
-        " GPU(s) is not in the throughput table; give throughput estimates per GPU type "
-        "(--throughput TYPE=STEPS_PER_S) or leave the type out");
-  }
-  bool any_positive = spec.throughputs().empty();
-  for (const auto& [type, value] : spec.throughputs()) {
-    if (!table.HasGpuType(type)) {
-      return Status::InvalidArgument("spec.throughputs[" + Quoted(type) +
-                                     "]: not a GPU type of the throughput table (" +
-                                     JoinNames(table.gpu_types()) + ")");
-    }
-    if (!std::isfinite(value) || value < 0.0) {
-      return Status::InvalidArgument("spec.throughputs[" + Quoted(type) +
-                                     "]: must be a non-negative number of steps/s");
-    }
-    any_positive = any_positive || value > 0.0;
-  }
-  if (!any_positive) {
-    return Status::InvalidArgument("spec.throughputs: every estimate is 0; the job could run "
-                                   "nowhere");
-  }
-  for (const auto& [key, value] : spec.env()) {
-    if (key.empty() || key.find('=') != std::string::npos ||
-        key.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
-      return Status::InvalidArgument("spec.env[" + Quoted(key) +
-                                     "]: names must be non-empty, without '=' or NUL");
-    }
-  }
-  if (spec.name().size() > 256) return Status::InvalidArgument("spec.name: over 256 bytes");
-  if (spec.entity().size() > 128) return Status::InvalidArgument("spec.entity: over 128 bytes");
-  if (spec.working_directory().size() > 4096) {
-    return Status::InvalidArgument("spec.working_directory: over 4096 bytes");
-  }
-  return Status::Ok();
-}
-
 Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
                                             const wire::JobSpec& spec) {
-  GAVEL_RETURN_IF_ERROR(ValidateSpec(spec));
-  const std::int64_t now = clock_->NowMs();
-  Job job;
-  job.row.id = next_job_id_++;
-  job.row.user = user.user;
-  job.row.spec = spec;
-  if (job.row.spec.priority_weight() == 0.0) job.row.spec.set_priority_weight(1.0);
-  if (job.row.spec.entity().empty()) job.row.spec.set_entity(user.user);
-  job.row.state = wire::QUEUED;
-  job.row.submitted_ms = now;
-  GAVEL_CHECK(ResolveMechType(job));  // ValidateSpec checked the scale factor
-  for (const std::string& type : agents_.LiveGpuTypes()) {
-    job.row.per_type[type].prior = Prior(job, type);
-  }
+  GAVEL_RETURN_IF_ERROR(jobs_.Validate(spec));
+  Job& job = jobs_.Add(user, spec, clock_->NowMs(), agents_.LiveGpuTypes());
   const std::uint64_t id = job.row.id;
-  auto [it, inserted] = jobs_.emplace(id, std::move(job));
-  GAVEL_CHECK(inserted);
-  Touch(it->second);
-  journal_.batch.meta["next_job_id"] = std::to_string(next_job_id_);
-  Log(now, "submit", id, 0, "by " + user.user);
   jobs_changed_ = true;
   // A job no GPU type of the cluster can run stays out until the cluster changes
   // (AdmitMissingJobs).
-  if (mech_) (void)AddToMechanism(it->second);
+  if (mech_) (void)AddToMechanism(job);
   return id;
 }
 
@@ -613,12 +459,7 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
                          agents_.Register(caller, request, clock_->NowMs(), &changed));
   const Agent& agent = *registered;
   if (changed) cluster_changed_ = true;  // the RoundScheduler takes the new GPUs next round
-  for (auto& [id, job] : jobs_) {
-    if (IsActive(job) && !job.row.per_type.contains(agent.row.gpu_type)) {
-      job.row.per_type[agent.row.gpu_type].prior = Prior(job, agent.row.gpu_type);
-      Touch(job);
-    }
-  }
+  jobs_.AddPriors(agent.row.gpu_type);
   wire::RegisterWorkerResponse response;
   for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
     response.add_worker_ids(agent.row.first_worker_id + g);
@@ -981,9 +822,7 @@ bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
 }
 
 bool SchedulerCore::AnyRunnable(std::int64_t now) const {
-  return std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& entry) {
-    return IsActive(entry.second) && entry.second.row.next_retry_ms <= now;
-  });
+  return jobs_.AnyRunnable(now);
 }
 
 void SchedulerCore::Tick() {

@@ -43,6 +43,7 @@
 #include "gavel/core/units.h"
 #include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/job_book.h"
 #include "gavel/daemon/journal.h"
 #include "gavel/daemon/allocation_service.h"
 #include "gavel/daemon/clock.h"
@@ -178,19 +179,6 @@ class SchedulerCore {
   bool MechanismHolds(std::uint64_t job_id) const;
 
  private:
-  struct Job {
-    JobRow row;
-    bool table_type = false;  // spec.job_type names a table entry with this scale factor
-    JobTypeKey mech_type;     // the key the RoundScheduler books the job under
-    // Where the job ran last round and whether it is paused there (its lease ran out and it
-    // waits for the next round): placed on exactly those GPUs again, it continues.
-    std::vector<std::uint64_t> last_workers;
-    bool paused = false;
-    bool last_launch_failed = false;
-    // Throughputs the latest allocation was computed with (for the re-solve threshold).
-    mutable std::map<std::string, double> used_estimate;
-  };
-
   struct Task {
     std::uint64_t worker_id = 0;
     std::uint64_t job_id = 0;
@@ -267,11 +255,7 @@ class SchedulerCore {
   void RecordAllocation();
 
   // Jobs.
-  Status ValidateSpec(const wire::JobSpec& spec) const;
   bool IsActive(const Job& job) const;
-  // Sets table_type and mech_type: the job's own table entry, else the stand-in of its scale
-  // factor. False when the table has no job type of that scale factor.
-  bool ResolveMechType(Job& job) const;
   double Prior(const Job& job, const std::string& gpu_type) const;
   double Estimate(const Job& job, const std::string& gpu_type) const;
   wire::JobInfo Info(const Job& job) const;
@@ -300,13 +284,12 @@ class SchedulerCore {
   CoreHooks hooks_;
   Journal journal_;        // changes staged for the next Flush
   AgentRegistry agents_;   // agents, GPUs, liveness
+  JobBook jobs_;           // durable jobs and their states
   Seconds grace_;
   mechanism::PolicyTraits traits_;  // the policy's, from the registry (never packing)
   std::int64_t epoch_ms_ = 0;      // the state directory's creation time: mechanism time 0
   std::int64_t started_ms_ = 0;
 
-  std::map<std::uint64_t, Job> jobs_;
-  std::uint64_t next_job_id_ = 1;
   std::uint64_t next_round_id_ = 0;
   std::optional<Round> round_;
   std::optional<std::uint64_t> last_round_id_;
@@ -321,7 +304,6 @@ class SchedulerCore {
   bool jobs_changed_ = false;      // the active job set changed since the last prefetch
   bool prefetched_this_round_ = false;
   std::shared_ptr<AllocationService> allocation_;
-  std::map<int, int> representative_key_;  // scale factor -> table key for unknown job types
 
   CoreCounters counters_;
 };
