@@ -42,42 +42,6 @@ AgentRules RulesFor(const CoreOptions& options) {
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
-// Private types.
-
-// The RoundScheduler's clock: seconds since the state directory was created, never going
-// backwards even if the wall clock does.
-class SchedulerCore::MechanismClock final : public mechanism::Clock {
- public:
-  MechanismClock(const WallClock* clock, std::int64_t epoch_ms) : clock_(clock), epoch_(epoch_ms) {}
-  Seconds Now() const override {
-    const double now = static_cast<double>(clock_->NowMs() - epoch_) / 1000.0;
-    last_ = std::max(last_, now);
-    return Seconds(last_);
-  }
-
- private:
-  const WallClock* clock_;
-  std::int64_t epoch_;
-  mutable double last_ = 0.0;
-};
-
-// The policy the RoundScheduler calls: the AllocationService, noting the throughputs each
-// problem was posed with (for the re-solve threshold).
-class SchedulerCore::PolicyAdapter final : public policy::Policy {
- public:
-  PolicyAdapter(const SchedulerCore* core, std::shared_ptr<AllocationService> service)
-      : core_(core), service_(std::move(service)) {}
-  Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input) override {
-    core_->NoteEstimatesUsed(input);
-    return service_->Allocate(input);
-  }
-
- private:
-  const SchedulerCore* core_;
-  std::shared_ptr<AllocationService> service_;
-};
-
-// ------------------------------------------------------------------------------------------
 // Construction and recovery.
 
 SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* transport,
@@ -95,7 +59,7 @@ SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* 
 }
 
 SchedulerCore::~SchedulerCore() {
-  mech_.reset();
+  schedule_.reset();
   allocation_.reset();
 }
 
@@ -194,7 +158,17 @@ Status SchedulerCore::Recover() {
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_worker, meta_int("next_worker_id", 0));
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_round, meta_int("next_round_id", 0));
   next_round_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_round, 0));
-  mech_clock_ = std::make_unique<MechanismClock>(clock_, epoch_ms_);
+  ScheduleOptions schedule;
+  schedule.policy = options_.policy;
+  schedule.throughputs = options_.throughputs;
+  schedule.seed = options_.seed;
+  schedule.round_length = options_.round_length;
+  schedule.min_reset_interval = options_.min_reset_interval;
+  schedule.entity_weights = options_.entity_weights;
+  schedule.instance_costs = options_.instance_costs;
+  schedule.traits = traits_;
+  schedule_ = std::make_unique<Schedule>(std::move(schedule), &jobs_, &agents_, &journal_,
+                                         allocation_, clock_, epoch_ms_);
 
   GAVEL_RETURN_IF_ERROR(jobs_.Restore(std::move(state.jobs),
                                       static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1))));
@@ -240,7 +214,6 @@ Status SchedulerCore::Recover() {
   } else {
     Log(now, "recover", 0, 0, "resumed with no open round");
   }
-  needs_rebuild_ = true;
   jobs_changed_ = true;
   return Status::Ok();
 }
@@ -250,17 +223,18 @@ Status SchedulerCore::Recover() {
 
 bool SchedulerCore::IsActive(const Job& job) const { return JobBook::IsActive(job); }
 
-Seconds SchedulerCore::MechNow() const { return mech_clock_->Now(); }
-
-Seconds SchedulerCore::MechTime(std::int64_t unix_ms) const {
-  return Seconds(static_cast<double>(unix_ms - epoch_ms_) / 1000.0);
-}
-
 void SchedulerCore::Touch(const Job& job) { jobs_.Touch(job); }
 
 void SchedulerCore::Log(std::int64_t now, const std::string& kind, std::uint64_t job,
                         std::uint64_t worker, const std::string& message) {
   journal_.Log(now, kind, job, worker, message);
+}
+
+CoreCounters SchedulerCore::counters() const {
+  CoreCounters counters = counters_;
+  counters.rebuilds = schedule_->rebuilds();
+  counters.cluster_changes = schedule_->cluster_changes();
+  return counters;
 }
 
 std::optional<std::uint64_t> SchedulerCore::current_round() const {
@@ -285,9 +259,7 @@ Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
   Job& job = jobs_.Add(user, spec, clock_->NowMs(), agents_.LiveGpuTypes());
   const std::uint64_t id = job.row.id;
   jobs_changed_ = true;
-  // A job no GPU type of the cluster can run stays out until the cluster changes
-  // (AdmitMissingJobs).
-  if (mech_) (void)AddToMechanism(job);
+  schedule_->Admit(job);
   return id;
 }
 
@@ -353,12 +325,8 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
   info.set_total_steps(row.spec.total_steps());
   info.set_progress(static_cast<double>(row.steps_done) /
                     static_cast<double>(std::max<std::uint64_t>(row.spec.total_steps(), 1)));
-  std::vector<double> allocation;
-  std::vector<std::string> layout_types;
-  if (mech_ && IsActive(job) && mech_->IsActive(JobId(row.id))) {
-    allocation = mech_->AllocationOf(JobId(row.id));
-    layout_types = mech_->layout().type_names();
-  }
+  const std::map<std::string, double> allocation =
+      IsActive(job) ? schedule_->AllocationOf(row.id) : std::map<std::string, double>{};
   std::set<std::string> types;
   for (const std::string& t : agents_.LiveGpuTypes()) types.insert(t);
   for (const auto& [t, g] : row.per_type) types.insert(t);
@@ -369,9 +337,7 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
     const auto it = row.per_type.find(type);
     const JobGpuRow g = it == row.per_type.end() ? JobGpuRow{} : it->second;
     double share = IsActive(job) ? g.allocation : 0.0;
-    for (std::size_t t = 0; t < layout_types.size(); ++t) {
-      if (layout_types[t] == type) share = allocation[t];
-    }
+    if (const auto x = allocation.find(type); x != allocation.end()) share = x->second;
     stats->set_allocation(share);
     stats->set_seconds(g.seconds);
     stats->set_steps(static_cast<std::uint64_t>(std::llround(g.steps)));
@@ -458,7 +424,7 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
   GAVEL_ASSIGN_OR_RETURN(const Agent* registered,
                          agents_.Register(caller, request, clock_->NowMs(), &changed));
   const Agent& agent = *registered;
-  if (changed) cluster_changed_ = true;  // the RoundScheduler takes the new GPUs next round
+  if (changed) schedule_->MarkClusterChanged();  // the mechanism takes them next round
   jobs_.AddPriors(agent.row.gpu_type);
   wire::RegisterWorkerResponse response;
   for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
@@ -688,27 +654,12 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
   }
 
   // Feed the RoundScheduler the credited increment (exact: its record of the job's progress
-  // then equals the checkpointed count, so both agree on when the job is done). A job that
-  // left (cancelled, failed) is no longer in it: its micro-task was abandoned.
-  const JobId id(job_id);
-  if (round_->mech_backed && mech_ && mech_->IsActive(id)) {
-    mechanism::MicroTaskResult result;
-    result.combination = mechanism::Combination::Single(id);
-    result.steps = {static_cast<double>(delta)};
-    result.elapsed = {Seconds(std::max(elapsed, 1e-3))};
-    result.finished_at = MechNow();
-    Result<mechanism::ReportOutcome> outcome = mech_->OnMicroTaskDone(result);
-    if (!outcome.ok()) {
-      Log(now, "internal", job_id, first.worker_id, outcome.status().ToString());
-      needs_rebuild_ = true;
-    }
-  }
-  if (mech_ && mech_->IsActive(id)) {
-    if (IsActive(job)) {
-      PushThroughputs(job);  // what this micro-task measured
-    } else {
-      RemoveFromMechanism(job, now);
-    }
+  // then equals the checkpointed count, so both agree on when the job is done).
+  if (round_->mech_backed) schedule_->ReportMicroTask(job_id, delta, elapsed, now);
+  if (IsActive(job)) {
+    schedule_->PushThroughputs(job);  // what this micro-task measured
+  } else {
+    schedule_->Remove(job, now);
   }
 }
 
@@ -745,9 +696,7 @@ void SchedulerCore::HandleCrash(Job& job, const Task& culprit, std::int64_t now)
                                     options_.retry_backoff.value() *
                                         std::pow(2.0, static_cast<double>(row.streak - 1)));
     row.next_retry_ms = now + static_cast<std::int64_t>(backoff * 1000.0);
-    if (mech_ && mech_->IsActive(JobId(row.id))) {
-      GAVEL_CHECK(mech_->HoldJob(JobId(row.id), MechTime(row.next_retry_ms)).ok());
-    }
+    schedule_->Hold(job);
     row.message = what + detail + "; retry " + std::to_string(row.failures) + " of " +
                   std::to_string(options_.max_retries) + " after " +
                   std::to_string(static_cast<int>(backoff)) + " s";
@@ -770,7 +719,7 @@ void SchedulerCore::EndJob(Job& job, wire::JobState state, const std::string& me
       message.empty() ? std::to_string(job.row.steps_done) + " steps" : message);
   // A finished job has already left the RoundScheduler with its last report (their progress
   // records agree); any other leaves now.
-  RemoveFromMechanism(job, now);
+  schedule_->Remove(job, now);
 }
 
 void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reason,
@@ -807,7 +756,7 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
 void SchedulerCore::CheckHeartbeats(std::int64_t now) {
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
   for (const std::string& id : agents_.DeclareSilentDead(now, timeout_ms)) {
-    cluster_changed_ = true;  // the RoundScheduler drops its GPUs next round
+    schedule_->MarkClusterChanged();  // the mechanism drops its GPUs next round
     if (round_) AbandonAgentTasks(id, "its worker died", "a GPU of the job died", now);
   }
 }
@@ -828,7 +777,7 @@ bool SchedulerCore::AnyRunnable(std::int64_t now) const {
 void SchedulerCore::Tick() {
   const std::int64_t now = clock_->NowMs();
   CheckHeartbeats(now);
-  if (allocation_->TakeFreshResult() && mech_) mech_->RequestReallocation();
+  schedule_->TakeFreshAllocation();
   if (round_) {
     bool all = true;
     for (const auto& [worker, task] : round_->tasks) all = all && task.reported;
@@ -847,7 +796,7 @@ void SchedulerCore::Tick() {
   }
   // (While the cluster change waits for the next round, the RoundScheduler's layout is stale:
   // the round's own solve covers the new cluster.)
-  if (jobs_changed_ && mech_ && !needs_rebuild_ && !cluster_changed_) {
+  if (jobs_changed_ && schedule_->up_to_date()) {
     jobs_changed_ = false;
     PrefetchAllocation(now, /*with_leavers=*/false);
   }
@@ -876,20 +825,8 @@ std::int64_t SchedulerCore::NextWakeMs() const {
 
 void SchedulerCore::StartRound(std::int64_t now) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (needs_rebuild_ || !mech_) {
-    Rebuild(now);
-  } else if (cluster_changed_) {
-    ApplyClusterChange(now);
-  }
-  if (!mech_) return;
-  if (allocation_->TakeFreshResult()) mech_->RequestReallocation();
-  Result<mechanism::RoundPlan> plan = mech_->PlanRound();
-  if (!plan.ok()) {
-    Log(now, "policy-error", 0, 0, plan.status().ToString());
-    needs_rebuild_ = true;  // start from a clean RoundScheduler next time
-    return;
-  }
-  if (plan->allocation_recomputed) RecordAllocation();
+  std::optional<mechanism::RoundPlan> plan = schedule_->PlanRound(now);
+  if (!plan) return;
 
   Round round;
   round.id = next_round_id_++;
@@ -909,13 +846,12 @@ void SchedulerCore::StartRound(std::int64_t now) {
   for (const mechanism::Assignment& a : plan->assignments) {
     const std::uint64_t job_id = a.combination.member(0).value();
     Job& job = jobs_.at(job_id);
-    std::vector<std::uint64_t> workers;
-    for (WorkerId w : a.workers) workers.push_back(worker_of_layout_.at(w.value()));
+    const std::vector<std::uint64_t> workers = schedule_->WorkersOf(a);
     if (!IsActive(job) || job.row.next_retry_ms > now) {
       // Not runnable now. The RoundScheduler holds jobs that back off out of its plans, so
       // this is a safety net (e.g. the wall clock stepped back): its GPUs idle this round,
       // and the RoundScheduler hears at once that nothing ran.
-      (void)mech_->OnMicroTaskFailed(a.combination, MechNow());
+      schedule_->Skip(a);
       continue;
     }
     const bool continuing = job.paused && job.last_workers == workers;
@@ -926,7 +862,7 @@ void SchedulerCore::StartRound(std::int64_t now) {
     job.row.state = wire::RUNNING;
     Touch(job);
     placed.insert(job_id);
-    const std::string& gpu_type = mech_->layout().type_name(a.gpu_type);
+    const std::string& gpu_type = schedule_->GpuTypeName(a.gpu_type);
     const Agent* rank0 = agents_.AgentOfWorker(workers.front());
     for (std::size_t rank = 0; rank < workers.size(); ++rank) {
       const std::uint64_t w = workers[rank];
@@ -1034,7 +970,7 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
 void SchedulerCore::CloseRound(std::int64_t now) {
   (void)now;
   last_round_id_ = round_->id;
-  if (round_->mech_backed && mech_ && mech_->HasRunningMicroTasks()) needs_rebuild_ = true;
+  if (round_->mech_backed) schedule_->RoundClosed();
   round_.reset();
   journal_.batch.close_round = true;
   journal_.batch.open_round.reset();
@@ -1042,166 +978,26 @@ void SchedulerCore::CloseRound(std::int64_t now) {
 }
 
 // ------------------------------------------------------------------------------------------
-// The RoundScheduler.
-
-void SchedulerCore::Rebuild(std::int64_t now) {
-  ++counters_.rebuilds;
-  needs_rebuild_ = false;
-  cluster_changed_ = false;
-  mech_.reset();
-  worker_of_layout_.clear();
-  layout_of_worker_.clear();
-
-  std::vector<std::uint64_t> workers;
-  Result<mechanism::ClusterLayout> layout = agents_.LiveLayout(&workers);
-  if (!layout.ok()) {
-    if (layout.status().code() != StatusCode::kFailedPrecondition) {
-      Log(now, "internal", 0, 0, layout.status().ToString());
-    }
-    return;
-  }
-
-  mechanism::SchedulerOptions mech_options;
-  mech_options.policy = options_.policy;
-  mech_options.seed = options_.seed;
-  mech_options.round_length = options_.round_length;
-  mech_options.min_reset_interval = options_.min_reset_interval;
-  mech_options.max_failed_attempts = std::nullopt;  // the daemon's retry rules (HandleCrash)
-  mech_options.entity_weights = options_.entity_weights;
-  mech_options.instance_costs = LayoutCosts(*layout);
-  Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
-      mechanism::RoundScheduler::CreateWithPolicy(
-          *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
-          std::make_unique<PolicyAdapter>(this, allocation_), traits_);
-  if (!mech.ok()) {
-    Log(now, "internal", 0, 0, mech.status().ToString());
-    return;
-  }
-  mech_ = *std::move(mech);
-  for (std::size_t i = 0; i < workers.size(); ++i) layout_of_worker_[workers[i]] = WorkerId(i);
-  worker_of_layout_ = std::move(workers);
-  for (auto& [id, job] : jobs_) {
-    if (!IsActive(job)) continue;
-    const Status added = AddToMechanism(job);
-    if (!added.ok()) Log(now, "internal", id, 0, added.ToString());
-  }
-}
-
-void SchedulerCore::ApplyClusterChange(std::int64_t now) {
-  std::vector<std::uint64_t> workers;
-  Result<mechanism::ClusterLayout> layout = agents_.LiveLayout(&workers);
-  // With no live GPU there is nothing to plan on: the old layout waits for GPUs to return.
-  if (!layout.ok()) return;
-  std::unordered_map<std::uint64_t, WorkerId> layout_of;
-  for (std::size_t i = 0; i < workers.size(); ++i) layout_of[workers[i]] = WorkerId(i);
-  std::vector<std::optional<WorkerId>> successor(worker_of_layout_.size());
-  for (std::size_t i = 0; i < worker_of_layout_.size(); ++i) {
-    const auto it = layout_of.find(worker_of_layout_[i]);
-    if (it != layout_of.end()) successor[i] = it->second;
-  }
-  std::vector<double> costs = LayoutCosts(*layout);
-  const Status changed = mech_->ChangeCluster(*std::move(layout), successor, std::move(costs));
-  if (!changed.ok()) {
-    Log(now, "internal", 0, 0, "cluster change refused, rebuilding: " + changed.ToString());
-    Rebuild(now);
-    return;
-  }
-  ++counters_.cluster_changes;
-  cluster_changed_ = false;
-  worker_of_layout_ = std::move(workers);
-  layout_of_worker_ = std::move(layout_of);
-  AdmitMissingJobs(now);
-  // Types that joined get the jobs' estimates too.
-  for (const auto& [id, job] : jobs_) {
-    if (IsActive(job)) PushThroughputs(job);
-  }
-}
-
-Status SchedulerCore::AddToMechanism(Job& job) {
-  mechanism::JobDescription description;
-  description.type = job.mech_type;
-  description.total_steps = static_cast<double>(job.row.spec.total_steps());
-  description.steps_done = static_cast<double>(job.row.steps_done);
-  description.priority_weight = job.row.spec.priority_weight();
-  description.arrival = MechTime(job.row.submitted_ms);
-  description.entity = job.row.spec.entity();
-  if (job.row.next_retry_ms > clock_->NowMs()) {
-    description.held_until = MechTime(job.row.next_retry_ms);
-  }
-  GAVEL_RETURN_IF_ERROR(mech_->AddJob(JobId(job.row.id), description));
-  PushThroughputs(job);
-  return Status::Ok();
-}
-
-void SchedulerCore::AdmitMissingJobs(std::int64_t now) {
-  (void)now;
-  for (auto& [id, job] : jobs_) {
-    if (!IsActive(job) || mech_->IsActive(JobId(id))) continue;
-    (void)AddToMechanism(job);  // still too large for every type: it waits for more GPUs
-  }
-}
-
-void SchedulerCore::PushThroughputs(const Job& job) {
-  if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
-  const std::vector<std::string>& types = mech_->layout().type_names();
-  for (std::size_t t = 0; t < types.size(); ++t) {
-    const double estimate = Estimate(job, types[t]);
-    const Status updated =
-        mech_->UpdateThroughput(JobId(job.row.id), static_cast<int>(t), estimate);
-    GAVEL_CHECK_MSG(updated.ok(), updated.ToString().c_str());  // validated estimates
-  }
-}
-
-void SchedulerCore::RemoveFromMechanism(const Job& job, std::int64_t now) {
-  if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
-  const Status removed = mech_->RemoveJob(JobId(job.row.id));
-  if (!removed.ok()) {
-    Log(now, "internal", job.row.id, 0, removed.ToString());
-    needs_rebuild_ = true;
-  }
-}
-
-std::vector<double> SchedulerCore::LayoutCosts(const mechanism::ClusterLayout& layout) const {
-  std::vector<double> costs;
-  if (!traits_.needs_instance_costs) return costs;
-  for (const std::string& type : layout.type_names()) {
-    costs.push_back(options_.instance_costs.at(type));  // LiveLayout left unpriced types out
-  }
-  return costs;
-}
+// The mechanism (through the seam, schedule.h).
 
 std::optional<mechanism::JobAccounting> SchedulerCore::MechanismAccounting(
     std::uint64_t job_id) const {
-  if (!mech_) return std::nullopt;
-  return mech_->AccountingOf(JobId(job_id));
+  return schedule_->AccountingOf(job_id);
 }
 
 std::vector<std::string> SchedulerCore::mechanism_gpu_types() const {
-  return mech_ ? mech_->layout().type_names() : std::vector<std::string>{};
+  return schedule_->gpu_types();
 }
 
 bool SchedulerCore::MechanismHolds(std::uint64_t job_id) const {
-  return mech_ && mech_->IsActive(JobId(job_id)) && mech_->IsHeld(JobId(job_id));
-}
-
-void SchedulerCore::NoteEstimatesUsed(const policy::PolicyInput& input) const {
-  for (std::size_t i = 0; i < input.jobs.size(); ++i) {
-    const auto it = jobs_.find(input.jobs[i].id.value());
-    if (it == jobs_.end()) continue;
-    for (std::size_t t = 0; t < input.num_types(); ++t) {
-      it->second.used_estimate[input.gpu_types[t]] = input.throughput(i, t);
-    }
-  }
+  return schedule_->Holds(job_id);
 }
 
 void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
-  if (!mech_ || mech_->num_active_jobs() == 0) return;
-  std::vector<policy::PolicyInput> inputs;
-  inputs.push_back(mech_->PolicyInputAt(MechNow()));
+  std::vector<JobId> leaving;
   if (with_leavers && round_) {
     // Jobs whose remaining steps fit in what is left of the round at their estimated speed
     // will most likely have finished when the next round is planned.
-    std::vector<JobId> leaving;
     const double left_s = std::max(0.0, static_cast<double>(round_->end_ms - now) / 1000.0);
     for (const auto& [job_id, workers] : round_->job_workers) {
       const Job& job = jobs_.at(job_id);
@@ -1213,27 +1009,8 @@ void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
       const double this_round = rate * static_cast<double>(now - round_->start_ms) / 1000.0;
       if (remaining - this_round <= rate * left_s * 1.1) leaving.push_back(JobId(job_id));
     }
-    if (!leaving.empty()) inputs.push_back(mech_->PolicyInputAt(MechNow(), leaving));
   }
-  for (const policy::PolicyInput& input : inputs) NoteEstimatesUsed(input);
-  allocation_->Prefetch(std::move(inputs));
-}
-
-void SchedulerCore::RecordAllocation() {
-  const std::vector<std::string>& types = mech_->layout().type_names();
-  for (auto& [id, job] : jobs_) {
-    if (!IsActive(job)) continue;
-    const std::vector<double> x = mech_->AllocationOf(JobId(id));
-    bool changed = false;
-    for (std::size_t t = 0; t < types.size(); ++t) {
-      JobGpuRow& g = job.row.per_type[types[t]];
-      if (std::abs(g.allocation - x[t]) > 1e-9) {
-        g.allocation = x[t];
-        changed = true;
-      }
-    }
-    if (changed) Touch(job);
-  }
+  schedule_->Prefetch(leaving);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -1,17 +1,16 @@
-// SchedulerCore: the scheduler daemon's state machine — jobs, agents, rounds — around the
-// same RoundScheduler the simulator drives (design.md, "one scheduler core, two worlds").
+// SchedulerCore: the scheduler daemon's coordinator — it answers requests and drives rounds
+// on the wall clock, delegating to parts with one job each (design.md, "the daemon around one
+// owner"):
+//   JobBook        durable jobs and their states (job_book.h)
+//   AgentRegistry  agents, their GPUs, liveness (agent_registry.h)
+//   Schedule       the seam to the RoundScheduler, which owns the schedule (schedule.h)
+//   Journal        changes staged for the next commit (journal.h)
+// and the open round (tasks, reports, stragglers), kept here.
 //
-// Ownership: the core owns its in-memory state, the RoundScheduler and the AllocationService.
-// The RoundScheduler lives as long as the core: jobs enter it on submission and leave it when
-// they finish, are cancelled or fail (RemoveJob); a job backing off after a crash is held out
-// of its plans (HoldJob); measured throughputs reach it as they are learned
-// (UpdateThroughput); GPUs that register or die change its cluster between rounds
-// (ChangeCluster). None of these resets the jobs' time accounting behind the priorities. It is
-// rebuilt from the durable job list only at start-up (after a restart, the accounting is not
-// stored) and after an internal error (a policy failure, or an operation it refused).
-// It borrows the Store, the AgentTransport and the WallClock, which must outlive it. Every change
-// is staged in a WriteBatch; Flush() commits it, and the daemon replies to the requests behind a
-// change only after that commit (durable before the reply).
+// Ownership: the core owns the parts and the AllocationService. It borrows the Store, the
+// AgentTransport and the WallClock, which must outlive it. Every change is staged in the
+// Journal; Flush() commits it, and the daemon replies to the requests behind a change only
+// after that commit (durable before the reply).
 //
 // A round, on the wall clock (docs/runtime.md, "Rounds"):
 //   plan (RoundScheduler::PlanRound) → dispatch one StartRound per live agent (leases to the
@@ -45,6 +44,7 @@
 #include "gavel/daemon/agent_transport.h"
 #include "gavel/daemon/job_book.h"
 #include "gavel/daemon/journal.h"
+#include "gavel/daemon/schedule.h"
 #include "gavel/daemon/allocation_service.h"
 #include "gavel/daemon/clock.h"
 #include "gavel/daemon/store.h"
@@ -165,7 +165,7 @@ class SchedulerCore {
   Status Flush();
   bool HasPendingWrites() const { return !journal_.empty(); }
 
-  const CoreCounters& counters() const { return counters_; }
+  CoreCounters counters() const;
   AllocationStats allocation_stats() const { return allocation_->stats(); }
   AllocationService& allocation_service() { return *allocation_; }
   std::optional<std::uint64_t> current_round() const;
@@ -208,8 +208,6 @@ class SchedulerCore {
     std::map<std::uint64_t, Task> tasks;                            // by worker id
     std::map<std::uint64_t, std::vector<std::uint64_t>> job_workers;  // job -> workers by rank
   };
-  class PolicyAdapter;
-  class MechanismClock;
 
   SchedulerCore(CoreOptions options, Store* store, AgentTransport* transport,
                 const WallClock* clock, CoreHooks hooks);
@@ -234,25 +232,9 @@ class SchedulerCore {
   bool AbandonAgentTasks(const std::string& agent_id, const std::string& message,
                          const std::string& kill_reason, std::int64_t now);
 
-  // Mechanism upkeep.
-  void Rebuild(std::int64_t now);
-  // Moves the RoundScheduler onto the live GPUs (ChangeCluster); rebuilds if it refuses.
-  void ApplyClusterChange(std::int64_t now);
-  // Admits an active job to the RoundScheduler with its throughput estimates. Error: no GPU
-  // type of the cluster can run it (it waits for the cluster to change: AdmitMissingJobs).
-  Status AddToMechanism(Job& job);
-  // Admits the active jobs the RoundScheduler lacks (after the cluster changed).
-  void AdmitMissingJobs(std::int64_t now);
-  // Hands the job's throughput estimates to the RoundScheduler, the one place the plans and
-  // the policy read them (0 for a type the job's estimates do not list: it cannot run there).
-  void PushThroughputs(const Job& job);
-  // Takes a job that left (cancelled, failed) out of the RoundScheduler.
-  void RemoveFromMechanism(const Job& job, std::int64_t now);
-  // with_leavers: also the problem without the jobs that will likely finish this round.
+  // The mechanism (Schedule): with_leavers also solves ahead the problem without the jobs
+  // that will likely finish this round.
   void PrefetchAllocation(std::int64_t now, bool with_leavers);
-  // Remembers the throughputs a problem handed to the policy uses (the re-solve threshold).
-  void NoteEstimatesUsed(const policy::PolicyInput& input) const;
-  void RecordAllocation();
 
   // Jobs.
   bool IsActive(const Job& job) const;
@@ -266,16 +248,10 @@ class SchedulerCore {
   void KillEverywhere(std::uint64_t job_id, const std::string& reason, bool any_round,
                       const std::string& spare = "");
 
-  // Prices per type of `layout` when the policy uses them, else none.
-  std::vector<double> LayoutCosts(const mechanism::ClusterLayout& layout) const;
-
   // Staging writes.
   void Touch(const Job& job);
   void Log(std::int64_t now, const std::string& kind, std::uint64_t job, std::uint64_t worker,
            const std::string& message);
-  Seconds MechNow() const;
-  // A Unix time in the RoundScheduler's seconds (since the state directory was created).
-  Seconds MechTime(std::int64_t unix_ms) const;
 
   CoreOptions options_;
   Store* store_;
@@ -294,16 +270,11 @@ class SchedulerCore {
   std::optional<Round> round_;
   std::optional<std::uint64_t> last_round_id_;
 
-  // The RoundScheduler over the live GPUs, keyed by the daemon's job ids.
-  std::unique_ptr<MechanismClock> mech_clock_;
-  std::unique_ptr<mechanism::RoundScheduler> mech_;
-  std::vector<std::uint64_t> worker_of_layout_;            // layout worker id -> worker id
-  std::unordered_map<std::uint64_t, WorkerId> layout_of_worker_;
-  bool needs_rebuild_ = true;
-  bool cluster_changed_ = false;   // live GPUs changed since the RoundScheduler's layout
+  std::shared_ptr<AllocationService> allocation_;
+  // The seam to the RoundScheduler (schedule.h); made at recovery, once the epoch is known.
+  std::unique_ptr<Schedule> schedule_;
   bool jobs_changed_ = false;      // the active job set changed since the last prefetch
   bool prefetched_this_round_ = false;
-  std::shared_ptr<AllocationService> allocation_;
 
   CoreCounters counters_;
 };
