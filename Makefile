@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs first (scripts/install-deps.sh).
-.PHONY: deps build run test test-release test-debug bench clean
+.PHONY: deps build run test test-release test-debug test-tsa bench clean
 
 JOBS ?= $(shell nproc)
 
@@ -16,8 +16,9 @@ build: deps
 run: build
 	@scripts/headline.sh
 
-# Every test: the optimised build, then the unit tests again under ASan and UBSan.
-test: test-release test-debug
+# Every test: the optimised build, then the unit tests again under ASan and UBSan, and the
+# mutex annotations checked by clang (-Wthread-safety; a compile of the libraries with mutexes).
+test: test-release test-debug test-tsa
 
 test-release: build
 	@ctest --preset release
@@ -26,6 +27,10 @@ test-debug: deps
 	@cmake --preset debug >/dev/null
 	@cmake --build --preset debug -j $(JOBS)
 	@ctest --preset debug -LE slow
+
+test-tsa: deps
+	@cmake --preset tsa >/dev/null
+	@cmake --build --preset tsa -j $(JOBS)
 
 bench: build
 	@bench/run.sh
