@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs first (scripts/install-deps.sh).
-.PHONY: deps build run test test-release test-debug test-fuzz fuzz test-tsan bench clean
+.PHONY: deps build run test test-release test-debug test-tsa test-fuzz fuzz test-tsan bench clean
 
 JOBS ?= $(shell nproc)
 
@@ -16,9 +16,10 @@ build: deps
 run: build
 	@scripts/headline.sh
 
-# Every test: the optimised build, then the unit tests again under ASan and UBSan, then a
-# short run of every parser's fuzz target (docs/formats.md, "Fuzzing").
-test: test-release test-debug test-fuzz
+# Every test: the optimised build, then the unit tests again under ASan and UBSan, the mutex
+# annotations checked by clang (-Wthread-safety), and a short run of every parser's fuzz
+# target (docs/formats.md, "Fuzzing").
+test: test-release test-debug test-tsa test-fuzz
 
 test-release: build
 	@ctest --preset release
@@ -47,6 +48,9 @@ test-tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build --preset tsan -j $(JOBS)
 	@ctest --preset tsan
+test-tsa: deps
+	@cmake --preset tsa >/dev/null
+	@cmake --build --preset tsa -j $(JOBS)
 
 bench: build
 	@bench/run.sh

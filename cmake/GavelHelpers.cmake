@@ -8,6 +8,10 @@ function(gavel_apply_warnings target)
   if(GAVEL_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
+  if(GAVEL_THREAD_SAFETY)
+    # core/mutex.h's annotations: what each mutex guards, checked at compile time.
+    target_compile_options(${target} PRIVATE -Wthread-safety -Wthread-safety-beta)
+  endif()
   if(GAVEL_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
       -fno-sanitize-recover=undefined)

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build make pkg-config
+  g++ clang cmake ninja-build make pkg-config
   coinor-libclp-dev coinor-libcbc-dev libglpk-dev
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev

@@ -164,7 +164,7 @@ Agent::Agent(AgentOptions options, SchedulerClient* scheduler, ProcessLauncher* 
 Agent::~Agent() {
   Deferred deferred;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (Slot& slot : slots_) {
       if (slot.run && slot.run->held) {
         deferred.emplace_back(std::move(slot.run->held),
@@ -231,14 +231,17 @@ wire::Lease Agent::DeliverLease(Run& run, Seconds now) {
 Status Agent::StartRound(const wire::StartRoundRequest& request) {
   Deferred deferred;
   {
-    std::unique_lock lock(mu_);
+    UniqueLock lock(mu_);
     if (registering_ && !shutting_down_) {
       // The scheduler sends a round as soon as it has committed our registration, so the round
       // may overtake the reply that tells us our worker ids: wait for the reply.
       ++start_rounds_waiting_;
-      registration_cv_.wait_for(lock,
-                                std::chrono::duration<double>(options_.registration_wait.value()),
-                                [&] { return !registering_ || shutting_down_; });
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(options_.registration_wait.value()));
+      while (registering_ && !shutting_down_) {
+        if (registration_cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) break;
+      }
       --start_rounds_waiting_;
     }
     if (shutting_down_) return Status::FailedPrecondition("agent is shutting down");
@@ -389,7 +392,7 @@ void Agent::DropPending(Slot& slot, const std::string& reason) {
 Status Agent::KillJob(const wire::KillJobRequest& request) {
   Deferred deferred;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Seconds now = clock_->Now();
     const std::string reason =
         "KillJob" + (request.reason().empty() ? std::string() : ": " + request.reason());
@@ -419,7 +422,7 @@ Status Agent::KillJob(const wire::KillJobRequest& request) {
 // ---------------------------------------------------------------------------------------
 
 Result<wire::InitResponse> Agent::Init(const wire::InitRequest& request) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   GAVEL_ASSIGN_OR_RETURN(Slot* slot, FindRun(request.job_id(), request.worker_id()));
   Run* run = slot->run.get();
   const Seconds now = clock_->Now();
@@ -436,7 +439,7 @@ Result<wire::InitResponse> Agent::Init(const wire::InitRequest& request) {
 }
 
 Result<wire::ProgressResponse> Agent::Progress(const wire::ProgressRequest& request) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   GAVEL_ASSIGN_OR_RETURN(Slot* slot, FindRun(request.job_id(), request.worker_id()));
   Run* run = slot->run.get();
   run->steps = request.steps();
@@ -451,7 +454,7 @@ Result<wire::ProgressResponse> Agent::Progress(const wire::ProgressRequest& requ
 void Agent::Done(const wire::DoneRequest& request, DoneReply reply) {
   Deferred deferred;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Result<Slot*> found = FindRun(request.job_id(), request.worker_id());
     const Seconds now = clock_->Now();
     if (!found.ok()) {
@@ -504,7 +507,7 @@ void Agent::Done(const wire::DoneRequest& request, DoneReply reply) {
 void Agent::Tick() {
   Deferred deferred;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Seconds now = clock_->Now();
     ReapAndEnforce(now, deferred);
     StartPending(now);
@@ -514,9 +517,13 @@ void Agent::Tick() {
 }
 
 void Agent::WaitForWork(Seconds max_wait) {
-  std::unique_lock lock(mu_);
-  work_cv_.wait_for(lock, std::chrono::duration<double>(max_wait.value()),
-                    [this] { return work_pending_; });
+  UniqueLock lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(max_wait.value()));
+  while (!work_pending_) {
+    if (work_cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) break;
+  }
   work_pending_ = false;
 }
 
@@ -601,7 +608,7 @@ void Agent::StartPending(Seconds now) {
 void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id, Seconds now) {
   const wire::JobLaunch& job = task.job();
   const std::string job_name = "job-" + std::to_string(job.job_id());
-  auto fail = [&](const std::string& message) {
+  auto fail = [&](const std::string& message) GAVEL_REQUIRES(mu_) {  // StartTask holds mu_
     Log("cannot start job " + std::to_string(job.job_id()) + ": " + message);
     ReportNeverStarted(task, round_id, wire::LAUNCH_FAILED, message);
   };
@@ -757,7 +764,7 @@ void Agent::TalkToScheduler() {
   wire::HeartbeatRequest heartbeat;
   std::vector<wire::ReportDoneRequest> reports;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Seconds now = clock_->Now();
     if (now < next_contact_) return;
     if (!registered_) {
@@ -781,7 +788,7 @@ void Agent::TalkToScheduler() {
 
   // A failed call: back off (one backoff for the whole connection).
   auto failed = [this](const Status& status, const std::string& what) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Seconds now = clock_->Now();
     const bool first = backoff_.value() == 0.0;
     backoff_ = first ? options_.backoff_initial : std::min(options_.backoff_max, backoff_ * 2.0);
@@ -793,7 +800,7 @@ void Agent::TalkToScheduler() {
           std::to_string(backoff_.value()) + " s");
     }
   };
-  auto succeeded = [this]() {  // caller holds mu_
+  auto succeeded = [this]() GAVEL_REQUIRES(mu_) {  // caller holds mu_
     if (backoff_.value() != 0.0) Log("scheduler reachable again");
     backoff_ = Seconds(0.0);
     next_contact_ = Seconds(0.0);
@@ -808,7 +815,7 @@ void Agent::TalkToScheduler() {
       Agent* agent;
       ~RegistrationDone() {
         {
-          std::lock_guard lock(agent->mu_);
+          MutexLock lock(agent->mu_);
           agent->registering_ = false;
         }
         agent->registration_cv_.notify_all();
@@ -829,7 +836,7 @@ void Agent::TalkToScheduler() {
                            " worker ids for " + std::to_string(options_.num_gpus) + " GPUs"),
           "RegisterWorker");
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Seconds now = clock_->Now();
     std::string ids;
     for (Slot& slot : slots_) {
@@ -863,7 +870,7 @@ void Agent::TalkToScheduler() {
   if (do_heartbeat) {
     Result<wire::HeartbeatResponse> response = scheduler_->Heartbeat(heartbeat);
     if (!response.ok()) return failed(response.status(), "Heartbeat");
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++heartbeats_;
     next_heartbeat_ = clock_->Now() + heartbeat_interval_;
     succeeded();
@@ -884,7 +891,7 @@ void Agent::TalkToScheduler() {
                          code == StatusCode::kNotFound)) {
       return failed(status, "ReportDone (job " + std::to_string(report.job_id()) + ")");
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (status.ok()) {
       ++reports_sent_;
       succeeded();
@@ -903,7 +910,7 @@ void Agent::TalkToScheduler() {
 void Agent::BeginShutdown() {
   Deferred deferred;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shutting_down_) return;
     shutting_down_ = true;
     const Seconds now = clock_->Now();
@@ -919,14 +926,14 @@ void Agent::BeginShutdown() {
 }
 
 bool Agent::ShutdownComplete() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const bool idle =
       std::all_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.run && !s.pending; });
   return shutting_down_ && idle && (outbox_.empty() || scheduler_unreachable_ || !registered_);
 }
 
 AgentSnapshot Agent::Snapshot() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   AgentSnapshot snapshot;
   snapshot.registered = registered_;
   snapshot.shutting_down = shutting_down_;

@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "gavel/core/mutex.h"
 #include "gavel/agent/ports.h"
 #include "gavel/core/ids.h"
 #include "gavel/core/status.h"
@@ -173,28 +174,28 @@ class Agent {
   using Deferred = std::vector<std::pair<DoneReply, Result<wire::DoneResponse>>>;
 
   // Locked helpers (the caller holds mu_).
-  Slot* FindSlotByWorker(std::uint64_t worker_id);
+  Slot* FindSlotByWorker(std::uint64_t worker_id) GAVEL_REQUIRES(mu_);
   // The slot running the job's process launched as `worker_id`; kNotFound otherwise.
-  Result<Slot*> FindRun(std::uint64_t job_id, std::uint64_t worker_id);
-  wire::Lease DeliverLease(Run& run, Seconds now);
+  Result<Slot*> FindRun(std::uint64_t job_id, std::uint64_t worker_id) GAVEL_REQUIRES(mu_);
+  wire::Lease DeliverLease(Run& run, Seconds now) GAVEL_REQUIRES(mu_);
   void ApplyTask(Slot& slot, const wire::Task* task, std::uint64_t round_id, Seconds now,
-                 Deferred& deferred);
+                 Deferred& deferred) GAVEL_REQUIRES(mu_);
   void StopRun(Slot& slot, wire::TaskOutcome outcome, const std::string& reason, Seconds now,
-               Deferred& deferred);
-  void DropPending(Slot& slot, const std::string& reason);
-  void ReapAndEnforce(Seconds now, Deferred& deferred);
-  void StartPending(Seconds now);
-  void StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id, Seconds now);
+               Deferred& deferred) GAVEL_REQUIRES(mu_);
+  void DropPending(Slot& slot, const std::string& reason) GAVEL_REQUIRES(mu_);
+  void ReapAndEnforce(Seconds now, Deferred& deferred) GAVEL_REQUIRES(mu_);
+  void StartPending(Seconds now) GAVEL_REQUIRES(mu_);
+  void StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id, Seconds now) GAVEL_REQUIRES(mu_);
   void Report(const Slot& slot, Run& run, wire::TaskOutcome outcome, int exit_code,
-              const std::string& message, Seconds now);
+              const std::string& message, Seconds now) GAVEL_REQUIRES(mu_);
   void ReportNeverStarted(const wire::Task& task, std::uint64_t round_id, wire::TaskOutcome outcome,
-                          const std::string& message);
-  wire::GpuState GpuStateOf(const Slot& slot) const;
-  Seconds HoldTimeout() const;
+                          const std::string& message) GAVEL_REQUIRES(mu_);
+  wire::GpuState GpuStateOf(const Slot& slot) const GAVEL_REQUIRES(mu_);
+  Seconds HoldTimeout() const GAVEL_REQUIRES(mu_);
   void Log(const std::string& line) const;
 
   // Unlocked: the scheduler conversation of one Tick.
-  void TalkToScheduler();
+  void TalkToScheduler() GAVEL_EXCLUDES(mu_);
 
   static void Invoke(Deferred& deferred);
 
@@ -203,30 +204,30 @@ class Agent {
   ProcessLauncher* const launcher_;
   const Clock* const clock_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable work_cv_;
-  bool work_pending_ = false;
-  std::vector<Slot> slots_;
-  std::optional<std::uint64_t> last_round_;
-  bool shutting_down_ = false;
+  bool work_pending_ GAVEL_GUARDED_BY(mu_) = false;
+  std::vector<Slot> slots_ GAVEL_GUARDED_BY(mu_);
+  std::optional<std::uint64_t> last_round_ GAVEL_GUARDED_BY(mu_);
+  bool shutting_down_ GAVEL_GUARDED_BY(mu_) = false;
 
   // Scheduler connection (guarded by mu_; the RPCs themselves run without it).
-  bool registered_ = false;
+  bool registered_ GAVEL_GUARDED_BY(mu_) = false;
   // A RegisterWorker call is in flight; StartRound waits on registration_cv_ until its reply
   // is applied.
-  bool registering_ = false;
+  bool registering_ GAVEL_GUARDED_BY(mu_) = false;
   std::condition_variable registration_cv_;
-  int start_rounds_waiting_ = 0;
-  Seconds round_duration_{360.0};
-  Seconds heartbeat_interval_{5.0};
-  Seconds next_heartbeat_{0.0};
-  Seconds next_contact_{0.0};  // backoff: no call to the scheduler before this
-  Seconds backoff_{0.0};
-  bool scheduler_unreachable_ = false;
-  std::deque<wire::ReportDoneRequest> outbox_;
-  std::int64_t registrations_ = 0;
-  std::int64_t heartbeats_ = 0;
-  std::int64_t reports_sent_ = 0;
+  int start_rounds_waiting_ GAVEL_GUARDED_BY(mu_) = 0;
+  Seconds round_duration_ GAVEL_GUARDED_BY(mu_){360.0};
+  Seconds heartbeat_interval_ GAVEL_GUARDED_BY(mu_){5.0};
+  Seconds next_heartbeat_ GAVEL_GUARDED_BY(mu_){0.0};
+  Seconds next_contact_ GAVEL_GUARDED_BY(mu_){0.0};  // backoff: no call before this
+  Seconds backoff_ GAVEL_GUARDED_BY(mu_){0.0};
+  bool scheduler_unreachable_ GAVEL_GUARDED_BY(mu_) = false;
+  std::deque<wire::ReportDoneRequest> outbox_ GAVEL_GUARDED_BY(mu_);
+  std::int64_t registrations_ GAVEL_GUARDED_BY(mu_) = 0;
+  std::int64_t heartbeats_ GAVEL_GUARDED_BY(mu_) = 0;
+  std::int64_t reports_sent_ GAVEL_GUARDED_BY(mu_) = 0;
 };
 
 // Checks options before an Agent is made; errors name the option.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gavel/core/mutex.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/wire/worker.grpc.pb.h"
 
@@ -42,7 +43,7 @@ class FakeSchedulerServer final : public wire::WorkerToScheduler::Service {
   }
   // Forgets every agent: heartbeats answer known = false until the agent registers again.
   void ForgetAgents() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     known_.clear();
   }
 
@@ -50,7 +51,7 @@ class FakeSchedulerServer final : public wire::WorkerToScheduler::Service {
                               const wire::RegisterWorkerRequest* request,
                               wire::RegisterWorkerResponse* response) override {
     if (!Authorized(*context)) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad token");
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     registrations_.push_back(*request);
     known_.push_back(request->agent_id());
     for (std::uint32_t i = 0; i < request->num_gpus(); ++i) response->add_worker_ids(10 + i);
@@ -62,7 +63,7 @@ class FakeSchedulerServer final : public wire::WorkerToScheduler::Service {
   grpc::Status Heartbeat(grpc::ServerContext* context, const wire::HeartbeatRequest* request,
                          wire::HeartbeatResponse* response) override {
     if (!Authorized(*context)) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad token");
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     heartbeats_.push_back(*request);
     response->set_known(std::find(known_.begin(), known_.end(), request->agent_id()) !=
                         known_.end());
@@ -71,21 +72,21 @@ class FakeSchedulerServer final : public wire::WorkerToScheduler::Service {
   grpc::Status ReportDone(grpc::ServerContext* context, const wire::ReportDoneRequest* request,
                           wire::ReportDoneResponse* /*response*/) override {
     if (!Authorized(*context)) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad token");
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     reports_.push_back(*request);
     return grpc::Status::OK;
   }
 
   std::vector<wire::RegisterWorkerRequest> registrations() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return registrations_;
   }
   std::size_t heartbeats() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return heartbeats_.size();
   }
   std::vector<wire::ReportDoneRequest> reports() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return reports_;
   }
 
@@ -100,11 +101,11 @@ class FakeSchedulerServer final : public wire::WorkerToScheduler::Service {
 
   const std::string token_;
   std::unique_ptr<grpc::Server> server_;
-  mutable std::mutex mu_;
-  std::vector<std::string> known_;
-  std::vector<wire::RegisterWorkerRequest> registrations_;
-  std::vector<wire::HeartbeatRequest> heartbeats_;
-  std::vector<wire::ReportDoneRequest> reports_;
+  mutable Mutex mu_;
+  std::vector<std::string> known_ GAVEL_GUARDED_BY(mu_);
+  std::vector<wire::RegisterWorkerRequest> registrations_ GAVEL_GUARDED_BY(mu_);
+  std::vector<wire::HeartbeatRequest> heartbeats_ GAVEL_GUARDED_BY(mu_);
+  std::vector<wire::ReportDoneRequest> reports_ GAVEL_GUARDED_BY(mu_);
 };
 
 }  // namespace gavel::agent::testing

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "gavel/core/mutex.h"
 #include "gavel/agent/ports.h"
 
 namespace gavel::agent::testing {
@@ -41,30 +42,30 @@ struct FakeProcessState {
 
 class FakeProcess final : public Process {
  public:
-  FakeProcess(std::shared_ptr<FakeProcessState> state, std::shared_ptr<std::mutex> mu)
+  FakeProcess(std::shared_ptr<FakeProcessState> state, std::shared_ptr<Mutex> mu)
       : state_(std::move(state)), mu_(std::move(mu)) {}
   int pid() const override { return state_->pid; }
   void SignalGroup(int signal) override {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     state_->signals.push_back(signal);
     if (state_->exit) return;
     if (signal == SIGKILL || (signal == SIGTERM && state_->exits_on_sigterm))
       state_->exit = ExitStatus{-signal};
   }
   std::optional<ExitStatus> PollExit() override {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     return state_->exit;
   }
 
  private:
   std::shared_ptr<FakeProcessState> state_;
-  std::shared_ptr<std::mutex> mu_;
+  std::shared_ptr<Mutex> mu_;
 };
 
 class FakeProcessLauncher final : public ProcessLauncher {
  public:
   Result<std::unique_ptr<Process>> Launch(const LaunchSpec& spec) override {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     if (!next_error_.ok()) {
       Status error = next_error_;
       next_error_ = Status::Ok();
@@ -80,30 +81,30 @@ class FakeProcessLauncher final : public ProcessLauncher {
 
   // The next Launch fails with `error`.
   void FailNextLaunch(Status error) {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     next_error_ = std::move(error);
   }
   void set_exits_on_sigterm(bool value) {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     exits_on_sigterm_ = value;
   }
   std::size_t num_launched() const {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     return processes_.size();
   }
   // A copy of the i-th launched process's state.
   FakeProcessState process(std::size_t i) const {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     return *processes_.at(i);
   }
   // Makes the i-th launched process exit with `code` (negative = killed by signal -code).
   void Exit(std::size_t i, int code) {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     if (!processes_.at(i)->exit) processes_.at(i)->exit = ExitStatus{code};
   }
   // The environment value `key` of the i-th launch ("" when absent).
   std::string Env(std::size_t i, const std::string& key) const {
-    std::lock_guard lock(*mu_);
+    MutexLock lock(*mu_);
     for (const auto& [k, v] : processes_.at(i)->spec.env) {
       if (k == key) return v;
     }
@@ -111,11 +112,12 @@ class FakeProcessLauncher final : public ProcessLauncher {
   }
 
  private:
-  std::shared_ptr<std::mutex> mu_ = std::make_shared<std::mutex>();
-  std::vector<std::shared_ptr<FakeProcessState>> processes_;
-  Status next_error_;
-  bool exits_on_sigterm_ = true;
-  int next_pid_ = 100;
+  // Shared with the FakeProcesses (their states are guarded by it too).
+  std::shared_ptr<Mutex> mu_ = std::make_shared<Mutex>();
+  std::vector<std::shared_ptr<FakeProcessState>> processes_ GAVEL_GUARDED_BY(*mu_);
+  Status next_error_ GAVEL_GUARDED_BY(*mu_);
+  bool exits_on_sigterm_ GAVEL_GUARDED_BY(*mu_) = true;
+  int next_pid_ GAVEL_GUARDED_BY(*mu_) = 100;
 };
 
 class FakeSchedulerClient final : public SchedulerClient {
@@ -124,11 +126,11 @@ class FakeSchedulerClient final : public SchedulerClient {
       const wire::RegisterWorkerRequest& request) override {
     std::function<void()> hook;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       hook = on_register_;
     }
     if (hook) hook();  // e.g. the scheduler sends a round before its reply arrives
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     registrations_.push_back(request);
     if (!down_.ok()) return down_;
     wire::RegisterWorkerResponse response;
@@ -140,7 +142,7 @@ class FakeSchedulerClient final : public SchedulerClient {
     return response;
   }
   Result<wire::HeartbeatResponse> Heartbeat(const wire::HeartbeatRequest& request) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     heartbeats_.push_back(request);
     if (!down_.ok()) return down_;
     wire::HeartbeatResponse response;
@@ -148,7 +150,7 @@ class FakeSchedulerClient final : public SchedulerClient {
     return response;
   }
   Status ReportDone(const wire::ReportDoneRequest& request) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     report_attempts_.push_back(request);
     if (!down_.ok()) return down_;
     if (!refuse_reports_.ok()) return refuse_reports_;
@@ -158,56 +160,56 @@ class FakeSchedulerClient final : public SchedulerClient {
 
   // Every call fails with `status` (e.g. IoError: the scheduler is down) until Ok is set.
   void SetDown(Status status) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     down_ = std::move(status);
   }
   void SetKnown(bool known) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     known_ = known;
   }
   void RefuseReports(Status status) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     refuse_reports_ = std::move(status);
   }
   // Runs inside every RegisterWorker call, before it answers (unlocked).
   void SetOnRegister(std::function<void()> hook) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     on_register_ = std::move(hook);
   }
   void SetFirstWorkerId(std::uint64_t id) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     first_worker_id_ = id;
   }
   std::vector<wire::RegisterWorkerRequest> registrations() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return registrations_;
   }
   std::vector<wire::HeartbeatRequest> heartbeats() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return heartbeats_;
   }
   // Acknowledged reports, in order.
   std::vector<wire::ReportDoneRequest> reports() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return reports_;
   }
   std::size_t report_attempts() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return report_attempts_.size();
   }
 
  private:
-  mutable std::mutex mu_;
-  Status down_;
-  Status refuse_reports_;
-  bool known_ = true;
-  std::uint64_t first_worker_id_ = 10;
-  std::function<void()> on_register_;
-  double round_duration_s_ = 60.0;
-  std::vector<wire::RegisterWorkerRequest> registrations_;
-  std::vector<wire::HeartbeatRequest> heartbeats_;
-  std::vector<wire::ReportDoneRequest> report_attempts_;
-  std::vector<wire::ReportDoneRequest> reports_;
+  mutable Mutex mu_;
+  Status down_ GAVEL_GUARDED_BY(mu_);
+  Status refuse_reports_ GAVEL_GUARDED_BY(mu_);
+  bool known_ GAVEL_GUARDED_BY(mu_) = true;
+  std::uint64_t first_worker_id_ GAVEL_GUARDED_BY(mu_) = 10;
+  std::function<void()> on_register_ GAVEL_GUARDED_BY(mu_);
+  double round_duration_s_ GAVEL_GUARDED_BY(mu_) = 60.0;
+  std::vector<wire::RegisterWorkerRequest> registrations_ GAVEL_GUARDED_BY(mu_);
+  std::vector<wire::HeartbeatRequest> heartbeats_ GAVEL_GUARDED_BY(mu_);
+  std::vector<wire::ReportDoneRequest> report_attempts_ GAVEL_GUARDED_BY(mu_);
+  std::vector<wire::ReportDoneRequest> reports_ GAVEL_GUARDED_BY(mu_);
 };
 
 }  // namespace gavel::agent::testing

@@ -193,15 +193,18 @@ void HttpServer::Stop() {
     accept_thread_.join();
     ::close(listen_fd_);
     ::close(wake_fd_);
+    // No new connections can appear (the accept loop is gone): take the list out, then join
+    // without the lock (the connection threads take it to mark themselves finished; list
+    // nodes keep their addresses when moved).
+    std::list<Connection> connections;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (Connection& connection : connections_) {
         if (connection.fd >= 0) ::shutdown(connection.fd, SHUT_RDWR);
       }
+      connections.swap(connections_);
     }
-    // No new connections can appear (the accept loop is gone), so the list is stable.
-    for (Connection& connection : connections_) connection.thread.join();
-    connections_.clear();
+    for (Connection& connection : connections) connection.thread.join();
   });
 }
 
@@ -228,7 +231,7 @@ void HttpServer::AcceptLoop() {
     if ((fds[0].revents & POLLIN) == 0) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ReapFinished();
     if (connections_.size() >= static_cast<std::size_t>(options_.max_connections)) {
       SendAll(fd, Serialize(ErrorResponse(503, "too many connections"), false));
@@ -344,7 +347,7 @@ void HttpServer::Serve(Connection* connection) {
   while (!stopping_ && serve_one()) {
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ::close(fd);
     connection->fd = -1;
   }

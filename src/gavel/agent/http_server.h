@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "gavel/core/mutex.h"
 #include "gavel/core/status.h"
 #include "gavel/core/units.h"
 
@@ -79,7 +80,7 @@ class HttpServer {
   HttpServer(HttpServerOptions options, HttpHandler handler, int listen_fd, int wake_fd, int port);
   void AcceptLoop();
   void Serve(Connection* connection);
-  void ReapFinished();  // caller holds mu_
+  void ReapFinished() GAVEL_REQUIRES(mu_);
 
   const HttpServerOptions options_;
   const HttpHandler handler_;
@@ -88,8 +89,8 @@ class HttpServer {
   const int port_;
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
-  std::mutex mu_;
-  std::list<Connection> connections_;
+  Mutex mu_;
+  std::list<Connection> connections_ GAVEL_GUARDED_BY(mu_);
   std::once_flag stop_once_;
 };
 

@@ -378,6 +378,8 @@ Status RunStatus(const ClientOptions& client, const std::string& output, std::os
       rpc::FromGrpc(c.stub->GetStatus(&context, wire::GetStatusRequest(), &s), "status"));
   json gpus = json::object();
   for (const auto& [type, count] : s.gpus_per_type()) gpus[type] = count;
+  json weights = json::object();
+  for (const auto& [entity, weight] : s.entity_weights()) weights[entity] = weight;
   if (output == "json") {
     out << json{{"policy", s.policy()},
                 {"round_duration_s", s.round_duration_s()},
@@ -390,6 +392,7 @@ Status RunStatus(const ClientOptions& client, const std::string& output, std::os
                           {"cancelled", s.cancelled_jobs()}}},
                 {"workers", {{"alive", s.alive_workers()}, {"dead", s.dead_workers()}}},
                 {"gpus_per_type", gpus},
+                {"entity_weights", weights},
                 {"uptime_s", s.uptime_s()},
                 {"last_solve_s", s.last_solve_s()},
                 {"allocations_computed", s.allocations_computed()},
@@ -412,7 +415,15 @@ Status RunStatus(const ClientOptions& client, const std::string& output, std::os
       << (types.empty() ? "-" : EscapeForDisplay(types))
       << "), " << s.dead_workers() << " dead\n"
       << "last solve:  " << Fixed(s.last_solve_s(), 3) << " s (" << s.allocations_computed()
-      << " solves)\n"
+      << " solves)\n";
+  // Sorted by name (a protobuf map has no order).
+  const std::map<std::string, double> sorted(s.entity_weights().begin(), s.entity_weights().end());
+  std::string entities;
+  for (const auto& [entity, weight] : sorted) {
+    entities += (entities.empty() ? "" : ", ") + entity + "=" + Fixed(weight, 3);
+  }
+  out << "entities:    " << (entities.empty() ? "all weigh 1" : entities + " (others weigh 1)")
+      << "\n"
       << "uptime:      " << Duration(s.uptime_s()) << "\n";
   return Status::Ok();
 }

@@ -45,6 +45,10 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_option("--instance-costs", o->instance_costs,
                   "$/GPU-hour per GPU type, TYPE=PRICE,... (needed by the cost policies)")
       ->delimiter(',');
+  cmd->add_option("--entity-weights", o->entity_weights,
+                  "Weight per entity for the hierarchical policies, NAME=WEIGHT,... (an entity "
+                  "not listed weighs 1; jobs name theirs with `gavel submit --entity`)")
+      ->delimiter(',');
   cmd->add_option("--report-grace-seconds", o->report_grace_seconds,
                   "Wait this long after a round for reports before killing (default "
                   "min(60, round/2))")
@@ -70,25 +74,47 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   return cmd;
 }
 
+namespace {
+
+// NAME=NUMBER,... as a map; an error names the flag and the item. Each number must lie in
+// [low, high] (bounds.h), so a price or weight can never reach an LP out of scale.
+Result<std::map<std::string, double>> ParseNamedNumbers(const std::string& flag,
+                                                        const std::string& expected,
+                                                        const char* unit,
+                                                        const std::vector<std::string>& items,
+                                                        double low, double high) {
+  std::map<std::string, double> out;
+  for (const std::string& item : items) {
+    const std::size_t eq = item.find('=');
+    const std::string where = flag + " \"" + item + "\"";
+    const std::optional<double> value =
+        eq == std::string::npos || eq == 0 ? std::nullopt : ParseFiniteDouble(item.substr(eq + 1));
+    if (!value) return Status::InvalidArgument(where + ": expected " + expected);
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(*value, low, high, where, unit));
+    if (!out.emplace(item.substr(0, eq), *value).second) {
+      return Status::InvalidArgument(flag + ": " + item.substr(0, eq) + " is given twice");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Status RunServe(const ServeOptions& o, std::ostream& out) {
   // Each number is held to its bound by its flag's validator; what is left is how two relate.
   if (!(o.heartbeat_timeout_seconds > o.heartbeat_seconds)) {
     return Status::InvalidArgument(
         "--heartbeat-timeout-seconds: must exceed --heartbeat-seconds (> 0)");
   }
-  std::map<std::string, double> instance_costs;
-  for (const std::string& item : o.instance_costs) {
-    const std::size_t eq = item.find('=');
-    const std::string where = "--instance-costs \"" + item + "\"";
-    const std::optional<double> price =
-        eq == std::string::npos || eq == 0 ? std::nullopt : ParseFiniteDouble(item.substr(eq + 1));
-    if (!price) return Status::InvalidArgument(where + ": expected TYPE=PRICE ($/GPU-hour)");
-    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(*price, 0.0, bounds::kMaxPrice, where, " $/GPU-hour"));
-    if (!instance_costs.emplace(item.substr(0, eq), *price).second) {
-      return Status::InvalidArgument("--instance-costs: " + item.substr(0, eq) +
-                                     " is priced twice");
-    }
-  }
+  using NamedNumbers = std::map<std::string, double>;
+  GAVEL_ASSIGN_OR_RETURN(
+      NamedNumbers instance_costs,
+      ParseNamedNumbers("--instance-costs", "TYPE=PRICE ($/GPU-hour)", " $/GPU-hour",
+                        o.instance_costs, 0.0, bounds::kMaxPrice));
+  GAVEL_ASSIGN_OR_RETURN(
+      NamedNumbers entity_weights,
+      ParseNamedNumbers("--entity-weights", "NAME=WEIGHT", "", o.entity_weights,
+                        bounds::kMinWeight, bounds::kMaxWeight));
   const std::string table_path =
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
   GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
@@ -114,6 +140,7 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.core.checkpoint_root =
       o.checkpoint_dir.empty() ? "" : std::filesystem::absolute(o.checkpoint_dir).string();
   options.core.instance_costs = std::move(instance_costs);
+  options.core.entity_weights = std::move(entity_weights);
   options.core.seed = o.seed;
   options.core.expected_gpus = o.expected_gpus;
 

@@ -30,6 +30,7 @@ struct ServeOptions {
   std::string checkpoint_dir;    // empty = the agents choose
   // $/GPU-hour per GPU type, "v100=2.48,k80=0.45" (the cost policies need every type's).
   std::vector<std::string> instance_costs;
+  std::vector<std::string> entity_weights;  // NAME=WEIGHT
   double report_grace_seconds = 0.0;  // 0 = min(60, round/2)
   double heartbeat_seconds = 2.0;
   double heartbeat_timeout_seconds = 10.0;

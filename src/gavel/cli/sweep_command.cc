@@ -26,6 +26,7 @@
 #include <tuple>
 #include <utility>
 
+#include "gavel/core/mutex.h"
 #include "gavel/cli/simulate_command.h"
 #include "gavel/policy/registry.h"
 
@@ -627,14 +628,14 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
   if (earlier.empty() && std::filesystem::file_size(csv_path) == 0) {
     csv << JoinRow(CsvColumns()) << "\n" << std::flush;
   }
-  std::mutex mutex;  // guards csv, progress and failures
+  Mutex mutex;  // guards csv, progress (bar) and failures
   std::vector<Status> failures;
   Progress bar(progress, o.progress_bar, points.size(), points.size() - todo.size());
   std::atomic<std::size_t> next{0};
   const auto worker = [&]() {
     for (std::size_t i = next++; i < todo.size(); i = next++) {
       const Result<Row> row = RunPoint(todo[i], o);
-      const std::lock_guard<std::mutex> lock(mutex);
+      const MutexLock lock(mutex);
       if (!row.ok()) {
         failures.push_back(row.status());
         bar.Finished(todo[i].Label() + ": FAILED");

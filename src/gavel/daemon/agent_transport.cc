@@ -17,7 +17,7 @@ GrpcAgentTransport::GrpcAgentTransport(int threads, Seconds timeout) : timeout_(
 GrpcAgentTransport::~GrpcAgentTransport() {
   for (auto& lane : lanes_) {
     {
-      std::lock_guard lock(lane->mutex);
+      MutexLock lock(lane->mutex);
       lane->stop = true;
     }
     lane->cv.notify_all();
@@ -28,7 +28,7 @@ GrpcAgentTransport::~GrpcAgentTransport() {
 void GrpcAgentTransport::Post(const std::string& agent_id, std::function<void()> work) {
   Lane& lane = *lanes_[std::hash<std::string>{}(agent_id) % lanes_.size()];
   {
-    std::lock_guard lock(lane.mutex);
+    MutexLock lock(lane.mutex);
     lane.queue.push_back(std::move(work));
   }
   lane.cv.notify_one();
@@ -37,20 +37,20 @@ void GrpcAgentTransport::Post(const std::string& agent_id, std::function<void()>
 // Runs a lane's calls in order; on shutdown, the calls still queued are dropped (their
 // callbacks are not run: the daemon is going away).
 void GrpcAgentTransport::Loop(Lane* lane) {
-  std::unique_lock lock(lane->mutex);
+  UniqueLock lock(lane->mutex);
   while (true) {
-    lane->cv.wait(lock, [&] { return lane->stop || !lane->queue.empty(); });
+    while (!lane->stop && lane->queue.empty()) lane->cv.wait(lock.native());
     if (lane->stop) return;
     std::function<void()> work = std::move(lane->queue.front());
     lane->queue.pop_front();
-    lock.unlock();
+    lock.Unlock();
     work();
-    lock.lock();
+    lock.Lock();
   }
 }
 
 std::shared_ptr<wire::WorkerAgent::Stub> GrpcAgentTransport::StubFor(const std::string& address) {
-  std::lock_guard lock(stubs_mutex_);
+  MutexLock lock(stubs_mutex_);
   auto& stub = stubs_[address];
   if (!stub) stub = wire::WorkerAgent::NewStub(rpc::MakeChannel(address));
   return stub;

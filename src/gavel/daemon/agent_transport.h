@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gavel/core/status.h"
+#include "gavel/core/mutex.h"
 #include "gavel/core/units.h"
 #include "gavel/wire/worker.grpc.pb.h"
 
@@ -56,10 +57,10 @@ class GrpcAgentTransport final : public AgentTransport {
 
  private:
   struct Lane {
-    std::mutex mutex;
+    Mutex mutex;
     std::condition_variable cv;
-    std::deque<std::function<void()>> queue;
-    bool stop = false;
+    std::deque<std::function<void()>> queue GAVEL_GUARDED_BY(mutex);
+    bool stop GAVEL_GUARDED_BY(mutex) = false;
     std::thread thread;
   };
   void Post(const std::string& agent_id, std::function<void()> work);
@@ -67,8 +68,9 @@ class GrpcAgentTransport final : public AgentTransport {
   static void Loop(Lane* lane);
 
   const Seconds timeout_;
-  std::mutex stubs_mutex_;
-  std::map<std::string, std::shared_ptr<wire::WorkerAgent::Stub>> stubs_;
+  Mutex stubs_mutex_;
+  std::map<std::string, std::shared_ptr<wire::WorkerAgent::Stub>> stubs_
+      GAVEL_GUARDED_BY(stubs_mutex_);
   std::vector<std::unique_ptr<Lane>> lanes_;
 };
 

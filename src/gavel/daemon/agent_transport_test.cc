@@ -17,7 +17,7 @@ class FakeAgentService final : public wire::WorkerAgent::Service {
  public:
   grpc::Status StartRound(grpc::ServerContext* context, const wire::StartRoundRequest* request,
                           wire::StartRoundResponse*) override {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     const auto& metadata = context->client_metadata();
     const auto token = metadata.find("authorization");
     tokens_.push_back(token == metadata.end() ? "" : std::string(token->second.data(),
@@ -31,29 +31,29 @@ class FakeAgentService final : public wire::WorkerAgent::Service {
   }
   grpc::Status KillJob(grpc::ServerContext*, const wire::KillJobRequest* request,
                        wire::KillJobResponse*) override {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     calls_.push_back("kill " + std::to_string(request->job_id()) + "@" +
                      std::to_string(request->round_id()));
     return grpc::Status::OK;
   }
   std::vector<std::string> calls() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return calls_;
   }
   std::vector<std::string> tokens() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return tokens_;
   }
   void RefuseNext(int n) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     refusals_left_ = n;
   }
 
  private:
-  std::mutex mutex_;
-  std::vector<std::string> calls_;
-  std::vector<std::string> tokens_;
-  int refusals_left_ = 0;
+  Mutex mutex_;
+  std::vector<std::string> calls_ GAVEL_GUARDED_BY(mutex_);
+  std::vector<std::string> tokens_ GAVEL_GUARDED_BY(mutex_);
+  int refusals_left_ GAVEL_GUARDED_BY(mutex_) = 0;
 };
 
 // Collects callback outcomes.
@@ -61,21 +61,24 @@ class Outcomes {
  public:
   AgentTransport::Done Callback() {
     return [this](Status status) {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       statuses_.push_back(status);
       cv_.notify_all();
     };
   }
   std::vector<Status> WaitFor(std::size_t n) {
-    std::unique_lock lock(mutex_);
-    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return statuses_.size() >= n; });
+    UniqueLock lock(mutex_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (statuses_.size() < n) {
+      if (cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) break;
+    }
     return statuses_;
   }
 
  private:
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable cv_;
-  std::vector<Status> statuses_;
+  std::vector<Status> statuses_ GAVEL_GUARDED_BY(mutex_);
 };
 
 class AgentTransportTest : public ::testing::Test {

@@ -14,7 +14,7 @@ AllocationService::AllocationService(std::unique_ptr<policy::Policy> policy, boo
 
 AllocationService::~AllocationService() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -54,7 +54,7 @@ Result<policy::PolicyOutput> AllocationService::SolveLocked(const policy::Policy
   Result<policy::PolicyOutput> output = policy_->Allocate(input);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   ++stats_.solves;
   stats_.last_solve_seconds = seconds;
   stats_.max_solve_seconds = std::max(stats_.max_solve_seconds, seconds);
@@ -77,7 +77,7 @@ Result<policy::PolicyOutput> AllocationService::SolveLocked(const policy::Policy
 
 Result<policy::PolicyOutput> AllocationService::Allocate(const policy::PolicyInput& input) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     fresh_ = false;  // whatever finished is taken now
     if (background_) {
       for (const auto& solved : solved_) {
@@ -96,14 +96,14 @@ Result<policy::PolicyOutput> AllocationService::Allocate(const policy::PolicyInp
     }
     ++stats_.synchronous_solves;
   }
-  std::lock_guard solve(solve_mutex_);
+  MutexLock solve(solve_mutex_);
   return SolveLocked(input);
 }
 
 void AllocationService::Prefetch(std::vector<policy::PolicyInput> inputs) {
   if (!background_) return;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     pending_.clear();  // newer problems replace those not yet started
     for (policy::PolicyInput& input : inputs) pending_.push_back(std::move(input));
   }
@@ -111,42 +111,42 @@ void AllocationService::Prefetch(std::vector<policy::PolicyInput> inputs) {
 }
 
 bool AllocationService::TakeFreshResult() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   const bool fresh = fresh_;
   fresh_ = false;
   return fresh;
 }
 
 void AllocationService::WaitIdle() {
-  std::unique_lock lock(mutex_);
-  cv_.wait(lock, [&] { return (pending_.empty() && !busy_) || stop_; });
+  UniqueLock lock(mutex_);
+  while (!((pending_.empty() && !busy_) || stop_)) cv_.wait(lock.native());
 }
 
 AllocationStats AllocationService::stats() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return stats_;
 }
 
 void AllocationService::BackgroundLoop() {
-  std::unique_lock lock(mutex_);
+  UniqueLock lock(mutex_);
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+    while (!stop_ && pending_.empty()) cv_.wait(lock.native());
     if (stop_) return;
     policy::PolicyInput input = std::move(pending_.front());
     pending_.pop_front();
     busy_ = true;
-    lock.unlock();
+    lock.Unlock();
     bool solved = false;
     {
-      std::lock_guard solve(solve_mutex_);
+      MutexLock solve(solve_mutex_);
       solved = SolveLocked(input).ok();
     }
-    lock.lock();
+    lock.Lock();
     if (solved) fresh_ = true;
     if (solved && notify_) {
-      lock.unlock();
+      lock.Unlock();
       notify_();
-      lock.lock();
+      lock.Lock();
     }
     busy_ = false;  // only now: WaitIdle also waits for the notification
     cv_.notify_all();

@@ -27,11 +27,11 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "gavel/core/mutex.h"
 #include "gavel/core/status.h"
 #include "gavel/policy/policy.h"
 
@@ -72,24 +72,25 @@ class AllocationService {
   static bool SameProblem(const Solved& solved, const policy::PolicyInput& input);
   static policy::PolicyOutput Restrict(const Solved& solved, const policy::PolicyInput& input);
   // Runs the policy (solve_mutex_ held by the caller) and records the result as the latest.
-  Result<policy::PolicyOutput> SolveLocked(const policy::PolicyInput& input);
+  Result<policy::PolicyOutput> SolveLocked(const policy::PolicyInput& input)
+      GAVEL_REQUIRES(solve_mutex_) GAVEL_EXCLUDES(mutex_);
   void BackgroundLoop();
 
-  std::unique_ptr<policy::Policy> policy_;
+  std::unique_ptr<policy::Policy> policy_ GAVEL_PT_GUARDED_BY(solve_mutex_);
   const bool background_;
   std::function<void()> notify_;
 
-  std::mutex solve_mutex_;  // serialises policy calls
+  Mutex solve_mutex_;  // serialises policy calls (and so the policy's own state)
 
-  mutable std::mutex mutex_;  // everything below
+  mutable Mutex mutex_;  // everything below
   std::condition_variable cv_;
-  std::deque<policy::PolicyInput> pending_;
-  bool busy_ = false;
-  bool fresh_ = false;
-  bool stop_ = false;
+  std::deque<policy::PolicyInput> pending_ GAVEL_GUARDED_BY(mutex_);
+  bool busy_ GAVEL_GUARDED_BY(mutex_) = false;
+  bool fresh_ GAVEL_GUARDED_BY(mutex_) = false;
+  bool stop_ GAVEL_GUARDED_BY(mutex_) = false;
   // Recent solves, newest first (a few: one per likely job set).
-  std::deque<std::shared_ptr<const Solved>> solved_;
-  AllocationStats stats_;
+  std::deque<std::shared_ptr<const Solved>> solved_ GAVEL_GUARDED_BY(mutex_);
+  AllocationStats stats_ GAVEL_GUARDED_BY(mutex_);
   std::thread thread_;
 };
 

@@ -36,7 +36,7 @@ void CoreLoop::Start() { thread_ = std::thread([this] { Run(); }); }
 
 bool CoreLoop::Enqueue(Item item) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (stop_) return false;
     queue_.push_back(std::move(item));
   }
@@ -49,14 +49,14 @@ void CoreLoop::Post(std::function<void(SchedulerCore&)> fn) {
 }
 
 grpc::Status CoreLoop::Call(std::function<grpc::Status(SchedulerCore&)> fn) {
-  std::mutex done_mutex;
+  Mutex done_mutex;
   std::condition_variable done_cv;
   bool done = false;
   grpc::Status result;
   Item item;
   item.run = [&](SchedulerCore& core) { result = fn(core); };
   item.committed = [&](const Status& commit) {
-    std::lock_guard lock(done_mutex);
+    MutexLock lock(done_mutex);
     if (!commit.ok()) {
       result = grpc::Status(grpc::StatusCode::INTERNAL,
                             "the scheduler could not save its state: " + commit.message());
@@ -67,21 +67,21 @@ grpc::Status CoreLoop::Call(std::function<grpc::Status(SchedulerCore&)> fn) {
   if (!Enqueue(std::move(item))) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the scheduler is shutting down");
   }
-  std::unique_lock lock(done_mutex);
-  done_cv.wait(lock, [&] { return done; });
+  UniqueLock lock(done_mutex);
+  while (!done) done_cv.wait(lock.native());
   return result;
 }
 
 void CoreLoop::Stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stop_ = true;
   }
   cv_.notify_all();
 }
 
 Status CoreLoop::fatal() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return fatal_;
 }
 
@@ -90,17 +90,17 @@ void CoreLoop::WaitStopped() {
 }
 
 void CoreLoop::Run() {
-  std::unique_lock lock(mutex_);
+  UniqueLock lock(mutex_);
   while (true) {
     const std::int64_t wake = core_->NextWakeMs();
     const std::int64_t wait_ms = std::max<std::int64_t>(0, wake - SystemClock().NowMs());
     if (queue_.empty() && !stop_ && wait_ms > 0) {
-      cv_.wait_for(lock, std::chrono::milliseconds(std::min<std::int64_t>(wait_ms, 1000)));
+      cv_.wait_for(lock.native(), std::chrono::milliseconds(std::min<std::int64_t>(wait_ms, 1000)));
     }
     std::deque<Item> items;
     items.swap(queue_);
     const bool stopping = stop_;
-    lock.unlock();
+    lock.Unlock();
 
     for (Item& item : items) item.run(*core_);
     if (!stopping) core_->Tick();
@@ -111,7 +111,7 @@ void CoreLoop::Run() {
     for (Item& item : items) {
       if (item.committed) item.committed(commit);
     }
-    lock.lock();
+    lock.Lock();
     if (!commit.ok()) {
       fatal_ = commit;
       stop_ = true;
@@ -310,7 +310,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
   GAVEL_RETURN_IF_ERROR(daemon->core_->Flush());
   Daemon* self = daemon.get();
   daemon->loop_ = std::make_unique<CoreLoop>(daemon->core_.get(), [self] {
-    std::lock_guard lock(self->mutex_);
+    MutexLock lock(self->mutex_);
     self->failed_ = true;
     self->cv_.notify_all();
   });
@@ -344,7 +344,7 @@ std::string Daemon::address() const {
 
 void Daemon::Shutdown() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (shut_down_) return;
     shut_down_ = true;
   }
@@ -364,8 +364,8 @@ void Daemon::Shutdown() {
 
 Status Daemon::Wait() {
   {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return shut_down_ || failed_; });
+    UniqueLock lock(mutex_);
+    while (!shut_down_ && !failed_) cv_.wait(lock.native());
   }
   return loop_ ? loop_->fatal() : Status::Ok();
 }

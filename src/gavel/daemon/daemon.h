@@ -23,6 +23,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "gavel/core/mutex.h"
 #include "gavel/core/status.h"
 #include "gavel/daemon/agent_transport.h"
 #include "gavel/daemon/clock.h"
@@ -70,12 +71,12 @@ class CoreLoop {
 
   SchedulerCore* core_;
   std::function<void()> on_fatal_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::condition_variable cv_;
-  std::deque<Item> queue_;
-  bool stop_ = false;
-  bool stopped_ = false;
-  Status fatal_;
+  std::deque<Item> queue_ GAVEL_GUARDED_BY(mutex_);
+  bool stop_ GAVEL_GUARDED_BY(mutex_) = false;
+  bool stopped_ GAVEL_GUARDED_BY(mutex_) = false;
+  Status fatal_ GAVEL_GUARDED_BY(mutex_);
   std::thread thread_;
 };
 
@@ -116,10 +117,10 @@ class Daemon {
   std::unique_ptr<WorkerService> worker_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable cv_;
-  bool shut_down_ = false;
-  bool failed_ = false;
+  bool shut_down_ GAVEL_GUARDED_BY(mutex_) = false;
+  bool failed_ GAVEL_GUARDED_BY(mutex_) = false;
   // Set before Shutdown so that hooks stop posting to the loop.
   std::shared_ptr<std::atomic<CoreLoop*>> hook_target_;
 };

@@ -182,12 +182,14 @@ class Cluster {
   }
   const std::string& dir() const { return dir_; }
 
-  void StartDaemon(int expected_gpus, const std::string& token_file = "") {
+  void StartDaemon(int expected_gpus, const std::string& token_file = "",
+                   const std::string& policy = "max_min_fairness_perf",
+                   const std::vector<std::string>& extra_args = {}) {
     const std::string out = dir_ + "/serve.out";
     fs::remove(out);
     std::vector<std::string> argv = {
         GAVEL_BINARY, "serve", "--listen", "127.0.0.1:" + std::to_string(port_), "--state",
-        dir_ + "/state", "--policy", "max_min_fairness_perf", "--round-seconds",
+        dir_ + "/state", "--policy", policy, "--round-seconds",
         std::to_string(kRoundSeconds), "--checkpoint-dir", dir_ + "/ckpt",
         "--heartbeat-seconds", "0.5", "--heartbeat-timeout-seconds", "3",
         "--report-grace-seconds", "1.5", "--retry-backoff-seconds", "1", "--expected-gpus",
@@ -196,6 +198,7 @@ class Cluster {
       argv.push_back("--token-file");
       argv.push_back(token_file);
     }
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     daemon_ = Process(argv, out, dir_ + "/serve.err");
     const auto deadline = Clock::now() + std::chrono::seconds(15);
     while (Clock::now() < deadline) {
@@ -213,9 +216,9 @@ class Cluster {
   void KillDaemon() { daemon_.Kill9(); }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
-  void StartAgent(const std::string& type, const std::string& token_file = "") {
+  void StartAgent(const std::string& type, const std::string& token_file = "", int gpus = 1) {
     std::vector<std::string> argv = {GAVEL_BINARY, "worker", "--scheduler", address(), "--type",
-                                     type, "--gpus", "1", "--work-dir", dir_ + "/agent-" + type,
+                                     type, "--gpus", std::to_string(gpus), "--work-dir", dir_ + "/agent-" + type,
                                      "--checkpoint-dir", dir_ + "/ckpt", "--heartbeat-seconds",
                                      "0.5", "--kill-grace-seconds", "1"};
     if (!token_file.empty()) {
@@ -655,6 +658,50 @@ TEST(RuntimeEndToEnd, TheCommandLineRefusesUnauthorisedAndMalformedRequests) {
   EXPECT_EQ(code, 0);
   EXPECT_NE(out.find("cancelled"), std::string::npos) << out;
   EXPECT_NE(out.find("STATE"), std::string::npos) << out;
+}
+
+// The check: `gavel serve --entity-weights` under
+// max_min_fairness_water_filling_perf on a loopback cluster of two v100s, four identical jobs
+// submitted with `gavel submit --entity`, two per entity. Entity e's share of the two GPUs is
+// W_e / (W_lab + W_prod), split equally between its two jobs (no job reaches a whole GPU), so
+// `gavel jobs -o json` must show 0.25 per lab job and 0.75 per prod job: a 1:3 split.
+TEST(RuntimeEndToEnd, EntityWeightsSplitTheAllocationsBetweenEntities) {
+  Cluster cluster("entities");
+  cluster.StartDaemon(2, "", "max_min_fairness_water_filling_perf",
+                      {"--entity-weights", "prod=3"});
+  cluster.StartAgent("v100", "", 2);
+  const std::string addr = cluster.address();
+  const std::map<std::string, double> weight = {{"lab", 1.0}, {"prod", 3.0}};
+  for (const char* entity : {"lab", "prod", "lab", "prod"}) {
+    auto [code, out] = cluster.Cli({"submit", "--scheduler", addr, "--steps", "100000000",
+                                    "--entity", entity, "--", "sleep", "600"});
+    ASSERT_EQ(code, 0) << out;
+  }
+  // Wait for the first round's allocation to show.
+  nlohmann::json jobs;
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    auto [code, out] = cluster.Cli({"jobs", "--scheduler", addr, "-o", "json"});
+    ASSERT_EQ(code, 0) << out;
+    jobs = nlohmann::json::parse(out);
+    bool all = jobs.size() == 4;
+    for (const auto& job : jobs) all = all && job["allocation"].value("v100", 0.0) > 0.0;
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(jobs.size(), 4u);
+  std::map<std::string, double> per_entity;
+  for (const auto& job : jobs) {
+    const std::string entity = job["entity"];
+    const double x = job["allocation"].value("v100", 0.0);
+    EXPECT_NEAR(x, weight.at(entity) / (weight.at("lab") + weight.at("prod")), 1e-4)
+        << job.dump();
+    per_entity[entity] += x;
+  }
+  EXPECT_NEAR(per_entity["prod"] / per_entity["lab"], 3.0, 1e-3);
+  auto [code, out] = cluster.Cli({"status", "--scheduler", addr, "-o", "json"});
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(nlohmann::json::parse(out)["entity_weights"]["prod"], 3.0) << out;
 }
 
 }  // namespace

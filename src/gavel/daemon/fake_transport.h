@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gavel/core/mutex.h"
 #include "gavel/daemon/agent_transport.h"
 
 namespace gavel::daemon {
@@ -19,7 +20,7 @@ class FakeAgentTransport final : public AgentTransport {
                   Done done) override {
     bool fail = false;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       fail = unreachable_.contains(agent.agent_id);
       if (record_) rounds_[agent.agent_id].push_back(std::move(request));
       ++start_rounds_;
@@ -28,7 +29,7 @@ class FakeAgentTransport final : public AgentTransport {
   }
   void KillJob(const AgentEndpoint& agent, wire::KillJobRequest request, Done done) override {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       kills_.emplace_back(agent.agent_id, request.job_id());
     }
     if (done) done(Status::Ok());
@@ -36,26 +37,26 @@ class FakeAgentTransport final : public AgentTransport {
 
   // The latest StartRound sent to `agent` (empty request if none).
   wire::StartRoundRequest LastRound(const std::string& agent) const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     const auto it = rounds_.find(agent);
     return it == rounds_.end() || it->second.empty() ? wire::StartRoundRequest()
                                                      : it->second.back();
   }
   std::size_t RoundsSentTo(const std::string& agent) const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     const auto it = rounds_.find(agent);
     return it == rounds_.end() ? 0 : it->second.size();
   }
   std::vector<std::pair<std::string, std::uint64_t>> kills() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return kills_;
   }
   std::size_t start_rounds() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return start_rounds_;
   }
   void SetUnreachable(const std::string& agent, bool unreachable) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (unreachable) {
       unreachable_.insert(agent);
     } else {
@@ -64,17 +65,17 @@ class FakeAgentTransport final : public AgentTransport {
   }
   // Benchmarks turn recording off to measure the daemon, not the fake's bookkeeping.
   void set_record(bool record) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     record_ = record;
   }
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::vector<wire::StartRoundRequest>> rounds_;
-  std::vector<std::pair<std::string, std::uint64_t>> kills_;
-  std::set<std::string> unreachable_;
-  std::size_t start_rounds_ = 0;
-  bool record_ = true;
+  mutable Mutex mutex_;
+  std::map<std::string, std::vector<wire::StartRoundRequest>> rounds_ GAVEL_GUARDED_BY(mutex_);
+  std::vector<std::pair<std::string, std::uint64_t>> kills_ GAVEL_GUARDED_BY(mutex_);
+  std::set<std::string> unreachable_ GAVEL_GUARDED_BY(mutex_);
+  std::size_t start_rounds_ GAVEL_GUARDED_BY(mutex_) = 0;
+  bool record_ GAVEL_GUARDED_BY(mutex_) = true;
 };
 
 }  // namespace gavel::daemon

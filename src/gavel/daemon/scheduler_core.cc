@@ -1,5 +1,7 @@
 #include "gavel/daemon/scheduler_core.h"
 
+#include "gavel/core/bounds.h"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -15,14 +17,6 @@
 namespace gavel::daemon {
 namespace {
 
-constexpr std::size_t kMaxCommandBytes = 64 * 1024;
-constexpr std::uint32_t kMaxScaleFactor = 64;
-constexpr std::uint64_t kMaxSteps = 1'000'000'000'000ULL;
-constexpr std::uint32_t kMaxGpusPerAgent = 1024;
-// The daemon owns the failure policy; the RoundScheduler must never drop a job by itself.
-constexpr int kNeverDrop = 1 << 30;
-// The original's fixed type order (spec §3.5); other types follow in name order.
-const std::vector<std::string> kPreferredTypes = {"v100", "p100", "k80"};
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
@@ -32,55 +26,22 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-bool PrintableId(const std::string& s, std::size_t max) {
-  return !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isgraph(static_cast<unsigned char>(c)) != 0;
-  });
-}
-
 std::string HostOf(const std::string& address) {
   auto parsed = rpc::ParseAddress(address);
   return parsed.ok() ? parsed->host : "127.0.0.1";
 }
 
+// Who may join: GPU types of the table, and under a cost policy only priced ones.
+AgentRules RulesFor(const CoreOptions& options) {
+  AgentRules rules;
+  rules.throughputs = options.throughputs.get();
+  rules.policy = options.policy;
+  const auto info = policy::FindPolicy(options.policy);
+  if (info.ok() && (*info)->capabilities.needs_instance_costs) rules.required_prices = &options.instance_costs;
+  return rules;
+}
+
 }  // namespace
-
-// ------------------------------------------------------------------------------------------
-// Private types.
-
-// The RoundScheduler's clock: seconds since the state directory was created, never going
-// backwards even if the wall clock does.
-class SchedulerCore::MechanismClock final : public mechanism::Clock {
- public:
-  MechanismClock(const WallClock* clock, std::int64_t epoch_ms) : clock_(clock), epoch_(epoch_ms) {}
-  Seconds Now() const override {
-    const double now = static_cast<double>(clock_->NowMs() - epoch_) / 1000.0;
-    last_ = std::max(last_, now);
-    return Seconds(last_);
-  }
-
- private:
-  const WallClock* clock_;
-  std::int64_t epoch_;
-  mutable double last_ = 0.0;
-};
-
-// The policy the RoundScheduler calls: translates its problem to daemon job ids with the
-// daemon's throughput estimates and asks the AllocationService.
-class SchedulerCore::PolicyAdapter final : public policy::Policy {
- public:
-  PolicyAdapter(const SchedulerCore* core, std::shared_ptr<AllocationService> service)
-      : core_(core), service_(std::move(service)) {}
-  Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input) override {
-    policy::PolicyInput translated = input;
-    core_->TranslatePolicyInput(translated);
-    return service_->Allocate(translated);
-  }
-
- private:
-  const SchedulerCore* core_;
-  std::shared_ptr<AllocationService> service_;
-};
 
 // ------------------------------------------------------------------------------------------
 // Construction and recovery.
@@ -91,14 +52,16 @@ SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* 
       store_(store),
       transport_(transport),
       clock_(clock),
-      hooks_(std::move(hooks)) {
+      hooks_(std::move(hooks)),
+      agents_(&journal_, RulesFor(options_)),
+      jobs_(&journal_, options_.throughputs) {
   const double round = options_.round_length.value();
   grace_ = options_.report_grace.value() > 0.0 ? options_.report_grace
                                                : Seconds(std::min(60.0, round / 2.0));
 }
 
 SchedulerCore::~SchedulerCore() {
-  mech_.reset();
+  schedule_.reset();
   allocation_.reset();
 }
 
@@ -117,11 +80,29 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
   if (!(options.ema_alpha > 0.0 && options.ema_alpha <= 1.0)) {
     return Status::InvalidArgument("ema alpha: must be in (0, 1]");
   }
+  for (const auto& [entity, weight] : options.entity_weights) {
+    if (entity.empty() || !std::isfinite(weight) || !(weight > 0.0)) {
+      return Status::InvalidArgument("entity weights: " + Quoted(entity) +
+                                     " needs a non-empty name and a positive weight");
+    }
+  }
   GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
   if (info->capabilities.packing) {
-    return Status::Unimplemented("policy " + options.policy +
-                                 ": packing policies need GPU sharing, which the runtime does "
-                                 "not support; use the policy without _packed");
+    // The seam is ready for pairs (the RoundScheduler plans them; Combination carries both
+    // jobs), but agents run one process per GPU: no space sharing on a real cluster yet.
+    // The heterogeneity-aware policy without pairs, when there is one (x_packed -> x_perf).
+    const std::string& name = options.policy;
+    const std::string suffix = "_packed";
+    std::string instead;
+    if (name.ends_with(suffix)) {
+      instead = name.substr(0, name.size() - suffix.size()) + "_perf";
+      if (!policy::FindPolicy(instead).ok()) instead.clear();
+    }
+    return Status::Unimplemented(
+        "policy " + name + ": it places two jobs on one GPU (space sharing), which the "
+        "runtime does not support yet; " +
+        (instead.empty() ? std::string("choose a policy without space sharing (gavel policies)")
+                         : "use " + instead + " instead"));
   }
   for (const auto& [type, price] : options.instance_costs) {
     if (!options.throughputs->HasGpuType(type)) {
@@ -149,23 +130,6 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
   core->traits_ = info->capabilities;  // not packing: refused above
   core->allocation_ = std::make_shared<AllocationService>(
       std::move(inner), core->options_.background_solves, core->hooks_.wake);
-  // Stand-in types for jobs whose type the table does not know: per scale factor, the key
-  // that runs fastest on its slowest GPU type (so the mechanism can place it anywhere).
-  const ThroughputTable& table = *core->options_.throughputs;
-  std::map<int, double> best;
-  for (std::size_t k = 0; k < table.job_types().size(); ++k) {
-    const JobTypeKey& key = table.job_types()[k];
-    double slowest = std::numeric_limits<double>::infinity();
-    for (const std::string& type : table.gpu_types()) {
-      if (type.find("unconsolidated") != std::string::npos) continue;
-      slowest = std::min(slowest, table.Isolated(type, key).value_or(0.0));
-    }
-    const auto it = best.find(key.scale_factor);
-    if (it == best.end() || slowest > it->second) {
-      best[key.scale_factor] = slowest;
-      core->representative_key_[key.scale_factor] = static_cast<int>(k);
-    }
-  }
   GAVEL_RETURN_IF_ERROR(core->Recover());
   return core;
 }
@@ -188,38 +152,26 @@ Status SchedulerCore::Recover() {
     }
   };
   GAVEL_ASSIGN_OR_RETURN(epoch_ms_, meta_int("epoch_ms", now));
-  if (!state.meta.contains("epoch_ms")) batch_.meta["epoch_ms"] = std::to_string(epoch_ms_);
+  if (!state.meta.contains("epoch_ms")) journal_.batch.meta["epoch_ms"] = std::to_string(epoch_ms_);
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_job, meta_int("next_job_id", 1));
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_worker, meta_int("next_worker_id", 0));
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_round, meta_int("next_round_id", 0));
-  next_job_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1));
-  next_worker_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_worker, 0));
   next_round_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_round, 0));
-  mech_clock_ = std::make_unique<MechanismClock>(clock_, epoch_ms_);
+  ScheduleOptions schedule;
+  schedule.policy = options_.policy;
+  schedule.throughputs = options_.throughputs;
+  schedule.seed = options_.seed;
+  schedule.round_length = options_.round_length;
+  schedule.min_reset_interval = options_.min_reset_interval;
+  schedule.entity_weights = options_.entity_weights;
+  schedule.instance_costs = options_.instance_costs;
+  schedule.traits = traits_;
+  schedule_ = std::make_unique<Schedule>(std::move(schedule), &jobs_, &agents_, &journal_,
+                                         allocation_, clock_, epoch_ms_);
 
-  for (JobRow& row : state.jobs) {
-    Job job;
-    job.row = std::move(row);
-    if (!ResolveMechType(job) && IsActive(job)) {
-      return Status::InvalidArgument("state database, job " + std::to_string(job.row.id) +
-                                     ", field spec.scale_factor: the throughput table has no "
-                                     "job type with " +
-                                     std::to_string(job.row.spec.scale_factor()) + " GPUs");
-    }
-    if (job.row.state == wire::RUNNING) job.row.state = wire::QUEUED;  // until its round says
-    next_job_id_ = std::max(next_job_id_, job.row.id + 1);
-    jobs_.emplace(job.row.id, std::move(job));
-  }
-  for (AgentRow& row : state.agents) {
-    Agent agent;
-    agent.row = std::move(row);
-    agent.last_heartbeat_ms = now;  // a grace period to reattach
-    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
-      worker_agent_[agent.row.first_worker_id + g] = agent.row.agent_id;
-    }
-    next_worker_id_ = std::max(next_worker_id_, agent.row.first_worker_id + agent.row.num_gpus);
-    agents_.emplace(agent.row.agent_id, std::move(agent));
-  }
+  GAVEL_RETURN_IF_ERROR(jobs_.Restore(std::move(state.jobs),
+                                      static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1))));
+  agents_.Restore(std::move(state.agents), static_cast<std::uint64_t>(std::max<std::int64_t>(next_worker, 0)), now);
   if (state.open_round) {
     const RoundRow& stored = *state.open_round;
     Round round;
@@ -239,7 +191,7 @@ Status SchedulerCore::Recover() {
       task.job_id = row.job_id;
       task.rank = row.rank;
       task.world_size = row.world_size;
-      const Agent* agent = AgentOfWorker(row.worker_id);
+      const Agent* agent = agents_.AgentOfWorker(row.worker_id);
       task.gpu_type = agent ? agent->row.gpu_type : "";
       task.reported = row.reported;
       if (task.reported) {  // credited before the crash; nothing left to do for it
@@ -261,7 +213,6 @@ Status SchedulerCore::Recover() {
   } else {
     Log(now, "recover", 0, 0, "resumed with no open round");
   }
-  needs_rebuild_ = true;
   jobs_changed_ = true;
   return Status::Ok();
 }
@@ -269,48 +220,20 @@ Status SchedulerCore::Recover() {
 // ------------------------------------------------------------------------------------------
 // Small helpers.
 
-bool SchedulerCore::ResolveMechType(Job& job) const {
-  const ThroughputTable& table = *options_.throughputs;
-  const auto sf = static_cast<int>(job.row.spec.scale_factor());
-  const JobTypeKey key{job.row.spec.job_type(), sf};
-  job.table_type = table.HasJobType(key);
-  if (job.table_type) {
-    job.mech_type = key;
-    return true;
-  }
-  const auto rep = representative_key_.find(sf);
-  if (rep == representative_key_.end()) return false;
-  job.mech_type = table.job_types()[static_cast<std::size_t>(rep->second)];
-  return true;
-}
+bool SchedulerCore::IsActive(const Job& job) const { return JobBook::IsActive(job); }
 
-bool SchedulerCore::IsActive(const Job& job) const {
-  return job.row.state == wire::QUEUED || job.row.state == wire::RUNNING;
-}
-
-Seconds SchedulerCore::MechNow() const { return mech_clock_->Now(); }
-
-const SchedulerCore::Agent* SchedulerCore::AgentOfWorker(std::uint64_t worker_id) const {
-  const auto it = worker_agent_.find(worker_id);
-  if (it == worker_agent_.end()) return nullptr;
-  const auto agent = agents_.find(it->second);
-  return agent == agents_.end() ? nullptr : &agent->second;
-}
-
-std::vector<std::string> SchedulerCore::LiveGpuTypes() const {
-  std::set<std::string> types;
-  for (const auto& [id, agent] : agents_) {
-    if (agent.row.alive) types.insert(agent.row.gpu_type);
-  }
-  return {types.begin(), types.end()};
-}
-
-void SchedulerCore::Touch(const Job& job) { dirty_jobs_.insert(job.row.id); }
-void SchedulerCore::Touch(const Agent& agent) { dirty_agents_.insert(agent.row.agent_id); }
+void SchedulerCore::Touch(const Job& job) { jobs_.Touch(job); }
 
 void SchedulerCore::Log(std::int64_t now, const std::string& kind, std::uint64_t job,
                         std::uint64_t worker, const std::string& message) {
-  batch_.events.push_back(EventRow{now, kind, job, worker, message});
+  journal_.Log(now, kind, job, worker, message);
+}
+
+CoreCounters SchedulerCore::counters() const {
+  CoreCounters counters = counters_;
+  counters.rebuilds = schedule_->rebuilds();
+  counters.cluster_changes = schedule_->cluster_changes();
+  return counters;
 }
 
 std::optional<std::uint64_t> SchedulerCore::current_round() const {
@@ -319,131 +242,23 @@ std::optional<std::uint64_t> SchedulerCore::current_round() const {
 }
 
 double SchedulerCore::Prior(const Job& job, const std::string& gpu_type) const {
-  const auto& given = job.row.spec.throughputs();
-  const auto it = given.find(gpu_type);
-  if (it != given.end()) return it->second;
-  if (job.table_type) {
-    return options_.throughputs->Isolated(gpu_type, job.mech_type).value_or(0.0);
-  }
-  return given.empty() ? 1.0 : 0.0;  // the original's DEFAULT_THROUGHPUT; unlisted = unknown
+  return jobs_.Prior(job, gpu_type);
 }
 
 double SchedulerCore::Estimate(const Job& job, const std::string& gpu_type) const {
-  const auto it = job.row.per_type.find(gpu_type);
-  if (it != job.row.per_type.end() && it->second.measurements > 0) return it->second.measured;
-  return Prior(job, gpu_type);
+  return jobs_.Estimate(job, gpu_type);
 }
 
 // ------------------------------------------------------------------------------------------
 // Requests from users.
 
-Status SchedulerCore::ValidateSpec(const wire::JobSpec& spec) const {
-  const ThroughputTable& table = *options_.throughputs;
-  if (spec.command_size() == 0) {
-    return Status::InvalidArgument("spec.command: empty; give the program to run");
-  }
-  if (spec.command(0).empty()) return Status::InvalidArgument("spec.command[0]: empty");
-  std::size_t bytes = 0;
-  for (int i = 0; i < spec.command_size(); ++i) {
-    bytes += spec.command(i).size();
-    if (spec.command(i).find('\0') != std::string::npos) {
-      return Status::InvalidArgument("spec.command[" + std::to_string(i) +
-                                     "]: contains a NUL byte");
-    }
-  }
-  if (bytes > kMaxCommandBytes) {
-    return Status::InvalidArgument("spec.command: longer than " +
-                                   std::to_string(kMaxCommandBytes) + " bytes");
-  }
-  if (spec.scale_factor() < 1) {
-    return Status::InvalidArgument("spec.scale_factor: must be at least 1");
-  }
-  if (spec.scale_factor() > kMaxScaleFactor) {
-    return Status::InvalidArgument("spec.scale_factor: at most " +
-                                   std::to_string(kMaxScaleFactor) + " GPUs");
-  }
-  if (!representative_key_.contains(static_cast<int>(spec.scale_factor()))) {
-    std::string have;
-    for (const auto& [sf, key] : representative_key_) {
-      have += (have.empty() ? "" : ", ") + std::to_string(sf);
-    }
-    return Status::InvalidArgument("spec.scale_factor: no job type of the throughput table runs "
-                                   "on " + std::to_string(spec.scale_factor()) +
-                                   " GPUs (it has " + have + ")");
-  }
-  if (spec.total_steps() < 1) return Status::InvalidArgument("spec.total_steps: must be >= 1");
-  if (spec.total_steps() > kMaxSteps) {
-    return Status::InvalidArgument("spec.total_steps: more than " + std::to_string(kMaxSteps));
-  }
-  if (!std::isfinite(spec.priority_weight()) || spec.priority_weight() < 0.0) {
-    return Status::InvalidArgument("spec.priority_weight: must be a positive number");
-  }
-  if (!spec.job_type().empty() && spec.throughputs().empty() &&
-      !table.HasJobType(JobTypeKey{spec.job_type(), static_cast<int>(spec.scale_factor())})) {
-    return Status::InvalidArgument(
-        "spec.job_type: " + Quoted(spec.job_type()) + " on " +
-        std::to_string(spec.scale_factor()) +
-        " GPU(s) is not in the throughput table; give throughput estimates per GPU type "
-        "(--throughput TYPE=STEPS_PER_S) or leave the type out");
-  }
-  bool any_positive = spec.throughputs().empty();
-  for (const auto& [type, value] : spec.throughputs()) {
-    if (!table.HasGpuType(type)) {
-      return Status::InvalidArgument("spec.throughputs[" + Quoted(type) +
-                                     "]: not a GPU type of the throughput table (" +
-                                     JoinNames(table.gpu_types()) + ")");
-    }
-    if (!std::isfinite(value) || value < 0.0) {
-      return Status::InvalidArgument("spec.throughputs[" + Quoted(type) +
-                                     "]: must be a non-negative number of steps/s");
-    }
-    any_positive = any_positive || value > 0.0;
-  }
-  if (!any_positive) {
-    return Status::InvalidArgument("spec.throughputs: every estimate is 0; the job could run "
-                                   "nowhere");
-  }
-  for (const auto& [key, value] : spec.env()) {
-    if (key.empty() || key.find('=') != std::string::npos ||
-        key.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
-      return Status::InvalidArgument("spec.env[" + Quoted(key) +
-                                     "]: names must be non-empty, without '=' or NUL");
-    }
-  }
-  if (spec.name().size() > 256) return Status::InvalidArgument("spec.name: over 256 bytes");
-  if (spec.entity().size() > 128) return Status::InvalidArgument("spec.entity: over 128 bytes");
-  if (spec.working_directory().size() > 4096) {
-    return Status::InvalidArgument("spec.working_directory: over 4096 bytes");
-  }
-  return Status::Ok();
-}
-
 Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
                                             const wire::JobSpec& spec) {
-  GAVEL_RETURN_IF_ERROR(ValidateSpec(spec));
-  const std::int64_t now = clock_->NowMs();
-  Job job;
-  job.row.id = next_job_id_++;
-  job.row.user = user.user;
-  job.row.spec = spec;
-  if (job.row.spec.priority_weight() == 0.0) job.row.spec.set_priority_weight(1.0);
-  if (job.row.spec.entity().empty()) job.row.spec.set_entity(user.user);
-  job.row.state = wire::QUEUED;
-  job.row.submitted_ms = now;
-  GAVEL_CHECK(ResolveMechType(job));  // ValidateSpec checked the scale factor
-  for (const std::string& type : LiveGpuTypes()) {
-    job.row.per_type[type].prior = Prior(job, type);
-  }
+  GAVEL_RETURN_IF_ERROR(jobs_.Validate(spec));
+  Job& job = jobs_.Add(user, spec, clock_->NowMs(), agents_.LiveGpuTypes());
   const std::uint64_t id = job.row.id;
-  auto [it, inserted] = jobs_.emplace(id, std::move(job));
-  GAVEL_CHECK(inserted);
-  Touch(it->second);
-  batch_.meta["next_job_id"] = std::to_string(next_job_id_);
-  Log(now, "submit", id, 0, "by " + user.user);
   jobs_changed_ = true;
-  // A job no GPU type of the cluster can run stays out until the cluster changes
-  // (AdmitMissingJobs).
-  if (mech_) (void)AddToMechanism(it->second);
+  schedule_->Admit(job);
   return id;
 }
 
@@ -509,17 +324,10 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
   info.set_total_steps(row.spec.total_steps());
   info.set_progress(static_cast<double>(row.steps_done) /
                     static_cast<double>(std::max<std::uint64_t>(row.spec.total_steps(), 1)));
-  std::vector<double> allocation;
-  std::vector<std::string> layout_types;
-  if (mech_ && IsActive(job)) {
-    const auto mid = mech_of_job_.find(row.id);
-    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) {
-      allocation = mech_->AllocationOf(mid->second);
-      layout_types = mech_->layout().type_names();
-    }
-  }
+  const std::map<std::string, double> allocation =
+      IsActive(job) ? schedule_->AllocationOf(row.id) : std::map<std::string, double>{};
   std::set<std::string> types;
-  for (const std::string& t : LiveGpuTypes()) types.insert(t);
+  for (const std::string& t : agents_.LiveGpuTypes()) types.insert(t);
   for (const auto& [t, g] : row.per_type) types.insert(t);
   double rate = 0.0;
   for (const std::string& type : types) {
@@ -528,9 +336,7 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
     const auto it = row.per_type.find(type);
     const JobGpuRow g = it == row.per_type.end() ? JobGpuRow{} : it->second;
     double share = IsActive(job) ? g.allocation : 0.0;
-    for (std::size_t t = 0; t < layout_types.size(); ++t) {
-      if (layout_types[t] == type) share = allocation[t];
-    }
+    if (const auto x = allocation.find(type); x != allocation.end()) share = x->second;
     stats->set_allocation(share);
     stats->set_seconds(g.seconds);
     stats->set_steps(static_cast<std::uint64_t>(std::llround(g.steps)));
@@ -567,34 +373,11 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
 wire::ListWorkersResponse SchedulerCore::ListWorkers() const {
   wire::ListWorkersResponse response;
   const std::int64_t now = clock_->NowMs();
-  std::vector<const Agent*> sorted;
-  for (const auto& [id, agent] : agents_) sorted.push_back(&agent);
-  std::sort(sorted.begin(), sorted.end(), [](const Agent* a, const Agent* b) {
-    return a->row.first_worker_id < b->row.first_worker_id;
+  agents_.ListWorkers(now, &response, [&](std::uint64_t worker) -> std::uint64_t {
+    if (!round_) return 0;
+    const auto task = round_->tasks.find(worker);
+    return task != round_->tasks.end() && !task->second.reported ? task->second.job_id : 0;
   });
-  for (const Agent* agent : sorted) {
-    for (std::uint32_t g = 0; g < agent->row.num_gpus; ++g) {
-      const std::uint64_t worker = agent->row.first_worker_id + g;
-      wire::WorkerInfo* info = response.add_workers();
-      info->set_worker_id(worker);
-      info->set_agent_id(agent->row.agent_id);
-      info->set_gpu_type(agent->row.gpu_type);
-      info->set_address(agent->row.address);
-      info->set_alive(agent->row.alive);
-      info->set_last_heartbeat_age_s(static_cast<double>(now - agent->last_heartbeat_ms) /
-                                     1000.0);
-      info->set_registered_unix_ms(agent->row.registered_ms);
-      info->set_busy_seconds(g < agent->row.busy_seconds.size() ? agent->row.busy_seconds[g]
-                                                                : 0.0);
-      if (round_) {
-        const auto task = round_->tasks.find(worker);
-        if (task != round_->tasks.end() && !task->second.reported) {
-          info->set_busy(true);
-          info->set_job_id(task->second.job_id);
-        }
-      }
-    }
-  }
   return response;
 }
 
@@ -612,7 +395,7 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
   status.set_done_jobs(counts[wire::DONE]);
   status.set_failed_jobs(counts[wire::FAILED]);
   status.set_cancelled_jobs(counts[wire::CANCELLED]);
-  for (const auto& [id, agent] : agents_) {
+  for (const auto& [id, agent] : agents_.agents()) {
     if (agent.row.alive) {
       status.set_alive_workers(status.alive_workers() + agent.row.num_gpus);
       (*status.mutable_gpus_per_type())[agent.row.gpu_type] += agent.row.num_gpus;
@@ -625,6 +408,9 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
   status.set_last_solve_s(stats.last_solve_seconds);
   status.set_allocations_computed(stats.solves);
   status.set_version("0.1.0");
+  for (const auto& [entity, weight] : options_.entity_weights) {
+    (*status.mutable_entity_weights())[entity] = weight;
+  }
   return status;
 }
 
@@ -633,73 +419,12 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
 
 Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
     const rpc::Principal& caller, const wire::RegisterWorkerRequest& request) {
-  const ThroughputTable& table = *options_.throughputs;
-  if (!PrintableId(request.agent_id(), 128)) {
-    return Status::InvalidArgument("agent_id: 1 to 128 printable characters without spaces");
-  }
-  if (!table.HasGpuType(request.gpu_type())) {
-    return Status::InvalidArgument("gpu_type: " + Quoted(request.gpu_type()) +
-                                   " is not a GPU type of the throughput table (" +
-                                   JoinNames(table.gpu_types()) + ")");
-  }
-  if (traits_.needs_instance_costs && !options_.instance_costs.contains(request.gpu_type())) {
-    return Status::InvalidArgument("gpu_type: policy " + options_.policy + " needs the price of " +
-                                   Quoted(request.gpu_type()) +
-                                   " GPUs, and gavel serve has none (--instance-costs)");
-  }
-  if (request.num_gpus() < 1 || request.num_gpus() > kMaxGpusPerAgent) {
-    return Status::InvalidArgument("num_gpus: must be in 1.." + std::to_string(kMaxGpusPerAgent));
-  }
-  Result<rpc::HostPort> address = rpc::ParseAddress(request.address());
-  if (!address.ok() || address->port == 0) {
-    return Status::InvalidArgument("address: " + Quoted(request.address()) +
-                                   " is not host:port with a port in 1..65535");
-  }
-  const std::int64_t now = clock_->NowMs();
-  auto it = agents_.find(request.agent_id());
   bool changed = false;
-  if (it == agents_.end()) {
-    Agent agent;
-    agent.row.agent_id = request.agent_id();
-    agent.row.registered_ms = now;
-    it = agents_.emplace(request.agent_id(), std::move(agent)).first;
-    changed = true;
-  }
-  Agent& agent = it->second;
-  if (changed || agent.row.num_gpus != request.num_gpus() ||
-      agent.row.gpu_type != request.gpu_type()) {
-    // New GPUs get new worker ids; the old ones (if any) are retired.
-    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
-      worker_agent_.erase(agent.row.first_worker_id + g);
-    }
-    agent.row.first_worker_id = next_worker_id_;
-    agent.row.num_gpus = request.num_gpus();
-    agent.row.gpu_type = request.gpu_type();
-    agent.row.busy_seconds.assign(request.num_gpus(), 0.0);
-    next_worker_id_ += request.num_gpus();
-    batch_.meta["next_worker_id"] = std::to_string(next_worker_id_);
-    for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
-      worker_agent_[agent.row.first_worker_id + g] = agent.row.agent_id;
-    }
-    changed = true;
-  }
-  if (!agent.row.alive) changed = true;
-  agent.row.alive = true;
-  agent.row.address = request.address();
-  agent.row.token = caller.token;
-  agent.last_heartbeat_ms = now;
-  Touch(agent);
-  if (changed) cluster_changed_ = true;  // the RoundScheduler takes the new GPUs next round
-  Log(now, changed ? "worker-register" : "worker-reattach", 0, agent.row.first_worker_id,
-      "agent " + agent.row.agent_id + ": " + std::to_string(agent.row.num_gpus) + " " +
-          agent.row.gpu_type + " at " + agent.row.address + ", " +
-          std::to_string(request.running_size()) + " GPUs busy");
-  for (auto& [id, job] : jobs_) {
-    if (IsActive(job) && !job.row.per_type.contains(agent.row.gpu_type)) {
-      job.row.per_type[agent.row.gpu_type].prior = Prior(job, agent.row.gpu_type);
-      Touch(job);
-    }
-  }
+  GAVEL_ASSIGN_OR_RETURN(const Agent* registered,
+                         agents_.Register(caller, request, clock_->NowMs(), &changed));
+  const Agent& agent = *registered;
+  if (changed) schedule_->MarkClusterChanged();  // the mechanism takes them next round
+  jobs_.AddPriors(agent.row.gpu_type);
   wire::RegisterWorkerResponse response;
   for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
     response.add_worker_ids(agent.row.first_worker_id + g);
@@ -712,24 +437,16 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
 
 wire::HeartbeatResponse SchedulerCore::Heartbeat(const wire::HeartbeatRequest& request) {
   wire::HeartbeatResponse response;
-  const auto it = agents_.find(request.agent_id());
-  if (it == agents_.end() || !it->second.row.alive) {
-    response.set_known(false);
-    return response;
-  }
-  it->second.last_heartbeat_ms = clock_->NowMs();
-  response.set_known(true);
+  response.set_known(agents_.Heartbeat(request.agent_id(), clock_->NowMs()));
   return response;
 }
 
 Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
-  const auto agent = agents_.find(request.agent_id());
-  if (agent == agents_.end()) {
+  if (agents_.Find(request.agent_id()) == nullptr) {
     return Status::NotFound("agent_id: unknown agent " + Quoted(request.agent_id()) +
                             " (register first)");
   }
-  const auto owner = worker_agent_.find(request.worker_id());
-  if (owner == worker_agent_.end() || owner->second != request.agent_id()) {
+  if (!agents_.OwnsWorker(request.agent_id(), request.worker_id())) {
     return Status::InvalidArgument("worker_id: " + std::to_string(request.worker_id()) +
                                    " is not a GPU of agent " + request.agent_id());
   }
@@ -747,7 +464,7 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
   }
   const std::int64_t now = clock_->NowMs();
   ++counters_.reports;
-  if (agent->second.row.alive) agent->second.last_heartbeat_ms = now;  // a sign of life
+  agents_.Touch(request.agent_id(), now);  // a report is a sign of life
   Task* task = nullptr;
   if (round_ && round_->id == request.round_id()) {
     const auto it = round_->tasks.find(request.worker_id());
@@ -770,7 +487,7 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
   task->message = request.message().substr(0, 1024);
   // An agent kills a job when told to or when its GPU is given away: not the job's fault.
   task->job_at_fault = request.outcome() != wire::KILLED;
-  batch_.reported_workers.push_back(request.worker_id());
+  journal_.batch.reported_workers.push_back(request.worker_id());
   bool all = true;
   for (std::uint64_t w : round_->job_workers.at(request.job_id())) {
     all = all && round_->tasks.at(w).reported;
@@ -798,7 +515,7 @@ bool SchedulerCore::EndTasksWithoutBlame(std::uint64_t job_id, const std::string
     task.outcome = wire::KILLED;
     task.job_at_fault = false;
     task.message = message;
-    batch_.reported_workers.push_back(w);
+    journal_.batch.reported_workers.push_back(w);
     pending = true;
   }
   return pending;
@@ -806,10 +523,7 @@ bool SchedulerCore::EndTasksWithoutBlame(std::uint64_t job_id, const std::string
 
 bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::string& message,
                                       const std::string& kill_reason, std::int64_t now) {
-  auto on_agent = [&](std::uint64_t worker) {
-    const auto owner = worker_agent_.find(worker);
-    return owner != worker_agent_.end() && owner->second == agent_id;
-  };
+  auto on_agent = [&](std::uint64_t worker) { return agents_.OwnsWorker(agent_id, worker); };
   std::set<std::uint64_t> jobs;
   for (const auto& [worker, task] : round_->tasks) {
     if (!task.reported && on_agent(worker)) jobs.insert(task.job_id);
@@ -824,7 +538,7 @@ bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::st
       task.outcome = wire::KILLED;
       task.job_at_fault = false;
       task.message = message;
-      batch_.reported_workers.push_back(w);
+      journal_.batch.reported_workers.push_back(w);
     }
     KillEverywhere(job, kill_reason, /*any_round=*/false, /*spare=*/agent_id);
     EndTasksWithoutBlame(job, "");
@@ -894,7 +608,10 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
     g.steps += static_cast<double>(delta);
     // Learn the throughput (spec §6.6, smoothed): steps over training time.
     if (trained > 0 && training > 0.0) {
-      const double sample = static_cast<double>(trained) / training;
+      // Clamped into bounds.h's range: a report of many steps in a moment (a clock step, a
+      // lying agent) must not put a throughput the LPs cannot scale into the schedule.
+      const double sample = std::clamp(static_cast<double>(trained) / training,
+                                       bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
       g.measured = g.measurements == 0
                        ? sample
                        : options_.ema_alpha * sample + (1.0 - options_.ema_alpha) * g.measured;
@@ -906,14 +623,7 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
         jobs_changed_ = true;  // worth a new solve
       }
     }
-    for (const Task* t : tasks) {
-      const Agent* agent = AgentOfWorker(t->worker_id);
-      if (agent == nullptr) continue;
-      Agent& a = agents_.at(agent->row.agent_id);
-      const std::uint64_t g_index = t->worker_id - a.row.first_worker_id;
-      if (g_index < a.row.busy_seconds.size()) a.row.busy_seconds[g_index] += elapsed;
-      Touch(a);
-    }
+    for (const Task* t : tasks) agents_.AddBusySeconds(t->worker_id, elapsed);
     job.last_workers = workers;
     job.paused = expired && !crashed && !launch_failed && !completed;
     if (delta > 0) job.row.streak = 0;
@@ -945,39 +655,13 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
     Touch(job);
   }
 
-  // Feed the RoundScheduler (its steps are the credited increment, split over the GPUs). A job
-  // that left (cancelled, failed) is no longer in it: its micro-task was abandoned.
-  if (round_->mech_backed && mech_) {
-    const auto mid = mech_of_job_.find(job_id);
-    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) {
-      const double share = static_cast<double>(delta) / static_cast<double>(workers.size());
-      for (std::uint64_t w : workers) {
-        mechanism::WorkerReport report;
-        report.combination = mechanism::Combination::Single(mid->second);
-        report.worker = layout_of_worker_.at(w);
-        report.steps = {share};
-        report.elapsed = {Seconds(std::max(elapsed, 1e-3))};
-        report.finished_at = MechNow();
-        Result<mechanism::ReportOutcome> outcome = mech_->OnWorkerDone(report);
-        if (!outcome.ok()) {
-          Log(now, "internal", job_id, w, outcome.status().ToString());
-          needs_rebuild_ = true;
-        }
-      }
-    }
-  }
-  if (mech_) {
-    // The RoundScheduler must agree on whether the job is still active (its step count is a
-    // sum of shares, which may differ from the checkpointed count by rounding).
-    const auto mid = mech_of_job_.find(job_id);
-    const bool mech_active = mid != mech_of_job_.end() && mech_->IsActive(mid->second);
-    if (mech_active && !IsActive(job)) {
-      RemoveFromMechanism(job, now);
-    } else if (!mech_active && IsActive(job)) {
-      (void)AddToMechanism(job);
-    } else if (mech_active) {
-      PushThroughputs(job);  // what this micro-task measured
-    }
+  // Feed the RoundScheduler the credited increment (exact: its record of the job's progress
+  // then equals the checkpointed count, so both agree on when the job is done).
+  if (round_->mech_backed) schedule_->ReportMicroTask(job_id, delta, elapsed, now);
+  if (IsActive(job)) {
+    schedule_->PushThroughputs(job);  // what this micro-task measured
+  } else {
+    schedule_->Remove(job, now);
   }
 }
 
@@ -1014,6 +698,7 @@ void SchedulerCore::HandleCrash(Job& job, const Task& culprit, std::int64_t now)
                                     options_.retry_backoff.value() *
                                         std::pow(2.0, static_cast<double>(row.streak - 1)));
     row.next_retry_ms = now + static_cast<std::int64_t>(backoff * 1000.0);
+    schedule_->Hold(job);
     row.message = what + detail + "; retry " + std::to_string(row.failures) + " of " +
                   std::to_string(options_.max_retries) + " after " +
                   std::to_string(static_cast<int>(backoff)) + " s";
@@ -1034,8 +719,9 @@ void SchedulerCore::EndJob(Job& job, wire::JobState state, const std::string& me
   const char* kind = state == wire::DONE ? "done" : state == wire::FAILED ? "failed" : "cancel";
   Log(now, kind, job.row.id, 0,
       message.empty() ? std::to_string(job.row.steps_done) + " steps" : message);
-  // Finished jobs leave the RoundScheduler with their last report; others leave now.
-  if (state != wire::DONE) RemoveFromMechanism(job, now);
+  // A finished job has already left the RoundScheduler with its last report (their progress
+  // records agree); any other leaves now.
+  schedule_->Remove(job, now);
 }
 
 void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reason,
@@ -1045,24 +731,24 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
     const auto workers = round_->job_workers.find(job_id);
     if (workers != round_->job_workers.end()) {
       for (std::uint64_t w : workers->second) {
-        if (const Agent* a = AgentOfWorker(w)) targets.insert(a->row.agent_id);
+        if (const Agent* a = agents_.AgentOfWorker(w)) targets.insert(a->row.agent_id);
       }
     }
   }
   const auto job = jobs_.find(job_id);
   if (job != jobs_.end()) {
     for (std::uint64_t w : job->second.last_workers) {
-      if (const Agent* a = AgentOfWorker(w)) targets.insert(a->row.agent_id);
+      if (const Agent* a = agents_.AgentOfWorker(w)) targets.insert(a->row.agent_id);
     }
   }
   for (const std::string& id : targets) {
-    const Agent& agent = agents_.at(id);
+    const Agent& agent = *agents_.Find(id);
     if (!agent.row.alive || id == spare) continue;
     wire::KillJobRequest request;
     request.set_job_id(job_id);
     request.set_reason(reason);
     if (!any_round && round_) request.set_round_id(round_->id);
-    transport_->KillJob(AgentEndpoint{id, agent.row.address, agent.row.token}, request, nullptr);
+    transport_->KillJob(agents_.Endpoint(agent), request, nullptr);
   }
 }
 
@@ -1071,24 +757,15 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
 
 void SchedulerCore::CheckHeartbeats(std::int64_t now) {
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
-  for (auto& [id, agent] : agents_) {
-    if (!agent.row.alive || now - agent.last_heartbeat_ms <= timeout_ms) continue;
-    agent.row.alive = false;
-    Touch(agent);
-    cluster_changed_ = true;  // the RoundScheduler drops its GPUs next round
-    Log(now, "worker-dead", 0, agent.row.first_worker_id,
-        "agent " + id + ": no heartbeat for " +
-            std::to_string((now - agent.last_heartbeat_ms) / 1000) + " s");
+  for (const std::string& id : agents_.DeclareSilentDead(now, timeout_ms)) {
+    schedule_->MarkClusterChanged();  // the mechanism drops its GPUs next round
     if (round_) AbandonAgentTasks(id, "its worker died", "a GPU of the job died", now);
   }
 }
 
 bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
   if (round_) return false;
-  int gpus = 0;
-  for (const auto& [id, agent] : agents_) {
-    if (agent.row.alive) gpus += static_cast<int>(agent.row.num_gpus);
-  }
+  const int gpus = agents_.LiveGpus();
   if (gpus == 0) return false;
   // Only the very first round waits for the expected cluster; later ones run on what is left.
   if (next_round_id_ == 0 && gpus < options_.expected_gpus) return false;
@@ -1096,15 +773,13 @@ bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
 }
 
 bool SchedulerCore::AnyRunnable(std::int64_t now) const {
-  return std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& entry) {
-    return IsActive(entry.second) && entry.second.row.next_retry_ms <= now;
-  });
+  return jobs_.AnyRunnable(now);
 }
 
 void SchedulerCore::Tick() {
   const std::int64_t now = clock_->NowMs();
   CheckHeartbeats(now);
-  if (allocation_->TakeFreshResult() && mech_) mech_->RequestReallocation();
+  schedule_->TakeFreshAllocation();
   if (round_) {
     bool all = true;
     for (const auto& [worker, task] : round_->tasks) all = all && task.reported;
@@ -1123,7 +798,7 @@ void SchedulerCore::Tick() {
   }
   // (While the cluster change waits for the next round, the RoundScheduler's layout is stale:
   // the round's own solve covers the new cluster.)
-  if (jobs_changed_ && mech_ && !needs_rebuild_ && !cluster_changed_) {
+  if (jobs_changed_ && schedule_->up_to_date()) {
     jobs_changed_ = false;
     PrefetchAllocation(now, /*with_leavers=*/false);
   }
@@ -1141,7 +816,7 @@ std::int64_t SchedulerCore::NextWakeMs() const {
     return now;
   }
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
-  for (const auto& [id, agent] : agents_) {
+  for (const auto& [id, agent] : agents_.agents()) {
     if (agent.row.alive) wake = std::min(wake, agent.last_heartbeat_ms + timeout_ms + 1);
   }
   for (const auto& [id, job] : jobs_) {
@@ -1152,25 +827,12 @@ std::int64_t SchedulerCore::NextWakeMs() const {
 
 void SchedulerCore::StartRound(std::int64_t now) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (needs_rebuild_ || !mech_) {
-    Rebuild(now);
-  } else if (cluster_changed_) {
-    ApplyClusterChange(now);
-  }
-  if (!mech_) return;
-  if (allocation_->TakeFreshResult()) mech_->RequestReallocation();
-  SyncHolds(now);
-  Result<mechanism::RoundPlan> plan = mech_->PlanRound();
-  if (!plan.ok()) {
-    Log(now, "policy-error", 0, 0, plan.status().ToString());
-    needs_rebuild_ = true;  // start from a clean RoundScheduler next time
-    return;
-  }
-  if (plan->allocation_recomputed) RecordAllocation();
+  std::optional<mechanism::RoundPlan> plan = schedule_->PlanRound(now);
+  if (!plan) return;
 
   Round round;
   round.id = next_round_id_++;
-  batch_.meta["next_round_id"] = std::to_string(next_round_id_);
+  journal_.batch.meta["next_round_id"] = std::to_string(next_round_id_);
   const auto round_ms = static_cast<std::int64_t>(options_.round_length.value() * 1000.0);
   round.start_ms = now;
   round.end_ms = now + round_ms;
@@ -1179,29 +841,19 @@ void SchedulerCore::StartRound(std::int64_t now) {
   round.mech_backed = true;
 
   std::map<std::string, wire::StartRoundRequest> requests;
-  for (const auto& [id, agent] : agents_) {
+  for (const auto& [id, agent] : agents_.agents()) {
     if (agent.row.alive) requests[id].set_round_id(round.id);
   }
   std::set<std::uint64_t> placed;
   for (const mechanism::Assignment& a : plan->assignments) {
-    const JobId mid = a.combination.member(0);
-    const std::uint64_t job_id = job_of_mech_.at(mid.value());
+    const std::uint64_t job_id = a.combination.member(0).value();
     Job& job = jobs_.at(job_id);
-    std::vector<std::uint64_t> workers;
-    for (WorkerId w : a.workers) workers.push_back(worker_of_layout_.at(w.value()));
+    const std::vector<std::uint64_t> workers = schedule_->WorkersOf(a);
     if (!IsActive(job) || job.row.next_retry_ms > now) {
-      // Not runnable now. SyncHolds keeps jobs that back off out of the plan, so this is a
-      // safety net: its GPUs idle this round, and the RoundScheduler hears at once that
-      // nothing ran.
-      for (WorkerId w : a.workers) {
-        mechanism::WorkerReport report;
-        report.combination = a.combination;
-        report.worker = w;
-        report.steps = {0.0};
-        report.elapsed = {Seconds(0.0)};
-        report.finished_at = MechNow();
-        (void)mech_->OnWorkerDone(report);
-      }
+      // Not runnable now. The RoundScheduler holds jobs that back off out of its plans, so
+      // this is a safety net (e.g. the wall clock stepped back): its GPUs idle this round,
+      // and the RoundScheduler hears at once that nothing ran.
+      schedule_->Skip(a);
       continue;
     }
     const bool continuing = job.paused && job.last_workers == workers;
@@ -1212,11 +864,11 @@ void SchedulerCore::StartRound(std::int64_t now) {
     job.row.state = wire::RUNNING;
     Touch(job);
     placed.insert(job_id);
-    const std::string& gpu_type = mech_->layout().type_name(a.gpu_type);
-    const Agent* rank0 = AgentOfWorker(workers.front());
+    const std::string& gpu_type = schedule_->GpuTypeName(a.gpu_type);
+    const Agent* rank0 = agents_.AgentOfWorker(workers.front());
     for (std::size_t rank = 0; rank < workers.size(); ++rank) {
       const std::uint64_t w = workers[rank];
-      const Agent* agent = AgentOfWorker(w);
+      const Agent* agent = agents_.AgentOfWorker(w);
       GAVEL_CHECK(agent != nullptr);
       Task task;
       task.worker_id = w;
@@ -1272,15 +924,14 @@ void SchedulerCore::StartRound(std::int64_t now) {
   for (const auto& [w, task] : round.tasks) {
     row.tasks.push_back(RoundTaskRow{w, task.job_id, task.rank, task.world_size, false});
   }
-  batch_.open_round = std::move(row);
+  journal_.batch.open_round = std::move(row);
   const std::uint64_t round_id = round.id;
   round_ = std::move(round);
   prefetched_this_round_ = false;
   ++counters_.rounds_started;
 
   for (auto& [id, request] : requests) {
-    const Agent& agent = agents_.at(id);
-    transport_->StartRound(AgentEndpoint{id, agent.row.address, agent.row.token},
+    transport_->StartRound(agents_.Endpoint(*agents_.Find(id)),
                            std::move(request),
                            [this, id = id, round_id](Status status) {
                              if (!status.ok() && hooks_.dispatch_failed) {
@@ -1300,14 +951,14 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
     task.outcome = wire::KILLED;
     // The job is to blame only if its agent is demonstrably alive (heartbeats of late);
     // a silent agent is about to be declared dead, which is no fault of the job.
-    const Agent* agent = AgentOfWorker(worker);
+    const Agent* agent = agents_.AgentOfWorker(worker);
     const auto recent_ms =
         static_cast<std::int64_t>(2.0 * options_.heartbeat_interval.value() * 1000.0);
     task.job_at_fault =
         agent != nullptr && agent->row.alive && now - agent->last_heartbeat_ms <= recent_ms;
     task.exit_code = -9;
     task.message = "no report by the round's deadline";
-    batch_.reported_workers.push_back(worker);
+    journal_.batch.reported_workers.push_back(worker);
     jobs.insert(task.job_id);
     ++counters_.stragglers_killed;
   }
@@ -1321,279 +972,34 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
 void SchedulerCore::CloseRound(std::int64_t now) {
   (void)now;
   last_round_id_ = round_->id;
-  if (round_->mech_backed && mech_ && mech_->HasRunningMicroTasks()) needs_rebuild_ = true;
+  if (round_->mech_backed) schedule_->RoundClosed();
   round_.reset();
-  batch_.close_round = true;
-  batch_.open_round.reset();
-  batch_.reported_workers.clear();  // marks on the closed round's tasks no longer matter
+  journal_.batch.close_round = true;
+  journal_.batch.open_round.reset();
+  journal_.batch.reported_workers.clear();  // marks on the closed round's tasks no longer matter
 }
 
 // ------------------------------------------------------------------------------------------
-// The RoundScheduler.
-
-Result<mechanism::ClusterLayout> SchedulerCore::LiveLayout(
-    std::vector<std::uint64_t>* workers) const {
-  workers->clear();
-  std::map<std::string, std::vector<const Agent*>> by_type;
-  for (const auto& [id, agent] : agents_) {
-    // Under a cost policy an unpriced type cannot be used (RegisterWorker refuses such agents;
-    // a state directory written under another policy may still list one).
-    if (traits_.needs_instance_costs && !options_.instance_costs.contains(agent.row.gpu_type)) {
-      continue;
-    }
-    if (agent.row.alive) by_type[agent.row.gpu_type].push_back(&agent);
-  }
-  if (by_type.empty()) return Status::FailedPrecondition("no live GPU");
-  std::vector<GpuTypeSpec> specs;
-  std::vector<std::string> order;
-  for (const std::string& t : kPreferredTypes) {
-    if (by_type.contains(t)) order.push_back(t);
-  }
-  for (const auto& [t, agents] : by_type) {
-    if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
-  }
-  for (const std::string& t : order) {
-    int count = 0;
-    int per_server = 0;
-    for (const Agent* a : by_type[t]) {
-      count += static_cast<int>(a->row.num_gpus);
-      per_server = std::gcd(per_server, static_cast<int>(a->row.num_gpus));
-    }
-    specs.push_back(GpuTypeSpec{t, count, std::max(per_server, 1)});
-  }
-  GAVEL_ASSIGN_OR_RETURN(mechanism::ClusterLayout layout, mechanism::ClusterLayout::Create(specs));
-  // Layout ids run type after type in name order, servers in a row: walk agents the same way.
-  for (const auto& [t, agents] : by_type) {
-    std::vector<const Agent*> sorted = agents;
-    std::sort(sorted.begin(), sorted.end(), [](const Agent* a, const Agent* b) {
-      return a->row.first_worker_id < b->row.first_worker_id;
-    });
-    for (const Agent* a : sorted) {
-      for (std::uint32_t g = 0; g < a->row.num_gpus; ++g) {
-        workers->push_back(a->row.first_worker_id + g);
-      }
-    }
-  }
-  GAVEL_CHECK(static_cast<int>(workers->size()) == layout.num_workers());
-  return layout;
-}
-
-void SchedulerCore::Rebuild(std::int64_t now) {
-  ++counters_.rebuilds;
-  needs_rebuild_ = false;
-  cluster_changed_ = false;
-  mech_.reset();
-  mech_of_job_.clear();
-  job_of_mech_.clear();
-  worker_of_layout_.clear();
-  layout_of_worker_.clear();
-
-  std::vector<std::uint64_t> workers;
-  Result<mechanism::ClusterLayout> layout = LiveLayout(&workers);
-  if (!layout.ok()) {
-    if (layout.status().code() != StatusCode::kFailedPrecondition) {
-      Log(now, "internal", 0, 0, layout.status().ToString());
-    }
-    return;
-  }
-
-  mechanism::SchedulerOptions mech_options;
-  mech_options.policy = options_.policy;
-  mech_options.seed = options_.seed;
-  mech_options.round_length = options_.round_length;
-  mech_options.min_reset_interval = options_.min_reset_interval;
-  mech_options.max_failed_attempts = kNeverDrop;
-  mech_options.instance_costs = LayoutCosts(*layout);
-  Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
-      mechanism::RoundScheduler::CreateWithPolicy(
-          *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
-          std::make_unique<PolicyAdapter>(this, allocation_), traits_);
-  if (!mech.ok()) {
-    Log(now, "internal", 0, 0, mech.status().ToString());
-    return;
-  }
-  mech_ = *std::move(mech);
-  for (std::size_t i = 0; i < workers.size(); ++i) layout_of_worker_[workers[i]] = WorkerId(i);
-  worker_of_layout_ = std::move(workers);
-  for (auto& [id, job] : jobs_) {
-    if (!IsActive(job)) continue;
-    const Status added = AddToMechanism(job);
-    if (!added.ok()) Log(now, "internal", id, 0, added.ToString());
-  }
-}
-
-void SchedulerCore::ApplyClusterChange(std::int64_t now) {
-  std::vector<std::uint64_t> workers;
-  Result<mechanism::ClusterLayout> layout = LiveLayout(&workers);
-  // With no live GPU there is nothing to plan on: the old layout waits for GPUs to return.
-  if (!layout.ok()) return;
-  std::unordered_map<std::uint64_t, WorkerId> layout_of;
-  for (std::size_t i = 0; i < workers.size(); ++i) layout_of[workers[i]] = WorkerId(i);
-  std::vector<std::optional<WorkerId>> successor(worker_of_layout_.size());
-  for (std::size_t i = 0; i < worker_of_layout_.size(); ++i) {
-    const auto it = layout_of.find(worker_of_layout_[i]);
-    if (it != layout_of.end()) successor[i] = it->second;
-  }
-  std::vector<double> costs = LayoutCosts(*layout);
-  const Status changed = mech_->ChangeCluster(*std::move(layout), successor, std::move(costs));
-  if (!changed.ok()) {
-    Log(now, "internal", 0, 0, "cluster change refused, rebuilding: " + changed.ToString());
-    Rebuild(now);
-    return;
-  }
-  ++counters_.cluster_changes;
-  cluster_changed_ = false;
-  worker_of_layout_ = std::move(workers);
-  layout_of_worker_ = std::move(layout_of);
-  AdmitMissingJobs(now);
-  // Types that joined get the jobs' estimates too.
-  for (const auto& [id, job] : jobs_) {
-    if (IsActive(job)) PushThroughputs(job);
-  }
-}
-
-Status SchedulerCore::AddToMechanism(Job& job) {
-  mechanism::JobDescription description;
-  description.type = job.mech_type;
-  description.total_steps = static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
-  description.priority_weight = job.row.spec.priority_weight();
-  description.arrival = Seconds(static_cast<double>(job.row.submitted_ms - epoch_ms_) / 1000.0);
-  GAVEL_ASSIGN_OR_RETURN(const JobId mid, mech_->AddJob(description));
-  mech_of_job_[job.row.id] = mid;
-  if (job_of_mech_.size() <= mid.value()) job_of_mech_.resize(mid.value() + 1);
-  job_of_mech_[mid.value()] = job.row.id;
-  PushThroughputs(job);
-  return Status::Ok();
-}
-
-void SchedulerCore::AdmitMissingJobs(std::int64_t now) {
-  (void)now;
-  for (auto& [id, job] : jobs_) {
-    if (!IsActive(job)) continue;
-    const auto mid = mech_of_job_.find(id);
-    if (mid != mech_of_job_.end() && mech_->IsActive(mid->second)) continue;
-    (void)AddToMechanism(job);  // still too large for every type: it waits for more GPUs
-  }
-}
-
-void SchedulerCore::PushThroughputs(const Job& job) {
-  if (!mech_) return;
-  const auto mid = mech_of_job_.find(job.row.id);
-  if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) return;
-  const std::vector<std::string>& types = mech_->layout().type_names();
-  for (std::size_t t = 0; t < types.size(); ++t) {
-    const double estimate = Estimate(job, types[t]);
-    if (!(estimate > 0.0)) continue;
-    const Status updated = mech_->UpdateThroughput(mid->second, static_cast<int>(t), estimate);
-    GAVEL_CHECK_MSG(updated.ok(), updated.ToString().c_str());  // validated estimates
-  }
-}
-
-void SchedulerCore::SyncHolds(std::int64_t now) {
-  for (const auto& [id, job] : jobs_) {
-    if (!IsActive(job)) continue;
-    const auto mid = mech_of_job_.find(id);
-    if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) continue;
-    if (job.row.next_retry_ms > now) {
-      const Seconds until(static_cast<double>(job.row.next_retry_ms - epoch_ms_) / 1000.0);
-      GAVEL_CHECK(mech_->HoldJob(mid->second, until).ok());
-    } else if (mech_->IsHeld(mid->second)) {
-      GAVEL_CHECK(mech_->ReleaseJob(mid->second).ok());
-    }
-  }
-}
-
-void SchedulerCore::RemoveFromMechanism(const Job& job, std::int64_t now) {
-  if (!mech_) return;
-  const auto mid = mech_of_job_.find(job.row.id);
-  if (mid == mech_of_job_.end() || !mech_->IsActive(mid->second)) return;
-  const Status removed = mech_->RemoveJob(mid->second);
-  if (!removed.ok()) {
-    Log(now, "internal", job.row.id, 0, removed.ToString());
-    needs_rebuild_ = true;
-  }
-}
-
-std::vector<double> SchedulerCore::LayoutCosts(const mechanism::ClusterLayout& layout) const {
-  std::vector<double> costs;
-  if (!traits_.needs_instance_costs) return costs;
-  for (const std::string& type : layout.type_names()) {
-    costs.push_back(options_.instance_costs.at(type));  // LiveLayout left unpriced types out
-  }
-  return costs;
-}
+// The mechanism (through the seam, schedule.h).
 
 std::optional<mechanism::JobAccounting> SchedulerCore::MechanismAccounting(
     std::uint64_t job_id) const {
-  if (!mech_) return std::nullopt;
-  const auto mid = mech_of_job_.find(job_id);
-  if (mid == mech_of_job_.end()) return std::nullopt;
-  return mech_->AccountingOf(mid->second);
+  return schedule_->AccountingOf(job_id);
 }
 
 std::vector<std::string> SchedulerCore::mechanism_gpu_types() const {
-  return mech_ ? mech_->layout().type_names() : std::vector<std::string>{};
+  return schedule_->gpu_types();
 }
 
 bool SchedulerCore::MechanismHolds(std::uint64_t job_id) const {
-  if (!mech_) return false;
-  const auto mid = mech_of_job_.find(job_id);
-  return mid != mech_of_job_.end() && mech_->IsActive(mid->second) && mech_->IsHeld(mid->second);
-}
-
-void SchedulerCore::TranslatePolicyInput(policy::PolicyInput& input) const {
-  for (policy::PolicyJob& job : input.jobs) {
-    if (job.id.value() < job_of_mech_.size()) job.id = JobId(job_of_mech_[job.id.value()]);
-  }
-  for (std::size_t i = 0; i < input.jobs.size(); ++i) {
-    const auto it = jobs_.find(input.jobs[i].id.value());
-    if (it == jobs_.end()) continue;
-    const Job& job = it->second;
-    for (std::size_t t = 0; t < input.num_types(); ++t) {
-      const std::string& type = input.gpu_types[t];
-      double estimate = Estimate(job, type);
-      if (static_cast<double>(job.row.spec.scale_factor()) > input.gpu_counts[t]) estimate = 0.0;
-      input.throughput(i, t) = estimate;
-      job.used_estimate[type] = estimate;
-    }
-  }
-}
-
-policy::PolicyInput SchedulerCore::BuildPolicyInput(
-    std::int64_t now, const std::set<std::uint64_t>& leaving) const {
-  std::vector<mechanism::ActiveJobInfo> infos;
-  for (const auto& [id, job] : jobs_) {
-    if (!IsActive(job) || !mech_of_job_.contains(id) || leaving.contains(id)) continue;
-    mechanism::ActiveJobInfo info;
-    info.id = mech_of_job_.at(id);
-    info.table_key = *options_.throughputs->KeyIndex(job.mech_type);
-    info.scale_factor = static_cast<int>(job.row.spec.scale_factor());
-    info.priority_weight = job.row.spec.priority_weight();
-    info.steps_remaining = static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
-    info.arrival = Seconds(static_cast<double>(job.row.submitted_ms - epoch_ms_) / 1000.0);
-    infos.push_back(info);
-  }
-  std::sort(infos.begin(), infos.end(),
-            [](const auto& a, const auto& b) { return a.id < b.id; });
-  const auto table_types = mechanism::TableTypesOf(mech_->layout(), *options_.throughputs);
-  mechanism::PolicyInputOptions input_options;
-  input_options.zero_oversized = true;
-  input_options.instance_costs = LayoutCosts(mech_->layout());
-  policy::PolicyInput input = mechanism::BuildPolicyInputForJobs(
-      mech_->layout(), *options_.throughputs, table_types.ok() ? *table_types : std::vector<int>{},
-      infos, Seconds(static_cast<double>(now - epoch_ms_) / 1000.0), input_options);
-  TranslatePolicyInput(input);
-  return input;
+  return schedule_->Holds(job_id);
 }
 
 void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
-  if (!mech_ || mech_->num_active_jobs() == 0) return;
-  std::vector<policy::PolicyInput> inputs;
-  inputs.push_back(BuildPolicyInput(now, {}));
+  std::vector<JobId> leaving;
   if (with_leavers && round_) {
     // Jobs whose remaining steps fit in what is left of the round at their estimated speed
     // will most likely have finished when the next round is planned.
-    std::set<std::uint64_t> leaving;
     const double left_s = std::max(0.0, static_cast<double>(round_->end_ms - now) / 1000.0);
     for (const auto& [job_id, workers] : round_->job_workers) {
       const Job& job = jobs_.at(job_id);
@@ -1603,43 +1009,25 @@ void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
           static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
       // steps_done is last round's checkpoint: count this round's steps so far too.
       const double this_round = rate * static_cast<double>(now - round_->start_ms) / 1000.0;
-      if (remaining - this_round <= rate * left_s * 1.1) leaving.insert(job_id);
+      if (remaining - this_round <= rate * left_s * 1.1) leaving.push_back(JobId(job_id));
     }
-    if (!leaving.empty()) inputs.push_back(BuildPolicyInput(now, leaving));
   }
-  allocation_->Prefetch(std::move(inputs));
-}
-
-void SchedulerCore::RecordAllocation() {
-  const std::vector<std::string>& types = mech_->layout().type_names();
-  for (auto& [id, job] : jobs_) {
-    if (!IsActive(job)) continue;
-    const auto mid = mech_of_job_.find(id);
-    if (mid == mech_of_job_.end()) continue;
-    const std::vector<double> x = mech_->AllocationOf(mid->second);
-    bool changed = false;
-    for (std::size_t t = 0; t < types.size(); ++t) {
-      JobGpuRow& g = job.row.per_type[types[t]];
-      if (std::abs(g.allocation - x[t]) > 1e-9) {
-        g.allocation = x[t];
-        changed = true;
-      }
-    }
-    if (changed) Touch(job);
-  }
+  schedule_->Prefetch(leaving);
 }
 
 // ------------------------------------------------------------------------------------------
 // Durability.
 
 Status SchedulerCore::Flush() {
-  for (std::uint64_t id : dirty_jobs_) batch_.jobs.push_back(jobs_.at(id).row);
-  for (const std::string& id : dirty_agents_) batch_.agents.push_back(agents_.at(id).row);
-  dirty_jobs_.clear();
-  dirty_agents_.clear();
-  if (batch_.empty()) return Status::Ok();
-  WriteBatch batch = std::move(batch_);
-  batch_ = WriteBatch{};
+  for (std::uint64_t id : journal_.dirty_jobs) journal_.batch.jobs.push_back(jobs_.at(id).row);
+  for (const std::string& id : journal_.dirty_agents) {
+    journal_.batch.agents.push_back(agents_.Find(id)->row);
+  }
+  journal_.dirty_jobs.clear();
+  journal_.dirty_agents.clear();
+  if (journal_.batch.empty()) return Status::Ok();
+  WriteBatch batch = std::move(journal_.batch);
+  journal_.batch = WriteBatch{};
   GAVEL_RETURN_IF_ERROR(store_->Commit(batch));
   if (hooks_.event) {
     for (const EventRow& event : batch.events) hooks_.event(event);

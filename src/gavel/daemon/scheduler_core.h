@@ -1,17 +1,16 @@
-// SchedulerCore: the scheduler daemon's state machine — jobs, agents, rounds — around the
-// same RoundScheduler the simulator drives (design.md, "one scheduler core, two worlds").
+// SchedulerCore: the scheduler daemon's coordinator — it answers requests and drives rounds
+// on the wall clock, delegating to parts with one job each (design.md, "the daemon around one
+// owner"):
+//   JobBook        durable jobs and their states (job_book.h)
+//   AgentRegistry  agents, their GPUs, liveness (agent_registry.h)
+//   Schedule       the seam to the RoundScheduler, which owns the schedule (schedule.h)
+//   Journal        changes staged for the next commit (journal.h)
+// and the open round (tasks, reports, stragglers), kept here.
 //
-// Ownership: the core owns its in-memory state, the RoundScheduler and the AllocationService.
-// The RoundScheduler lives as long as the core: jobs enter it on submission and leave it when
-// they finish, are cancelled or fail (RemoveJob); a job backing off after a crash is held out
-// of its plans (HoldJob); measured throughputs reach it as they are learned
-// (UpdateThroughput); GPUs that register or die change its cluster between rounds
-// (ChangeCluster). None of these resets the jobs' time accounting behind the priorities. It is
-// rebuilt from the durable job list only at start-up (after a restart, the accounting is not
-// stored) and after an internal error (a policy failure, or an operation it refused).
-// It borrows the Store, the AgentTransport and the WallClock, which must outlive it. Every change
-// is staged in a WriteBatch; Flush() commits it, and the daemon replies to the requests behind a
-// change only after that commit (durable before the reply).
+// Ownership: the core owns the parts and the AllocationService. It borrows the Store, the
+// AgentTransport and the WallClock, which must outlive it. Every change is staged in the
+// Journal; Flush() commits it, and the daemon replies to the requests behind a change only
+// after that commit (durable before the reply).
 //
 // A round, on the wall clock (docs/runtime.md, "Rounds"):
 //   plan (RoundScheduler::PlanRound) → dispatch one StartRound per live agent (leases to the
@@ -41,7 +40,11 @@
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
+#include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/job_book.h"
+#include "gavel/daemon/journal.h"
+#include "gavel/daemon/schedule.h"
 #include "gavel/daemon/allocation_service.h"
 #include "gavel/daemon/clock.h"
 #include "gavel/daemon/store.h"
@@ -85,6 +88,9 @@ struct CoreOptions {
   // need one for every GPU type that registers (an agent of an unpriced type is refused);
   // other policies ignore them. Names must be GPU types of the throughput table.
   std::map<std::string, double> instance_costs;
+  // Weight per entity for the hierarchical policies (jobs name theirs with spec.entity, by
+  // default their user); an entity not listed weighs 1. Weights must be positive and finite.
+  std::map<std::string, double> entity_weights;
   // Solve the policy in the background (AllocationService); false = synchronously (tests).
   bool background_solves = true;
 };
@@ -157,9 +163,9 @@ class SchedulerCore {
   // Commits the staged changes. Until it returns OK, no reply may tell a client that the
   // change happened.
   Status Flush();
-  bool HasPendingWrites() const { return !batch_.empty(); }
+  bool HasPendingWrites() const { return !journal_.empty(); }
 
-  const CoreCounters& counters() const { return counters_; }
+  CoreCounters counters() const;
   AllocationStats allocation_stats() const { return allocation_->stats(); }
   AllocationService& allocation_service() { return *allocation_; }
   std::optional<std::uint64_t> current_round() const;
@@ -173,24 +179,6 @@ class SchedulerCore {
   bool MechanismHolds(std::uint64_t job_id) const;
 
  private:
-  struct Job {
-    JobRow row;
-    bool table_type = false;  // spec.job_type names a table entry with this scale factor
-    JobTypeKey mech_type;     // the key the RoundScheduler books the job under
-    // Where the job ran last round and whether it is paused there (its lease ran out and it
-    // waits for the next round): placed on exactly those GPUs again, it continues.
-    std::vector<std::uint64_t> last_workers;
-    bool paused = false;
-    bool last_launch_failed = false;
-    // Throughputs the latest allocation was computed with (for the re-solve threshold).
-    mutable std::map<std::string, double> used_estimate;
-  };
-
-  struct Agent {
-    AgentRow row;
-    std::int64_t last_heartbeat_ms = 0;
-  };
-
   struct Task {
     std::uint64_t worker_id = 0;
     std::uint64_t job_id = 0;
@@ -220,8 +208,6 @@ class SchedulerCore {
     std::map<std::uint64_t, Task> tasks;                            // by worker id
     std::map<std::uint64_t, std::vector<std::uint64_t>> job_workers;  // job -> workers by rank
   };
-  class PolicyAdapter;
-  class MechanismClock;
 
   SchedulerCore(CoreOptions options, Store* store, AgentTransport* transport,
                 const WallClock* clock, CoreHooks hooks);
@@ -246,39 +232,12 @@ class SchedulerCore {
   bool AbandonAgentTasks(const std::string& agent_id, const std::string& message,
                          const std::string& kill_reason, std::int64_t now);
 
-  // Mechanism upkeep.
-  void Rebuild(std::int64_t now);
-  // The layout of the live GPUs and, by layout worker id, the daemon's worker ids.
-  Result<mechanism::ClusterLayout> LiveLayout(std::vector<std::uint64_t>* workers) const;
-  // Moves the RoundScheduler onto the live GPUs (ChangeCluster); rebuilds if it refuses.
-  void ApplyClusterChange(std::int64_t now);
-  // Admits an active job to the RoundScheduler with its throughput estimates. Error: no GPU
-  // type of the cluster can run it (it waits for the cluster to change: AdmitMissingJobs).
-  Status AddToMechanism(Job& job);
-  // Admits the active jobs the RoundScheduler lacks (after the cluster changed).
-  void AdmitMissingJobs(std::int64_t now);
-  // Hands the job's throughput estimates to the RoundScheduler (positive ones only: an
-  // estimate of 0 means "not known for this type", and the stand-in's table value lets the
-  // job fill idle GPUs there).
-  void PushThroughputs(const Job& job);
-  // Holds jobs backing off after a crash out of the plan, releases those whose time came.
-  void SyncHolds(std::int64_t now);
-  // Takes a job that left (cancelled, failed) out of the RoundScheduler.
-  void RemoveFromMechanism(const Job& job, std::int64_t now);
-  // with_leavers: also the problem without the jobs that will likely finish this round.
+  // The mechanism (Schedule): with_leavers also solves ahead the problem without the jobs
+  // that will likely finish this round.
   void PrefetchAllocation(std::int64_t now, bool with_leavers);
-  // The problem for the active jobs except `leaving` (jobs about to finish).
-  policy::PolicyInput BuildPolicyInput(std::int64_t now,
-                                       const std::set<std::uint64_t>& leaving) const;
-  void TranslatePolicyInput(policy::PolicyInput& input) const;
-  void RecordAllocation();
 
   // Jobs.
-  Status ValidateSpec(const wire::JobSpec& spec) const;
   bool IsActive(const Job& job) const;
-  // Sets table_type and mech_type: the job's own table entry, else the stand-in of its scale
-  // factor. False when the table has no job type of that scale factor.
-  bool ResolveMechType(Job& job) const;
   double Prior(const Job& job, const std::string& gpu_type) const;
   double Estimate(const Job& job, const std::string& gpu_type) const;
   wire::JobInfo Info(const Job& job) const;
@@ -289,56 +248,34 @@ class SchedulerCore {
   void KillEverywhere(std::uint64_t job_id, const std::string& reason, bool any_round,
                       const std::string& spare = "");
 
-  // Prices per type of `layout` when the policy uses them, else none.
-  std::vector<double> LayoutCosts(const mechanism::ClusterLayout& layout) const;
-
-  // Agents and workers.
-  const Agent* AgentOfWorker(std::uint64_t worker_id) const;
-  std::vector<std::string> LiveGpuTypes() const;
-
   // Staging writes.
   void Touch(const Job& job);
-  void Touch(const Agent& agent);
   void Log(std::int64_t now, const std::string& kind, std::uint64_t job, std::uint64_t worker,
            const std::string& message);
-  Seconds MechNow() const;
 
   CoreOptions options_;
   Store* store_;
   AgentTransport* transport_;
   const WallClock* clock_;
   CoreHooks hooks_;
+  Journal journal_;        // changes staged for the next Flush
+  AgentRegistry agents_;   // agents, GPUs, liveness
+  JobBook jobs_;           // durable jobs and their states
   Seconds grace_;
   mechanism::PolicyTraits traits_;  // the policy's, from the registry (never packing)
   std::int64_t epoch_ms_ = 0;      // the state directory's creation time: mechanism time 0
   std::int64_t started_ms_ = 0;
 
-  std::map<std::uint64_t, Job> jobs_;
-  std::map<std::string, Agent> agents_;
-  std::map<std::uint64_t, std::string> worker_agent_;  // worker id -> agent id
-  std::uint64_t next_job_id_ = 1;
-  std::uint64_t next_worker_id_ = 0;
   std::uint64_t next_round_id_ = 0;
   std::optional<Round> round_;
   std::optional<std::uint64_t> last_round_id_;
 
-  // The RoundScheduler over the live GPUs, with id translations.
-  std::unique_ptr<MechanismClock> mech_clock_;
-  std::unique_ptr<mechanism::RoundScheduler> mech_;
-  std::unordered_map<std::uint64_t, JobId> mech_of_job_;  // daemon job id -> mechanism id
-  std::vector<std::uint64_t> job_of_mech_;                 // mechanism id -> daemon job id
-  std::vector<std::uint64_t> worker_of_layout_;            // layout worker id -> worker id
-  std::unordered_map<std::uint64_t, WorkerId> layout_of_worker_;
-  bool needs_rebuild_ = true;
-  bool cluster_changed_ = false;   // live GPUs changed since the RoundScheduler's layout
+  std::shared_ptr<AllocationService> allocation_;
+  // The seam to the RoundScheduler (schedule.h); made at recovery, once the epoch is known.
+  std::unique_ptr<Schedule> schedule_;
   bool jobs_changed_ = false;      // the active job set changed since the last prefetch
   bool prefetched_this_round_ = false;
-  std::shared_ptr<AllocationService> allocation_;
-  std::map<int, int> representative_key_;  // scale factor -> table key for unknown job types
 
-  WriteBatch batch_;
-  std::set<std::uint64_t> dirty_jobs_;
-  std::set<std::string> dirty_agents_;
   CoreCounters counters_;
 };
 

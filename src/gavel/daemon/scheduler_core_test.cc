@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -631,6 +632,86 @@ TEST_F(AccountingTest, AJobBackingOffIsHeldAndItsGpuGoesToAnother) {
   EXPECT_EQ(transport_.LastRound("a1").tasks(0).job().job_id(), x)
       << "x has received nothing: its priority is the higher";
   EXPECT_EQ(core_->counters().rebuilds, 1u);
+}
+
+
+// ---- Hierarchical policies: entities and their weights reach the policy ----
+
+// Four identical one-GPU jobs on two v100s, two of entity "lab" (weight 1) and two of entity
+// "prod" (weight 3). Weighted max-min fairness by entity gives entity e the fraction
+// W_e / ΣW of the two GPUs, split equally among its jobs, as long as no job would exceed a
+// whole GPU (here: 3/4 · 2 / 2 = 0.75 ≤ 1), so lab's jobs get 0.25 each and prod's 0.75.
+TEST_F(CoreTest, EntityWeightsSplitTheClusterBetweenEntities) {
+  core_.reset();
+  CoreOptions options = Options();
+  options.policy = "max_min_fairness_water_filling_perf";
+  options.entity_weights = {{"prod", 3.0}};  // lab is not listed: it weighs 1
+  auto core = SchedulerCore::Create(options, &store_, &transport_, &clock_);
+  ASSERT_TRUE(core.ok()) << core.status().ToString();
+  core_ = *std::move(core);
+  EXPECT_EQ(core_->GetStatus().entity_weights().at("prod"), 3.0);
+  Register("a1", "v100", 2);
+  const std::map<std::string, double> weights = {{"lab", 1.0}, {"prod", 3.0}};
+  std::map<std::uint64_t, std::string> entity_of;
+  for (const std::string entity : {"lab", "prod", "lab", "prod"}) {
+    wire::JobSpec spec = Spec(1'000'000);
+    spec.set_entity(entity);
+    entity_of[Submit(spec)] = entity;
+  }
+  Tick();
+  const double total_weight = weights.at("lab") + weights.at("prod");
+  std::map<std::string, double> per_entity;
+  for (const auto& [id, entity] : entity_of) {
+    const wire::JobInfo info = Job(id);
+    EXPECT_EQ(info.spec().entity(), entity);
+    const auto* v100 = Stats(info, "v100");
+    ASSERT_NE(v100, nullptr);
+    // Each entity's share of the 2 GPUs, split over its 2 jobs.
+    EXPECT_NEAR(v100->allocation(), weights.at(entity) / total_weight * 2.0 / 2.0, 1e-6)
+        << "job " << id << " of " << entity;
+    per_entity[entity] += v100->allocation();
+  }
+  EXPECT_NEAR(per_entity["prod"] / per_entity["lab"], 3.0, 1e-6);
+
+  // The entity is durable: after a restart the split is the same.
+  Restart();
+  Register("a1", "v100", 2);
+  Advance(1000, {"a1"});
+  for (const auto& [id, entity] : entity_of) {
+    EXPECT_NEAR(Stats(Job(id), "v100")->allocation(),
+                weights.at(entity) / total_weight, 1e-6);
+  }
+}
+
+TEST_F(CoreTest, BadEntityWeightsAreRefused) {
+  core_.reset();
+  CoreOptions options = Options();
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity()}) {
+    options.entity_weights = {{"lab", bad}};
+    auto refused = SchedulerCore::Create(options, &store_, &transport_, &clock_);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("\"lab\""), std::string::npos)
+        << refused.status().message();
+  }
+  Open();
+}
+
+// Space-sharing policies are refused with advice that fits the name: gandiva has no
+// "_packed" to drop; a _packed policy points at its heterogeneity-aware twin.
+TEST_F(CoreTest, PackingPoliciesAreRefusedWithAdviceThatFitsTheName) {
+  CoreOptions options = Options();
+  options.policy = "gandiva";
+  auto refused = SchedulerCore::Create(options, &store_, &transport_, &clock_);
+  ASSERT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(refused.status().message().find("_packed"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("space sharing"), std::string::npos);
+  options.policy = "max_min_fairness_packed";
+  refused = SchedulerCore::Create(options, &store_, &transport_, &clock_);
+  ASSERT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(refused.status().message().find("use max_min_fairness_perf instead"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ MemoryStore::MemoryStore(StoredState state) : meta_(std::move(state.meta)) {
 }
 
 Result<StoredState> MemoryStore::Load() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   StoredState state;
   state.meta = meta_;
   for (const auto& [id, row] : jobs_) state.jobs.push_back(row);
@@ -24,7 +24,7 @@ Result<StoredState> MemoryStore::Load() {
 }
 
 Status MemoryStore::Commit(const WriteBatch& batch) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   ++commits_;
   for (const JobRow& row : batch.jobs) jobs_[row.id] = row;
   for (const AgentRow& row : batch.agents) agents_[row.agent_id] = row;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "gavel/core/mutex.h"
 #include "gavel/core/status.h"
 #include "gavel/wire/scheduler.pb.h"
 
@@ -135,22 +136,22 @@ class MemoryStore final : public Store {
   Result<StoredState> Load() override;
   Status Commit(const WriteBatch& batch) override;
   std::size_t commits() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return commits_;
   }
   std::size_t events() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return events_.size();
   }
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::string> meta_;
-  std::map<std::uint64_t, JobRow> jobs_;
-  std::map<std::string, AgentRow> agents_;
-  std::optional<RoundRow> round_;
-  std::vector<EventRow> events_;
-  std::size_t commits_ = 0;
+  mutable Mutex mutex_;
+  std::map<std::string, std::string> meta_ GAVEL_GUARDED_BY(mutex_);
+  std::map<std::uint64_t, JobRow> jobs_ GAVEL_GUARDED_BY(mutex_);
+  std::map<std::string, AgentRow> agents_ GAVEL_GUARDED_BY(mutex_);
+  std::optional<RoundRow> round_ GAVEL_GUARDED_BY(mutex_);
+  std::vector<EventRow> events_ GAVEL_GUARDED_BY(mutex_);
+  std::size_t commits_ GAVEL_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace gavel::daemon

@@ -45,7 +45,7 @@ Result<std::unique_ptr<RoundScheduler>> RoundScheduler::CreateWithPolicy(
   if (options.min_reset_interval.value() < 0.0) {
     return Status::InvalidArgument("the minimum time between allocation resets is negative");
   }
-  if (options.max_failed_attempts < 1) {
+  if (options.max_failed_attempts && *options.max_failed_attempts < 1) {
     return Status::InvalidArgument("max_failed_attempts must be at least 1");
   }
   if (!options.instance_costs.empty() &&
@@ -57,6 +57,12 @@ Result<std::unique_ptr<RoundScheduler>> RoundScheduler::CreateWithPolicy(
   for (double price : options.instance_costs) {
     if (!std::isfinite(price) || price < 0.0) {
       return Status::InvalidArgument("instance costs must be non-negative numbers");
+    }
+  }
+  for (const auto& [entity, weight] : options.entity_weights) {
+    if (!std::isfinite(weight) || !(weight > 0.0)) {
+      return Status::InvalidArgument("entity weights: the weight of \"" + entity +
+                                     "\" must be a positive number");
     }
   }
   if (traits.needs_instance_costs && options.instance_costs.empty()) {
@@ -117,7 +123,10 @@ double RoundScheduler::ComboThroughput(const ComboState& c, int member, int type
 // ------------------------------------------------------------------------------------------
 // Events.
 
-Result<JobId> RoundScheduler::AddJob(const JobDescription& job) {
+Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
+  if (active_.contains(id)) {
+    return Status::FailedPrecondition("job " + id.ToString() + " is already active");
+  }
   const auto key = throughputs_->KeyIndex(job.type);
   if (!key) {
     return Status::NotFound("job type " + job.type.ToString() + " is not in the throughput table");
@@ -126,6 +135,11 @@ Result<JobId> RoundScheduler::AddJob(const JobDescription& job) {
   if (!std::isfinite(job.total_steps) || !(job.total_steps > 0.0)) {
     return Status::InvalidArgument("job of type " + job.type.ToString() +
                                    ": total steps must be a positive number");
+  }
+  if (!std::isfinite(job.steps_done) || job.steps_done < 0.0 ||
+      job.steps_done >= job.total_steps) {
+    return Status::InvalidArgument("job " + id.ToString() +
+                                   ": steps done must be in [0, total steps)");
   }
   if (!std::isfinite(job.priority_weight) || !(job.priority_weight > 0.0)) {
     return Status::InvalidArgument("job of type " + job.type.ToString() +
@@ -141,22 +155,33 @@ Result<JobId> RoundScheduler::AddJob(const JobDescription& job) {
     }
     if (!runnable) {
       return Status::FailedPrecondition(
-          "job " + std::to_string(records_.size()) + " of type " + job.type.ToString() +
+          "job " + id.ToString() + " of type " + job.type.ToString() +
           " can never run on this cluster: no GPU type has " +
           std::to_string(job.type.scale_factor) + " GPUs and a positive throughput for it");
     }
   }
-  const JobId id(records_.size());
   JobRecord record;
   record.table_key = *key;
   record.scale_factor = job.type.scale_factor;
   record.priority_weight = job.priority_weight;
   record.total_steps = job.total_steps;
+  record.steps_run = job.steps_done;
   record.arrival = job.arrival;
   record.deadline = job.deadline;
-  records_.push_back(record);
-  job_stamp_.push_back(0);
-  gpu_seconds_.resize(gpu_seconds_.size() + static_cast<std::size_t>(num_types_), 0.0);
+  record.entity = job.entity;
+  if (const auto known = index_of_.find(id); known != index_of_.end()) {
+    // Back after leaving: a fresh record in the same place.
+    const std::size_t index = known->second;
+    records_[index] = std::move(record);
+    const auto nt = static_cast<std::size_t>(num_types_);
+    std::fill_n(gpu_seconds_.begin() + static_cast<std::ptrdiff_t>(index * nt), nt, 0.0);
+  } else {
+    index_of_.emplace(id, records_.size());
+    records_.push_back(std::move(record));
+    job_stamp_.push_back(0);
+    gpu_seconds_.resize(gpu_seconds_.size() + static_cast<std::size_t>(num_types_), 0.0);
+  }
+  if (job.held_until) held_[id] = *job.held_until;
 
   ActiveJob& active = active_[id];
   active.id = id;
@@ -185,7 +210,7 @@ Result<JobId> RoundScheduler::AddJob(const JobDescription& job) {
     }
   }
   need_reallocation_ = true;
-  return id;
+  return Status::Ok();
 }
 
 int RoundScheduler::NewCombo(const Combination& id, int scale_factor) {
@@ -232,7 +257,7 @@ void RoundScheduler::RefreshThroughputs(const ActiveJob& job) {
 
 void RoundScheduler::RefreshPairThroughputs(ComboState& p) {
   const auto key_of = [&](JobId j) {
-    return records_[static_cast<std::size_t>(j.value())].table_key;
+    return records_[Index(j)].table_key;
   };
   const auto co = ColocatedThroughputs(*throughputs_, table_types_, key_of(p.id.member(0)),
                                        key_of(p.id.member(1)));
@@ -248,7 +273,7 @@ void RoundScheduler::RefreshPairThroughputs(ComboState& p) {
 void RoundScheduler::EraseJob(JobId job, bool dropped) {
   ActiveJob* active = FindActive(job);
   GAVEL_CHECK(active != nullptr);
-  records_[static_cast<std::size_t>(job.value())].dropped = dropped;
+  records_[Index(job)].dropped = dropped;
   held_.erase(job);
   auto kill = [&](int slot) {
     GAVEL_CHECK_MSG(!combo(slot).running, "a combination was removed while it ran");
@@ -341,9 +366,59 @@ Result<ReportOutcome> RoundScheduler::OnMicroTaskFailed(const Combination& combi
   return CompleteMicroTask(c, reports);
 }
 
-// Spec §3.8, once every GPU of the micro-task reported (`reports` in worker-id order).
+Result<ReportOutcome> RoundScheduler::OnMicroTaskDone(const MicroTaskResult& result) {
+  const int slot = SlotOf(result.combination);
+  if (slot < 0 || !combo(slot).running) {
+    return Status::FailedPrecondition("no micro-task of " + result.combination.ToString() +
+                                      " is running");
+  }
+  ComboState& c = combo(slot);
+  const auto members = static_cast<std::size_t>(result.combination.size());
+  if (!c.reports.empty()) {
+    return Status::FailedPrecondition("a GPU of " + result.combination.ToString() +
+                                      " already reported on its own");
+  }
+  if (result.steps.size() != members || result.elapsed.size() != members) {
+    return Status::InvalidArgument("result for " + result.combination.ToString() +
+                                   " must give steps and elapsed time per member");
+  }
+  bool succeeded = true;
+  for (std::size_t i = 0; i < members; ++i) {
+    if (IsActive(result.combination.member(static_cast<int>(i))) &&
+        (result.steps[i] <= 0.0 || result.elapsed[i].value() <= 0.0)) {
+      succeeded = false;
+    }
+  }
+  return BookMicroTask(c, result, succeeded);
+}
+
+// Spec §3.8, once every GPU of the micro-task reported (`reports` in worker-id order): the
+// members' steps add up over the GPUs, their elapsed times are the longest.
 Result<ReportOutcome> RoundScheduler::CompleteMicroTask(ComboState& c,
                                                         std::span<const WorkerReport> reports) {
+  const int members = c.id.size();
+  MicroTaskResult total;
+  total.combination = c.id;
+  total.steps.assign(static_cast<std::size_t>(members), 0.0);
+  total.elapsed.assign(static_cast<std::size_t>(members), Seconds(0.0));
+  total.finished_at = reports.front().finished_at;
+  bool succeeded = true;
+  for (const WorkerReport& r : reports) {
+    for (int i = 0; i < members; ++i) {
+      const auto ui = static_cast<std::size_t>(i);
+      if (IsActive(c.id.member(i)) && (r.steps[ui] <= 0.0 || r.elapsed[ui].value() <= 0.0)) {
+        succeeded = false;
+      }
+      total.steps[ui] += r.steps[ui];
+      total.elapsed[ui] = std::max(total.elapsed[ui], r.elapsed[ui]);
+    }
+    total.finished_at = std::max(total.finished_at, r.finished_at);
+  }
+  return BookMicroTask(c, total, succeeded);
+}
+
+ReportOutcome RoundScheduler::BookMicroTask(ComboState& c, const MicroTaskResult& result,
+                                            bool succeeded) {
   c.running = false;
   --num_running_;
   ReportOutcome outcome;
@@ -360,23 +435,13 @@ Result<ReportOutcome> RoundScheduler::CompleteMicroTask(ComboState& c,
     any_active = any_active || is_active[static_cast<std::size_t>(i)];
   }
   if (!any_active) return outcome;
-
-  bool succeeded = true;
-  std::array<double, 2> steps{0.0, 0.0};
-  std::array<double, 2> elapsed{0.0, 0.0};
-  Seconds finished_at = reports.front().finished_at;
-  for (const WorkerReport& r : reports) {
-    for (int i = 0; i < members; ++i) {
-      const auto ui = static_cast<std::size_t>(i);
-      if (is_active[ui] && (r.steps[ui] <= 0.0 || r.elapsed[ui].value() <= 0.0)) {
-        succeeded = false;
-      }
-      steps[ui] += r.steps[ui];
-      elapsed[ui] = std::max(elapsed[ui], r.elapsed[ui].value());
-    }
-    finished_at = std::max(finished_at, r.finished_at);
-  }
   outcome.succeeded = succeeded;
+  const std::vector<double>& steps = result.steps;
+  std::array<double, 2> elapsed{0.0, 0.0};
+  for (int i = 0; i < members; ++i) {
+    elapsed[static_cast<std::size_t>(i)] = result.elapsed[static_cast<std::size_t>(i)].value();
+  }
+  const Seconds finished_at = result.finished_at;
 
   std::array<JobId, 2> to_remove;
   int num_to_remove = 0;
@@ -384,26 +449,26 @@ Result<ReportOutcome> RoundScheduler::CompleteMicroTask(ComboState& c,
     ++stats_.failed_micro_tasks;
     if (!id.is_pair() && is_active[0]) {
       ActiveJob& job = active_.at(id.member(0));
-      if (++job.failures >= options_.max_failed_attempts) {
+      if (options_.max_failed_attempts && ++job.failures >= *options_.max_failed_attempts) {
         to_remove[static_cast<std::size_t>(num_to_remove++)] = job.id;
         outcome.dropped.push_back(job.id);
       }
     }
     need_reallocation_ = true;
   } else {
-    const int scale_factor = static_cast<int>(reports.size());
+    const int scale_factor = static_cast<int>(c.last_workers.size());
     if (!id.is_pair()) active_.at(id.member(0)).failures = 0;
     const double max_elapsed = members == 2 ? std::max(elapsed[0], elapsed[1]) : elapsed[0];
     for (int i = 0; i < members; ++i) {
       const auto ui = static_cast<std::size_t>(i);
       if (!is_active[ui]) continue;
       const JobId job = id.member(i);
-      JobRecord& record = records_[static_cast<std::size_t>(job.value())];
+      JobRecord& record = records_[Index(job)];
       if (!options_.instance_costs.empty()) {
         record.cost += options_.instance_costs[ut] * elapsed[ui] / 3600.0 * scale_factor;
       }
-      gpu_seconds_[static_cast<std::size_t>(job.value()) * static_cast<std::size_t>(num_types_) +
-                   ut] += max_elapsed * scale_factor;
+      gpu_seconds_[Index(job) * static_cast<std::size_t>(num_types_) + ut] +=
+          max_elapsed * scale_factor;
       record.steps_run += steps[ui];
       if (record.total_steps - record.steps_run <= 0.0) {
         record.finish = finished_at;
@@ -413,8 +478,8 @@ Result<ReportOutcome> RoundScheduler::CompleteMicroTask(ComboState& c,
     }
     c.job_time[ut] += max_elapsed;
     worker_time_[ut] += max_elapsed;
-    for (const WorkerReport& r : reports) {
-      worker_busy_[static_cast<std::size_t>(r.worker.value())] += max_elapsed;
+    for (WorkerId w : c.last_workers) {
+      worker_busy_[static_cast<std::size_t>(w.value())] += max_elapsed;
     }
   }
   for (int k = 0; k < num_to_remove; ++k) {
@@ -472,7 +537,7 @@ Status RoundScheduler::RemoveJob(JobId job) {
   };
   abandon(active->single_slot);
   for (int slot : active->pair_slots) abandon(slot);
-  records_[static_cast<std::size_t>(job.value())].removed = true;
+  records_[Index(job)].removed = true;
   EraseJob(job, /*dropped=*/false);
   return Status::Ok();
 }
@@ -694,20 +759,13 @@ void RoundScheduler::ResetTimeAccounting(Seconds now) {
   force_reset_ = false;
 }
 
-Status RoundScheduler::RecomputeAllocation(Seconds now) {
-  ++stats_.allocation_recomputations;
-  need_reallocation_ = false;
-  for (int slot : order_) {
-    ComboState& c = combo(slot);
-    c.in_allocation = false;
-    std::fill(c.allocation.begin(), c.allocation.end(), 0.0);
-  }
-  if (active_.empty()) return Status::Ok();
-
+policy::PolicyInput RoundScheduler::PolicyInputAt(Seconds now,
+                                                std::span<const JobId> without) const {
   std::vector<ActiveJobInfo> jobs;
   jobs.reserve(active_.size());
   for (const auto& [id, job] : active_) {
-    const JobRecord& record = records_[static_cast<std::size_t>(id.value())];
+    if (std::find(without.begin(), without.end(), id) != without.end()) continue;
+    const JobRecord& record = records_[Index(id)];
     // The single's throughputs: the table's, or UpdateThroughput's estimates.
     jobs.push_back(ActiveJobInfo{id, job.table_key, job.scale_factor, record.priority_weight,
                                  record.total_steps - record.steps_run, record.arrival,
@@ -718,8 +776,49 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
   input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
   input_options.zero_oversized = !options_.compat.raw_policy_input;
   input_options.instance_costs = options_.instance_costs;
-  const policy::PolicyInput input =
+  policy::PolicyInput input =
       BuildPolicyInputForJobs(layout_, *throughputs_, table_types_, jobs, now, input_options);
+  AddEntities(input);
+  return input;
+}
+
+// The hierarchical policies' entities: those of the jobs in the problem, sorted, with the
+// weights the caller set (1 where it set none).
+void RoundScheduler::AddEntities(policy::PolicyInput& input) const {
+  std::vector<std::string> names;
+  for (const policy::PolicyJob& job : input.jobs) {
+    const std::string& entity = records_[Index(job.id)].entity;
+    if (!entity.empty()) names.push_back(entity);
+  }
+  if (names.empty()) return;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  input.entities = names;
+  input.entity_weights.clear();
+  for (const std::string& name : names) {
+    const auto weight = options_.entity_weights.find(name);
+    input.entity_weights.push_back(weight == options_.entity_weights.end() ? 1.0
+                                                                           : weight->second);
+  }
+  for (policy::PolicyJob& job : input.jobs) {
+    const std::string& entity = records_[Index(job.id)].entity;
+    if (entity.empty()) continue;
+    job.entity = static_cast<int>(std::lower_bound(names.begin(), names.end(), entity) -
+                                  names.begin());
+  }
+}
+
+Status RoundScheduler::RecomputeAllocation(Seconds now) {
+  ++stats_.allocation_recomputations;
+  need_reallocation_ = false;
+  for (int slot : order_) {
+    ComboState& c = combo(slot);
+    c.in_allocation = false;
+    std::fill(c.allocation.begin(), c.allocation.end(), 0.0);
+  }
+  if (active_.empty()) return Status::Ok();
+
+  const policy::PolicyInput input = PolicyInputAt(now);
 
   const auto start = std::chrono::steady_clock::now();
   Result<policy::PolicyOutput> output = policy_->Allocate(input);
@@ -804,8 +903,8 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     total_left += layout_.gpu_count(t);
   }
   ++stamp_;  // job_stamp_[j] == stamp_: job j was chosen this round, or is held
-  auto taken = [&](JobId j) { return job_stamp_[static_cast<std::size_t>(j.value())] == stamp_; };
-  for (const auto& [job, until] : held_) job_stamp_[static_cast<std::size_t>(job.value())] = stamp_;
+  auto taken = [&](JobId j) { return job_stamp_[Index(j)] == stamp_; };
+  for (const auto& [job, until] : held_) job_stamp_[Index(job)] = stamp_;
   std::vector<Chosen> chosen;
   std::vector<Entry> entries;
   entries.reserve(order_.size());
@@ -848,7 +947,7 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
       left[ut] -= c.scale_factor;
       total_left -= c.scale_factor;
       for (int i = 0; i < c.id.size(); ++i) {
-        job_stamp_[static_cast<std::size_t>(c.id.member(i).value())] = stamp_;
+        job_stamp_[Index(c.id.member(i))] = stamp_;
       }
       chosen.push_back(Chosen{slot, t, c.scale_factor});
     }
@@ -956,7 +1055,7 @@ RoundPlan RoundScheduler::EmitPlan(Seconds now, std::vector<Placed> placed, bool
         std::is_permutation(p.workers.begin(), p.workers.end(), c.last_workers.begin());
     if (a.lease_extended) ++stats_.lease_extensions;
     for (int i = 0; i < c.id.size(); ++i) {
-      JobRecord& record = records_[static_cast<std::size_t>(c.id.member(i).value())];
+      JobRecord& record = records_[Index(c.id.member(i))];
       const double tput = ComboThroughput(c, i, p.type);
       const double remaining = record.total_steps - record.steps_run;
       a.max_steps.push_back(std::min(std::trunc(tput * round_seconds), remaining));

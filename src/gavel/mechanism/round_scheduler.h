@@ -1,12 +1,14 @@
 // RoundScheduler: Gavel's round-based scheduling mechanism (spec §3), the one component the
 // simulator drives now and the cluster daemon will drive unchanged later.
 //
-// It owns the job table (every admitted job, numbered 0, 1, ... in arrival order), the policy,
+// It owns the job table (every admitted job, under the id its caller gave it), the policy,
 // the current allocation X[combination][GPU type], the per-type time accounting behind the
 // priorities, and the placement of combinations on GPUs. It is fed events —
-//   AddJob        a job arrived;
-//   OnWorkerDone  one GPU finished its part of a micro-task (zero steps = the micro-task
-//                 failed; a job that fails max_failed_attempts times in a row is dropped);
+//   AddJob          a job arrived, under the caller's JobId;
+//   OnWorkerDone    one GPU finished its part of a micro-task (zero steps = the micro-task
+//                   failed; a job that fails max_failed_attempts times in a row is dropped,
+//                   when the caller asks for that rule);
+//   OnMicroTaskDone a whole micro-task finished (the caller gathered its GPUs' reports);
 // — and each PlanRound call, at the clock's current time, runs the round's phases:
 //   recompute the allocation if due → update priorities → choose what runs → place on GPUs
 //   → emit the RoundPlan (which the caller hands to an Executor).
@@ -29,8 +31,9 @@
 // The daemon also changes things the simulator never does, without losing anyone's time
 // accounting (a rebuilt scheduler would restart every job's priority memory):
 //   RemoveJob         a job leaves other than by finishing (cancelled, failed by the caller);
-//   UpdateThroughput  an online estimate of a job's steps/s on a type;
-//   HoldJob/ReleaseJob  keep a job out of the plans for a while (a crashed job backing off);
+//   UpdateThroughput  an online estimate of a job's steps/s on a type (the one way
+//                     throughputs other than the table's enter: plans and policy both use it);
+//   HoldJob/ReleaseJob  keep a job out of the plans until a time (a crashed job backing off);
 //   ChangeCluster     GPUs joined or left (an agent registered or died).
 //
 // Cost: a round is O(C · T · log C) for C combinations (jobs, plus pairs for packing policies)
@@ -71,7 +74,13 @@ struct SchedulerOptions {
   std::uint64_t seed = 0;  // the simulation seed: policy randomness, type shuffle (seed + 5)
   Seconds round_length{360.0};
   Seconds min_reset_interval{1920.0};
-  int max_failed_attempts = 5;
+  // A job whose micro-tasks fail this many times in a row is dropped (the simulator's rule,
+  // the original's). nullopt = never: the caller owns the failure policy (the daemon retries
+  // with backoff through HoldJob and fails jobs itself through RemoveJob).
+  std::optional<int> max_failed_attempts = 5;
+  // Weight per entity for the hierarchical policies (an entity not listed weighs 1). Jobs
+  // name their entity in JobDescription::entity; jobs without one belong to none.
+  std::map<std::string, double> entity_weights;
   // $/GPU-hour per GPU type in ClusterLayout order (sorted names); empty = no prices. Used for
   // job costs and by the cost policies (which require it).
   std::vector<double> instance_costs;
@@ -89,9 +98,14 @@ using PolicyTraits = policy::PolicyCapabilities;
 struct JobDescription {
   JobTypeKey type;  // throughput-table key (model, scale factor)
   double total_steps = 0.0;
+  // Steps already done before admission (a daemon re-admitting a job after a restart);
+  // in [0, total_steps).
+  double steps_done = 0.0;
   double priority_weight = 1.0;
   Seconds arrival{0.0};
   std::optional<Seconds> deadline;  // absolute SLO deadline; none = no SLO
+  std::string entity;                // hierarchical policies' entity; empty = none
+  std::optional<Seconds> held_until;  // admitted held (HoldJob) until then
 };
 
 // Everything the scheduler remembers about a job, finished or not (for metrics).
@@ -100,8 +114,9 @@ struct JobRecord {
   int scale_factor = 1;
   double priority_weight = 1.0;
   double total_steps = 0.0;
-  double steps_run = 0.0;
+  double steps_run = 0.0;  // including JobDescription::steps_done
   Seconds arrival{0.0};
+  std::string entity;
   std::optional<Seconds> deadline;
   std::optional<Seconds> first_start;  // start of the first round it was placed in
   std::optional<Seconds> finish;       // end of the micro-task that completed it
@@ -138,6 +153,15 @@ struct JobAccounting {
                                    // estimate given to UpdateThroughput)
 };
 
+// A whole micro-task's result, for callers that gather every GPU's report themselves (the
+// daemon). Steps are the job's total over its GPUs, so integer counts add up exactly.
+struct MicroTaskResult {
+  Combination combination;
+  std::vector<double> steps;     // per member: steps the micro-task completed (0 = failed)
+  std::vector<Seconds> elapsed;  // per member: how long it ran
+  Seconds finished_at{0.0};
+};
+
 // What a worker report changed.
 struct ReportOutcome {
   bool micro_task_complete = false;  // every GPU of the micro-task has reported
@@ -163,13 +187,21 @@ class RoundScheduler {
   ~RoundScheduler();
 
   // ---- Events ----
-  // Admits a job; ids are 0, 1, 2, ... in call order. Errors: a job type the throughput
-  // table lacks, a scale factor < 1, steps or weight that are not positive and finite, a job
-  // no GPU type of the cluster can run (too few GPUs, or throughput 0 everywhere).
-  Result<JobId> AddJob(const JobDescription& job);
+  // Admits a job under the caller's id (the simulator numbers them 0, 1, 2, ... in arrival
+  // order; the daemon uses its durable ids). Ids order the policy's rows and break ties, so
+  // give them in arrival order. A job that left (finished, dropped, removed) may come back
+  // under its id: its record starts afresh. Errors: FailedPrecondition (the id is active), a job
+  // type the throughput table lacks, a scale factor < 1, steps, progress or weight out of
+  // range, a job no GPU type of the cluster can run (too few GPUs, or throughput 0
+  // everywhere).
+  Status AddJob(JobId id, const JobDescription& job);
   // One GPU's report for a running micro-task. Errors: no such micro-task is running, or the
   // worker is not one of its GPUs, or the report's shape does not match the combination.
   Result<ReportOutcome> OnWorkerDone(const WorkerReport& report);
+  // The whole micro-task finished: as if each of its GPUs had reported, with the members'
+  // steps and elapsed times given once. Zero steps for an active member = it failed. Errors:
+  // no such micro-task is running, a GPU of it already reported, or the shape is wrong.
+  Result<ReportOutcome> OnMicroTaskDone(const MicroTaskResult& result);
   // The whole micro-task failed (a worker died, the job crashed), whatever its GPUs reported so
   // far: one failed attempt, no progress credited. Error: no such micro-task is running.
   Result<ReportOutcome> OnMicroTaskFailed(const Combination& combination, Seconds at);
@@ -199,8 +231,8 @@ class RoundScheduler {
   // after it lets it back) or until ReleaseJob, e.g. while a crashed job backs off. The job
   // stays in the policy's problem and keeps its allocation, so holding requests no solve; it
   // receives no time while held, so its priority rises and it catches up once back. Its GPUs
-  // go to the next jobs in the queues. Holding a held job replaces its release time; use an
-  // infinite `until` to hold until ReleaseJob. Error: NotFound when the job is not active.
+  // go to the next jobs in the queues. Holding a held job replaces its release time. Error:
+  // NotFound when the job is not active.
   Status HoldJob(JobId job, Seconds until);
   // Ends a hold at once (no-op for a job that is not held). Error: NotFound (not active).
   Status ReleaseJob(JobId job);
@@ -238,13 +270,11 @@ class RoundScheduler {
   std::size_t num_active_jobs() const { return active_.size(); }
   bool IsActive(JobId job) const { return active_.contains(job); }
   bool HasRunningMicroTasks() const { return num_running_ > 0; }
-  const JobRecord& record(JobId job) const {
-    return records_.at(static_cast<std::size_t>(job.value()));
-  }
+  // The record of an admitted job (aborts for an id never admitted).
+  const JobRecord& record(JobId job) const { return records_.at(Index(job)); }
   // GPU-seconds the job used on a type (elapsed time × GPUs of each successful micro-task).
   double gpu_seconds(JobId job, int type) const {
-    return gpu_seconds_.at(static_cast<std::size_t>(job.value()) *
-                               static_cast<std::size_t>(layout_.num_types()) +
+    return gpu_seconds_.at(Index(job) * static_cast<std::size_t>(layout_.num_types()) +
                            static_cast<std::size_t>(type));
   }
   // Busy seconds per worker id (the original's cumulative worker time).
@@ -257,6 +287,9 @@ class RoundScheduler {
   // Seconds booked on each type since the last reset: the denominators of the priorities
   // (the sum of every combination's time received, including jobs that left since).
   const std::vector<double>& type_time() const { return worker_time_; }
+  // The problem the next recomputation would hand the policy if it ran at `now`, without
+  // the jobs in `without` (e.g. those about to finish): for callers that solve ahead.
+  policy::PolicyInput PolicyInputAt(Seconds now, std::span<const JobId> without = {}) const;
 
  private:
   // An admitted job that has not finished.
@@ -304,6 +337,10 @@ class RoundScheduler {
     std::vector<WorkerId> workers;
   };
   Result<ReportOutcome> CompleteMicroTask(ComboState& c, std::span<const WorkerReport> reports);
+  ReportOutcome BookMicroTask(ComboState& c, const MicroTaskResult& result, bool succeeded);
+  void AddEntities(policy::PolicyInput& input) const;
+  // Dense position of an admitted job in records_ (admission order).
+  std::size_t Index(JobId job) const { return index_of_.at(job); }
 
   RoundScheduler(ClusterLayout layout, std::shared_ptr<const ThroughputTable> throughputs,
                  std::vector<int> table_types, SchedulerOptions options, const Clock* clock,
@@ -370,7 +407,7 @@ class RoundScheduler {
   int num_running_ = 0;
   std::vector<Combination> last_round_combos_;
   // Per-round scratch, kept to reuse its memory.
-  std::vector<std::uint32_t> job_stamp_;  // by job id: chosen in round (stamp)
+  std::vector<std::uint32_t> job_stamp_;  // by Index(job): chosen in round (stamp)
   std::uint32_t stamp_ = 0;
   std::vector<char> worker_assigned_;
 
@@ -378,8 +415,10 @@ class RoundScheduler {
   std::vector<double> worker_time_;  // per type
   std::vector<double> worker_busy_;  // per worker id, whole run
 
-  std::vector<JobRecord> records_;   // by job id
-  std::vector<double> gpu_seconds_;  // by job id × type
+  // Every job ever admitted, in admission order; index_of_ finds a caller's id there.
+  std::vector<JobRecord> records_;
+  std::unordered_map<JobId, std::size_t> index_of_;
+  std::vector<double> gpu_seconds_;  // by Index(job) × type
   SchedulerStats stats_;
 };
 

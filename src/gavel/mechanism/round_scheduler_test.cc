@@ -73,10 +73,9 @@ struct Fixture {
   std::unique_ptr<RoundScheduler> scheduler;
 
   Fixture(std::vector<GpuTypeSpec> cluster, FakePolicy::Rule rule, Compat compat = {},
-          PolicyTraits traits = {}) {
+          PolicyTraits traits = {}, SchedulerOptions options = {}) {
     auto layout = ClusterLayout::Create(cluster);
     GAVEL_CHECK(layout.ok());
-    SchedulerOptions options;
     options.policy = "fake";
     options.compat = compat;
     auto created = RoundScheduler::CreateWithPolicy(
@@ -91,9 +90,10 @@ struct Fixture {
     d.type = JobTypeKey{model, sf};
     d.total_steps = steps;
     d.arrival = Seconds(arrival);
-    auto id = scheduler->AddJob(d);
-    GAVEL_CHECK_MSG(id.ok(), id.status().ToString().c_str());
-    return *id;
+    const JobId id(scheduler->num_jobs());
+    const Status added = scheduler->AddJob(id, d);
+    GAVEL_CHECK_MSG(added.ok(), added.ToString().c_str());
+    return id;
   }
 
   RoundPlan Plan(double now) {
@@ -396,16 +396,16 @@ TEST(RoundSchedulerTest, RejectsBadJobsAndReports) {
   JobDescription unknown;
   unknown.type = JobTypeKey{"C", 1};
   unknown.total_steps = 10;
-  EXPECT_EQ(f.scheduler->AddJob(unknown).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(f.scheduler->AddJob(JobId(0), unknown).code(), StatusCode::kNotFound);
   JobDescription no_steps;
   no_steps.type = JobTypeKey{"A", 1};
   no_steps.total_steps = 0.0;
-  EXPECT_EQ(f.scheduler->AddJob(no_steps).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.scheduler->AddJob(JobId(0), no_steps).code(), StatusCode::kInvalidArgument);
   JobDescription too_big;
   too_big.type = JobTypeKey{"A", 2};
   too_big.total_steps = 10;
   Fixture one_gpu({{"v100", 1, 1}}, Share(1.0));
-  EXPECT_THAT(one_gpu.scheduler->AddJob(too_big).status().message(),
+  EXPECT_THAT(one_gpu.scheduler->AddJob(JobId(0), too_big).message(),
               HasSubstr("can never run on this cluster"));
 
   f.Add("A", 1, 1e6, 0.0);
@@ -588,7 +588,7 @@ TEST(RoundSchedulerChangesTest, AHeldJobIsNotPlannedUntilReleased) {
   f.Finish(plan, 360.0);
 
   // Held until released by hand.
-  ASSERT_TRUE(f.scheduler->HoldJob(b, Seconds(std::numeric_limits<double>::infinity())).ok());
+  ASSERT_TRUE(f.scheduler->HoldJob(b, Seconds(1e9)).ok());
   for (double t : {1440.0, 1800.0, 2160.0}) {
     plan = f.Plan(t);
     EXPECT_THAT(RunningJobs(plan), ElementsAre(a)) << "at " << t;
@@ -739,7 +739,7 @@ TEST(RoundSchedulerTest, RandomWorkloadsKeepTheInvariants) {
           d.type = keys[rng.ChoiceIndex(keys.size())];
           d.total_steps = 50.0 + 5000.0 * rng.Random();
           d.arrival = Seconds(now);
-          ASSERT_TRUE(s.AddJob(d).ok());
+          ASSERT_TRUE(s.AddJob(JobId(s.num_jobs()), d).ok());
         }
         auto plan = s.PlanRound();
         ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -782,6 +782,131 @@ TEST(RoundSchedulerTest, RandomWorkloadsKeepTheInvariants) {
       }
     }
   }
+}
+
+
+JobDescription Describe(const std::string& model, int sf, double steps) {
+  JobDescription d;
+  d.type = JobTypeKey{model, sf};
+  d.total_steps = steps;
+  return d;
+}
+
+// The caller's ids key everything: plans, records, holds, the policy's rows; an id that left
+// may come back with a fresh record; an active id cannot be admitted twice.
+TEST(RoundSchedulerCallerIdsTest, PlansAndRecordsSpeakTheCallersIds) {
+  std::vector<JobId> policy_rows;
+  Fixture f({{"v100", 1, 1}}, [&](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    policy_rows.clear();
+    for (std::size_t i = 0; i < in.num_jobs(); ++i) {
+      policy_rows.push_back(in.jobs[i].id);
+      out.allocation(i, 0) = 1.0 / static_cast<double>(in.num_jobs());
+    }
+  });
+  ASSERT_TRUE(f.scheduler->AddJob(JobId(7), Describe("A", 1, 1e6)).ok());
+  ASSERT_TRUE(f.scheduler->AddJob(JobId(42), Describe("B", 1, 1e6)).ok());
+  EXPECT_EQ(f.scheduler->AddJob(JobId(42), Describe("B", 1, 1e6)).code(),
+            StatusCode::kFailedPrecondition);
+  RoundPlan plan = f.Plan(0.0);
+  EXPECT_THAT(policy_rows, ElementsAre(JobId(7), JobId(42)));
+  EXPECT_THAT(RunningJobs(plan), ElementsAre(JobId(7)));  // ties go to the first admitted
+  f.Finish(plan, 360.0);
+  EXPECT_DOUBLE_EQ(f.scheduler->record(JobId(7)).steps_run, 720.0);  // 2 steps/s x 360 s
+  ASSERT_TRUE(f.scheduler->RemoveJob(JobId(7)).ok());
+  EXPECT_TRUE(f.scheduler->record(JobId(7)).removed);
+  // Back under the same id, with progress made elsewhere: a fresh record that counts it.
+  JobDescription again = Describe("A", 1, 1e6);
+  again.steps_done = 1000.0;
+  ASSERT_TRUE(f.scheduler->AddJob(JobId(7), again).ok());
+  EXPECT_FALSE(f.scheduler->record(JobId(7)).removed);
+  EXPECT_DOUBLE_EQ(f.scheduler->record(JobId(7)).steps_run, 1000.0);
+  EXPECT_EQ(f.scheduler->num_jobs(), 2u);
+  again.steps_done = 2e6;
+  ASSERT_TRUE(f.scheduler->RemoveJob(JobId(7)).ok());
+  EXPECT_EQ(f.scheduler->AddJob(JobId(7), again).code(), StatusCode::kInvalidArgument);
+}
+
+// A whole micro-task reported at once books exactly what its GPUs' reports would have.
+TEST(RoundSchedulerCallerIdsTest, AWholeMicroTaskBooksLikeItsGpusReports) {
+  Fixture per_gpu({{"v100", 2, 2}}, Share(1.0));
+  Fixture whole({{"v100", 2, 2}}, Share(1.0));
+  for (Fixture* f : {&per_gpu, &whole}) f->Add("A", 2, 1e4, 0.0);
+  const RoundPlan a = per_gpu.Plan(0.0);
+  const RoundPlan b = whole.Plan(0.0);
+  ASSERT_EQ(a.assignments.size(), 1u);
+  per_gpu.Finish(a, 300.0);
+  MicroTaskResult result;
+  result.combination = b.assignments.at(0).combination;
+  result.steps = {b.assignments[0].max_steps[0]};
+  result.elapsed = {Seconds(300.0)};
+  result.finished_at = Seconds(300.0);
+  auto outcome = whole.scheduler->OnMicroTaskDone(result);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_TRUE(outcome->succeeded);
+  EXPECT_EQ(whole.scheduler->record(JobId(0)).steps_run,
+            per_gpu.scheduler->record(JobId(0)).steps_run);
+  EXPECT_EQ(whole.scheduler->gpu_seconds(JobId(0), 0), per_gpu.scheduler->gpu_seconds(JobId(0), 0));
+  EXPECT_EQ(whole.scheduler->worker_busy_seconds(), per_gpu.scheduler->worker_busy_seconds());
+  EXPECT_EQ(whole.scheduler->AccountingOf(JobId(0))->time_received,
+            per_gpu.scheduler->AccountingOf(JobId(0))->time_received);
+  EXPECT_EQ(whole.scheduler->OnMicroTaskDone(result).status().code(),
+            StatusCode::kFailedPrecondition);  // no longer running
+}
+
+// Without a drop rule the mechanism never drops a job, however often it fails; a job can be
+// admitted held, and the hold ends at its time.
+TEST(RoundSchedulerCallerIdsTest, WithoutADropRuleFailuresOnlyCountAndHoldsEndAtTheirTime) {
+  SchedulerOptions options;
+  options.max_failed_attempts = std::nullopt;
+  Fixture f({{"v100", 1, 1}}, Share(1.0), {}, {}, options);
+  JobDescription d = Describe("A", 1, 1e6);
+  d.held_until = Seconds(720.0);
+  ASSERT_TRUE(f.scheduler->AddJob(JobId(3), d).ok());
+  EXPECT_TRUE(f.scheduler->IsHeld(JobId(3)));
+  EXPECT_TRUE(f.Plan(0.0).assignments.empty());
+  EXPECT_TRUE(f.Plan(360.0).assignments.empty());
+  double t = 720.0;
+  for (int i = 0; i < 8; ++i, t += 360.0) {
+    const RoundPlan plan = f.Plan(t);
+    ASSERT_EQ(plan.assignments.size(), 1u);
+    auto outcome = f.scheduler->OnMicroTaskFailed(plan.assignments[0].combination, Seconds(t));
+    ASSERT_TRUE(outcome.ok());
+    EXPECT_TRUE(outcome->dropped.empty());
+  }
+  EXPECT_TRUE(f.scheduler->IsActive(JobId(3)));
+  EXPECT_EQ(f.scheduler->stats().failed_micro_tasks, 8);
+}
+
+// Jobs' entities reach the policy sorted, with the caller's weights (1 where none is given).
+TEST(RoundSchedulerCallerIdsTest, EntitiesAndTheirWeightsReachThePolicy) {
+  SchedulerOptions options;
+  options.entity_weights = {{"lab", 3.0}};
+  Fixture f({{"v100", 1, 1}}, Share(0.1), {}, {}, options);
+  const std::vector<std::string> entities = {"lab", "", "alice", "lab"};
+  for (std::size_t i = 0; i < entities.size(); ++i) {
+    JobDescription d = Describe("A", 1, 1e6);
+    d.entity = entities[i];
+    ASSERT_TRUE(f.scheduler->AddJob(JobId(i), d).ok());
+  }
+  const policy::PolicyInput input = f.scheduler->PolicyInputAt(Seconds(0.0));
+  EXPECT_THAT(input.entities, ElementsAre("alice", "lab"));
+  EXPECT_THAT(input.entity_weights, ElementsAre(1.0, 3.0));
+  ASSERT_EQ(input.jobs.size(), 4u);
+  EXPECT_EQ(input.jobs[0].entity, 1);
+  EXPECT_EQ(input.jobs[1].entity, -1);
+  EXPECT_EQ(input.jobs[2].entity, 0);
+  EXPECT_EQ(input.jobs[3].entity, 1);
+  const JobId leaving[] = {JobId(2)};
+  EXPECT_THAT(f.scheduler->PolicyInputAt(Seconds(0.0), leaving).entities, ElementsAre("lab"));
+
+  options.entity_weights = {{"lab", -1.0}};
+  auto layout = ClusterLayout::Create({{"v100", 1, 1}});
+  ManualClock clock;
+  int calls = 0;
+  auto refused = RoundScheduler::CreateWithPolicy(*layout, SmallTable(), options, &clock,
+                                                  std::make_unique<FakePolicy>(Share(1.0), &calls),
+                                                  PolicyTraits{});
+  EXPECT_THAT(refused.status().message(), HasSubstr("weight of \"lab\""));
 }
 
 }  // namespace

@@ -137,7 +137,9 @@ class RoundSimulation {
     return internal::ForEachArrival(
         *setup_.stream, now_, options_.compat,
         [&](const workload::TraceJob& job, const mechanism::JobDescription& d) -> Status {
-          GAVEL_ASSIGN_OR_RETURN(const JobId id, scheduler_->AddJob(d));
+          // Jobs are numbered 0, 1, 2, ... in arrival order (the metrics' window counts them).
+          const JobId id(scheduler_->num_jobs());
+          GAVEL_RETURN_IF_ERROR(scheduler_->AddJob(id, d));
           if (id.value() == setup_.window_start) StartWindow(job.arrival_time);
           return Status::Ok();
         });

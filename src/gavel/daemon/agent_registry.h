@@ -1,0 +1,90 @@
+// AgentRegistry: the daemon's agents and their GPUs — who registered, under which worker ids,
+// at which address with which token, alive or dead (heartbeats), and each GPU's busy time.
+//
+// Worker ids are the daemon's, durable, never reused: an agent that re-registers with another
+// GPU count or type gets fresh ids. Every change is staged in the Journal. The registry knows
+// nothing of jobs or rounds; the live GPUs it lists become the RoundScheduler's cluster
+// (LiveLayout).
+// Thread-safety: none (the core thread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gavel/core/status.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/journal.h"
+#include "gavel/daemon/store.h"
+#include "gavel/mechanism/cluster_layout.h"
+#include "gavel/rpc/auth.h"
+#include "gavel/wire/scheduler.pb.h"
+
+namespace gavel::daemon {
+
+struct Agent {
+  AgentRow row;
+  std::int64_t last_heartbeat_ms = 0;
+};
+
+// What an agent's GPUs must satisfy to join.
+struct AgentRules {
+  const ThroughputTable* throughputs = nullptr;  // GPU types must be its
+  // Under a cost policy, the priced types (others are refused); null = any type.
+  const std::map<std::string, double>* required_prices = nullptr;
+  std::string policy;  // for error messages
+};
+
+class AgentRegistry {
+ public:
+  AgentRegistry(Journal* journal, AgentRules rules) : journal_(journal), rules_(std::move(rules)) {}
+
+  // Takes the stored agents back; each gets until now + heartbeat timeout to reattach.
+  void Restore(std::vector<AgentRow> rows, std::uint64_t next_worker_id, std::int64_t now);
+
+  // Validates and records a registration (new agent, changed GPUs, or a reattach). Sets
+  // `*gpus_changed` when the live GPU set changed. Errors name the request's field.
+  Result<const Agent*> Register(const rpc::Principal& caller,
+                                const wire::RegisterWorkerRequest& request, std::int64_t now,
+                                bool* gpus_changed);
+  // Records a heartbeat; false for an unknown or dead agent (it must register again).
+  bool Heartbeat(const std::string& agent_id, std::int64_t now);
+  // Marks agents silent for longer than `timeout_ms` dead; returns their ids.
+  std::vector<std::string> DeclareSilentDead(std::int64_t now, std::int64_t timeout_ms);
+
+  const Agent* Find(const std::string& agent_id) const;
+  const Agent* AgentOfWorker(std::uint64_t worker_id) const;
+  bool OwnsWorker(const std::string& agent_id, std::uint64_t worker_id) const;
+  AgentEndpoint Endpoint(const Agent& agent) const {
+    return AgentEndpoint{agent.row.agent_id, agent.row.address, agent.row.token};
+  }
+  // A report is a sign of life.
+  void Touch(const std::string& agent_id, std::int64_t now);
+  void AddBusySeconds(std::uint64_t worker_id, double seconds);
+
+  const std::map<std::string, Agent>& agents() const { return agents_; }
+  std::vector<std::string> LiveGpuTypes() const;  // sorted
+  int LiveGpus() const;
+  // The cluster of the live GPUs (types in the original's order v100, p100, k80, then by
+  // name) and, by layout worker id, the daemon's worker ids. FailedPrecondition: no live GPU.
+  Result<mechanism::ClusterLayout> LiveLayout(std::vector<std::uint64_t>* workers) const;
+  // One WorkerInfo per GPU, by worker id; `busy_job(worker)` = the job it runs, or 0.
+  void ListWorkers(std::int64_t now, wire::ListWorkersResponse* out,
+                   const std::function<std::uint64_t(std::uint64_t)>& busy_job) const;
+
+ private:
+  void Dirty(const Agent& agent) { journal_->dirty_agents.insert(agent.row.agent_id); }
+  bool Usable(const std::string& gpu_type) const {
+    return rules_.required_prices == nullptr || rules_.required_prices->contains(gpu_type);
+  }
+
+  Journal* journal_;
+  AgentRules rules_;
+  std::map<std::string, Agent> agents_;
+  std::map<std::uint64_t, std::string> worker_agent_;  // worker id -> agent id
+  std::uint64_t next_worker_id_ = 0;
+};
+
+}  // namespace gavel::daemon

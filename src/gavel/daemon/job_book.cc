@@ -1,0 +1,210 @@
+#include "gavel/daemon/job_book.h"
+
+#include "gavel/core/bounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace gavel::daemon {
+namespace {
+
+constexpr std::size_t kMaxCommandBytes = 64 * 1024;
+constexpr std::uint32_t kMaxScaleFactor = 64;
+
+std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+JobBook::JobBook(Journal* journal, std::shared_ptr<const ThroughputTable> throughputs)
+    : journal_(journal), throughputs_(std::move(throughputs)) {
+  // Stand-in types for jobs whose type the table does not know: per scale factor, the key
+  // that runs fastest on its slowest GPU type (so the mechanism can place it anywhere).
+  const ThroughputTable& table = *throughputs_;
+  std::map<int, double> best;
+  for (std::size_t k = 0; k < table.job_types().size(); ++k) {
+    const JobTypeKey& key = table.job_types()[k];
+    double slowest = std::numeric_limits<double>::infinity();
+    for (const std::string& type : table.gpu_types()) {
+      if (type.find("unconsolidated") != std::string::npos) continue;
+      slowest = std::min(slowest, table.Isolated(type, key).value_or(0.0));
+    }
+    const auto it = best.find(key.scale_factor);
+    if (it == best.end() || slowest > it->second) {
+      best[key.scale_factor] = slowest;
+      representative_key_[key.scale_factor] = static_cast<int>(k);
+    }
+  }
+}
+
+Status JobBook::Restore(std::vector<JobRow> rows, std::uint64_t next_job_id) {
+  next_job_id_ = std::max<std::uint64_t>(next_job_id, 1);
+  for (JobRow& row : rows) {
+    Job job;
+    job.row = std::move(row);
+    if (!ResolveMechType(job) && IsActive(job)) {
+      return Status::InvalidArgument("state database, job " + std::to_string(job.row.id) +
+                                     ", field spec.scale_factor: the throughput table has no "
+                                     "job type with " +
+                                     std::to_string(job.row.spec.scale_factor()) + " GPUs");
+    }
+    if (job.row.state == wire::RUNNING) job.row.state = wire::QUEUED;  // until its round says
+    next_job_id_ = std::max(next_job_id_, job.row.id + 1);
+    jobs_.emplace(job.row.id, std::move(job));
+  }
+  return Status::Ok();
+}
+
+Job& JobBook::Add(const rpc::Principal& user, const wire::JobSpec& spec, std::int64_t now,
+                  const std::vector<std::string>& live_types) {
+  Job job;
+  job.row.id = next_job_id_++;
+  job.row.user = user.user;
+  job.row.spec = spec;
+  if (job.row.spec.priority_weight() == 0.0) job.row.spec.set_priority_weight(1.0);
+  if (job.row.spec.entity().empty()) job.row.spec.set_entity(user.user);
+  job.row.state = wire::QUEUED;
+  job.row.submitted_ms = now;
+  GAVEL_CHECK(ResolveMechType(job));  // Validate checked the scale factor
+  for (const std::string& type : live_types) job.row.per_type[type].prior = Prior(job, type);
+  const std::uint64_t id = job.row.id;
+  auto [it, inserted] = jobs_.emplace(id, std::move(job));
+  GAVEL_CHECK(inserted);
+  Touch(it->second);
+  journal_->batch.meta["next_job_id"] = std::to_string(next_job_id_);
+  journal_->Log(now, "submit", id, 0, "by " + user.user);
+  return it->second;
+}
+
+void JobBook::AddPriors(const std::string& gpu_type) {
+  for (auto& [id, job] : jobs_) {
+    if (IsActive(job) && !job.row.per_type.contains(gpu_type)) {
+      job.row.per_type[gpu_type].prior = Prior(job, gpu_type);
+      Touch(job);
+    }
+  }
+}
+
+bool JobBook::AnyRunnable(std::int64_t now) const {
+  return std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& entry) {
+    return IsActive(entry.second) && entry.second.row.next_retry_ms <= now;
+  });
+}
+
+bool JobBook::ResolveMechType(Job& job) const {
+  const ThroughputTable& table = *throughputs_;
+  const auto sf = static_cast<int>(job.row.spec.scale_factor());
+  const JobTypeKey key{job.row.spec.job_type(), sf};
+  job.table_type = table.HasJobType(key);
+  if (job.table_type) {
+    job.mech_type = key;
+    return true;
+  }
+  const auto rep = representative_key_.find(sf);
+  if (rep == representative_key_.end()) return false;
+  job.mech_type = table.job_types()[static_cast<std::size_t>(rep->second)];
+  return true;
+}
+
+double JobBook::Prior(const Job& job, const std::string& gpu_type) const {
+  const auto& given = job.row.spec.throughputs();
+  const auto it = given.find(gpu_type);
+  if (it != given.end()) return it->second;
+  if (job.table_type) {
+    return throughputs_->Isolated(gpu_type, job.mech_type).value_or(0.0);
+  }
+  return given.empty() ? 1.0 : 0.0;  // the original's DEFAULT_THROUGHPUT; unlisted = unknown
+}
+
+double JobBook::Estimate(const Job& job, const std::string& gpu_type) const {
+  const auto it = job.row.per_type.find(gpu_type);
+  if (it != job.row.per_type.end() && it->second.measurements > 0) return it->second.measured;
+  return Prior(job, gpu_type);
+}
+
+Status JobBook::Validate(const wire::JobSpec& spec) const {
+  const ThroughputTable& table = *throughputs_;
+  if (spec.command_size() == 0) {
+    return Status::InvalidArgument("spec.command: empty; give the program to run");
+  }
+  if (spec.command(0).empty()) return Status::InvalidArgument("spec.command[0]: empty");
+  std::size_t bytes = 0;
+  for (int i = 0; i < spec.command_size(); ++i) {
+    bytes += spec.command(i).size();
+    if (spec.command(i).find('\0') != std::string::npos) {
+      return Status::InvalidArgument("spec.command[" + std::to_string(i) +
+                                     "]: contains a NUL byte");
+    }
+  }
+  if (bytes > kMaxCommandBytes) {
+    return Status::InvalidArgument("spec.command: longer than " +
+                                   std::to_string(kMaxCommandBytes) + " bytes");
+  }
+  if (spec.scale_factor() < 1) {
+    return Status::InvalidArgument("spec.scale_factor: must be at least 1");
+  }
+  if (spec.scale_factor() > kMaxScaleFactor) {
+    return Status::InvalidArgument("spec.scale_factor: at most " +
+                                   std::to_string(kMaxScaleFactor) + " GPUs");
+  }
+  if (!representative_key_.contains(static_cast<int>(spec.scale_factor()))) {
+    std::string have;
+    for (const auto& [sf, key] : representative_key_) {
+      have += (have.empty() ? "" : ", ") + std::to_string(sf);
+    }
+    return Status::InvalidArgument("spec.scale_factor: no job type of the throughput table runs "
+                                   "on " + std::to_string(spec.scale_factor()) +
+                                   " GPUs (it has " + have + ")");
+  }
+  if (spec.total_steps() < 1) return Status::InvalidArgument("spec.total_steps: must be >= 1");
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(static_cast<double>(spec.total_steps()), 1.0,
+                                            bounds::kMaxSteps, "spec.total_steps", " steps"));
+  // 0 is the wire's default (the caller gave none; the daemon reads it as 1).
+  if (spec.priority_weight() != 0.0) {
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(spec.priority_weight(), bounds::kMinWeight,
+                                              bounds::kMaxWeight, "spec.priority_weight"));
+  }
+  if (!spec.job_type().empty() && spec.throughputs().empty() &&
+      !table.HasJobType(JobTypeKey{spec.job_type(), static_cast<int>(spec.scale_factor())})) {
+    return Status::InvalidArgument(
+        "spec.job_type: " + Quoted(spec.job_type()) + " on " +
+        std::to_string(spec.scale_factor()) +
+        " GPU(s) is not in the throughput table; give throughput estimates per GPU type "
+        "(--throughput TYPE=STEPS_PER_S) or leave the type out");
+  }
+  bool any_positive = spec.throughputs().empty();
+  for (const auto& [type, value] : spec.throughputs()) {
+    if (!table.HasGpuType(type)) {
+      return Status::InvalidArgument("spec.throughputs[" + Quoted(type) +
+                                     "]: not a GPU type of the throughput table (" +
+                                     JoinNames(table.gpu_types()) + ")");
+    }
+    GAVEL_RETURN_IF_ERROR(bounds::CheckThroughput(value, "spec.throughputs[" + Quoted(type) + "]"));
+    any_positive = any_positive || value > 0.0;
+  }
+  if (!any_positive) {
+    return Status::InvalidArgument("spec.throughputs: every estimate is 0; the job could run "
+                                   "nowhere");
+  }
+  for (const auto& [key, value] : spec.env()) {
+    if (key.empty() || key.find('=') != std::string::npos ||
+        key.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return Status::InvalidArgument("spec.env[" + Quoted(key) +
+                                     "]: names must be non-empty, without '=' or NUL");
+    }
+  }
+  if (spec.name().size() > 256) return Status::InvalidArgument("spec.name: over 256 bytes");
+  if (spec.entity().size() > 128) return Status::InvalidArgument("spec.entity: over 128 bytes");
+  if (spec.working_directory().size() > 4096) {
+    return Status::InvalidArgument("spec.working_directory: over 4096 bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace gavel::daemon

@@ -1,0 +1,91 @@
+// JobBook: the daemon's durable jobs and their states — what was submitted (validated specs),
+// by whom, how far each job got (the checkpointed step count, the one record of progress the
+// daemon keeps), its per-GPU-type throughput priors and measurements, failures and retry
+// time. Job ids are the daemon's, durable, 1, 2, ... in submission order; the RoundScheduler
+// books jobs under the same ids.
+//
+// Each job also has the throughput-table key the RoundScheduler books it under: its own type,
+// or for a type the table lacks a stand-in of the same scale factor (the key that runs
+// fastest on its slowest GPU type, so it can be placed anywhere).
+// Every change is marked dirty in the Journal (Touch). Iterates in id order.
+// Thread-safety: none (the core thread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gavel/core/status.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/daemon/journal.h"
+#include "gavel/daemon/store.h"
+#include "gavel/rpc/auth.h"
+#include "gavel/wire/scheduler.pb.h"
+
+namespace gavel::daemon {
+
+struct Job {
+  JobRow row;
+  bool table_type = false;  // spec.job_type names a table entry with this scale factor
+  JobTypeKey mech_type;     // the key the RoundScheduler books the job under
+  // Where the job ran last round and whether it is paused there (its lease ran out and it
+  // waits for the next round): placed on exactly those GPUs again, it continues.
+  std::vector<std::uint64_t> last_workers;
+  bool paused = false;
+  bool last_launch_failed = false;
+  // Throughputs the latest allocation was computed with (for the re-solve threshold).
+  mutable std::map<std::string, double> used_estimate;
+};
+
+class JobBook {
+ public:
+  using Map = std::map<std::uint64_t, Job>;
+
+  JobBook(Journal* journal, std::shared_ptr<const ThroughputTable> throughputs);
+
+  // Errors name the spec's field.
+  Status Validate(const wire::JobSpec& spec) const;
+  // Takes the stored jobs back (running ones are queued until their round says otherwise).
+  // Error: an active job's scale factor has no job type in the table.
+  Status Restore(std::vector<JobRow> rows, std::uint64_t next_job_id);
+  // Books a validated spec as a queued job (weight 0 = 1, entity empty = the user's name).
+  Job& Add(const rpc::Principal& user, const wire::JobSpec& spec, std::int64_t now,
+           const std::vector<std::string>& live_types);
+  // A GPU type joined: active jobs get their prior for it.
+  void AddPriors(const std::string& gpu_type);
+
+  static bool IsActive(const Job& job) {
+    return job.row.state == wire::QUEUED || job.row.state == wire::RUNNING;
+  }
+  // An active job out of its retry backoff exists.
+  bool AnyRunnable(std::int64_t now) const;
+  // The user's estimate, else the table's for a table type, else 1 step/s (the original's
+  // default) when the user gave none at all, else 0 (a type the user's list leaves out).
+  double Prior(const Job& job, const std::string& gpu_type) const;
+  // The measurement once there is one, else the prior.
+  double Estimate(const Job& job, const std::string& gpu_type) const;
+  void Touch(const Job& job) { journal_->dirty_jobs.insert(job.row.id); }
+
+  Map::iterator begin() { return jobs_.begin(); }
+  Map::iterator end() { return jobs_.end(); }
+  Map::const_iterator begin() const { return jobs_.begin(); }
+  Map::const_iterator end() const { return jobs_.end(); }
+  Map::iterator find(std::uint64_t id) { return jobs_.find(id); }
+  Map::const_iterator find(std::uint64_t id) const { return jobs_.find(id); }
+  Job& at(std::uint64_t id) { return jobs_.at(id); }
+  const Job& at(std::uint64_t id) const { return jobs_.at(id); }
+
+ private:
+  // Sets table_type and mech_type. False when the table has no job type of that scale factor.
+  bool ResolveMechType(Job& job) const;
+
+  Journal* journal_;
+  std::shared_ptr<const ThroughputTable> throughputs_;
+  std::map<int, int> representative_key_;  // scale factor -> table key for unknown job types
+  Map jobs_;
+  std::uint64_t next_job_id_ = 1;
+};
+
+}  // namespace gavel::daemon

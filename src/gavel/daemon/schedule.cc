@@ -1,0 +1,309 @@
+#include "gavel/daemon/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gavel::daemon {
+
+// The RoundScheduler's clock: seconds since the state directory was created, never going
+// backwards even if the wall clock does.
+class Schedule::MechanismClock final : public mechanism::Clock {
+ public:
+  MechanismClock(const WallClock* clock, std::int64_t epoch_ms) : clock_(clock), epoch_(epoch_ms) {}
+  Seconds Now() const override {
+    const double now = static_cast<double>(clock_->NowMs() - epoch_) / 1000.0;
+    last_ = std::max(last_, now);
+    return Seconds(last_);
+  }
+
+ private:
+  const WallClock* clock_;
+  std::int64_t epoch_;
+  mutable double last_ = 0.0;
+};
+
+// The policy the RoundScheduler calls: the AllocationService, noting the throughputs each
+// problem was posed with (for the re-solve threshold).
+class Schedule::PolicyAdapter final : public policy::Policy {
+ public:
+  PolicyAdapter(const Schedule* schedule, std::shared_ptr<AllocationService> service)
+      : schedule_(schedule), service_(std::move(service)) {}
+  Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input) override {
+    schedule_->NoteEstimatesUsed(input);
+    return service_->Allocate(input);
+  }
+
+ private:
+  const Schedule* schedule_;
+  std::shared_ptr<AllocationService> service_;
+};
+
+Schedule::Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* agents,
+                   Journal* journal, std::shared_ptr<AllocationService> allocation,
+                   const WallClock* clock, std::int64_t epoch_ms)
+    : options_(std::move(options)),
+      jobs_(jobs),
+      agents_(agents),
+      journal_(journal),
+      allocation_(std::move(allocation)),
+      clock_(clock),
+      epoch_ms_(epoch_ms),
+      mech_clock_(std::make_unique<MechanismClock>(clock, epoch_ms)) {}
+
+Schedule::~Schedule() = default;
+
+Seconds Schedule::MechTime(std::int64_t unix_ms) const {
+  return Seconds(static_cast<double>(unix_ms - epoch_ms_) / 1000.0);
+}
+
+// ------------------------------------------------------------------------------------------
+// Keeping the mechanism in step.
+
+void Schedule::Admit(const Job& job) {
+  // A job no GPU type of the cluster can run stays out until the cluster changes
+  // (ApplyClusterChange admits the missing jobs).
+  if (mech_ && !mech_->IsActive(JobId(job.row.id))) (void)AddToMechanism(job);
+}
+
+Status Schedule::AddToMechanism(const Job& job) {
+  mechanism::JobDescription description;
+  description.type = job.mech_type;
+  description.total_steps = static_cast<double>(job.row.spec.total_steps());
+  description.steps_done = static_cast<double>(job.row.steps_done);
+  description.priority_weight = job.row.spec.priority_weight();
+  description.arrival = MechTime(job.row.submitted_ms);
+  description.entity = job.row.spec.entity();
+  if (job.row.next_retry_ms > clock_->NowMs()) {
+    description.held_until = MechTime(job.row.next_retry_ms);
+  }
+  GAVEL_RETURN_IF_ERROR(mech_->AddJob(JobId(job.row.id), description));
+  PushThroughputs(job);
+  return Status::Ok();
+}
+
+void Schedule::Remove(const Job& job, std::int64_t now) {
+  if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
+  const Status removed = mech_->RemoveJob(JobId(job.row.id));
+  if (!removed.ok()) {
+    journal_->Log(now, "internal", job.row.id, 0, removed.ToString());
+    needs_rebuild_ = true;
+  }
+}
+
+void Schedule::PushThroughputs(const Job& job) {
+  if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
+  const std::vector<std::string>& types = mech_->layout().type_names();
+  for (std::size_t t = 0; t < types.size(); ++t) {
+    const Status updated = mech_->UpdateThroughput(JobId(job.row.id), static_cast<int>(t),
+                                                   jobs_->Estimate(job, types[t]));
+    GAVEL_CHECK_MSG(updated.ok(), updated.ToString().c_str());  // validated estimates
+  }
+}
+
+void Schedule::Hold(const Job& job) {
+  if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
+  GAVEL_CHECK(mech_->HoldJob(JobId(job.row.id), MechTime(job.row.next_retry_ms)).ok());
+}
+
+void Schedule::Rebuild(std::int64_t now) {
+  ++rebuilds_;
+  needs_rebuild_ = false;
+  cluster_changed_ = false;
+  mech_.reset();
+  worker_of_layout_.clear();
+
+  std::vector<std::uint64_t> workers;
+  Result<mechanism::ClusterLayout> layout = agents_->LiveLayout(&workers);
+  if (!layout.ok()) {
+    if (layout.status().code() != StatusCode::kFailedPrecondition) {
+      journal_->Log(now, "internal", 0, 0, layout.status().ToString());
+    }
+    return;
+  }
+  mechanism::SchedulerOptions mech_options;
+  mech_options.policy = options_.policy;
+  mech_options.seed = options_.seed;
+  mech_options.round_length = options_.round_length;
+  mech_options.min_reset_interval = options_.min_reset_interval;
+  mech_options.max_failed_attempts = std::nullopt;  // the daemon's retry rules
+  mech_options.entity_weights = options_.entity_weights;
+  mech_options.instance_costs = LayoutCosts(*layout);
+  Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
+      mechanism::RoundScheduler::CreateWithPolicy(
+          *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
+          std::make_unique<PolicyAdapter>(this, allocation_), options_.traits);
+  if (!mech.ok()) {
+    journal_->Log(now, "internal", 0, 0, mech.status().ToString());
+    return;
+  }
+  mech_ = *std::move(mech);
+  worker_of_layout_ = std::move(workers);
+  for (const auto& [id, job] : *jobs_) {
+    if (!JobBook::IsActive(job)) continue;
+    const Status added = AddToMechanism(job);
+    if (!added.ok()) journal_->Log(now, "internal", id, 0, added.ToString());
+  }
+}
+
+void Schedule::ApplyClusterChange(std::int64_t now) {
+  std::vector<std::uint64_t> workers;
+  Result<mechanism::ClusterLayout> layout = agents_->LiveLayout(&workers);
+  // With no live GPU there is nothing to plan on: the old layout waits for GPUs to return.
+  if (!layout.ok()) return;
+  std::unordered_map<std::uint64_t, WorkerId> layout_of;
+  for (std::size_t i = 0; i < workers.size(); ++i) layout_of[workers[i]] = WorkerId(i);
+  std::vector<std::optional<WorkerId>> successor(worker_of_layout_.size());
+  for (std::size_t i = 0; i < worker_of_layout_.size(); ++i) {
+    const auto it = layout_of.find(worker_of_layout_[i]);
+    if (it != layout_of.end()) successor[i] = it->second;
+  }
+  std::vector<double> costs = LayoutCosts(*layout);
+  const Status changed = mech_->ChangeCluster(*std::move(layout), successor, std::move(costs));
+  if (!changed.ok()) {
+    journal_->Log(now, "internal", 0, 0,
+                  "cluster change refused, rebuilding: " + changed.ToString());
+    Rebuild(now);
+    return;
+  }
+  ++cluster_changes_;
+  cluster_changed_ = false;
+  worker_of_layout_ = std::move(workers);
+  for (const auto& [id, job] : *jobs_) {
+    if (!JobBook::IsActive(job)) continue;
+    if (mech_->IsActive(JobId(id))) {
+      PushThroughputs(job);  // types that joined get the job's estimates too
+    } else {
+      (void)AddToMechanism(job);  // still too large for every type: it waits for more GPUs
+    }
+  }
+}
+
+std::vector<double> Schedule::LayoutCosts(const mechanism::ClusterLayout& layout) const {
+  std::vector<double> costs;
+  if (!options_.traits.needs_instance_costs) return costs;
+  for (const std::string& type : layout.type_names()) {
+    costs.push_back(options_.instance_costs.at(type));  // LiveLayout left unpriced types out
+  }
+  return costs;
+}
+
+// ------------------------------------------------------------------------------------------
+// A round.
+
+std::optional<mechanism::RoundPlan> Schedule::PlanRound(std::int64_t now) {
+  if (needs_rebuild_ || !mech_) {
+    Rebuild(now);
+  } else if (cluster_changed_) {
+    ApplyClusterChange(now);
+  }
+  if (!mech_) return std::nullopt;
+  TakeFreshAllocation();
+  Result<mechanism::RoundPlan> plan = mech_->PlanRound();
+  if (!plan.ok()) {
+    journal_->Log(now, "policy-error", 0, 0, plan.status().ToString());
+    needs_rebuild_ = true;  // start from a clean RoundScheduler next time
+    return std::nullopt;
+  }
+  if (plan->allocation_recomputed) RecordAllocation();
+  return *std::move(plan);
+}
+
+std::vector<std::uint64_t> Schedule::WorkersOf(const mechanism::Assignment& assignment) const {
+  std::vector<std::uint64_t> workers;
+  for (WorkerId w : assignment.workers) workers.push_back(worker_of_layout_.at(w.value()));
+  return workers;
+}
+
+void Schedule::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
+                               std::int64_t now) {
+  const JobId id(job_id);
+  if (!mech_ || !mech_->IsActive(id)) return;  // it left: its micro-task was abandoned
+  mechanism::MicroTaskResult result;
+  result.combination = mechanism::Combination::Single(id);
+  result.steps = {static_cast<double>(steps)};
+  result.elapsed = {Seconds(std::max(elapsed_s, 1e-3))};
+  result.finished_at = mech_clock_->Now();
+  Result<mechanism::ReportOutcome> outcome = mech_->OnMicroTaskDone(result);
+  if (!outcome.ok()) {
+    journal_->Log(now, "internal", job_id, 0, outcome.status().ToString());
+    needs_rebuild_ = true;
+  }
+}
+
+void Schedule::Skip(const mechanism::Assignment& assignment) {
+  (void)mech_->OnMicroTaskFailed(assignment.combination, mech_clock_->Now());
+}
+
+void Schedule::RoundClosed() {
+  if (mech_ && mech_->HasRunningMicroTasks()) needs_rebuild_ = true;
+}
+
+// ------------------------------------------------------------------------------------------
+// The allocation.
+
+void Schedule::TakeFreshAllocation() {
+  if (allocation_->TakeFreshResult() && mech_) mech_->RequestReallocation();
+}
+
+void Schedule::Prefetch(const std::vector<JobId>& leaving) {
+  if (!HasActiveJobs()) return;
+  std::vector<policy::PolicyInput> inputs;
+  inputs.push_back(mech_->PolicyInputAt(mech_clock_->Now()));
+  if (!leaving.empty()) inputs.push_back(mech_->PolicyInputAt(mech_clock_->Now(), leaving));
+  for (const policy::PolicyInput& input : inputs) NoteEstimatesUsed(input);
+  allocation_->Prefetch(std::move(inputs));
+}
+
+void Schedule::NoteEstimatesUsed(const policy::PolicyInput& input) const {
+  for (std::size_t i = 0; i < input.jobs.size(); ++i) {
+    const auto it = jobs_->find(input.jobs[i].id.value());
+    if (it == jobs_->end()) continue;
+    for (std::size_t t = 0; t < input.num_types(); ++t) {
+      it->second.used_estimate[input.gpu_types[t]] = input.throughput(i, t);
+    }
+  }
+}
+
+void Schedule::RecordAllocation() {
+  const std::vector<std::string>& types = mech_->layout().type_names();
+  for (auto& [id, job] : *jobs_) {
+    if (!JobBook::IsActive(job)) continue;
+    const std::vector<double> x = mech_->AllocationOf(JobId(id));
+    bool changed = false;
+    for (std::size_t t = 0; t < types.size(); ++t) {
+      JobGpuRow& g = job.row.per_type[types[t]];
+      if (std::abs(g.allocation - x[t]) > 1e-9) {
+        g.allocation = x[t];
+        changed = true;
+      }
+    }
+    if (changed) jobs_->Touch(job);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Queries.
+
+std::map<std::string, double> Schedule::AllocationOf(std::uint64_t job_id) const {
+  std::map<std::string, double> out;
+  if (!mech_ || !mech_->IsActive(JobId(job_id))) return out;
+  const std::vector<double> x = mech_->AllocationOf(JobId(job_id));
+  const std::vector<std::string>& types = mech_->layout().type_names();
+  for (std::size_t t = 0; t < types.size(); ++t) out[types[t]] = x[t];
+  return out;
+}
+
+std::optional<mechanism::JobAccounting> Schedule::AccountingOf(std::uint64_t job_id) const {
+  if (!mech_) return std::nullopt;
+  return mech_->AccountingOf(JobId(job_id));
+}
+
+std::vector<std::string> Schedule::gpu_types() const {
+  return mech_ ? mech_->layout().type_names() : std::vector<std::string>{};
+}
+
+bool Schedule::Holds(std::uint64_t job_id) const {
+  return mech_ && mech_->IsActive(JobId(job_id)) && mech_->IsHeld(JobId(job_id));
+}
+
+}  // namespace gavel::daemon

@@ -1,0 +1,141 @@
+// Schedule: the seam between the daemon and the round mechanism. Everything the daemon tells
+// the RoundScheduler, and everything it asks of it, passes through this header.
+//
+//   daemon (JobBook, AgentRegistry, open round)            mechanism (RoundScheduler)
+//   ─────────────────────────────────────────────          ──────────────────────────
+//   a job is submitted / re-admitted       Admit      ──►  AddJob(JobId = the daemon's id)
+//   a job leaves (done, cancelled, failed) Remove     ──►  RemoveJob
+//   a throughput is measured               PushThroughputs ► UpdateThroughput (the only way in)
+//   a crashed job backs off                Hold       ──►  HoldJob(until its retry time)
+//   GPUs join or die                       MarkClusterChanged ► ChangeCluster, next round
+//   a job's micro-task ends                ReportMicroTask ► OnMicroTaskDone (exact steps)
+//   a round starts                         PlanRound  ◄──  PlanRound: a RoundPlan whose
+//                                                          workers are the daemon's ids
+//   solve ahead (mid-round, job changes)   Prefetch   ◄──  PolicyInputAt → AllocationService
+//
+// Who owns what: the RoundScheduler owns the schedule — the allocation, the time accounting
+// behind the priorities, placement, holds. The daemon owns durable state — jobs and their
+// progress (JobBook), agents (AgentRegistry) — and the failure policy (retries, backoff).
+// Job ids are the daemon's on both sides; GPU ids are translated here only, because the
+// mechanism numbers a cluster's GPUs densely type after type.
+//
+// The RoundScheduler lives as long as the daemon runs: none of the calls above resets the
+// jobs' accounting. It is rebuilt from the JobBook only at start-up (the accounting is not
+// stored) and after an internal error (a policy failure, or an operation it refused).
+// Time: the mechanism's seconds since the state directory was created (`epoch_ms`), never
+// going backwards even if the wall clock does.
+// Thread-safety: none (the core thread). The AllocationService is thread-safe itself.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gavel/daemon/clock.h"
+#include "gavel/core/status.h"
+#include "gavel/core/throughput_table.h"
+#include "gavel/daemon/agent_registry.h"
+#include "gavel/daemon/allocation_service.h"
+#include "gavel/daemon/job_book.h"
+#include "gavel/daemon/journal.h"
+#include "gavel/mechanism/round_scheduler.h"
+
+namespace gavel::daemon {
+
+struct ScheduleOptions {
+  std::string policy;
+  std::shared_ptr<const ThroughputTable> throughputs;
+  std::uint64_t seed = 0;
+  Seconds round_length{360.0};
+  Seconds min_reset_interval{1920.0};
+  std::map<std::string, double> entity_weights;
+  std::map<std::string, double> instance_costs;  // by GPU type name
+  mechanism::PolicyTraits traits;                // the policy's (never packing)
+};
+
+class Schedule {
+ public:
+  Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* agents,
+           Journal* journal, std::shared_ptr<AllocationService> allocation,
+           const WallClock* clock, std::int64_t epoch_ms);
+  ~Schedule();
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+
+  // ---- Keeping the mechanism in step ----
+  // Admits an active job (with its progress, entity, estimates and any backoff). A job no GPU
+  // type of the cluster can run waits until the cluster changes (no error is logged).
+  void Admit(const Job& job);
+  void Remove(const Job& job, std::int64_t now);
+  void PushThroughputs(const Job& job);
+  void Hold(const Job& job);  // until job.row.next_retry_ms
+  void MarkClusterChanged() { cluster_changed_ = true; }
+  bool up_to_date() const { return mech_ && !needs_rebuild_ && !cluster_changed_; }
+
+  // ---- A round ----
+  // Brings the mechanism up to date (rebuild, cluster change, a fresh background solve) and
+  // plans the round that starts now. nullopt: nothing to plan on (no live GPU, or an
+  // internal error, logged; the next round rebuilds).
+  std::optional<mechanism::RoundPlan> PlanRound(std::int64_t now);
+  // The daemon's worker ids of an assignment of the latest plan, by rank.
+  std::vector<std::uint64_t> WorkersOf(const mechanism::Assignment& assignment) const;
+  const std::string& GpuTypeName(int type) const { return mech_->layout().type_name(type); }
+  // The job's micro-task of the latest plan ended with `steps` more checkpointed steps.
+  void ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
+                       std::int64_t now);
+  // The assignment will not run (the job cannot start now): its GPUs idle this round.
+  void Skip(const mechanism::Assignment& assignment);
+  // A round closed with micro-tasks still running in the mechanism: a bug; start afresh.
+  void RoundClosed();
+
+  // ---- The allocation ----
+  // A background solve finished: the next round takes it.
+  void TakeFreshAllocation();
+  // Hands the current problem, and the problem without `leaving` if not empty, to the
+  // AllocationService to solve ahead.
+  void Prefetch(const std::vector<JobId>& leaving);
+  bool HasActiveJobs() const { return mech_ && mech_->num_active_jobs() > 0; }
+
+  // ---- Queries (empty when the mechanism does not know the job) ----
+  // The job's allocation per GPU type name.
+  std::map<std::string, double> AllocationOf(std::uint64_t job_id) const;
+  std::optional<mechanism::JobAccounting> AccountingOf(std::uint64_t job_id) const;
+  std::vector<std::string> gpu_types() const;
+  bool Holds(std::uint64_t job_id) const;
+  std::uint64_t rebuilds() const { return rebuilds_; }
+  std::uint64_t cluster_changes() const { return cluster_changes_; }
+
+ private:
+  class MechanismClock;
+  class PolicyAdapter;
+
+  void Rebuild(std::int64_t now);
+  void ApplyClusterChange(std::int64_t now);
+  Status AddToMechanism(const Job& job);
+  void RecordAllocation();
+  // Remembers the throughputs a problem handed to the policy uses (the re-solve threshold).
+  void NoteEstimatesUsed(const policy::PolicyInput& input) const;
+  std::vector<double> LayoutCosts(const mechanism::ClusterLayout& layout) const;
+  Seconds MechTime(std::int64_t unix_ms) const;
+
+  ScheduleOptions options_;
+  JobBook* jobs_;
+  const AgentRegistry* agents_;
+  Journal* journal_;
+  std::shared_ptr<AllocationService> allocation_;
+  const WallClock* clock_;
+  std::int64_t epoch_ms_;
+  std::unique_ptr<MechanismClock> mech_clock_;
+  std::unique_ptr<mechanism::RoundScheduler> mech_;
+  std::vector<std::uint64_t> worker_of_layout_;  // layout worker id -> daemon worker id
+  bool needs_rebuild_ = true;
+  bool cluster_changed_ = false;
+  std::uint64_t rebuilds_ = 0;
+  std::uint64_t cluster_changes_ = 0;
+};
+
+}  // namespace gavel::daemon
