@@ -79,6 +79,10 @@ struct SchedulerOptions {
   std::shared_ptr<lp::Solver> lp_solver;
   std::shared_ptr<lp::Solver> milp_solver;
   policy::SolvePath solve_path = policy::SolvePath::kFast;
+  // Placement respects host CPU/memory (JobDescription demands, the layout's HostResources)
+  // and prefers one server, then one rack (placement.h); a job that does not fit waits. Off:
+  // the original's consolidation by filling servers in order (spec §3.6).
+  bool topology_aware_placement = false;
 };
 
 // The policy traits the mechanism acts on (policy::PolicyInfo carries them for named policies).
@@ -96,6 +100,9 @@ struct JobDescription {
   double priority_weight = 1.0;
   Seconds arrival{0.0};
   std::optional<Seconds> deadline;  // absolute SLO deadline; none = no SLO
+  // Host resources per GPU (worker), for topology-aware placement; 0 = none.
+  double cpus_per_gpu = 0.0;
+  double mem_gb_per_gpu = 0.0;
 };
 
 // Everything the scheduler remembers about a job, finished or not (for metrics).
@@ -112,6 +119,8 @@ struct JobRecord {
   bool dropped = false;                // removed after too many failed micro-tasks
   bool removed = false;                // removed by RemoveJob (cancelled, failed by the caller)
   double cost = 0.0;                   // $ (only with instance costs)
+  double cpus_per_gpu = 0.0;           // host demands (JobDescription)
+  double mem_gb_per_gpu = 0.0;
   bool done() const { return finish.has_value() || dropped || removed; }
   std::optional<Seconds> jct() const {
     if (!finish || dropped || removed) return std::nullopt;
@@ -323,6 +332,8 @@ class RoundScheduler {
   std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
   Result<std::vector<Placed>> PlaceOnGpus(const std::vector<int>& type_order,
                                           const std::vector<Chosen>& chosen);
+  std::vector<Placed> PlaceByTopology(const std::vector<int>& type_order,
+                                      const std::vector<Chosen>& chosen);
   RoundPlan EmitPlan(Seconds now, std::vector<Placed> placed, bool recomputed);
 
   // Job table upkeep.

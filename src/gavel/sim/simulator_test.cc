@@ -236,7 +236,8 @@ TEST(SimulatorTest, GpuTimeAddsUp) {
   const std::string csv = JobsToCsv(r);
   EXPECT_THAT(csv, HasSubstr("id,job_type,scale_factor,priority_weight,arrival,first_start,"
                              "finish,jct,in_window,dropped,gpu_seconds_k80,gpu_seconds_p100,"
-                             "gpu_seconds_v100,cost,rho\n"));
+                             "gpu_seconds_v100,cost,rho,failed,queueing_delay,fair_share_delay,"
+                             "fragmentation_delay\n"));
 }
 
 TEST(SimulatorTest, RejectsBadOptionsAndUnschedulableJobs) {
