@@ -8,27 +8,18 @@
 #include <numeric>
 
 #include "gavel/core/shipped_table.h"
+#include "gavel/sim/sim_test_support.h"
 #include "gavel/sim/simulator.h"
 
 namespace gavel::sim {
 namespace {
 
 using ::testing::HasSubstr;
+using simtest::Job;
+using simtest::MustSimulate;
+using simtest::V100;
 
 constexpr char kResNet[] = "ResNet-18 (batch size 64)";
-
-double V100(const std::string& model, int sf) {
-  return *ShippedThroughputTable()->Isolated("v100", JobTypeKey{model, sf});
-}
-
-workload::TraceJob Job(const std::string& model, int sf, double steps, double arrival) {
-  workload::TraceJob job;
-  job.job_type = model;
-  job.scale_factor = sf;
-  job.total_steps = steps;
-  job.arrival_time = Seconds(arrival);
-  return job;
-}
 
 SimulationOptions Cluster(int gpus, int per_server, std::vector<workload::TraceJob> trace,
                           const std::string& policy = "max_min_fairness_perf") {
@@ -38,12 +29,6 @@ SimulationOptions Cluster(int gpus, int per_server, std::vector<workload::TraceJ
   o.policy = policy;
   o.trace = std::move(trace);
   return o;
-}
-
-SimulationResult MustSimulate(const SimulationOptions& options) {
-  auto result = Simulate(options);
-  GAVEL_CHECK_MSG(result.ok(), result.status().ToString().c_str());
-  return *result;
 }
 
 PlacementPenalty Penalty(double servers, double racks) {
