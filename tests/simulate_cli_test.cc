@@ -96,6 +96,44 @@ TEST_F(SimulateCliTest, BothSolvePathsRunAndAgreeWhereTheOptimumIsUnique) {
   EXPECT_NEAR(makespans["auto"], makespans["clp"], 1e-9 * makespans["clp"]);
 }
 
+// The cluster physics: --compat gavel ignores it (the result is the original's to the last
+// digit), and without compat --realistic makes restarts happen and JCT grow.
+TEST_F(SimulateCliTest, PhysicsIsIgnoredUnderCompatAndOffByDefault) {
+  const std::string run = "-c 2:2:2 -p max_min_fairness_perf --seed 2 -l 0 -e 12 --json - ";
+  const auto without_timing = [](nlohmann::json j) {
+    j.erase("wall_seconds");
+    j.erase("policy_solve_seconds");
+    return j;
+  };
+  const std::string single = run + "--compat gavel";
+  const Ran compat = Simulate(single);
+  const Ran compat_realistic = Simulate(single + " --realistic --servers-per-rack 1");
+  ASSERT_EQ(compat.exit_code, 0) << compat.err;
+  ASSERT_EQ(compat_realistic.exit_code, 0) << compat_realistic.err;
+  EXPECT_THAT(compat_realistic.err, HasSubstr("physics flags are ignored"));
+  EXPECT_EQ(without_timing(nlohmann::json::parse(compat.out)),
+            without_timing(nlohmann::json::parse(compat_realistic.out)));
+
+  const Ran plain = Simulate(run);
+  const Ran none = Simulate(run + "--placement-penalty none --restart-overhead none --failures none");
+  const Ran restarts = Simulate(run + "--restart-overhead 120 --placement-penalty default");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  ASSERT_EQ(restarts.exit_code, 0) << restarts.err;
+  const nlohmann::json p = nlohmann::json::parse(plain.out);
+  EXPECT_EQ(without_timing(p), without_timing(nlohmann::json::parse(none.out)));
+  EXPECT_EQ(p["restarts"].get<int>(), 0);
+  const nlohmann::json r = nlohmann::json::parse(restarts.out);
+  EXPECT_GT(r["restarts"].get<int>(), 0);
+  EXPECT_GT(r["restart_overhead_gpu_seconds"].get<double>(), 0.0);
+  EXPECT_GT(r["average_jct_seconds"].get<double>(), p["average_jct_seconds"].get<double>());
+  EXPECT_TRUE(r.contains("jct_by_size"));
+
+  const Ran bad = Simulate(run + "--placement-penalty /nonexistent.csv");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("--placement-penalty: /nonexistent.csv"));
+}
+
 TEST_F(SimulateCliTest, StaticRunReportsItsMakespanInTheSummary) {
   const Ran ran = Simulate("-c 2:2:2 -p fifo_perf -l 0 -e 8 --compat gavel");
   ASSERT_EQ(ran.exit_code, 0) << ran.err;

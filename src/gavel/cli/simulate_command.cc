@@ -1,11 +1,17 @@
 #include "gavel/cli/simulate_command.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <vector>
@@ -21,6 +27,10 @@
 
 namespace gavel::cli {
 namespace {
+
+// Host resources of one server: far beyond any machine, so a typo (an extra digit) is refused.
+constexpr double kMaxHostCpus = 1e5;
+constexpr double kMaxHostMemGb = 1e7;
 
 std::vector<std::string> Split(const std::string& text, char separator) {
   std::vector<std::string> parts;
@@ -151,9 +161,56 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
         << r.fairness->p90_rho << "\n";
   }
   out << std::setprecision(3);
+  out << "Queueing delay p50/p90: " << r.queueing_delay_p50_seconds << " / "
+      << r.queueing_delay_p90_seconds << " seconds (mean fair-share "
+      << r.fair_share_delay_mean_seconds << ", fragmentation "
+      << r.fragmentation_delay_mean_seconds << ")\n";
+  if (r.physics.restarts > 0 || r.physics.restart_overhead_gpu_seconds > 0.0 ||
+      r.physics.placement_slowdown_gpu_seconds > 0.0 || r.physics.user_errors > 0 ||
+      r.physics.infra_failures > 0) {
+    out << "Restarts: " << r.physics.restarts << " (" << r.physics.restart_overhead_gpu_seconds
+        << " GPU-s), placement slow-down: " << r.physics.placement_slowdown_gpu_seconds
+        << " GPU-s, failed jobs: " << r.failed_jobs << " (" << r.physics.user_errors
+        << " user errors, " << r.physics.infra_failures << " infrastructure failures), wasted "
+        << r.physics.wasted_gpu_seconds << " GPU-s\n";
+  }
+  if (r.saturated) out << "SATURATED: the run was cut at the saturation limit\n";
   out << "Rounds: " << r.rounds << ", policy solves: " << r.policy_solves << " ("
       << r.policy_solve_seconds << " s), wall time: " << r.wall_seconds << " s\n";
   out.unsetf(std::ios::fixed);
+}
+
+// The saturation bound `spec` asks for; `span` = the window's arrival span (0 = static).
+Result<std::optional<Seconds>> SaturationLimit(const std::string& spec, double span) {
+  if (spec == "none") return std::optional<Seconds>();
+  if (spec == "auto") {
+    if (!(span > 0.0)) return std::optional<Seconds>();
+    // As `gavel sweep`: twice the arrival span, plus 30 days for the longest jobs.
+    return std::optional<Seconds>(Seconds(2.0 * span + 30.0 * 24.0 * 3600.0));
+  }
+  GAVEL_ASSIGN_OR_RETURN(const double seconds, ParseNumber(spec, "--saturation-limit"));
+  if (!(seconds > 0.0)) {
+    return Status::InvalidArgument("--saturation-limit must be auto, none or positive seconds");
+  }
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(seconds, 0.0, bounds::kMaxSeconds,
+                                           "--saturation-limit", " s"));
+  return std::optional<Seconds>(Seconds(seconds));
+}
+
+// A redrawn status line on stderr, at most twice a second.
+std::function<void(const sim::Progress&)> ProgressLine() {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [last](const sim::Progress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(500)) return;
+    *last = now;
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(1) << "\rsimulated " << p.now.value() / 3600.0
+         << " h, round " << p.rounds << ": window jobs " << p.window_done << "/"
+         << p.window_jobs << " done, " << p.active << " active, " << p.admitted
+         << " admitted   ";
+    std::cerr << line.str() << std::flush;
+  };
 }
 
 }  // namespace
@@ -161,6 +218,86 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
 Status CheckJobsPerHour(double jobs_per_hour, const std::string& where) {
   return bounds::CheckRange(jobs_per_hour, 3600.0 / bounds::kMaxSeconds, bounds::kMaxJobsPerHour,
                             where, " jobs/hour");
+}
+
+Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& f) {
+  sim::PhysicsOptions physics;
+  // Held to these bounds here as well as by the flags' validators: sweep lines and tests
+  // build PhysicsFlags without CLI11.
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.servers_per_rack, 0.0, bounds::kMaxGpus,
+                                           "--servers-per-rack"));
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.cpus_per_server, 0.0, kMaxHostCpus,
+                                           "--cpus-per-server", " cores (0 = not limited)"));
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.mem_per_server_gb, 0.0, kMaxHostMemGb,
+                                           "--mem-per-server-gb", " GB (0 = not limited)"));
+  physics.host.servers_per_rack = f.servers_per_rack;
+  physics.host.cpus_per_server = f.cpus_per_server;
+  physics.host.mem_gb_per_server = f.mem_per_server_gb;
+  const auto annotate = [](const Status& status, const std::string& flag) {
+    return Status(status.code(), flag + ": " + status.message());
+  };
+
+  std::string penalty = f.placement_penalty;
+  if (penalty.empty() && f.realistic) penalty = "default";
+  if (!penalty.empty() && penalty != "none") {
+    const std::string path = penalty == "default" ? sim::ShippedPlacementPenaltyFile() : penalty;
+    Result<sim::PlacementPenalty> table = sim::PlacementPenalty::LoadFile(path);
+    if (!table.ok()) return annotate(table.status(), "--placement-penalty");
+    physics.placement_penalty = std::move(*table);
+  }
+
+  std::string restart = f.restart_overhead;
+  if (restart.empty() && f.realistic) restart = "default";
+  if (!restart.empty() && restart != "none") {
+    const std::optional<double> seconds = ParseFiniteDouble(restart);
+    if (seconds && !std::filesystem::exists(restart)) {
+      GAVEL_RETURN_IF_ERROR(
+          bounds::CheckRange(*seconds, 0.0, bounds::kMaxRoundSeconds, "--restart-overhead", " s"));
+      physics.restart_overhead = sim::RestartOverhead::Uniform(*seconds);
+    } else {
+      const std::string path = restart == "default" ? sim::ShippedRestartOverheadFile() : restart;
+      Result<sim::RestartOverhead> table = sim::RestartOverhead::LoadFile(path);
+      if (!table.ok()) return annotate(table.status(), "--restart-overhead");
+      physics.restart_overhead = std::move(*table);
+    }
+  }
+
+  std::string failures = f.failures;
+  if (failures.empty() && f.realistic) failures = "philly";
+  if (failures == "philly") {
+    physics.failures = sim::FailureModel::Philly();
+  } else if (!failures.empty() && failures != "none") {
+    Result<sim::FailureModel> model = sim::FailureModel::LoadFile(failures);
+    if (!model.ok()) return annotate(model.status(), "--failures");
+    physics.failures = std::move(*model);
+  }
+  return physics;
+}
+
+void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
+  command
+      ->add_option("--servers-per-rack", flags->servers_per_rack,
+                   "Servers per rack, per GPU type (default 0: one rack per type)")
+      ->check(BoundedInteger(0, bounds::kMaxGpus));
+  command
+      ->add_option("--cpus-per-server", flags->cpus_per_server,
+                   "CPU cores per server (default 0: not limited)")
+      ->check(Bounded(0.0, kMaxHostCpus, " cores"));
+  command
+      ->add_option("--mem-per-server-gb", flags->mem_per_server_gb,
+                   "Host memory per server in GB (default 0: not limited)")
+      ->check(Bounded(0.0, kMaxHostMemGb, " GB"));
+  command->add_option("--placement-penalty", flags->placement_penalty,
+                      "Slow-down of jobs spread over servers/racks: FILE, default "
+                      "(data/placement_penalty.csv) or none");
+  command->add_option("--restart-overhead", flags->restart_overhead,
+                      "Cost of a start, resume or move: SECONDS, FILE, default "
+                      "(data/restart_overhead.csv) or none");
+  command->add_option("--failures", flags->failures,
+                      "Job failures: philly (the Philly study's model), FILE (JSON) or none");
+  command->add_flag("--realistic", flags->realistic,
+                    "Placement penalty, restart overhead and Philly failures with the shipped "
+                    "defaults (each can still be set explicitly)");
 }
 
 Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
@@ -239,12 +376,45 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
     options.generator = g;
     if (!options.window_end) options.window_end = 5000;
   }
+
+  // The original has no physics: under --compat gavel every physics flag is ignored.
+  if (!options.compat.all()) {
+    GAVEL_ASSIGN_OR_RETURN(options.physics, ToPhysicsOptions(o.physics));
+  }
+  double span = 0.0;
+  if (options.generator) {
+    span = *options.window_end * options.generator->mean_interarrival.value();
+  } else {
+    const std::size_t end = std::min(options.trace.size(), options.window_end.value_or(options.trace.size()));
+    for (std::size_t i = std::min(o.window_start, end); i < end; ++i) {
+      span = std::max(span, options.trace[i].arrival_time.value());
+    }
+  }
+  GAVEL_ASSIGN_OR_RETURN(options.saturation_limit, SaturationLimit(o.saturation_limit, span));
   return options;
 }
 
 Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
-  GAVEL_ASSIGN_OR_RETURN(const sim::SimulationOptions options, ToSimulationOptions(o));
-  GAVEL_ASSIGN_OR_RETURN(const sim::SimulationResult result, sim::Simulate(options));
+  GAVEL_ASSIGN_OR_RETURN(sim::SimulationOptions options, ToSimulationOptions(o));
+  if (options.compat.all() && o.physics.any()) {
+    std::cerr << "gavel simulate: --compat gavel reproduces the original, which has no cluster "
+                 "physics; the physics flags are ignored\n";
+  }
+  const bool progress =
+      o.progress == "always" || (o.progress == "auto" && isatty(STDERR_FILENO) == 1);
+  if (progress) options.progress = ProgressLine();
+  Result<sim::SimulationResult> run = sim::Simulate(options);
+  if (progress) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
+  if (!run.ok()) return run.status();
+  const sim::SimulationResult& result = *run;
+  if (result.saturated) {
+    std::cerr << "gavel simulate: saturated: simulated time passed the saturation limit of "
+              << options.saturation_limit->value() << " s with "
+              << (result.window_end - result.window_start - result.window_jobs_completed -
+                  result.window_jobs_dropped - result.failed_jobs)
+              << " window jobs unfinished (arrivals outpace the cluster); the results cover "
+                 "the jobs that finished\n";
+  }
   if (!o.json_path.empty()) {
     GAVEL_RETURN_IF_ERROR(WriteOutput(o.json_path, sim::ResultToJson(result), out));
   }
@@ -326,6 +496,14 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
       ->add_option("--time-limit", options->time_limit,
                    "Fail once simulated time passes this many seconds")
       ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
+  AddPhysicsFlags(simulate_cmd, &options->physics);
+  simulate_cmd->add_option("--saturation-limit", options->saturation_limit,
+                           "auto (default: 2 x the arrival span + 30 days), none, or seconds of "
+                           "simulated time after which the run stops as saturated");
+  simulate_cmd
+      ->add_option("--progress", options->progress,
+                   "auto (default: when stderr is a terminal), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   simulate_cmd->add_option("--json", options->json_path,
                            "Write the JSON result here (- = stdout)");
   simulate_cmd->add_option("--jobs-csv", options->jobs_csv_path,

@@ -18,6 +18,28 @@ class App;
 
 namespace gavel::cli {
 
+// The cluster-physics options shared by `simulate` and `sweep` (docs/simulator.md). Empty
+// strings = not given.
+struct PhysicsFlags {
+  int servers_per_rack = 0;
+  double cpus_per_server = 0.0;
+  double mem_per_server_gb = 0.0;
+  std::string placement_penalty;  // FILE | default | none
+  std::string restart_overhead;   // SECONDS | FILE | default | none
+  std::string failures;           // philly | FILE | none
+  bool realistic = false;         // placement penalty, restart overhead and failures: defaults
+  bool any() const {
+    return servers_per_rack != 0 || cpus_per_server != 0.0 || mem_per_server_gb != 0.0 ||
+           !placement_penalty.empty() || !restart_overhead.empty() || !failures.empty() ||
+           realistic;
+  }
+};
+
+// The physics `flags` ask for (tables read here). Errors name the flag and file.
+Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& flags);
+// Registers the physics flags on a subcommand.
+void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags);
+
 struct SimulateOptions {
   std::string cluster = "36:36:36";  // GPU counts, in worker_types order
   std::string worker_types = "v100,p100,k80";
@@ -46,6 +68,14 @@ struct SimulateOptions {
   std::optional<double> time_limit;  // seconds of simulated time
   std::string json_path;             // "-" = stdout; empty = none
   std::string jobs_csv_path;         // "-" = stdout; empty = none
+
+  PhysicsFlags physics;
+  // Saturation guard: "auto" (default) = 2 × the window's arrival span + 30 days of simulated
+  // time, for workloads that arrive over time; "none"; or seconds. Past it the run stops and
+  // is reported saturated.
+  std::string saturation_limit = "auto";
+  // Progress on stderr: "auto" (default) = when stderr is a terminal; "always"; "never".
+  std::string progress = "auto";
 };
 
 // The simulation `options` ask for, with the defaults and checks of `gavel simulate` (the

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -54,7 +55,12 @@ const std::vector<std::string>& CsvColumns() {
                                                    "window_jobs_completed",
                                                    "rounds",
                                                    "policy_solves",
-                                                   "wall_seconds"};
+                                                   "wall_seconds",
+                                                   "queueing_delay_p50_seconds",
+                                                   "queueing_delay_p90_seconds",
+                                                   "restarts",
+                                                   "failed_jobs",
+                                                   "wasted_gpu_seconds"};
   return columns;
 }
 constexpr std::size_t kKeyColumns = 6;
@@ -183,9 +189,44 @@ std::vector<std::string> RowKey(const Row& row) {
   return key;
 }
 
+// points/<key>.csv: the file of a point's distributions (the key's cells, made file-safe).
+std::filesystem::path PointFile(const std::filesystem::path& dir,
+                                const std::vector<std::string>& key) {
+  std::string name;
+  for (const std::string& cell : key) {
+    if (!name.empty()) name += "_";
+    for (const char c : cell) name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '-';
+  }
+  return dir / "points" / (name + ".csv");
+}
+
+// Three lines: "jct_seconds,...", "queueing_delay_seconds,...", "utilization,<bucket s>,...".
+Status WritePointFile(const std::filesystem::path& path, const sim::SimulationResult& r) {
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  if (error) return Status::IoError(path.parent_path().string() + ": " + error.message());
+  std::ofstream file(path, std::ios::trunc);
+  file << "jct_seconds";
+  for (const sim::JobResult& job : r.jobs) {
+    if (job.in_window && job.jct) file << "," << FormatNumber(job.jct->value());
+  }
+  file << "\nqueueing_delay_seconds";
+  for (const sim::JobResult& job : r.jobs) {
+    if (job.in_window && job.queueing_delay) file << "," << FormatNumber(job.queueing_delay->value());
+  }
+  file << "\nutilization," << FormatNumber(r.timeline_bucket_seconds);
+  for (double u : r.utilization_timeline) file << "," << FormatNumber(u);
+  file << "\n";
+  if (!file.good()) return Status::IoError(path.string() + ": cannot write");
+  return Status::Ok();
+}
+
 // Runs one point through `gavel simulate`'s own options and turns it into a CSV row.
 Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   SimulateOptions s;
+  s.physics = o.physics;
+  s.saturation_limit = "none";  // the sweep's own bound (time_limit) applies
+  s.progress = "never";
   s.cluster = p.cluster;
   s.policy = p.policy;
   s.seed = p.seed;
@@ -232,6 +273,12 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   row["rounds"] = FormatNumber(static_cast<double>(r.rounds));
   row["policy_solves"] = FormatNumber(static_cast<double>(r.policy_solves));
   row["wall_seconds"] = FormatNumber(r.wall_seconds);
+  row["queueing_delay_p50_seconds"] = FormatNumber(r.queueing_delay_p50_seconds);
+  row["queueing_delay_p90_seconds"] = FormatNumber(r.queueing_delay_p90_seconds);
+  row["restarts"] = FormatNumber(static_cast<double>(r.physics.restarts));
+  row["failed_jobs"] = FormatNumber(static_cast<double>(r.failed_jobs));
+  row["wasted_gpu_seconds"] = FormatNumber(r.physics.wasted_gpu_seconds);
+  GAVEL_RETURN_IF_ERROR(WritePointFile(PointFile(o.out_dir, key), r));
   return row;
 }
 
@@ -505,6 +552,110 @@ void MakespanPlot(const std::string& cluster, const std::map<std::string, Cell>&
   html << svg.str();
 }
 
+// A point file's lines by name (missing file or line: empty).
+std::map<std::string, std::vector<double>> ReadPointFile(const std::filesystem::path& path) {
+  std::map<std::string, std::vector<double>> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream cells(line);
+    std::string name;
+    std::string cell;
+    std::getline(cells, name, ',');
+    std::vector<double>& values = lines[name];
+    while (std::getline(cells, cell, ',')) {
+      try {
+        values.push_back(std::stod(cell));
+      } catch (const std::exception&) {
+        values.clear();
+        break;
+      }
+    }
+  }
+  return lines;
+}
+
+// One line per policy: the empirical CDF of `series[policy]` (hours on the x axis), or the
+// series itself against time (utilisation, `bucket` seconds per value).
+void SeriesPlot(const std::string& title, const std::string& x_label, const std::string& y_label,
+                const std::vector<std::string>& policies,
+                const std::map<std::string, std::vector<double>>& series, bool cdf,
+                double bucket, std::ostream& html) {
+  double x_max = 0.0;
+  for (const auto& [policy, values] : series) {
+    if (values.empty()) continue;
+    x_max = std::max(x_max, cdf ? *std::max_element(values.begin(), values.end()) / 3600.0
+                                : static_cast<double>(values.size()) * bucket / 3600.0);
+  }
+  if (x_max <= 0.0) x_max = 1.0;
+  const double y_max = 1.0;
+  const auto x_of = [&](double x) { return kLeft + (kWidth - kLeft - kRight) * x / x_max; };
+  const auto y_of = [&](double y) {
+    return kHeight - kBottom - (kHeight - kTop - kBottom) * std::min(y, y_max) / y_max;
+  };
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Fmt(kWidth) << "\" height=\""
+      << Fmt(kHeight) << "\" font-family=\"sans-serif\">\n";
+  Axes(svg, title, x_label, y_label, y_max);
+  svg << "<text x=\"" << Fmt(kWidth - kRight) << "\" y=\"" << Fmt(kHeight - kBottom + 16)
+      << "\" text-anchor=\"end\" font-size=\"11\">" << FormatNumber(x_max) << "</text>\n";
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    const auto it = series.find(policies[i]);
+    if (it == series.end() || it->second.empty()) continue;
+    std::vector<double> values = it->second;
+    std::string points;
+    // At most ~400 vertices per line keeps the report small for 100,000-job windows.
+    const std::size_t step = std::max<std::size_t>(1, values.size() / 400);
+    if (cdf) {
+      std::sort(values.begin(), values.end());
+      const double n = static_cast<double>(values.size());
+      for (std::size_t k = 0; k < values.size(); k += step) {
+        points += Fmt(x_of(values[k] / 3600.0)) + "," + Fmt(y_of((static_cast<double>(k) + 1) / n)) + " ";
+      }
+      points += Fmt(x_of(values.back() / 3600.0)) + "," + Fmt(y_of(1.0)) + " ";
+    } else {
+      for (std::size_t k = 0; k < values.size(); k += step) {
+        points += Fmt(x_of((static_cast<double>(k) + 0.5) * bucket / 3600.0)) + "," +
+                  Fmt(y_of(values[k])) + " ";
+      }
+    }
+    svg << "<polyline fill=\"none\" stroke=\"" << Colour(i) << "\" points=\"" << points
+        << "\"/>\n";
+  }
+  Legend(svg, policies);
+  svg << "</svg>\n";
+  html << svg.str();
+}
+
+// Per cluster and rate: JCT and queueing-delay CDFs per policy (seeds pooled) and the
+// utilisation over time of each policy's first seed, from the points' files.
+void DistributionPlots(const std::filesystem::path& dir, const std::vector<CsvRow>& rows,
+                       const std::string& cluster, double rate,
+                       const std::vector<std::string>& policies, std::ostream& html) {
+  std::map<std::string, std::vector<double>> jct, delay, utilization;
+  double bucket = 3600.0;
+  for (const CsvRow& row : rows) {
+    if (row.cells.at("cluster") != cluster || row.jobs_per_hour != rate) continue;
+    auto lines = ReadPointFile(PointFile(dir, RowKey(row.cells)));
+    const std::string& policy = row.cells.at("policy");
+    jct[policy].insert(jct[policy].end(), lines["jct_seconds"].begin(), lines["jct_seconds"].end());
+    delay[policy].insert(delay[policy].end(), lines["queueing_delay_seconds"].begin(),
+                         lines["queueing_delay_seconds"].end());
+    std::vector<double>& u = lines["utilization"];
+    if (u.size() > 1 && !utilization.contains(policy)) {
+      bucket = u.front();
+      utilization[policy].assign(u.begin() + 1, u.end());
+    }
+  }
+  const std::string where = ", cluster " + cluster + ", " +
+                            (rate > 0.0 ? FormatNumber(rate) + " jobs/h" : std::string("static"));
+  SeriesPlot("JCT CDF" + where, "JCT (hours)", "fraction of jobs", policies, jct, true, 0.0, html);
+  SeriesPlot("Queueing delay CDF" + where, "queueing delay (hours)", "fraction of jobs", policies,
+             delay, true, 0.0, html);
+  SeriesPlot("Utilisation over time" + where, "simulated time (hours)", "busy GPUs / GPUs",
+             policies, utilization, false, bucket, html);
+}
+
 Status WriteReport(const std::filesystem::path& path, const std::vector<CsvRow>& rows,
                    const Aggregate& a) {
   std::ostringstream html;
@@ -519,6 +670,9 @@ Status WriteReport(const std::filesystem::path& path, const std::vector<CsvRow>&
     const auto static_runs = by_rate.find(0.0);
     if (static_runs != by_rate.end()) {
       MakespanPlot(cluster, static_runs->second, a.policies, html);
+    }
+    for (const auto& [rate, by_policy] : by_rate) {
+      DistributionPlots(path.parent_path(), rows, cluster, rate, a.policies, html);
     }
   }
   html << "<h2>Comparison (means over seeds)</h2>\n<pre>";
@@ -704,6 +858,7 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
                         "Cut a run at factor x arrival span + 30 days of simulated time "
                         "(default 2)")
       ->check(Bounded(1e-3, 1e6));
+  AddPhysicsFlags(sweep_cmd, &line->options.physics);
   sweep_cmd->add_option("-j,--jobs", line->options.threads, "Threads (default: all cores)")
       ->check(BoundedInteger(1, 4096));
   sweep_cmd

@@ -10,6 +10,9 @@
 // key (cluster, policy, seed, jobs_per_hour, window) is already in the CSV are skipped. The
 // report is always drawn from the whole CSV.
 //
+// Per point, points/<key>.csv keeps the distributions the report draws: the window jobs'
+// JCTs and queueing delays (CDFs per policy) and the cluster's utilisation over time.
+//
 // Saturation: a point with rate r > 0 jobs/hour and window end e is cut once simulated time
 // passes saturation_factor × e × 3600 / r + saturation_slack_seconds (default 2 × the arrival
 // span of the window + 30 days, room for the longest jobs) and is recorded as saturated instead of
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "gavel/cli/simulate_command.h"
 #include "gavel/core/status.h"
 
 namespace CLI {
@@ -48,6 +52,9 @@ struct SweepOptions {
   std::size_t threads = 0;    // 0 = all cores
   std::string out_dir;        // sweep.csv and report.html land here
   bool progress_bar = false;  // true: redraw one bar line (stderr is a terminal)
+  // The cluster physics of every point (docs/simulator.md); not part of a point's key, so use
+  // one --out directory per physics setting.
+  PhysicsFlags physics;
 };
 
 // linspace(a, b, n) with zeros dropped (the original's -a/-b/-n).

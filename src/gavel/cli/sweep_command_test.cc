@@ -292,7 +292,11 @@ TEST_F(SweepTest, ReportIsSelfContainedWithOneSvgPerPlot) {
   std::size_t svgs = 0;
   for (std::size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1))
     ++svgs;
-  EXPECT_EQ(svgs, 2u);
+  // JCT curve + makespan bars, and per rate: JCT CDF, queueing-delay CDF, utilisation.
+  EXPECT_EQ(svgs, 2u + 2u * 3u);
+  EXPECT_NE(html.find("JCT CDF"), std::string::npos);
+  EXPECT_NE(html.find("Queueing delay CDF"), std::string::npos);
+  EXPECT_NE(html.find("Utilisation over time"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_NE(html.find("Makespan of static runs"), std::string::npos);

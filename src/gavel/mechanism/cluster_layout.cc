@@ -52,7 +52,39 @@ Result<ClusterLayout> ClusterLayout::Create(const std::vector<GpuTypeSpec>& type
     const int index = layout.TypeIndex(spec.name);
     if (index >= 0) layout.preference_.push_back(index);
   }
+  layout.GroupRacks();
   return layout;
+}
+
+Status ClusterLayout::SetHostResources(const HostResources& host) {
+  if (host.servers_per_rack < 0 || !(host.cpus_per_server >= 0.0) ||
+      !(host.mem_gb_per_server >= 0.0)) {
+    return Status::InvalidArgument(
+        "cluster: servers per rack, CPUs and memory per server must be >= 0");
+  }
+  host_ = host;
+  GroupRacks();
+  return Status::Ok();
+}
+
+void ClusterLayout::GroupRacks() {
+  server_of_worker_.assign(type_of_worker_.size(), 0);
+  rack_of_server_.clear();
+  first_server_.clear();
+  num_racks_ = 0;
+  for (std::size_t t = 0; t < servers_.size(); ++t) {
+    first_server_.push_back(static_cast<int>(rack_of_server_.size()));
+    const int n = static_cast<int>(servers_[t].size());
+    const int per_rack = host_.servers_per_rack > 0 ? host_.servers_per_rack : std::max(n, 1);
+    for (int s = 0; s < n; ++s) {
+      const int global = static_cast<int>(rack_of_server_.size());
+      rack_of_server_.push_back(num_racks_ + s / per_rack);
+      for (WorkerId w : servers_[t][static_cast<std::size_t>(s)]) {
+        server_of_worker_[static_cast<std::size_t>(w.value())] = global;
+      }
+    }
+    num_racks_ += (n + per_rack - 1) / per_rack;
+  }
 }
 
 int ClusterLayout::TypeIndex(const std::string& name) const {

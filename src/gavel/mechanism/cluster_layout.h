@@ -6,7 +6,11 @@
 //
 // It also remembers the order the user listed the types in: the scheduler walks types in that
 // order each round (the original's fixed ["v100", "p100", "k80"]).
-// Immutable after Create; thread-safe to read.
+// Host resources and racks (opt-in, for topology-aware placement): every server of the
+// cluster has the same CPU cores and host memory, and a type's servers are grouped into racks
+// of `servers_per_rack` consecutive servers (racks never mix types). Without them a type's
+// servers form one rack and host resources are unlimited.
+// Immutable after Create (and SetHostResources); thread-safe to read.
 #pragma once
 
 #include <string>
@@ -17,6 +21,12 @@
 #include "gavel/core/status.h"
 
 namespace gavel::mechanism {
+
+struct HostResources {
+  int servers_per_rack = 0;        // 0 = each type's servers form one rack
+  double cpus_per_server = 0.0;    // 0 = not limited
+  double mem_gb_per_server = 0.0;  // 0 = not limited
+};
 
 class ClusterLayout {
  public:
@@ -45,6 +55,20 @@ class ClusterLayout {
     return type_of_worker_.at(static_cast<std::size_t>(worker.value()));
   }
 
+  // Errors: negative values. Regroups the racks.
+  Status SetHostResources(const HostResources& host);
+  const HostResources& host_resources() const { return host_; }
+  // Servers are numbered 0.. across types in worker-id order; racks likewise.
+  int num_servers() const { return static_cast<int>(rack_of_server_.size()); }
+  int num_racks() const { return num_racks_; }
+  int ServerOf(WorkerId worker) const {
+    return server_of_worker_.at(static_cast<std::size_t>(worker.value()));
+  }
+  int RackOfServer(int server) const { return rack_of_server_.at(static_cast<std::size_t>(server)); }
+  int RackOf(WorkerId worker) const { return RackOfServer(ServerOf(worker)); }
+  // Global index of the type's first server.
+  int first_server(int type) const { return first_server_.at(static_cast<std::size_t>(type)); }
+
   // The layout as GpuTypeSpecs, sorted by name (for snapshots and policy inputs).
   std::vector<GpuTypeSpec> Specs() const;
 
@@ -55,6 +79,12 @@ class ClusterLayout {
   std::vector<std::vector<std::vector<WorkerId>>> servers_;
   std::vector<int> preference_;
   std::vector<int> type_of_worker_;
+  HostResources host_;
+  std::vector<int> server_of_worker_;
+  std::vector<int> rack_of_server_;
+  std::vector<int> first_server_;
+  int num_racks_ = 0;
+  void GroupRacks();
 };
 
 }  // namespace gavel::mechanism

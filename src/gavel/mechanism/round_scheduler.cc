@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "gavel/mechanism/placement.h"
 #include "gavel/policy/registry.h"
 
 namespace gavel::mechanism {
@@ -169,6 +170,8 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   record.arrival = job.arrival;
   record.deadline = job.deadline;
   record.entity = job.entity;
+  record.cpus_per_gpu = job.cpus_per_gpu;
+  record.mem_gb_per_gpu = job.mem_gb_per_gpu;
   if (const auto known = index_of_.find(id); known != index_of_.end()) {
     // Back after leaving: a fresh record in the same place.
     const std::size_t index = known->second;
@@ -960,6 +963,7 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
 // still free, then fill from the first server with free GPUs onwards (consolidation).
 Result<std::vector<RoundScheduler::Placed>> RoundScheduler::PlaceOnGpus(
     const std::vector<int>& type_order, const std::vector<Chosen>& chosen) {
+  if (options_.topology_aware_placement) return PlaceByTopology(type_order, chosen);
   const std::int64_t round = stats_.rounds;
   std::vector<Placed> placed;
   worker_assigned_.assign(static_cast<std::size_t>(layout_.num_workers()), 0);
@@ -1020,6 +1024,57 @@ Result<std::vector<RoundScheduler::Placed>> RoundScheduler::PlaceOnGpus(
         }
         c.placed_round = round;
         placed.push_back(Placed{list[k].slot, t, std::move(workers)});
+      }
+      begin = end;
+    }
+  }
+  return placed;
+}
+
+// placement.h: as above (largest first, last round's GPUs kept where they still fit), but
+// every resource must fit and new GPUs are chosen for consolidation; what does not fit waits.
+std::vector<RoundScheduler::Placed> RoundScheduler::PlaceByTopology(
+    const std::vector<int>& type_order, const std::vector<Chosen>& chosen) {
+  const std::int64_t round = stats_.rounds;
+  ResourcePool pool(layout_);
+  std::vector<Placed> placed;
+  std::vector<Chosen> list;
+  const auto demand_of = [&](const ComboState& c) {
+    WorkerDemand d;
+    for (int i = 0; i < c.id.size(); ++i) {
+      const JobRecord& r = records_[static_cast<std::size_t>(c.id.member(i).value())];
+      d.cpus += r.cpus_per_gpu;
+      d.mem_gb += r.mem_gb_per_gpu;
+    }
+    return d;
+  };
+  for (int t : type_order) {
+    list.clear();
+    for (const Chosen& c : chosen) {
+      if (c.type == t) list.push_back(c);
+    }
+    std::stable_sort(list.begin(), list.end(), [](const Chosen& a, const Chosen& b) {
+      return a.scale_factor > b.scale_factor;
+    });
+    for (std::size_t begin = 0; begin < list.size();) {
+      std::size_t end = begin;
+      while (end < list.size() && list[end].scale_factor == list[begin].scale_factor) ++end;
+      for (std::size_t k = begin; k < end; ++k) {
+        ComboState& c = combo(list[k].slot);
+        if (c.last_round < 0 || c.last_round != round - 1 || c.last_type != t) continue;
+        if (!pool.TryTake(c.last_workers, demand_of(c))) continue;
+        c.placed_round = round;
+        placed.push_back(Placed{list[k].slot, t, c.last_workers});
+      }
+      for (std::size_t k = begin; k < end; ++k) {
+        ComboState& c = combo(list[k].slot);
+        if (c.placed_round == round) continue;
+        if (options_.compat.unallocated_stay_idle && !c.in_allocation) continue;
+        std::optional<std::vector<WorkerId>> workers =
+            pool.Take(t, list[k].scale_factor, demand_of(c));
+        if (!workers) continue;
+        c.placed_round = round;
+        placed.push_back(Placed{list[k].slot, t, std::move(*workers)});
       }
       begin = end;
     }

@@ -88,6 +88,10 @@ struct SchedulerOptions {
   std::shared_ptr<lp::Solver> lp_solver;
   std::shared_ptr<lp::Solver> milp_solver;
   policy::SolvePath solve_path = policy::SolvePath::kFast;
+  // Placement respects host CPU/memory (JobDescription demands, the layout's HostResources)
+  // and prefers one server, then one rack (placement.h); a job that does not fit waits. Off:
+  // the original's consolidation by filling servers in order (spec §3.6).
+  bool topology_aware_placement = false;
 };
 
 // What the mechanism acts on: the policy's capabilities as the registry declares them
@@ -106,6 +110,9 @@ struct JobDescription {
   std::optional<Seconds> deadline;  // absolute SLO deadline; none = no SLO
   std::string entity;                // hierarchical policies' entity; empty = none
   std::optional<Seconds> held_until;  // admitted held (HoldJob) until then
+  // Host resources per GPU (worker), for topology-aware placement; 0 = none.
+  double cpus_per_gpu = 0.0;
+  double mem_gb_per_gpu = 0.0;
 };
 
 // Everything the scheduler remembers about a job, finished or not (for metrics).
@@ -123,6 +130,8 @@ struct JobRecord {
   bool dropped = false;                // removed after too many failed micro-tasks
   bool removed = false;                // removed by RemoveJob (cancelled, failed by the caller)
   double cost = 0.0;                   // $ (only with instance costs)
+  double cpus_per_gpu = 0.0;           // host demands (JobDescription)
+  double mem_gb_per_gpu = 0.0;
   bool done() const { return finish.has_value() || dropped || removed; }
   std::optional<Seconds> jct() const {
     if (!finish || dropped || removed) return std::nullopt;
@@ -356,6 +365,8 @@ class RoundScheduler {
   std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
   Result<std::vector<Placed>> PlaceOnGpus(const std::vector<int>& type_order,
                                           const std::vector<Chosen>& chosen);
+  std::vector<Placed> PlaceByTopology(const std::vector<int>& type_order,
+                                      const std::vector<Chosen>& chosen);
   RoundPlan EmitPlan(Seconds now, std::vector<Placed> placed, bool recomputed);
 
   // Job table upkeep.

@@ -1,6 +1,7 @@
 #include "gavel/sim/setup.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -20,6 +21,12 @@ Result<RunSetup> PrepareRun(const SimulationOptions& options) {
                                            bounds::kMaxRoundSeconds, "round length", " s"));
   RunSetup setup;
   GAVEL_ASSIGN_OR_RETURN(setup.layout, mechanism::ClusterLayout::Create(options.cluster));
+  if (options.physics.any() && options.ideal) {
+    return Status::InvalidArgument(
+        "the cluster physics (placement penalty, restart overhead, failures, host resources, "
+        "racks) applies to round-based runs, not --ideal");
+  }
+  GAVEL_RETURN_IF_ERROR(setup.layout.SetHostResources(options.physics.host));
 
   if (!options.instance_costs.empty()) {
     for (const auto& [name, price] : options.instance_costs) {
@@ -162,6 +169,45 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
   result.jct_p50_seconds = Percentile(window_jcts, 50.0);
   result.jct_p90_seconds = Percentile(window_jcts, 90.0);
   result.jct_p99_seconds = Percentile(window_jcts, 99.0);
+}
+
+void FinishQueueingMetrics(SimulationResult& result) {
+  std::vector<double> delays;
+  double fair_share = 0.0;
+  double fragmentation = 0.0;
+  std::array<std::vector<double>, kSizeClassNames.size()> jcts;
+  for (const JobResult& job : result.jobs) {
+    if (!job.in_window) continue;
+    if (job.queueing_delay) {
+      delays.push_back(job.queueing_delay->value());
+      fair_share += job.fair_share_delay_seconds;
+      fragmentation += job.fragmentation_delay_seconds;
+    }
+    if (job.jct) jcts[static_cast<std::size_t>(SizeClass(job.scale_factor))].push_back(job.jct->value());
+  }
+  if (!delays.empty()) {
+    const double n = static_cast<double>(delays.size());
+    double sum = 0.0;
+    for (double d : delays) sum += d;
+    result.queueing_delay_mean_seconds = sum / n;
+    result.fair_share_delay_mean_seconds = fair_share / n;
+    result.fragmentation_delay_mean_seconds = fragmentation / n;
+  }
+  result.queueing_delay_p50_seconds = Percentile(delays, 50.0);
+  result.queueing_delay_p90_seconds = Percentile(delays, 90.0);
+  result.jct_by_size.clear();
+  for (std::size_t c = 0; c < jcts.size(); ++c) {
+    SizeClassJct s;
+    s.name = kSizeClassNames[c];
+    s.jobs = jcts[c].size();
+    double sum = 0.0;
+    for (double j : jcts[c]) sum += j;
+    s.mean = jcts[c].empty() ? 0.0 : sum / static_cast<double>(jcts[c].size());
+    s.p50 = Percentile(jcts[c], 50.0);
+    s.p90 = Percentile(jcts[c], 90.0);
+    s.p99 = Percentile(jcts[c], 99.0);
+    result.jct_by_size.push_back(std::move(s));
+  }
 }
 
 }  // namespace gavel::sim::internal

@@ -48,4 +48,8 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
                   const std::vector<std::vector<double>>& gpu_seconds, Seconds end,
                   SimulationResult& result);
 
+// The window's queueing-delay statistics (from JobResult::queueing_delay and its split) and
+// JCT statistics per job-size class, from result.jobs.
+void FinishQueueingMetrics(SimulationResult& result);
+
 }  // namespace gavel::sim::internal

@@ -24,6 +24,12 @@ Status SimExecutor::Execute(const mechanism::RoundPlan& plan) {
       }
       end.finish = std::max(end.finish, plan.start + Seconds(a.max_steps[i] / tput));
     }
+    if (physics_ != nullptr) {
+      Outcome outcome = physics_->Launch(a, plan.start);
+      end.steps = std::move(outcome.steps);
+      end.finish = outcome.finish;
+      end.failure = outcome.failure;
+    }
     const Seconds finish = end.finish;
     plan_end_ = std::max(plan_end_, finish);
     queue_->Push(finish, std::move(end));

@@ -3,7 +3,8 @@
 // (the simulator's throughputs are the truth), the micro-task ends when its slowest member
 // does — and schedules a MicroTaskEnd event at that time. SplitIntoReports then turns an
 // ended micro-task into the per-GPU reports a real cluster would send.
-// No preemption or checkpoint overheads are modelled (spec §3.10).
+// Without physics no preemption or checkpoint overheads are modelled (spec §3.10); with a
+// PhysicsModel (physics.h) it decides each micro-task's steps, end and failure instead.
 // The executor does not own the queue; not synchronised.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "gavel/mechanism/ports.h"
 #include "gavel/mechanism/round_plan.h"
 #include "gavel/sim/event_queue.h"
+#include "gavel/sim/physics.h"
 
 namespace gavel::sim {
 
@@ -26,11 +28,14 @@ struct MicroTaskEnd {
   std::vector<double> steps;      // per member: the steps done (the whole lease)
   Seconds start{0.0};
   Seconds finish{0.0};
+  Failure failure = Failure::kNone;  // physics: the micro-task failed at `finish`
 };
 
 class SimExecutor final : public mechanism::Executor {
  public:
-  explicit SimExecutor(EventQueue<MicroTaskEnd>* queue) : queue_(queue) {}
+  // `physics` may be null (the original's idealised cluster); it must outlive the executor.
+  explicit SimExecutor(EventQueue<MicroTaskEnd>* queue, PhysicsModel* physics = nullptr)
+      : queue_(queue), physics_(physics) {}
   // Errors (Internal) on an assignment with a non-positive throughput.
   Status Execute(const mechanism::RoundPlan& plan) override;
   // When the last micro-task of the last plan executed ends (its start if it had none).
@@ -38,6 +43,7 @@ class SimExecutor final : public mechanism::Executor {
 
  private:
   EventQueue<MicroTaskEnd>* queue_;
+  PhysicsModel* physics_;
   Seconds plan_end_{0.0};
 };
 

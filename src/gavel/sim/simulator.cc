@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <queue>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
@@ -24,12 +25,22 @@ using mechanism::RoundScheduler;
 class RoundSimulation {
  public:
   RoundSimulation(const SimulationOptions& options, internal::RunSetup setup)
-      : options_(options), setup_(std::move(setup)), executor_(&queue_) {}
+      : options_(options),
+        setup_(std::move(setup)),
+        physics_(options.physics.any() ? std::make_optional<PhysicsModel>(
+                                             options.physics, &setup_.layout, options.seed)
+                                       : std::nullopt),
+        executor_(&queue_, physics_ ? &*physics_ : nullptr) {}
 
   Result<SimulationResult> Run() {
     GAVEL_RETURN_IF_ERROR(CreateScheduler());
     int idle_rounds = 0;
     while (window_done_ < setup_.window_end - setup_.window_start) {
+      if (options_.saturation_limit && now_ > *options_.saturation_limit) {
+        saturated_ = true;
+        break;
+      }
+      if (options_.progress && scheduler_->stats().rounds % 64 == 0) ReportProgress();
       if (options_.time_limit && now_ > *options_.time_limit) {
         return Status::FailedPrecondition(
             "simulated time passed the limit of " + std::to_string(options_.time_limit->value()) +
@@ -42,7 +53,7 @@ class RoundSimulation {
       GAVEL_ASSIGN_OR_RETURN(const bool launched, PlanAndLaunchRound());
       // Nothing runs, nothing will arrive, yet window jobs wait: give the allocation one more
       // chance, then give up rather than spin (the original spins forever here).
-      if (!launched && queue_.empty() && !setup_.stream->PeekArrival() &&
+      if (!launched && queue_.empty() && !setup_.stream->PeekArrival() && releases_.empty() &&
           window_done_ < setup_.window_end - setup_.window_start) {
         if (++idle_rounds > 1) return Stuck();
         scheduler_->RequestReallocation();
@@ -65,6 +76,7 @@ class RoundSimulation {
     so.instance_costs = setup_.instance_costs;
     so.lp_solver = options_.lp_solver;
     so.solve_path = options_.solve_path;
+    so.topology_aware_placement = options_.physics.topology_aware();
     GAVEL_ASSIGN_OR_RETURN(
         scheduler_, RoundScheduler::Create(setup_.layout, options_.throughputs, so, &clock_));
     total_gpus_ = 0;
@@ -79,10 +91,13 @@ class RoundSimulation {
     if (options_.compat.gated_reallocation && setup_.is_trace && !next_arrival && queue_.empty()) {
       scheduler_->OpenResetGate();
     }
+    while (!releases_.empty() && releases_.top() <= now_) releases_.pop();
     if (!queue_.empty()) {
       now_ = round_end_;
-    } else if (next_arrival) {
-      now_ = *next_arrival;
+    } else if (next_arrival || !releases_.empty()) {
+      // The next arrival, or a failed job's retry (physics), whichever comes first.
+      now_ = next_arrival ? *next_arrival : releases_.top();
+      if (!releases_.empty()) now_ = std::min(now_, releases_.top());
     }
     clock_.Set(now_);
   }
@@ -112,6 +127,11 @@ class RoundSimulation {
     last_batch_.clear();
     for (std::size_t i : order_) {
       const MicroTaskEnd& end = batch_[i];
+      AddToTimeline(end);
+      if (end.failure != Failure::kNone) {
+        GAVEL_RETURN_IF_ERROR(OnFailure(end));
+        continue;
+      }
       const Seconds elapsed =
           end.finish - (options_.compat.idle_gap_booking ? booked_from : end.start);
       SplitIntoReports(end, elapsed, options_.compat.floor_step_split, reports_);
@@ -136,10 +156,16 @@ class RoundSimulation {
   Status AdmitArrivals() {
     return internal::ForEachArrival(
         *setup_.stream, now_, options_.compat,
-        [&](const workload::TraceJob& job, const mechanism::JobDescription& d) -> Status {
+        [&](const workload::TraceJob& job, const mechanism::JobDescription& arrived) -> Status {
+          mechanism::JobDescription description = arrived;
+          if (options_.physics.topology_aware()) {
+            GAVEL_RETURN_IF_ERROR(SetDemands(job, description));
+          }
           // Jobs are numbered 0, 1, 2, ... in arrival order (the metrics' window counts them).
           const JobId id(scheduler_->num_jobs());
-          GAVEL_RETURN_IF_ERROR(scheduler_->AddJob(id, d));
+          GAVEL_RETURN_IF_ERROR(scheduler_->AddJob(id, description));
+          if (physics_) physics_->AdmitJob(id, job.job_type, job.scale_factor);
+          TrackWaiting(id, job);
           if (id.value() == setup_.window_start) StartWindow(job.arrival_time);
           return Status::Ok();
         });
@@ -151,7 +177,132 @@ class RoundSimulation {
     GAVEL_RETURN_IF_ERROR(executor_.Execute(plan));
     // The queue holds exactly this round's micro-task ends.
     round_end_ = executor_.plan_end();
+    ClassifyWaiting(plan);
     return !plan.assignments.empty();
+  }
+
+  // ---- Physics ----
+
+  // Host demands per GPU: the trace's, else the model's default. A job that could not fit on
+  // an empty server would wait forever.
+  Status SetDemands(const workload::TraceJob& job, mechanism::JobDescription& d) const {
+    const mechanism::WorkerDemand fallback = DefaultDemand(job.job_type);
+    d.cpus_per_gpu = job.cpus_per_gpu.value_or(fallback.cpus);
+    d.mem_gb_per_gpu = job.mem_gb_per_gpu.value_or(fallback.mem_gb);
+    const mechanism::HostResources& host = options_.physics.host;
+    if ((host.cpus_per_server > 0.0 && d.cpus_per_gpu > host.cpus_per_server) ||
+        (host.mem_gb_per_server > 0.0 && d.mem_gb_per_gpu > host.mem_gb_per_server)) {
+      return Status::InvalidArgument(
+          "job " + std::to_string(scheduler_->num_jobs()) + " (" + job.job_type + ") needs " +
+          std::to_string(d.cpus_per_gpu) + " CPUs and " + std::to_string(d.mem_gb_per_gpu) +
+          " GB per GPU, more than a server has (--cpus-per-server, --mem-per-server-gb)");
+    }
+    return Status::Ok();
+  }
+
+  // A micro-task failed (physics.h): a user error fails the job for good; an infrastructure
+  // failure loses the lease's work and retries after a backoff, or fails the job once it is
+  // out of retries.
+  Status OnFailure(const MicroTaskEnd& end) {
+    const JobId job = end.combination.member(0);
+    if (!scheduler_->IsActive(job)) return Status::Ok();
+    int failures = 0;
+    if (end.failure == Failure::kInfra && physics_->Retry(job, &failures)) {
+      GAVEL_ASSIGN_OR_RETURN(const mechanism::ReportOutcome outcome,
+                             scheduler_->OnMicroTaskFailed(end.combination, end.finish));
+      for (JobId dropped : outcome.dropped) CountIfInWindow(dropped);
+      if (!scheduler_->IsActive(job)) return Status::Ok();
+      const Seconds release = end.finish + physics_->options().failures->Backoff(failures);
+      GAVEL_RETURN_IF_ERROR(scheduler_->HoldJob(job, release));
+      releases_.push(release);
+      return Status::Ok();
+    }
+    double used = 0.0;
+    for (int t = 0; t < setup_.layout.num_types(); ++t) used += scheduler_->gpu_seconds(job, t);
+    GAVEL_RETURN_IF_ERROR(scheduler_->RemoveJob(job));
+    physics_->MarkFailed(job);
+    physics_->JobFailed(used);
+    CountIfInWindow(job);
+    return Status::Ok();
+  }
+
+  // ---- Metrics ----
+
+  void AddToTimeline(const MicroTaskEnd& end) {
+    const double width = options_.timeline_bucket.value();
+    if (!(width > 0.0)) return;
+    const double gpus = static_cast<double>(end.workers.size());
+    double t = end.start.value();
+    const double stop = end.finish.value();
+    while (t < stop) {
+      const auto bucket = static_cast<std::size_t>(t / width);
+      const double edge = std::min(stop, static_cast<double>(bucket + 1) * width);
+      if (timeline_.size() <= bucket) timeline_.resize(bucket + 1, 0.0);
+      timeline_[bucket] += gpus * (edge - t);
+      t = edge;
+    }
+  }
+
+  // Which GPU types a waiting job could use (bit per layout type).
+  void TrackWaiting(JobId id, const workload::TraceJob& job) {
+    const auto i = static_cast<std::size_t>(id.value());
+    if (waits_.size() <= i) waits_.resize(i + 1);
+    Wait& w = waits_[i];
+    w.mark = job.arrival_time;
+    w.gpus = job.scale_factor;
+    const std::optional<int> key = options_.throughputs->KeyIndex(job.key());
+    for (int t = 0; t < setup_.layout.num_types() && t < 64; ++t) {
+      const std::optional<int> table_type =
+          options_.throughputs->GpuTypeIndex(setup_.layout.type_name(t));
+      if (!key || !table_type || setup_.layout.gpu_count(t) < job.scale_factor) continue;
+      const std::optional<double> tput = options_.throughputs->Isolated(*table_type, *key);
+      if (tput && *tput > 0.0) w.types |= std::uint64_t{1} << t;
+    }
+    waiting_.push_back(id);
+  }
+
+  // After each plan: every job still waiting for its first start books the time since the
+  // last plan to the class it was in then (Philly's fragmentation delay when enough GPUs of a
+  // usable type were free in total, fair-share delay otherwise).
+  void ClassifyWaiting(const mechanism::RoundPlan& plan) {
+    if (waiting_.empty()) return;
+    const int types = setup_.layout.num_types();
+    free_.assign(static_cast<std::size_t>(types), 0);
+    for (int t = 0; t < types; ++t) free_[static_cast<std::size_t>(t)] = setup_.layout.gpu_count(t);
+    for (const mechanism::Assignment& a : plan.assignments) {
+      free_[static_cast<std::size_t>(a.gpu_type)] -= static_cast<int>(a.workers.size());
+    }
+    std::size_t kept = 0;
+    for (JobId id : waiting_) {
+      Wait& w = waits_[static_cast<std::size_t>(id.value())];
+      bool fragmented = false;
+      for (int t = 0; t < types && t < 64; ++t) {
+        if ((w.types >> t & 1U) != 0 && free_[static_cast<std::size_t>(t)] >= w.gpus) {
+          fragmented = true;
+        }
+      }
+      const double span = std::max(0.0, (now_ - w.mark).value());
+      const bool booked_fragmented = w.classified ? w.fragmented : false;
+      (booked_fragmented ? w.fragmentation : w.fair_share) += span;
+      w.mark = now_;
+      w.classified = true;
+      w.fragmented = fragmented;
+      const mechanism::JobRecord& record = scheduler_->record(id);
+      if (record.first_start || record.done()) continue;  // no longer waiting
+      waiting_[kept++] = id;
+    }
+    waiting_.resize(kept);
+  }
+
+  void ReportProgress() const {
+    Progress p;
+    p.now = now_;
+    p.window_done = window_done_;
+    p.window_jobs = setup_.window_end - setup_.window_start;
+    p.admitted = scheduler_->num_jobs();
+    p.active = scheduler_->num_active_jobs();
+    p.rounds = scheduler_->stats().rounds;
+    options_.progress(p);
   }
 
   void CountIfInWindow(JobId job) {
@@ -232,8 +383,41 @@ class RoundSimulation {
     result.policy_solve_seconds = stats.policy_solve_seconds;
     result.micro_tasks = stats.micro_tasks;
     result.failed_micro_tasks = stats.failed_micro_tasks;
+    FinishPhysics(result);
     return result;
   }
+
+  void FinishPhysics(SimulationResult& result) const {
+    result.saturated = saturated_;
+    if (physics_) result.physics = physics_->stats();
+    for (JobResult& job : result.jobs) {
+      const auto i = static_cast<std::size_t>(job.id.value());
+      if (physics_ && physics_->Failed(job.id)) {
+        job.failed = true;
+        if (job.in_window) ++result.failed_jobs;
+      }
+      if (i < waits_.size() && job.first_start) {
+        job.queueing_delay = *job.first_start - job.arrival;
+        job.fair_share_delay_seconds = waits_[i].fair_share;
+        job.fragmentation_delay_seconds = waits_[i].fragmentation;
+      }
+    }
+    internal::FinishQueueingMetrics(result);
+    result.timeline_bucket_seconds = options_.timeline_bucket.value();
+    const double capacity = static_cast<double>(total_gpus_) * options_.timeline_bucket.value();
+    result.utilization_timeline.clear();
+    for (double busy : timeline_) result.utilization_timeline.push_back(busy / capacity);
+  }
+
+  struct Wait {
+    Seconds mark{0.0};  // booked up to here
+    int gpus = 1;
+    std::uint64_t types = 0;
+    bool classified = false;
+    bool fragmented = false;
+    double fair_share = 0.0;
+    double fragmentation = 0.0;
+  };
 
   struct BusyInterval {
     Seconds start;
@@ -245,8 +429,16 @@ class RoundSimulation {
   internal::RunSetup setup_;
   mechanism::ManualClock clock_;
   EventQueue<MicroTaskEnd> queue_;
+  std::optional<PhysicsModel> physics_;  // before executor_, which points at it
   SimExecutor executor_;
   std::unique_ptr<RoundScheduler> scheduler_;
+  // Release times of failed jobs' holds (physics), earliest first.
+  std::priority_queue<Seconds, std::vector<Seconds>, std::greater<>> releases_;
+  bool saturated_ = false;
+  std::vector<Wait> waits_;       // by job id
+  std::vector<JobId> waiting_;    // admitted, not yet started
+  std::vector<int> free_;         // scratch: free GPUs per type after a plan
+  std::vector<double> timeline_;  // busy GPU-seconds per bucket
   Seconds now_{0.0};
   Seconds round_end_{0.0};
   std::optional<Seconds> previous_round_end_;  // compat time booking
@@ -375,6 +567,30 @@ std::string ResultToJson(const SimulationResult& r) {
         {"p50_rho", f.p50_rho},           {"p90_rho", f.p90_rho},
         {"p99_rho", f.p99_rho},           {"fraction_above_one", f.fraction_above_one}};
   }
+  // The cluster's physics and the Philly study's metrics (docs/formats.md).
+  j["saturated"] = r.saturated;
+  j["restarts"] = r.physics.restarts;
+  j["restart_overhead_gpu_seconds"] = r.physics.restart_overhead_gpu_seconds;
+  j["placement_slowdown_gpu_seconds"] = r.physics.placement_slowdown_gpu_seconds;
+  j["spread_micro_tasks"] = r.physics.spread_micro_tasks;
+  j["user_errors"] = r.physics.user_errors;
+  j["infra_failures"] = r.physics.infra_failures;
+  j["failed_jobs"] = r.failed_jobs;
+  j["wasted_gpu_seconds"] = r.physics.wasted_gpu_seconds;
+  j["queueing_delay_mean_seconds"] = r.queueing_delay_mean_seconds;
+  j["queueing_delay_p50_seconds"] = r.queueing_delay_p50_seconds;
+  j["queueing_delay_p90_seconds"] = r.queueing_delay_p90_seconds;
+  j["fair_share_delay_mean_seconds"] = r.fair_share_delay_mean_seconds;
+  j["fragmentation_delay_mean_seconds"] = r.fragmentation_delay_mean_seconds;
+  nlohmann::ordered_json by_size = nlohmann::ordered_json::object();
+  for (const SizeClassJct& c : r.jct_by_size) {
+    by_size[c.name] = {{"jobs", c.jobs},
+                       {"average_jct_seconds", c.mean},
+                       {"jct_p50_seconds", c.p50},
+                       {"jct_p90_seconds", c.p90},
+                       {"jct_p99_seconds", c.p99}};
+  }
+  j["jct_by_size"] = by_size;
   return j.dump(2) + "\n";
 }
 
@@ -384,7 +600,7 @@ std::string JobsToCsv(const SimulationResult& r) {
   out << "id,job_type,scale_factor,priority_weight,arrival,first_start,finish,jct,in_window,"
          "dropped";
   for (const std::string& t : r.gpu_types) out << ",gpu_seconds_" << t;
-  out << ",cost,rho\n";
+  out << ",cost,rho,failed,queueing_delay,fair_share_delay,fragmentation_delay\n";
   auto opt = [&](const std::optional<Seconds>& v) {
     if (v) out << v->value();
   };
@@ -400,6 +616,14 @@ std::string JobsToCsv(const SimulationResult& r) {
     for (double g : job.gpu_seconds) out << "," << g;
     out << "," << job.cost << ",";
     if (job.rho) out << *job.rho;
+    out << "," << (job.failed ? 1 : 0) << ",";
+    opt(job.queueing_delay);
+    out << ",";
+    if (job.queueing_delay) {
+      out << job.fair_share_delay_seconds << "," << job.fragmentation_delay_seconds;
+    } else {
+      out << ",";
+    }
     out << "\n";
   }
   return out.str();

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,10 +39,21 @@
 #include "gavel/lp/solver.h"
 #include "gavel/mechanism/compat.h"
 #include "gavel/policy/policy.h"
+#include "gavel/sim/physics.h"
 #include "gavel/workload/generator.h"
 #include "gavel/workload/trace_job.h"
 
 namespace gavel::sim {
+
+// Where a running simulation is (for a progress display).
+struct Progress {
+  Seconds now{0.0};
+  std::size_t window_done = 0;  // window jobs finished (or dropped, or failed)
+  std::size_t window_jobs = 0;
+  std::size_t admitted = 0;
+  std::size_t active = 0;
+  std::int64_t rounds = 0;
+};
 
 struct SimulationOptions {
   // GPU types in the user's order (the scheduler's per-round type order).
@@ -77,6 +89,16 @@ struct SimulationOptions {
   std::shared_ptr<lp::Solver> lp_solver;
   // The policy's solve path (policy::SolvePath): its fast path or the whole LP on Clp.
   policy::SolvePath solve_path = policy::SolvePath::kFast;
+
+  // The cluster's physics (physics.h); all off by default. Not with `ideal`.
+  PhysicsOptions physics;
+  // Once simulated time passes this, the run stops and its result says `saturated` (arrivals
+  // outpaced the cluster) instead of failing like time_limit.
+  std::optional<Seconds> saturation_limit;
+  // Called every few rounds of the round-based run; null = none. Must not throw.
+  std::function<void(const Progress&)> progress;
+  // Width of the utilisation-over-time buckets (SimulationResult::utilization_timeline).
+  Seconds timeline_bucket{3600.0};
 };
 
 struct JobResult {
@@ -94,6 +116,23 @@ struct JobResult {
   std::vector<double> gpu_seconds;  // per GPU type, in SimulationResult::gpu_types order
   double cost = 0.0;
   std::optional<double> rho;  // finish-time fairness, with `fairness`
+  bool failed = false;        // physics: a user error, or out of retries
+  // Arrival to first start, split as the Philly study does: fragmentation delay while enough
+  // GPUs of a type it can use were free in total yet it was not placed, fair-share delay
+  // otherwise (waiting for its share of GPUs).
+  std::optional<Seconds> queueing_delay;
+  double fair_share_delay_seconds = 0.0;
+  double fragmentation_delay_seconds = 0.0;
+};
+
+// JCT statistics of the window's completed jobs of one size class (physics.h SizeClass).
+struct SizeClassJct {
+  std::string name;
+  std::size_t jobs = 0;
+  double mean = 0.0;
+  double p50 = 0.0;
+  double p90 = 0.0;
+  double p99 = 0.0;
 };
 
 struct FairnessSummary {
@@ -149,6 +188,22 @@ struct SimulationResult {
   double wall_seconds = 0.0;
 
   std::optional<FairnessSummary> fairness;
+
+  // The run stopped at options.saturation_limit with window jobs unfinished.
+  bool saturated = false;
+  // Physics counters (zero when physics is off) and the Philly study's metrics.
+  PhysicsStats physics;
+  std::size_t failed_jobs = 0;  // window jobs that failed
+  double queueing_delay_mean_seconds = 0.0;  // window jobs that started
+  double queueing_delay_p50_seconds = 0.0;
+  double queueing_delay_p90_seconds = 0.0;
+  double fair_share_delay_mean_seconds = 0.0;
+  double fragmentation_delay_mean_seconds = 0.0;
+  std::vector<SizeClassJct> jct_by_size;  // the four classes, in order
+  // Busy GPUs / all GPUs per bucket of options.timeline_bucket from time 0 (round runs).
+  double timeline_bucket_seconds = 0.0;
+  std::vector<double> utilization_timeline;
+
   std::vector<JobResult> jobs;  // every admitted job, by id
 };
 

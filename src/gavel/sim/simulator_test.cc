@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gavel/core/shipped_table.h"
+#include "gavel/sim/sim_test_support.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/sim/event_queue.h"
 #include "gavel/sim/sim_executor.h"
@@ -16,21 +17,11 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-double V100(const std::string& model, int sf) {
-  return *ShippedThroughputTable()->Isolated("v100", JobTypeKey{model, sf});
-}
+using simtest::Job;
+using simtest::MustSimulate;
+using simtest::V100;
 
 constexpr char kResNet[] = "ResNet-18 (batch size 64)";
-
-workload::TraceJob Job(const std::string& model, int sf, double steps, double arrival) {
-  workload::TraceJob job;
-  job.job_type = model;
-  job.scale_factor = sf;
-  job.total_steps = steps;
-  job.arrival_time = Seconds(arrival);
-  return job;
-}
 
 SimulationOptions OnV100s(int gpus, std::vector<workload::TraceJob> trace,
                           const std::string& policy = "max_min_fairness_perf") {
@@ -40,12 +31,6 @@ SimulationOptions OnV100s(int gpus, std::vector<workload::TraceJob> trace,
   o.policy = policy;
   o.trace = std::move(trace);
   return o;
-}
-
-SimulationResult MustSimulate(const SimulationOptions& options) {
-  auto result = Simulate(options);
-  GAVEL_CHECK_MSG(result.ok(), result.status().ToString().c_str());
-  return *result;
 }
 
 TEST(EventQueueTest, OrdersByTimeThenByPushOrder) {
@@ -236,7 +221,8 @@ TEST(SimulatorTest, GpuTimeAddsUp) {
   const std::string csv = JobsToCsv(r);
   EXPECT_THAT(csv, HasSubstr("id,job_type,scale_factor,priority_weight,arrival,first_start,"
                              "finish,jct,in_window,dropped,gpu_seconds_k80,gpu_seconds_p100,"
-                             "gpu_seconds_v100,cost,rho\n"));
+                             "gpu_seconds_v100,cost,rho,failed,queueing_delay,fair_share_delay,"
+                             "fragmentation_delay\n"));
 }
 
 TEST(SimulatorTest, RejectsBadOptionsAndUnschedulableJobs) {

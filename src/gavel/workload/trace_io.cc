@@ -246,6 +246,8 @@ Result<CsvHeader> ParseCsvHeader(const FieldParser& p, std::string_view line) {
     const std::string name(TrimView(names[i]));
     bool known = false;
     for (const char* column : kCsvColumns) known = known || name == column;
+    // Read-only host demands per GPU (the simulator's topology, docs/simulator.md).
+    known = known || name == "cpus_per_gpu" || name == "mem_gb_per_gpu";
     if (!known) return p.Error(name, "unknown column in the header");
     if (!header.index.emplace(name, i).second) {
       return p.Error(name, "column appears twice in the header");
@@ -293,6 +295,13 @@ Result<TraceJob> ParseCsvLine(const FieldParser& p, const CsvHeader& header,
     if (!(duration > 0.0)) return p.Error("duration", Quote(*d) + " is not > 0");
     GAVEL_RETURN_IF_ERROR(p.InRange("duration", duration, 0.0, bounds::kMaxSeconds, " s"));
     job.duration = Seconds(duration);
+  }
+  for (const char* column : {"cpus_per_gpu", "mem_gb_per_gpu"}) {
+    const std::string* v = get(column);
+    if (v == nullptr || TrimView(*v).empty()) continue;
+    GAVEL_ASSIGN_OR_RETURN(const double value, p.Double(column, *v));
+    if (!(value >= 0.0)) return p.Error(column, Quote(*v) + " is not >= 0");
+    (column[0] == 'c' ? job.cpus_per_gpu : job.mem_gb_per_gpu) = value;
   }
   if (const std::string* c = get("command"); c != nullptr) job.command = *c;
   if (const std::string* w = get("working_directory"); w != nullptr) job.working_directory = *w;

@@ -114,6 +114,25 @@ TEST(TraceIoTest, CsvColumnsMayComeInAnyOrderAndOptionalOnesMayBeMissing) {
   EXPECT_EQ((*jobs)[0].priority_weight, 1.0);
 }
 
+// The simulator's host demands per GPU (docs/simulator.md) are optional read-only columns.
+TEST(TraceIoTest, CsvMayGiveHostDemandsPerGpu) {
+  auto jobs = ParseTrace(
+      "job_type,scale_factor,total_steps,arrival_time,cpus_per_gpu,mem_gb_per_gpu\n"
+      "A3C,1,100,0,12,\n"
+      "LM (batch size 5),1,100,0,,6.5\n",
+      TraceFormat::kCsv, "demands.csv");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  EXPECT_EQ((*jobs)[0].cpus_per_gpu, 12.0);
+  EXPECT_FALSE((*jobs)[0].mem_gb_per_gpu.has_value());
+  EXPECT_FALSE((*jobs)[1].cpus_per_gpu.has_value());
+  EXPECT_EQ((*jobs)[1].mem_gb_per_gpu, 6.5);
+  auto bad = ParseTrace("job_type,scale_factor,total_steps,arrival_time,cpus_per_gpu\n"
+                        "A3C,1,100,0,-1\n",
+                        TraceFormat::kCsv, "demands.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cpus_per_gpu"), std::string::npos);
+}
+
 TEST(TraceIoTest, ReadsTheOriginalsPhysicalClusterTraces) {
   const std::string dir = kSharedDir + "data/traces/physical_cluster/";
   if (!std::filesystem::exists(dir)) {

@@ -28,6 +28,9 @@ struct TraceJob {
   // Run time alone on one V100 unit; known only for generated jobs (nullopt for traces).
   std::optional<Seconds> duration;
   Seconds arrival_time{0.0};  // seconds since the start of the run
+  // Host CPU cores and memory (GB) per GPU; nullopt = the simulator's default for the model.
+  std::optional<double> cpus_per_gpu;
+  std::optional<double> mem_gb_per_gpu;
 
   // The throughput-table key (job_type, scale_factor).
   JobTypeKey key() const { return JobTypeKey{job_type, scale_factor}; }

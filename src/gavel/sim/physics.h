@@ -1,0 +1,177 @@
+// The physics of a shared GPU cluster that the original simulator leaves out (issue 11;
+// docs/simulator.md): per-job-type slow-down when a job's GPUs span servers or racks, a restart
+// overhead whenever a job starts, resumes or moves, host CPU/memory demands, and failures
+// after the Philly study (user errors early, not retried; infrastructure failures later,
+// retried with backoff from the last checkpoint). Every part is off unless asked for, and
+// the simulator forces all of it off under `--compat gavel`.
+//
+// The tables are data (data/placement_penalty.csv, data/restart_overhead.csv) keyed by model
+// family: the job type up to " (batch size ...)". A family missing from a table uses its "*"
+// row, or no effect when the table has none.
+//
+// PhysicsModel applies the options to a run: it adjusts each micro-task the SimExecutor
+// launches (steps done, when it ends, whether it fails) and keeps the counters the result
+// reports. Failure draws come from a generator seeded by (seed, job id) alone, so a job's
+// failure fate does not depend on the policy or on other jobs.
+// Tables are immutable values; a PhysicsModel belongs to one run (not synchronised).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gavel/core/ids.h"
+#include "gavel/core/status.h"
+#include "gavel/core/units.h"
+#include "gavel/mechanism/cluster_layout.h"
+#include "gavel/mechanism/placement.h"
+#include "gavel/mechanism/round_plan.h"
+
+namespace gavel::sim {
+
+// "ResNet-50 (batch size 64)" -> "ResNet-50".
+std::string ModelFamily(std::string_view job_type);
+
+// Throughput factors for a job whose GPUs span more than one server (in one rack) or more
+// than one rack. File: CSV `family,across_servers,across_racks`, '#' comment lines, factors in
+// (0, 1].
+struct PlacementPenalty {
+  struct Factors {
+    double across_servers = 1.0;
+    double across_racks = 1.0;
+  };
+  std::map<std::string, Factors, std::less<>> by_family;
+  // Multiplier on the job's throughput when its GPUs lie on `servers` servers in `racks`
+  // racks (1 for one server).
+  double Factor(std::string_view job_type, int servers, int racks) const;
+  static Result<PlacementPenalty> Parse(std::string_view text, const std::string& source);
+  static Result<PlacementPenalty> LoadFile(const std::string& path);
+};
+
+// Seconds a job loses each time it starts, resumes after preemption or moves (process
+// start, checkpoint restore, warm-up). File: CSV `family,seconds`, '#' comment lines.
+struct RestartOverhead {
+  std::map<std::string, double, std::less<>> by_family;
+  Seconds For(std::string_view job_type) const;
+  static RestartOverhead Uniform(double seconds);
+  static Result<RestartOverhead> Parse(std::string_view text, const std::string& source);
+  static Result<RestartOverhead> LoadFile(const std::string& path);
+};
+
+// Job-size classes used by the failure model and the metrics: 1, 2-4, 5-8, >8 GPUs.
+int SizeClass(int gpus);
+inline constexpr std::array<const char*, 4> kSizeClassNames = {"1", "2-4", "5-8", ">8"};
+
+// Failures, after the Philly study (docs/simulator.md gives the figures behind the defaults).
+// File: JSON with the fields below (all optional; missing = the Philly default).
+struct FailureModel {
+  // Chance that a job has a (deterministic) user error, by size class; it fails after an
+  // exponentially distributed run time with mean user_error_mean_seconds and is not retried.
+  std::array<double, 4> user_error_probability = {0.08, 0.12, 0.16, 0.20};
+  double user_error_mean_seconds = 600.0;
+  // Infrastructure failures: a Poisson process in the job's GPU-hours of running.
+  double infra_failures_per_gpu_hour = 1.0 / 1000.0;
+  // gavel serve's retry rule: retried after backoff · 2^(k-1) (capped), failed after more than
+  // max_retries failures.
+  int max_retries = 3;
+  double retry_backoff_seconds = 10.0;
+  double max_retry_backoff_seconds = 600.0;
+
+  static FailureModel Philly() { return FailureModel{}; }
+  static Result<FailureModel> Parse(std::string_view text, const std::string& source);
+  static Result<FailureModel> LoadFile(const std::string& path);
+  Seconds Backoff(int failures) const;
+};
+
+// Default host demands per GPU by model family (docs/simulator.md); a trace may override.
+mechanism::WorkerDemand DefaultDemand(std::string_view job_type);
+
+struct PhysicsOptions {
+  // Racks and host resources (servers_per_rack 0 and unlimited CPU/memory = as before).
+  mechanism::HostResources host;
+  std::optional<PlacementPenalty> placement_penalty;
+  std::optional<RestartOverhead> restart_overhead;
+  std::optional<FailureModel> failures;
+  // Placement is topology-aware (placement.h) whenever any host resource or rack grouping
+  // is given or the placement penalty is on.
+  bool topology_aware() const {
+    return host.servers_per_rack > 0 || host.cpus_per_server > 0.0 ||
+           host.mem_gb_per_server > 0.0 || placement_penalty.has_value();
+  }
+  bool any() const {
+    return topology_aware() || restart_overhead.has_value() || failures.has_value();
+  }
+};
+
+// The shipped defaults (--realistic and `--placement-penalty`/`--restart-overhead` with no
+// file): data/placement_penalty.csv, data/restart_overhead.csv, FailureModel::Philly().
+std::string ShippedPlacementPenaltyFile();
+std::string ShippedRestartOverheadFile();
+
+struct PhysicsStats {
+  std::int64_t restarts = 0;  // resumes and moves (first starts excluded)
+  double restart_overhead_gpu_seconds = 0.0;
+  double placement_slowdown_gpu_seconds = 0.0;
+  std::int64_t spread_micro_tasks = 0;  // ran on more than one server
+  std::int64_t user_errors = 0;
+  std::int64_t infra_failures = 0;
+  std::int64_t failed_jobs = 0;  // user errors, plus jobs out of retries
+  double wasted_gpu_seconds = 0.0;
+};
+
+enum class Failure { kNone, kUser, kInfra };
+
+// What PhysicsModel decided for one launched micro-task.
+struct Outcome {
+  std::vector<double> steps;  // per member, done by the end
+  Seconds finish{0.0};
+  Failure failure = Failure::kNone;
+};
+
+class PhysicsModel {
+ public:
+  PhysicsModel(PhysicsOptions options, const mechanism::ClusterLayout* layout,
+               std::uint64_t seed);
+  const PhysicsOptions& options() const { return options_; }
+
+  // Job ids are dense; call once per job as it is admitted.
+  void AdmitJob(JobId job, std::string_view job_type, int gpus);
+  // The micro-task of `a` started at `start`.
+  Outcome Launch(const mechanism::Assignment& a, Seconds start);
+  // The job failed for good (user error, or out of retries) after using `gpu_seconds` of
+  // successful micro-tasks, all of which is lost.
+  void JobFailed(double gpu_seconds);
+  // An infrastructure failure of the job: true = retry (after Backoff(failures)), false = out
+  // of retries.
+  bool Retry(JobId job, int* failures);
+  bool Failed(JobId job) const { return jobs_.at(Index(job)).failed; }
+  void MarkFailed(JobId job) { jobs_.at(Index(job)).failed = true; }
+  const PhysicsStats& stats() const { return stats_; }
+
+ private:
+  struct JobState {
+    std::string job_type;
+    bool started = false;
+    bool failed = false;
+    int infra_failures = 0;
+    double run_seconds = 0.0;  // time it has run (micro-tasks, restarts included)
+    double user_error_at = std::numeric_limits<double>::infinity();
+    double infra_failure_at = std::numeric_limits<double>::infinity();
+    std::uint64_t rng = 0;  // splitmix64 state
+  };
+  static std::size_t Index(JobId job) { return static_cast<std::size_t>(job.value()); }
+  double Exponential(JobState& job, double mean);
+
+  PhysicsOptions options_;
+  const mechanism::ClusterLayout* layout_;
+  std::uint64_t seed_;
+  std::vector<JobState> jobs_;
+  PhysicsStats stats_;
+};
+
+}  // namespace gavel::sim

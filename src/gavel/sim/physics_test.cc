@@ -1,0 +1,256 @@
+// The cluster physics against hand-computed cases and the failure model's own statistics.
+#include "gavel/sim/physics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "gavel/core/shipped_table.h"
+#include "gavel/sim/sim_test_support.h"
+#include "gavel/sim/simulator.h"
+
+namespace gavel::sim {
+namespace {
+
+using ::testing::HasSubstr;
+using simtest::Job;
+using simtest::MustSimulate;
+using simtest::V100;
+
+constexpr char kResNet[] = "ResNet-18 (batch size 64)";
+
+SimulationOptions Cluster(int gpus, int per_server, std::vector<workload::TraceJob> trace,
+                          const std::string& policy = "max_min_fairness_perf") {
+  SimulationOptions o;
+  o.cluster = {{"v100", gpus, per_server}};
+  o.throughputs = ShippedThroughputTable();
+  o.policy = policy;
+  o.trace = std::move(trace);
+  return o;
+}
+
+PlacementPenalty Penalty(double servers, double racks) {
+  PlacementPenalty p;
+  p.by_family["ResNet-18"] = {servers, racks};
+  return p;
+}
+
+TEST(PhysicsTablesTest, ParseShippedTablesAndLookUpByFamily) {
+  auto penalty = PlacementPenalty::LoadFile(ShippedPlacementPenaltyFile());
+  ASSERT_TRUE(penalty.ok()) << penalty.status().ToString();
+  EXPECT_DOUBLE_EQ(penalty->Factor("LM (batch size 20)", 2, 1), 0.54);
+  EXPECT_DOUBLE_EQ(penalty->Factor("LM (batch size 20)", 2, 2), 0.40);
+  EXPECT_DOUBLE_EQ(penalty->Factor("LM (batch size 20)", 1, 1), 1.0);
+  EXPECT_DOUBLE_EQ(penalty->Factor("SomethingNew", 3, 1), 0.72);  // the "*" row
+  auto restart = RestartOverhead::LoadFile(ShippedRestartOverheadFile());
+  ASSERT_TRUE(restart.ok()) << restart.status().ToString();
+  EXPECT_EQ(restart->For("ResNet-50 (batch size 64)").value(), 30.0);
+  EXPECT_EQ(RestartOverhead::Uniform(7.0).For("A3C").value(), 7.0);
+}
+
+TEST(PhysicsTablesTest, BadFilesNameTheLineAndField) {
+  auto bad = PlacementPenalty::Parse("family,across_servers,across_racks\nLM,1.5,0.5\n", "p.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("p.csv:2: across_servers"));
+  auto header = RestartOverhead::Parse("# c\nmodel,seconds\n", "r.csv");
+  EXPECT_THAT(header.status().message(), HasSubstr("r.csv:2: expected the header"));
+  auto twice = RestartOverhead::Parse("family,seconds\nLM,1\nLM,2\n", "r.csv");
+  EXPECT_THAT(twice.status().message(), HasSubstr("r.csv:3: family \"LM\" listed twice"));
+  auto failures = FailureModel::Parse(R"({"user_error_probability": [0.1, 2, 0, 0]})", "f.json");
+  EXPECT_THAT(failures.status().message(), HasSubstr("user_error_probability[1]"));
+  auto unknown = FailureModel::Parse(R"({"mtbf": 3})", "f.json");
+  EXPECT_THAT(unknown.status().message(), HasSubstr("f.json: mtbf: unknown field"));
+}
+
+// A 2-GPU job alone, run for `seconds` of isolated work: on one 2-GPU server it takes exactly
+// that long; spread over two 1-GPU servers (one rack, or two racks) its throughput is the
+// table's factor times the isolated one, so it takes seconds / factor.
+TEST(PlacementPenaltyTest, SpreadJobIsSlowedByExactlyTheTablesFactor) {
+  const double tput = V100(kResNet, 2);
+  const double seconds = 1000.0;
+  const std::vector<workload::TraceJob> trace = {Job(kResNet, 2, tput * seconds, 0.0)};
+
+  SimulationOptions together = Cluster(2, 2, trace);
+  together.physics.placement_penalty = Penalty(0.5, 0.25);
+  const SimulationResult one_server = MustSimulate(together);
+  EXPECT_NEAR(one_server.average_jct_seconds, seconds, 1e-6);
+  EXPECT_EQ(one_server.physics.placement_slowdown_gpu_seconds, 0.0);
+
+  SimulationOptions spread = Cluster(2, 1, trace);
+  spread.physics.placement_penalty = Penalty(0.5, 0.25);
+  const SimulationResult two_servers = MustSimulate(spread);
+  EXPECT_NEAR(two_servers.average_jct_seconds, seconds / 0.5, 1e-6);
+  // It ran 2000 s on 2 GPUs at half speed: half of 4000 GPU-seconds lost.
+  EXPECT_NEAR(two_servers.physics.placement_slowdown_gpu_seconds, 2000.0, 1e-6);
+  EXPECT_GT(two_servers.physics.spread_micro_tasks, 0);
+
+  spread.physics.host.servers_per_rack = 1;
+  const SimulationResult two_racks = MustSimulate(spread);
+  EXPECT_NEAR(two_racks.average_jct_seconds, seconds / 0.25, 1e-6);
+
+  // Physics off: the original's idealised cluster, where spreading costs nothing.
+  const SimulationResult plain = MustSimulate(Cluster(2, 1, trace));
+  EXPECT_NEAR(plain.average_jct_seconds, seconds, 1e-6);
+}
+
+// One job alone on one GPU: it pays the overhead once (its start); every later round extends
+// its lease. So JCT = work + overhead exactly, and no restart is counted.
+TEST(RestartOverheadTest, AlonePaysOnceForItsStart) {
+  const double tput = V100(kResNet, 1);
+  SimulationOptions o = Cluster(1, 1, {Job(kResNet, 1, tput * 2000.0, 0.0)});
+  o.physics.restart_overhead = RestartOverhead::Uniform(45.0);
+  const SimulationResult r = MustSimulate(o);
+  EXPECT_NEAR(r.average_jct_seconds, 2045.0, 1e-6);
+  EXPECT_EQ(r.physics.restarts, 0);
+  EXPECT_NEAR(r.physics.restart_overhead_gpu_seconds, 45.0, 1e-9);
+}
+
+// Three jobs time-sharing two GPUs preempt one another every round: restarts happen, and
+// every job's completion time grows with the overhead.
+TEST(RestartOverheadTest, ChurnRestartsAndJctRisesWithTheOverhead) {
+  const double tput = V100(kResNet, 1);
+  std::vector<workload::TraceJob> trace;
+  for (int i = 0; i < 3; ++i) trace.push_back(Job(kResNet, 1, tput * 3600.0 * (i + 1), 0.0));
+  double previous = 0.0;
+  for (double overhead : {0.0, 20.0, 60.0, 120.0}) {
+    SimulationOptions o = Cluster(2, 1, trace);
+    o.physics.restart_overhead = RestartOverhead::Uniform(overhead);
+    const SimulationResult r = MustSimulate(o);
+    EXPECT_GT(r.physics.restarts, 0) << overhead;
+    EXPECT_GT(r.average_jct_seconds, previous) << overhead;
+    // Every restart and first start pays exactly the overhead on one GPU.
+    EXPECT_NEAR(r.physics.restart_overhead_gpu_seconds,
+                overhead * static_cast<double>(r.physics.restarts + 3), 1e-6);
+    previous = r.average_jct_seconds;
+  }
+}
+
+// The failure model's draws: over many jobs the fraction with a user error matches the
+// documented probability of each size class (a binomial, checked within 5 sigma).
+TEST(FailureModelTest, UserErrorFractionMatchesTheModel) {
+  const FailureModel m = FailureModel::Philly();
+  mechanism::ClusterLayout layout =
+      *mechanism::ClusterLayout::Create({GpuTypeSpec{"v100", 8, 8}});
+  for (int gpus : {1, 4, 8}) {
+    PhysicsOptions options;
+    options.failures = m;
+    PhysicsModel model(options, &layout, /*seed=*/17);
+    const int n = 40000;
+    int with_error = 0;
+    for (int i = 0; i < n; ++i) {
+      model.AdmitJob(JobId(static_cast<std::uint64_t>(i)), kResNet, gpus);
+      // A 10-day lease never ends before the user error, so a job with one fails here.
+      mechanism::Assignment a;
+      a.combination = mechanism::Combination::Single(JobId(static_cast<std::uint64_t>(i)));
+      for (int g = 0; g < gpus; ++g) a.workers.push_back(WorkerId(static_cast<std::uint64_t>(g)));
+      a.max_steps = {1e9};
+      a.expected_throughput = {1e9 / 864000.0};
+      a.lease_duration = Seconds(864000.0);
+      if (model.Launch(a, Seconds(0.0)).failure == Failure::kUser) ++with_error;
+    }
+    const double p = m.user_error_probability[static_cast<std::size_t>(SizeClass(gpus))];
+    const double sigma = std::sqrt(p * (1.0 - p) / n);
+    EXPECT_NEAR(static_cast<double>(with_error) / n, p, 5.0 * sigma) << gpus << " GPUs";
+  }
+}
+
+// Whole simulations: with infrastructure failures off, the failed fraction of long 1-GPU jobs
+// over many seeds lies in the model's band: p(1 GPU) × P(error before the job ends), where
+// the jobs last 3 h against a mean 10-minute time to error (P > 0.99999). Failed jobs do not
+// count in the JCT, and their GPU time is wasted.
+TEST(FailureModelTest, FailedFractionOverSeedsIsInTheDocumentedBand) {
+  const double tput = V100(kResNet, 1);
+  FailureModel m = FailureModel::Philly();
+  m.infra_failures_per_gpu_hour = 0.0;
+  int jobs = 0;
+  std::size_t failed = 0;
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    std::vector<workload::TraceJob> trace;
+    for (int i = 0; i < 50; ++i) trace.push_back(Job(kResNet, 1, tput * 3.0 * 3600.0, i * 60.0));
+    SimulationOptions o = Cluster(50, 1, trace, "fifo");
+    o.seed = seed;
+    o.physics.failures = m;
+    const SimulationResult r = MustSimulate(o);
+    jobs += 50;
+    failed += r.failed_jobs;
+    EXPECT_EQ(static_cast<std::int64_t>(r.failed_jobs), r.physics.user_errors);
+    EXPECT_EQ(r.window_jobs_completed + r.failed_jobs, 50u);
+    if (r.failed_jobs > 0) {
+      EXPECT_GT(r.physics.wasted_gpu_seconds, 0.0);
+    }
+  }
+  const double p = m.user_error_probability[0];
+  const double sigma = std::sqrt(p * (1.0 - p) / jobs);
+  EXPECT_NEAR(static_cast<double>(failed) / jobs, p, 5.0 * sigma);
+}
+
+// Infrastructure failures are retried with backoff: with a high rate every job still
+// finishes (or runs out of retries), failures cost wasted GPU time, and the same seed
+// reproduces the same run.
+TEST(FailureModelTest, InfrastructureFailuresRetryReproducibly) {
+  const double tput = V100(kResNet, 1);
+  FailureModel m = FailureModel::Philly();
+  m.user_error_probability = {0.0, 0.0, 0.0, 0.0};
+  m.infra_failures_per_gpu_hour = 0.2;
+  std::vector<workload::TraceJob> trace;
+  for (int i = 0; i < 20; ++i) trace.push_back(Job(kResNet, 1, tput * 4.0 * 3600.0, 0.0));
+  SimulationOptions o = Cluster(10, 1, trace);
+  o.seed = 3;
+  o.physics.failures = m;
+  const SimulationResult a = MustSimulate(o);
+  const SimulationResult b = MustSimulate(o);
+  EXPECT_GT(a.physics.infra_failures, 0);
+  EXPECT_GT(a.physics.wasted_gpu_seconds, 0.0);
+  EXPECT_EQ(a.window_jobs_completed + a.failed_jobs, 20u);
+  EXPECT_EQ(a.average_jct_seconds, b.average_jct_seconds);
+  EXPECT_EQ(a.physics.infra_failures, b.physics.infra_failures);
+  // Without failures the same jobs finish sooner.
+  o.physics.failures.reset();
+  EXPECT_LT(MustSimulate(o).average_jct_seconds, a.average_jct_seconds);
+}
+
+// Host resources bound placement: two jobs that each need all of a server's CPUs never share
+// it, so with 2 servers of 2 GPUs four 1-GPU jobs run two at a time.
+TEST(HostResourcesTest, CpuLimitKeepsJobsApart) {
+  const double tput = V100(kResNet, 1);
+  std::vector<workload::TraceJob> trace;
+  for (int i = 0; i < 4; ++i) {
+    workload::TraceJob j = Job(kResNet, 1, tput * 3600.0, 0.0);
+    j.cpus_per_gpu = 8.0;
+    trace.push_back(j);
+  }
+  SimulationOptions o = Cluster(4, 2, trace);
+  o.physics.host.cpus_per_server = 8.0;
+  const SimulationResult limited = MustSimulate(o);
+  o.physics.host.cpus_per_server = 16.0;
+  const SimulationResult roomy = MustSimulate(o);
+  EXPECT_NEAR(roomy.makespan_seconds, 3600.0, 1.0);
+  EXPECT_GE(limited.makespan_seconds, 2.0 * 3600.0 - 1.0);
+  EXPECT_GT(limited.fragmentation_delay_mean_seconds, 0.0);
+  EXPECT_EQ(roomy.fragmentation_delay_mean_seconds, 0.0);
+
+  o.physics.host.cpus_per_server = 4.0;  // a job needs more than a server has
+  EXPECT_THAT(Simulate(o).status().message(), HasSubstr("more than a server has"));
+}
+
+// Queueing delay is arrival to first start, and its split adds up to it.
+TEST(QueueingMetricsTest, DelaySplitAddsUp) {
+  const double tput = V100(kResNet, 1);
+  std::vector<workload::TraceJob> trace;
+  for (int i = 0; i < 6; ++i) trace.push_back(Job(kResNet, 1, tput * 1800.0, i * 100.0));
+  const SimulationResult r = MustSimulate(Cluster(2, 1, trace, "fifo"));
+  for (const JobResult& job : r.jobs) {
+    ASSERT_TRUE(job.queueing_delay.has_value());
+    EXPECT_NEAR(job.fair_share_delay_seconds + job.fragmentation_delay_seconds,
+                job.queueing_delay->value(), 1e-6);
+  }
+  EXPECT_GT(r.queueing_delay_p90_seconds, 0.0);
+  ASSERT_EQ(r.jct_by_size.size(), 4u);
+  EXPECT_EQ(r.jct_by_size[0].jobs, 6u);
+  EXPECT_NEAR(r.jct_by_size[0].mean, r.average_jct_seconds, 1e-6);
+}
+
+}  // namespace
+}  // namespace gavel::sim
