@@ -9,6 +9,7 @@
 
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
+#include "gavel/workload/job_outcome.h"
 
 namespace gavel::workload {
 
@@ -28,6 +29,9 @@ struct TraceJob {
   // Run time alone on one V100 unit; known only for generated jobs (nullopt for traces).
   std::optional<Seconds> duration;
   Seconds arrival_time{0.0};  // seconds since the start of the run
+  // How the workload says the job ends (job_outcome.h); nullopt = it says nothing. Set by the
+  // Philly workload and the public-trace importers; inert without a failure model.
+  std::optional<JobOutcome> outcome;
 
   // The throughput-table key (job_type, scale_factor).
   JobTypeKey key() const { return JobTypeKey{job_type, scale_factor}; }
