@@ -15,6 +15,8 @@
 #include "gavel/policy/registry.h"
 #include "gavel/sim/simulator.h"
 #include "gavel/workload/generator.h"
+#include "gavel/workload/philly_workload.h"
+#include "gavel/workload/trace_importers.h"
 #include "gavel/workload/trace_io.h"
 
 namespace gavel::cli {
@@ -152,9 +154,52 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
   out.unsetf(std::ios::fixed);
 }
 
+// A trace in one of our formats, or imported from a public one (notes get the import report).
+Result<std::vector<workload::TraceJob>> ReadWorkloadTrace(const SimulateOptions& o,
+                                                          const ThroughputTable& table,
+                                                          std::vector<std::string>* notes) {
+  const Result<workload::PublicTraceFormat> public_format =
+      workload::ParsePublicTraceFormat(o.trace_format);
+  if (!public_format.ok()) {
+    GAVEL_ASSIGN_OR_RETURN(const workload::TraceFormat format,
+                           workload::ParseTraceFormat(o.trace_format));
+    return workload::ReadTraceFile(o.trace_file, format);
+  }
+  workload::ImportOptions import;
+  import.seed = o.seed;
+  import.skip_bad_rows = o.skip_bad_rows;
+  import.pai_task_table = o.trace_tasks;
+  GAVEL_ASSIGN_OR_RETURN(
+      workload::ImportedTrace imported,
+      workload::ImportPublicTraceFile(o.trace_file, *public_format, import, table));
+  if (notes != nullptr) notes->push_back(imported.report.Summary(o.trace_file));
+  return std::move(imported.jobs);
+}
+
+// --workload philly: the Philly-like stream rides on the generator options (generator.h).
+Status AddPhillyWorkload(const SimulateOptions& o, workload::GeneratorOptions& g) {
+  if (o.multi_priority || o.assign_slos || o.fixed_duration || o.steady_state) {
+    return Status::InvalidArgument(
+        "--workload philly draws sizes and durations from the Philly table; it does not "
+        "combine with --generate-multi-priority-jobs, --assign-slos, --fixed-job-duration or "
+        "--simulate-steady-state");
+  }
+  GAVEL_ASSIGN_OR_RETURN(
+      workload::PhillyJobDistribution table,
+      workload::PhillyJobDistribution::LoadCsv(workload::DefaultPhillyDistributionFile()));
+  auto philly = std::make_shared<workload::PhillyWorkloadOptions>();
+  philly->distribution = std::make_shared<const workload::PhillyJobDistribution>(std::move(table));
+  philly->diurnal_amplitude = o.diurnal_amplitude;
+  const Status valid = workload::ValidatePhillyWorkloadOptions(*philly);
+  if (!valid.ok()) return Status::InvalidArgument("--diurnal-amplitude: " + valid.message());
+  g.philly_workload = std::move(philly);
+  return Status::Ok();
+}
+
 }  // namespace
 
-Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
+Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,
+                                                   std::vector<std::string>* notes) {
   sim::SimulationOptions options;
   GAVEL_ASSIGN_OR_RETURN(options.cluster, ParseCluster(o));
   GAVEL_ASSIGN_OR_RETURN(options.instance_costs, ParseCosts(o));
@@ -192,9 +237,10 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
     if (o.lam || o.jobs_per_hour) {
       return Status::InvalidArgument("--trace and --lam/--jobs-per-hour exclude each other");
     }
-    GAVEL_ASSIGN_OR_RETURN(const workload::TraceFormat format,
-                           workload::ParseTraceFormat(o.trace_format));
-    GAVEL_ASSIGN_OR_RETURN(options.trace, workload::ReadTraceFile(o.trace_file, format));
+    if (o.workload != "gavel") {
+      return Status::InvalidArgument("--trace and --workload exclude each other");
+    }
+    GAVEL_ASSIGN_OR_RETURN(options.trace, ReadWorkloadTrace(o, *options.throughputs, notes));
     if (options.trace.empty()) return Status::InvalidArgument(o.trace_file + ": no jobs");
   } else {
     if (o.lam.has_value() == o.jobs_per_hour.has_value()) {
@@ -230,6 +276,11 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
       for (const GpuTypeSpec& spec : options.cluster)
         g.steady_state_cluster[spec.name] = spec.count;
     }
+    if (o.workload == "philly") {
+      GAVEL_RETURN_IF_ERROR(AddPhillyWorkload(o, g));
+    } else if (o.workload != "gavel") {
+      return Status::InvalidArgument("--workload must be gavel or philly, got " + o.workload);
+    }
     options.generator = g;
     if (!options.window_end) options.window_end = 5000;
   }
@@ -237,7 +288,11 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
 }
 
 Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
-  GAVEL_ASSIGN_OR_RETURN(const sim::SimulationOptions options, ToSimulationOptions(o));
+  std::vector<std::string> notes;
+  GAVEL_ASSIGN_OR_RETURN(const sim::SimulationOptions options, ToSimulationOptions(o, &notes));
+  // Notes go where they cannot spoil a JSON or CSV written to stdout.
+  std::ostream& notes_out = o.json_path == "-" || o.jobs_csv_path == "-" ? std::cerr : out;
+  for (const std::string& note : notes) notes_out << note << "\n";
   GAVEL_ASSIGN_OR_RETURN(const sim::SimulationResult result, sim::Simulate(options));
   if (!o.json_path.empty()) {
     GAVEL_RETURN_IF_ERROR(WriteOutput(o.json_path, sim::ResultToJson(result), out));
@@ -288,8 +343,22 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
   simulate_cmd->add_option("--trace", options->trace_file,
                            "Trace file instead of generated jobs");
   simulate_cmd
-      ->add_option("--trace-format", options->trace_format, "gavel (default), csv or msr")
-      ->check(CLI::IsMember({"gavel", "csv", "msr"}));
+      ->add_option("--trace-format", options->trace_format,
+                   "gavel (default), csv, msr, or a public trace: philly (cluster_job_log), pai "
+                   "(pai_job_table.csv), helios (cluster_log.csv)")
+      ->check(CLI::IsMember({"gavel", "csv", "msr", "philly", "pai", "helios"}));
+  simulate_cmd->add_option("--trace-tasks", options->trace_tasks,
+                           "pai: the task table (default: pai_task_table.csv beside --trace)");
+  simulate_cmd->add_flag("--skip-bad-rows", options->skip_bad_rows,
+                         "philly/pai/helios: skip unreadable rows and report how many");
+  simulate_cmd
+      ->add_option("--workload", options->workload,
+                   "Generated jobs: gavel (default, the original's) or philly (Philly-like "
+                   "sizes, durations, diurnal arrivals and outcome labels)")
+      ->check(CLI::IsMember({"gavel", "philly"}));
+  simulate_cmd->add_option("--diurnal-amplitude", options->diurnal_amplitude,
+                           "--workload philly: daily arrival-rate swing A in [0, 1) (default "
+                           "0.5: the rate goes from 0.5x to 1.5x its mean)");
   simulate_cmd->add_flag("--ideal", options->ideal,
                          "Apply allocations exactly between events (fluid model), no rounds");
   simulate_cmd->add_option("--compat", options->compat,
