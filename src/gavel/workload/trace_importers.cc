@@ -45,6 +45,9 @@ class Collector {
     if (report.skipped_bad++ == 0) report.first_bad = message;
     return Status::Ok();
   }
+  // Whether the next bad row's message is used (skipping keeps only the first one's), so
+  // that costly messages are only built when needed.
+  bool WantsMessage() const { return !skip_bad_ || report.skipped_bad == 0; }
   void Add(ObservedJob job) {
     // A job that never ran has no GPUs recorded either: count it as "no run".
     if (!(job.run_seconds > 0.0)) {
@@ -248,6 +251,11 @@ Status ReadPhilly(std::string_view text, const std::string& source, Collector& c
       collector.Add(std::move(job).value());
       continue;
     }
+    if (!collector.WantsMessage()) {
+      GAVEL_RETURN_IF_ERROR(collector.Bad(std::string()));
+      continue;
+    }
+    // Finding the job's line scans the text: done for the one message that is kept.
     std::string jobid;
     if (root[i].is_object() && root[i].contains("jobid") && root[i].at("jobid").is_string()) {
       jobid = root[i].at("jobid").get<std::string>();

@@ -197,6 +197,18 @@ TEST(TraceImportersTest, BadRowsNameFileLineAndField) {
   EXPECT_NE(bad_philly.status().message().find("p.json:5: job 1 (b): status: 'Running'"),
             std::string::npos)
       << bad_philly.status().message();
+  ImportOptions skip_philly;
+  skip_philly.skip_bad_rows = true;
+  const std::string two_bad =
+      philly.substr(0, philly.rfind(']')) + ",{\"status\": \"Oops\", \"jobid\": \"z\"}]";
+  const auto skipped =
+      ImportPublicTrace(two_bad, PublicTraceFormat::kPhilly, skip_philly, Table(), "p.json");
+  ASSERT_TRUE(skipped.ok()) << skipped.status().message();
+  EXPECT_EQ(skipped->report.records, 3u);
+  EXPECT_EQ(skipped->report.skipped_bad, 2u);
+  EXPECT_EQ(skipped->report.skipped_no_run, 1u);  // job a: no attempts
+  EXPECT_NE(skipped->report.first_bad.find("p.json:5: job 1 (b)"), std::string::npos)
+      << skipped->report.first_bad;
   const auto attempt_bad = ImportPublicTrace(
       "[{\"status\": \"Pass\", \"jobid\": \"c\", \"submitted_time\": \"2017-10-07 01:00:00\", "
       "\"attempts\": [{\"start_time\": \"2017-10-07 02:00:00\", \"end_time\": \"2017-10-07 "
