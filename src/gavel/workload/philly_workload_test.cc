@@ -192,7 +192,8 @@ TEST(PhillyWorkloadTest, OutcomesFollowTheStudyShares) {
   }
   PhillyWorkloadOptions unlabelled = o;
   unlabelled.label_outcomes = false;
-  for (const TraceJob& job : GeneratePhillyJobs(unlabelled, Table(), 100).value()) {
+  const auto unlabelled_jobs = GeneratePhillyJobs(unlabelled, Table(), 100).value();
+  for (const TraceJob& job : unlabelled_jobs) {
     EXPECT_FALSE(job.outcome.has_value());
   }
 }
