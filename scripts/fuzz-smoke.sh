@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (the `fuzz` preset: clang, ASan, UBSan) and runs each briefly
-# from its seed corpus in fuzz/corpus/<name>/: FUZZ_SECONDS each (default 20), 8 targets.
+# from its seed corpus in fuzz/corpus/<name>/: FUZZ_SECONDS each (default 20), one per folder of fuzz/corpus/.
 # Measured in a fresh clone without ccache on a 2-core machine (`time scripts/fuzz-smoke.sh`):
 # 592 s, of which ~430 s building the fuzz preset and 160 s of runs (`make test` uses 5 s per
 # target, `make fuzz` the default). New inputs go to a scratch copy of the corpus, not into

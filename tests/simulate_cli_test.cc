@@ -187,4 +187,46 @@ TEST_F(SimulateCliTest, RunsATraceFile) {
   EXPECT_EQ(result["window"]["end"].get<int>(), 2);
 }
 
+// --workload philly end to end: same seed, same jobs and schedule; another seed, other jobs.
+TEST_F(SimulateCliTest, PhillyWorkloadIsReproducibleFromTheSeed) {
+  const std::string args = "-c 64:0:0 -p max_min_fairness --workload philly --jobs-per-hour 1 "
+                           "-e 20 --jobs-csv - --seed ";
+  const Ran a = Simulate(args + "2");
+  const Ran b = Simulate(args + "2");
+  const Ran c = Simulate(args + "3");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  EXPECT_GE(std::count(a.out.begin(), a.out.end(), '\n'), 21);
+  const Ran bad = Simulate("-p fifo --workload philly -l 60 --diurnal-amplitude 1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("--diurnal-amplitude"));
+}
+
+// A public trace imports, runs, and says what it skipped; a bad row names file, line, field.
+TEST_F(SimulateCliTest, ImportsAPublicTraceAndReportsSkippedRows) {
+  const std::string helios =
+      std::string(GAVEL_SOURCE_DIR) + "/src/gavel/workload/testdata/helios_cluster_log.csv";
+  const Ran ran = Simulate("-p fifo --trace-format helios --trace " + Quoted(helios) +
+                           " --json out.json");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_THAT(ran.out, HasSubstr("imported 4 of 6 jobs; skipped 1 without GPUs"));
+  const nlohmann::json result = nlohmann::json::parse(ReadText(dir_ / "out.json"));
+  EXPECT_EQ(result["window"]["jobs_completed"].get<int>(), 4);
+
+  std::ofstream(dir_ / "bad.csv")
+      << "job_id,gpu_num,state,submit_time,start_time,end_time\n"
+         "1,1,COMPLETED,2020-01-01 00:00:00,2020-01-01 00:00:00,2020-01-01 01:00:00\n"
+         "2,1,COMPLETED,2020-01-01 00:00:00,2020-01-01 00:00:00,2020-13-01 01:00:00\n";
+  const Ran strict = Simulate("-p fifo --trace-format helios --trace bad.csv");
+  EXPECT_NE(strict.exit_code, 0);
+  EXPECT_THAT(strict.err, HasSubstr("bad.csv:3: end_time: '2020-13-01 01:00:00'"));
+  const Ran lenient =
+      Simulate("-p fifo --trace-format helios --trace bad.csv --skip-bad-rows --json -");
+  ASSERT_EQ(lenient.exit_code, 0) << lenient.err;
+  EXPECT_THAT(lenient.err, HasSubstr("imported 1 of 2 jobs; skipped 1 unreadable"));
+  EXPECT_EQ(nlohmann::json::parse(lenient.out)["window"]["jobs_completed"].get<int>(), 1);
+}
+
 }  // namespace

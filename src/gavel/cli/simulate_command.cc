@@ -23,14 +23,12 @@
 #include "gavel/policy/registry.h"
 #include "gavel/sim/simulator.h"
 #include "gavel/workload/generator.h"
+#include "gavel/workload/philly_workload.h"
+#include "gavel/workload/trace_importers.h"
 #include "gavel/workload/trace_io.h"
 
 namespace gavel::cli {
 namespace {
-
-// Host resources of one server: far beyond any machine, so a typo (an extra digit) is refused.
-constexpr double kMaxHostCpus = 1e5;
-constexpr double kMaxHostMemGb = 1e7;
 
 std::vector<std::string> Split(const std::string& text, char separator) {
   std::vector<std::string> parts;
@@ -180,13 +178,17 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
   out.unsetf(std::ios::fixed);
 }
 
-// The saturation bound `spec` asks for; `span` = the window's arrival span (0 = static).
-Result<std::optional<Seconds>> SaturationLimit(const std::string& spec, double span) {
+// The saturation bound `spec` asks for; `span` = the window's arrival span (0 = static);
+// `longest` = the longest job's run time alone on its slowest GPU type, when known (traces).
+Result<std::optional<Seconds>> SaturationLimit(const std::string& spec, double span,
+                                               double longest) {
   if (spec == "none") return std::optional<Seconds>();
   if (spec == "auto") {
     if (!(span > 0.0)) return std::optional<Seconds>();
-    // As `gavel sweep`: twice the arrival span, plus 30 days for the longest jobs.
-    return std::optional<Seconds>(Seconds(2.0 * span + 30.0 * 24.0 * 3600.0));
+    // As `gavel sweep`: twice the arrival span, plus 30 days for the longest jobs; plus, for a
+    // trace, its longest job's run time, so that one job of months (public traces have them)
+    // is not taken for an overloaded cluster.
+    return std::optional<Seconds>(Seconds(2.0 * span + 30.0 * 24.0 * 3600.0 + longest));
   }
   GAVEL_ASSIGN_OR_RETURN(const double seconds, ParseNumber(spec, "--saturation-limit"));
   if (!(seconds > 0.0)) {
@@ -213,6 +215,48 @@ std::function<void(const sim::Progress&)> ProgressLine() {
   };
 }
 
+// A trace in one of our formats, or imported from a public one (notes get the import report).
+Result<std::vector<workload::TraceJob>> ReadWorkloadTrace(const SimulateOptions& o,
+                                                          const ThroughputTable& table,
+                                                          std::vector<std::string>* notes) {
+  const Result<workload::PublicTraceFormat> public_format =
+      workload::ParsePublicTraceFormat(o.trace_format);
+  if (!public_format.ok()) {
+    GAVEL_ASSIGN_OR_RETURN(const workload::TraceFormat format,
+                           workload::ParseTraceFormat(o.trace_format));
+    return workload::ReadTraceFile(o.trace_file, format);
+  }
+  workload::ImportOptions import;
+  import.seed = o.seed;
+  import.skip_bad_rows = o.skip_bad_rows;
+  import.pai_task_table = o.trace_tasks;
+  GAVEL_ASSIGN_OR_RETURN(
+      workload::ImportedTrace imported,
+      workload::ImportPublicTraceFile(o.trace_file, *public_format, import, table));
+  if (notes != nullptr) notes->push_back(imported.report.Summary(o.trace_file));
+  return std::move(imported.jobs);
+}
+
+// --workload philly: the Philly-like stream rides on the generator options (generator.h).
+Status AddPhillyWorkload(const SimulateOptions& o, workload::GeneratorOptions& g) {
+  if (o.multi_priority || o.assign_slos || o.fixed_duration || o.steady_state) {
+    return Status::InvalidArgument(
+        "--workload philly draws sizes and durations from the Philly table; it does not "
+        "combine with --generate-multi-priority-jobs, --assign-slos, --fixed-job-duration or "
+        "--simulate-steady-state");
+  }
+  GAVEL_ASSIGN_OR_RETURN(
+      workload::PhillyJobDistribution table,
+      workload::PhillyJobDistribution::LoadCsv(workload::DefaultPhillyDistributionFile()));
+  auto philly = std::make_shared<workload::PhillyWorkloadOptions>();
+  philly->distribution = std::make_shared<const workload::PhillyJobDistribution>(std::move(table));
+  philly->diurnal_amplitude = o.diurnal_amplitude;
+  const Status valid = workload::ValidatePhillyWorkloadOptions(*philly);
+  if (!valid.ok()) return Status::InvalidArgument("--diurnal-amplitude: " + valid.message());
+  g.philly_workload = std::move(philly);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckJobsPerHour(double jobs_per_hour, const std::string& where) {
@@ -226,9 +270,9 @@ Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& f) {
   // build PhysicsFlags without CLI11.
   GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.servers_per_rack, 0.0, bounds::kMaxGpus,
                                            "--servers-per-rack"));
-  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.cpus_per_server, 0.0, kMaxHostCpus,
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.cpus_per_server, 0.0, bounds::kMaxHostCpus,
                                            "--cpus-per-server", " cores (0 = not limited)"));
-  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.mem_per_server_gb, 0.0, kMaxHostMemGb,
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.mem_per_server_gb, 0.0, bounds::kMaxHostMemGb,
                                            "--mem-per-server-gb", " GB (0 = not limited)"));
   physics.host.servers_per_rack = f.servers_per_rack;
   physics.host.cpus_per_server = f.cpus_per_server;
@@ -282,11 +326,11 @@ void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
   command
       ->add_option("--cpus-per-server", flags->cpus_per_server,
                    "CPU cores per server (default 0: not limited)")
-      ->check(Bounded(0.0, kMaxHostCpus, " cores"));
+      ->check(Bounded(0.0, bounds::kMaxHostCpus, " cores"));
   command
       ->add_option("--mem-per-server-gb", flags->mem_per_server_gb,
                    "Host memory per server in GB (default 0: not limited)")
-      ->check(Bounded(0.0, kMaxHostMemGb, " GB"));
+      ->check(Bounded(0.0, bounds::kMaxHostMemGb, " GB"));
   command->add_option("--placement-penalty", flags->placement_penalty,
                       "Slow-down of jobs spread over servers/racks: FILE, default "
                       "(data/placement_penalty.csv) or none");
@@ -300,7 +344,8 @@ void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
                     "defaults (each can still be set explicitly)");
 }
 
-Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
+Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,
+                                                   std::vector<std::string>* notes) {
   sim::SimulationOptions options;
   GAVEL_ASSIGN_OR_RETURN(options.cluster, ParseCluster(o));
   GAVEL_ASSIGN_OR_RETURN(options.instance_costs, ParseCosts(o));
@@ -337,9 +382,10 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
     if (o.lam || o.jobs_per_hour) {
       return Status::InvalidArgument("--trace and --lam/--jobs-per-hour exclude each other");
     }
-    GAVEL_ASSIGN_OR_RETURN(const workload::TraceFormat format,
-                           workload::ParseTraceFormat(o.trace_format));
-    GAVEL_ASSIGN_OR_RETURN(options.trace, workload::ReadTraceFile(o.trace_file, format));
+    if (o.workload != "gavel") {
+      return Status::InvalidArgument("--trace and --workload exclude each other");
+    }
+    GAVEL_ASSIGN_OR_RETURN(options.trace, ReadWorkloadTrace(o, *options.throughputs, notes));
     if (options.trace.empty()) return Status::InvalidArgument(o.trace_file + ": no jobs");
   } else {
     if (o.lam.has_value() == o.jobs_per_hour.has_value()) {
@@ -373,6 +419,11 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
       for (const GpuTypeSpec& spec : options.cluster)
         g.steady_state_cluster[spec.name] = spec.count;
     }
+    if (o.workload == "philly") {
+      GAVEL_RETURN_IF_ERROR(AddPhillyWorkload(o, g));
+    } else if (o.workload != "gavel") {
+      return Status::InvalidArgument("--workload must be gavel or philly, got " + o.workload);
+    }
     options.generator = g;
     if (!options.window_end) options.window_end = 5000;
   }
@@ -382,20 +433,32 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
     GAVEL_ASSIGN_OR_RETURN(options.physics, ToPhysicsOptions(o.physics));
   }
   double span = 0.0;
+  double longest = 0.0;  // a trace's longest window job alone on its slowest usable GPU type
   if (options.generator) {
     span = *options.window_end * options.generator->mean_interarrival.value();
   } else {
     const std::size_t end = std::min(options.trace.size(), options.window_end.value_or(options.trace.size()));
     for (std::size_t i = std::min(o.window_start, end); i < end; ++i) {
-      span = std::max(span, options.trace[i].arrival_time.value());
+      const workload::TraceJob& job = options.trace[i];
+      span = std::max(span, job.arrival_time.value());
+      if (!options.throughputs->HasJobType(job.key())) continue;
+      for (const std::string& type : options.throughputs->gpu_types()) {
+        const double rate = options.throughputs->Isolated(type, job.key()).value_or(0.0);
+        if (rate > 0.0) longest = std::max(longest, job.total_steps / rate);
+      }
     }
   }
-  GAVEL_ASSIGN_OR_RETURN(options.saturation_limit, SaturationLimit(o.saturation_limit, span));
+  GAVEL_ASSIGN_OR_RETURN(options.saturation_limit,
+                         SaturationLimit(o.saturation_limit, span, longest));
   return options;
 }
 
 Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
-  GAVEL_ASSIGN_OR_RETURN(sim::SimulationOptions options, ToSimulationOptions(o));
+  std::vector<std::string> notes;
+  GAVEL_ASSIGN_OR_RETURN(sim::SimulationOptions options, ToSimulationOptions(o, &notes));
+  // Notes go where they cannot spoil a JSON or CSV written to stdout.
+  std::ostream& notes_out = o.json_path == "-" || o.jobs_csv_path == "-" ? std::cerr : out;
+  for (const std::string& note : notes) notes_out << note << "\n";
   if (options.compat.all() && o.physics.any()) {
     std::cerr << "gavel simulate: --compat gavel reproduces the original, which has no cluster "
                  "physics; the physics flags are ignored\n";
@@ -475,8 +538,22 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
   simulate_cmd->add_option("--trace", options->trace_file,
                            "Trace file instead of generated jobs");
   simulate_cmd
-      ->add_option("--trace-format", options->trace_format, "gavel (default), csv or msr")
-      ->check(CLI::IsMember({"gavel", "csv", "msr"}));
+      ->add_option("--trace-format", options->trace_format,
+                   "gavel (default), csv, msr, or a public trace: philly (cluster_job_log), pai "
+                   "(pai_job_table.csv), helios (cluster_log.csv)")
+      ->check(CLI::IsMember({"gavel", "csv", "msr", "philly", "pai", "helios"}));
+  simulate_cmd->add_option("--trace-tasks", options->trace_tasks,
+                           "pai: the task table (default: pai_task_table.csv beside --trace)");
+  simulate_cmd->add_flag("--skip-bad-rows", options->skip_bad_rows,
+                         "philly/pai/helios: skip unreadable rows and report how many");
+  simulate_cmd
+      ->add_option("--workload", options->workload,
+                   "Generated jobs: gavel (default, the original's) or philly (Philly-like "
+                   "sizes, durations, diurnal arrivals and outcome labels)")
+      ->check(CLI::IsMember({"gavel", "philly"}));
+  simulate_cmd->add_option("--diurnal-amplitude", options->diurnal_amplitude,
+                           "--workload philly: daily arrival-rate swing A in [0, 1) (default "
+                           "0.5: the rate goes from 0.5x to 1.5x its mean)");
   simulate_cmd->add_flag("--ideal", options->ideal,
                          "Apply allocations exactly between events (fluid model), no rounds");
   simulate_cmd->add_option("--compat", options->compat,

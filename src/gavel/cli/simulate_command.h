@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gavel/core/status.h"
 #include "gavel/sim/simulator.h"
@@ -58,9 +59,13 @@ struct SimulateOptions {
   bool steady_state = false;
   std::string throughputs_file;        // empty = the shipped simulation table
   std::string trace_file;              // a trace instead of generated jobs
-  std::string trace_format = "gavel";  // gavel | csv | msr
+  std::string trace_format = "gavel";  // gavel | csv | msr | philly | pai | helios
+  std::string trace_tasks;             // pai: the task table (default: beside --trace)
+  bool skip_bad_rows = false;          // philly | pai | helios: skip and count unreadable rows
+  std::string workload = "gavel";      // generated jobs: gavel (the original's) | philly
+  double diurnal_amplitude = 0.5;      // --workload philly: relative daily rate swing, [0, 1)
   bool ideal = false;
-  std::string compat;  // "gavel", "none"/empty, or switch names
+  std::string compat;           // "gavel", "none"/empty, or switch names
   std::string solver = "auto";  // "auto": the policy's fast path; "clp": the whole LP on Clp
 
   bool fairness = false;
@@ -79,8 +84,11 @@ struct SimulateOptions {
 };
 
 // The simulation `options` ask for, with the defaults and checks of `gavel simulate` (the
-// throughput table and a trace are read here). Errors name the offending option.
-Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& options);
+// throughput table and a trace are read here). Errors name the offending option. When
+// `notes` is given, lines worth telling the user (what a public-trace import skipped) are
+// appended to it.
+Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& options,
+                                                   std::vector<std::string>* notes = nullptr);
 
 // An arrival rate in jobs/hour within [3600 / kMaxSeconds, kMaxJobsPerHour]: the lower end is
 // one job per kMaxSeconds, the longest mean inter-arrival --lam takes. ToSimulationOptions

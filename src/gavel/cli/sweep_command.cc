@@ -34,9 +34,14 @@
 namespace gavel::cli {
 namespace {
 
-constexpr char kCsvName[] = "sweep.csv";
-constexpr char kReportName[] = "report.html";
 constexpr char kSaturationMarker[] = "simulated time passed the limit";
+
+// sweep.csv / report.html for the original's workload, sweep-<workload>.csv otherwise.
+std::string OutputName(const std::string& stem, const std::string& extension,
+                       const SweepOptions& o) {
+  return o.workload == "gavel" ? stem + extension : stem + "-" + o.workload + extension;
+}
+constexpr double kPhillySlackSeconds = 365.0 * 24.0 * 3600.0;
 
 // Key columns first: they identify a point for resuming.
 const std::vector<std::string>& CsvColumns() {
@@ -234,10 +239,14 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   s.window_end = o.window_end;
   s.multi_gpu = o.multi_gpu;
   s.compat = o.compat;
+  s.workload = o.workload;
   if (p.jobs_per_hour > 0.0) {
     s.jobs_per_hour = p.jobs_per_hour;
-    s.time_limit = SaturationLimitSeconds(p.jobs_per_hour, o.window_end, o.saturation_factor,
-                                          o.saturation_slack_seconds);
+    const double slack = o.workload == "philly"
+                             ? std::max(o.saturation_slack_seconds, kPhillySlackSeconds)
+                             : o.saturation_slack_seconds;
+    s.time_limit =
+        SaturationLimitSeconds(p.jobs_per_hour, o.window_end, o.saturation_factor, slack);
   } else {
     s.lam = 0.0;
   }
@@ -767,7 +776,7 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) return Status::IoError(o.out_dir + ": " + error.message());
-  const std::filesystem::path csv_path = dir / kCsvName;
+  const std::filesystem::path csv_path = dir / OutputName("sweep", ".csv", o);
   GAVEL_ASSIGN_OR_RETURN(const std::vector<CsvRow> earlier, LoadCsv(csv_path));
   std::set<std::vector<std::string>> done;
   for (const CsvRow& row : earlier) done.insert(RowKey(row.cells));
@@ -814,8 +823,9 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
   GAVEL_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, LoadCsv(csv_path));
   const Aggregate aggregate = AggregateRows(rows, Split(o.policies, ','));
   PrintTable(aggregate, out);
-  GAVEL_RETURN_IF_ERROR(WriteReport(dir / kReportName, rows, aggregate));
-  out << "CSV: " << csv_path.string() << "\nReport: " << (dir / kReportName).string() << "\n";
+  const std::filesystem::path report_path = dir / OutputName("report", ".html", o);
+  GAVEL_RETURN_IF_ERROR(WriteReport(report_path, rows, aggregate));
+  out << "CSV: " << csv_path.string() << "\nReport: " << report_path.string() << "\n";
   if (!failures.empty()) {
     std::string message =
         std::to_string(failures.size()) + " point(s) failed; first: " + failures.front().message();
@@ -852,6 +862,11 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
       ->check(BoundedInteger(0, bounds::kMaxJobs));
   sweep_cmd->add_flag("-m,--generate-multi-gpu-jobs", line->options.multi_gpu,
                       "Generate multi-GPU jobs (1/2/4/8 GPUs)");
+  sweep_cmd
+      ->add_option("--workload", line->options.workload,
+                   "Generated jobs: gavel (default) or philly (Philly-like; writes "
+                   "sweep-philly.csv and report-philly.html)")
+      ->check(CLI::IsMember({"gavel", "philly"}));
   sweep_cmd->add_option("--compat", line->options.compat,
                         "`gavel` reproduces the original implementation's quirks");
   sweep_cmd->add_option("--saturation-factor", line->options.saturation_factor,

@@ -45,6 +45,11 @@ struct SweepOptions {
   std::size_t window_start = 0;
   std::size_t window_end = 5000;
   bool multi_gpu = false;
+  // Generated jobs: "gavel" (the original's) or "philly" (workload/philly_workload.h). A
+  // philly sweep writes sweep-philly.csv and report-philly.html, so its points never mix
+  // with a gavel sweep's in the same directory, and its saturation slack is at least a year
+  // (the Philly table's longest job runs 60 days on a V100).
+  std::string workload = "gavel";
   std::string compat;
   double saturation_factor = 2.0;
   // The longest generated job runs about a week on a V100 and longer on slower types.

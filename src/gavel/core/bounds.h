@@ -37,6 +37,10 @@ inline constexpr double kMinWeight = 1e-6;
 inline constexpr double kMaxWeight = 1e6;
 // Prices in $/hour per GPU.
 inline constexpr double kMaxPrice = 1e6;
+// Host resources of one server, or one GPU's share of them (CPU cores, GB of memory): far
+// beyond any machine, so that a typo (an extra digit) is refused.
+inline constexpr double kMaxHostCpus = 1e5;
+inline constexpr double kMaxHostMemGb = 1e7;
 // GPUs: per type in a cluster, per server, per job (scale factor), offered by one agent.
 inline constexpr int kMaxGpus = 1'000'000;
 // Seeds: numpy's range (the original seeds numpy as well as Python's random).

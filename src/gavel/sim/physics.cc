@@ -262,12 +262,32 @@ double PhysicsModel::Exponential(JobState& job, double mean) {
   return -mean * std::log1p(-Uniform(job.rng));
 }
 
-void PhysicsModel::AdmitJob(JobId job, std::string_view job_type, int gpus) {
+double PhysicsModel::PlannedSteps(double total_steps,
+                                  const std::optional<workload::JobOutcome>& planned) const {
+  if (!options_.failures || !planned || planned->kind != workload::OutcomeKind::kKilled) {
+    return total_steps;
+  }
+  // At least one step, so that a kill at a tiny progress still leaves a job to run.
+  return std::max(1.0, std::floor(planned->at_progress * total_steps));
+}
+
+void PhysicsModel::AdmitJob(JobId job, std::string_view job_type, int gpus, double total_steps,
+                            const std::optional<workload::JobOutcome>& planned) {
   if (jobs_.size() <= Index(job)) jobs_.resize(Index(job) + 1);
   JobState& s = jobs_[Index(job)];
   s.job_type = std::string(job_type);
   s.rng = seed_ * 0xD1B54A32D192ED03ULL ^ (job.value() + 1) * 0x9E3779B97F4A7C15ULL;
   if (!options_.failures) return;
+  if (planned) {
+    // The workload's plan replaces the draws (it was drawn from the same study's mix).
+    if (planned->kind == workload::OutcomeKind::kUserError ||
+        planned->kind == workload::OutcomeKind::kInfrastructureFailure) {
+      s.planned_failure =
+          planned->kind == workload::OutcomeKind::kUserError ? Failure::kUser : Failure::kInfra;
+      s.planned_at_steps = planned->at_progress * total_steps;
+    }
+    return;
+  }
   const FailureModel& m = *options_.failures;
   // Always three draws, in this order, so a job's fate depends only on (seed, id).
   const double u_user = Uniform(s.rng);
@@ -344,7 +364,29 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
   }
 
   // Failures strike single jobs (pairs only run under packing policies; docs/simulator.md).
-  if (options_.failures && members == 1) {
+  if (options_.failures && members == 1 && jobs_[Index(a.combination.member(0))].planned_failure !=
+                                                Failure::kNone) {
+    JobState& s = jobs_[Index(a.combination.member(0))];
+    if (s.steps_done + out.steps[0] >= s.planned_at_steps) {
+      // It fails as its progress reaches the planned point; this lease's work is lost.
+      const double tput = out.steps[0] / std::max((out.finish - start).value() - restart, 1e-12);
+      const double t = std::min((out.finish - start).value(),
+                                restart + std::max(0.0, s.planned_at_steps - s.steps_done) / tput);
+      out.finish = start + Seconds(t);
+      out.steps[0] = 0.0;
+      stats_.wasted_gpu_seconds += t * gpus;
+      out.failure = s.planned_failure;
+      if (s.planned_failure == Failure::kUser) {
+        ++stats_.user_errors;
+      } else {
+        ++stats_.infra_failures;
+      }
+      s.planned_failure = Failure::kNone;  // an infrastructure failure strikes once
+      s.planned_at_steps = std::numeric_limits<double>::infinity();
+    } else {
+      s.steps_done += out.steps[0];
+    }
+  } else if (options_.failures && members == 1) {
     JobState& s = jobs_[Index(a.combination.member(0))];
     const double ran = (out.finish - start).value();
     const double fail_at = std::min(s.user_error_at, s.infra_failure_at);

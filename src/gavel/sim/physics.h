@@ -31,6 +31,7 @@
 #include "gavel/mechanism/cluster_layout.h"
 #include "gavel/mechanism/placement.h"
 #include "gavel/mechanism/round_plan.h"
+#include "gavel/workload/job_outcome.h"
 
 namespace gavel::sim {
 
@@ -139,8 +140,18 @@ class PhysicsModel {
                std::uint64_t seed);
   const PhysicsOptions& options() const { return options_; }
 
-  // Job ids are dense; call once per job as it is admitted.
-  void AdmitJob(JobId job, std::string_view job_type, int gpus);
+  // Job ids are dense; call once per job as it is admitted. With a failure model, a job whose
+  // workload planned its end (`planned`, job_outcome.h: the Philly workload, imported traces)
+  // follows that plan instead of the model's draws: a user error or an infrastructure failure
+  // strikes when its progress reaches at_progress x total_steps (the infrastructure failure
+  // once, then it is retried and runs on). A planned kill is no failure: the simulator ends
+  // the job there by shortening its steps (PlannedSteps). Without a failure model the plan
+  // is ignored.
+  void AdmitJob(JobId job, std::string_view job_type, int gpus, double total_steps = 0.0,
+                const std::optional<workload::JobOutcome>& planned = std::nullopt);
+  // The steps a job runs to: its total, or the planned kill point under a failure model.
+  double PlannedSteps(double total_steps,
+                      const std::optional<workload::JobOutcome>& planned) const;
   // The micro-task of `a` started at `start`.
   Outcome Launch(const mechanism::Assignment& a, Seconds start);
   // The job failed for good (user error, or out of retries) after using `gpu_seconds` of
@@ -162,6 +173,10 @@ class PhysicsModel {
     double run_seconds = 0.0;  // time it has run (micro-tasks, restarts included)
     double user_error_at = std::numeric_limits<double>::infinity();
     double infra_failure_at = std::numeric_limits<double>::infinity();
+    // A planned failure (AdmitJob): strikes when steps_done would pass planned_at_steps.
+    Failure planned_failure = Failure::kNone;
+    double planned_at_steps = std::numeric_limits<double>::infinity();
+    double steps_done = 0.0;  // steps of successful micro-tasks (for planned failures)
     std::uint64_t rng = 0;  // splitmix64 state
   };
   static std::size_t Index(JobId job) { return static_cast<std::size_t>(job.value()); }

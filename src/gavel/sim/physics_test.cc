@@ -211,6 +211,102 @@ TEST(FailureModelTest, InfrastructureFailuresRetryReproducibly) {
   EXPECT_LT(MustSimulate(o).average_jct_seconds, a.average_jct_seconds);
 }
 
+// A workload's planned outcome (job_outcome.h) replaces the draws, at exactly its progress.
+// Hand-worked: 1,000 steps at 10 steps/s in 60 s leases (600 steps each).
+mechanism::Assignment OneGpuLease(JobId job, double max_steps) {
+  mechanism::Assignment a;
+  a.combination = mechanism::Combination::Single(job);
+  a.workers = {WorkerId(0)};
+  a.max_steps = {max_steps};
+  a.expected_throughput = {10.0};
+  a.lease_duration = Seconds(60.0);
+  return a;
+}
+
+TEST(PlannedOutcomeTest, UserErrorStrikesAtItsProgressAndLosesTheLease) {
+  mechanism::ClusterLayout layout = *mechanism::ClusterLayout::Create({GpuTypeSpec{"v100", 1, 1}});
+  PhysicsOptions options;
+  options.failures = FailureModel::Philly();
+  PhysicsModel model(options, &layout, /*seed=*/1);
+  model.AdmitJob(JobId(0), kResNet, 1, 1000.0,
+                 workload::JobOutcome{workload::OutcomeKind::kUserError, 0.8});
+  // First lease: 600 steps, below 800: runs in full.
+  const Outcome first = model.Launch(OneGpuLease(JobId(0), 600.0), Seconds(0.0));
+  EXPECT_EQ(first.failure, Failure::kNone);
+  EXPECT_DOUBLE_EQ(first.steps[0], 600.0);
+  // Second lease reaches 800 after 200 steps = 20 s: fails there, its steps lost.
+  const Outcome second = model.Launch(OneGpuLease(JobId(0), 400.0), Seconds(60.0));
+  EXPECT_EQ(second.failure, Failure::kUser);
+  EXPECT_DOUBLE_EQ(second.steps[0], 0.0);
+  EXPECT_DOUBLE_EQ(second.finish.value(), 80.0);
+  EXPECT_EQ(model.stats().user_errors, 1);
+  EXPECT_DOUBLE_EQ(model.stats().wasted_gpu_seconds, 20.0);
+}
+
+TEST(PlannedOutcomeTest, InfrastructureFailureStrikesOnceThenTheJobRunsOn) {
+  mechanism::ClusterLayout layout = *mechanism::ClusterLayout::Create({GpuTypeSpec{"v100", 1, 1}});
+  PhysicsOptions options;
+  options.failures = FailureModel::Philly();
+  options.failures->infra_failures_per_gpu_hour = 1e6;  // the draws would fail every lease
+  PhysicsModel model(options, &layout, /*seed=*/1);
+  model.AdmitJob(JobId(0), kResNet, 1, 1000.0,
+                 workload::JobOutcome{workload::OutcomeKind::kInfrastructureFailure, 0.3});
+  const Outcome first = model.Launch(OneGpuLease(JobId(0), 600.0), Seconds(0.0));
+  EXPECT_EQ(first.failure, Failure::kInfra);
+  EXPECT_DOUBLE_EQ(first.finish.value(), 30.0);
+  for (int lease = 0; lease < 5; ++lease) {
+    EXPECT_EQ(model.Launch(OneGpuLease(JobId(0), 600.0), Seconds(100.0 * (lease + 1))).failure,
+              Failure::kNone);
+  }
+  EXPECT_EQ(model.stats().infra_failures, 1);
+}
+
+TEST(PlannedOutcomeTest, CompletedLabelOverridesTheDrawsAndKillsShortenTheJob) {
+  mechanism::ClusterLayout layout = *mechanism::ClusterLayout::Create({GpuTypeSpec{"v100", 1, 1}});
+  PhysicsOptions options;
+  options.failures = FailureModel::Philly();
+  options.failures->user_error_probability = {1.0, 1.0, 1.0, 1.0};
+  options.failures->user_error_mean_seconds = 1.0;
+  PhysicsModel model(options, &layout, /*seed=*/1);
+  model.AdmitJob(JobId(0), kResNet, 1, 1000.0, workload::JobOutcome{});
+  model.AdmitJob(JobId(1), kResNet, 1, 1000.0);  // no label: the draws (certain, early error)
+  EXPECT_EQ(model.Launch(OneGpuLease(JobId(0), 600.0), Seconds(0.0)).failure, Failure::kNone);
+  EXPECT_EQ(model.Launch(OneGpuLease(JobId(1), 600.0), Seconds(0.0)).failure, Failure::kUser);
+  const workload::JobOutcome killed{workload::OutcomeKind::kKilled, 0.25};
+  EXPECT_DOUBLE_EQ(model.PlannedSteps(1000.0, killed), 250.0);
+  EXPECT_DOUBLE_EQ(model.PlannedSteps(1000.0, workload::JobOutcome{}), 1000.0);
+  // Without a failure model the plan is inert.
+  PhysicsModel plain(PhysicsOptions{}, &layout, /*seed=*/1);
+  EXPECT_DOUBLE_EQ(plain.PlannedSteps(1000.0, killed), 1000.0);
+  plain.AdmitJob(JobId(0), kResNet, 1, 1000.0,
+                 workload::JobOutcome{workload::OutcomeKind::kUserError, 0.1});
+  EXPECT_EQ(plain.Launch(OneGpuLease(JobId(0), 600.0), Seconds(0.0)).failure, Failure::kNone);
+}
+
+// Whole simulations of a trace with planned outcomes: the labelled jobs fail or stop exactly
+// as planned, the others complete.
+TEST(PlannedOutcomeTest, ASimulationFollowsTheTracesLabels) {
+  const double tput = V100(kResNet, 1);
+  std::vector<workload::TraceJob> trace;
+  for (int i = 0; i < 4; ++i) trace.push_back(Job(kResNet, 1, tput * 3600.0, 0.0));
+  trace[1].outcome = workload::JobOutcome{workload::OutcomeKind::kUserError, 0.5};
+  trace[2].outcome = workload::JobOutcome{workload::OutcomeKind::kKilled, 0.5};
+  trace[3].outcome = workload::JobOutcome{workload::OutcomeKind::kInfrastructureFailure, 0.5};
+  SimulationOptions o = Cluster(4, 1, trace, "fifo");
+  o.physics.failures = FailureModel::Philly();
+  const SimulationResult r = MustSimulate(o);
+  EXPECT_EQ(r.failed_jobs, 1u);
+  EXPECT_EQ(r.physics.user_errors, 1);
+  EXPECT_EQ(r.physics.infra_failures, 1);
+  ASSERT_EQ(r.jobs.size(), 4u);
+  EXPECT_TRUE(r.jobs[1].failed);
+  // The killed job ends at half its steps, so sooner than the untouched one; the one with an
+  // infrastructure failure loses work and a backoff, so later.
+  ASSERT_TRUE(r.jobs[0].finish && r.jobs[2].finish && r.jobs[3].finish);
+  EXPECT_LT(r.jobs[2].finish->value(), r.jobs[0].finish->value());
+  EXPECT_GT(r.jobs[3].finish->value(), r.jobs[0].finish->value());
+}
+
 // Host resources bound placement: two jobs that each need all of a server's CPUs never share
 // it, so with 2 servers of 2 GPUs four 1-GPU jobs run two at a time.
 TEST(HostResourcesTest, CpuLimitKeepsJobsApart) {

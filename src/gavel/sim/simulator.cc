@@ -158,13 +158,19 @@ class RoundSimulation {
         *setup_.stream, now_, options_.compat,
         [&](const workload::TraceJob& job, const mechanism::JobDescription& arrived) -> Status {
           mechanism::JobDescription description = arrived;
+          if (physics_) {
+            description.total_steps = physics_->PlannedSteps(description.total_steps, job.outcome);
+          }
           if (options_.physics.topology_aware()) {
             GAVEL_RETURN_IF_ERROR(SetDemands(job, description));
           }
           // Jobs are numbered 0, 1, 2, ... in arrival order (the metrics' window counts them).
           const JobId id(scheduler_->num_jobs());
           GAVEL_RETURN_IF_ERROR(scheduler_->AddJob(id, description));
-          if (physics_) physics_->AdmitJob(id, job.job_type, job.scale_factor);
+          if (physics_) {
+            physics_->AdmitJob(id, job.job_type, job.scale_factor, arrived.total_steps,
+                               job.outcome);
+          }
           TrackWaiting(id, job);
           if (id.value() == setup_.window_start) StartWindow(job.arrival_time);
           return Status::Ok();

@@ -8,6 +8,7 @@
 
 #include "gavel/core/check.h"
 #include "gavel/workload/job_table.h"
+#include "gavel/workload/philly_workload.h"
 
 namespace gavel::workload {
 namespace {
@@ -203,10 +204,27 @@ GeneratedJobStream::GeneratedJobStream(const GeneratorOptions& options, JobGener
 Result<std::unique_ptr<GeneratedJobStream>> GeneratedJobStream::Create(
     const GeneratorOptions& options, const ThroughputTable& throughputs) {
   GAVEL_ASSIGN_OR_RETURN(JobGenerator generator, JobGenerator::Create(options, throughputs));
-  return std::unique_ptr<GeneratedJobStream>(new GeneratedJobStream(options, std::move(generator)));
+  if (options.philly_workload == nullptr) {
+    return std::unique_ptr<GeneratedJobStream>(
+        new GeneratedJobStream(options, std::move(generator)));
+  }
+  PhillyWorkloadOptions philly = *options.philly_workload;
+  philly.seed = options.seed;
+  philly.mean_interarrival = options.mean_interarrival;
+  philly.max_jobs = options.max_jobs;
+  philly.reference_gpu_type = options.reference_gpu_type;
+  GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<PhillyJobStream> philly_stream,
+                         PhillyJobStream::Create(philly, throughputs));
+  GeneratorOptions without_steady_state = options;
+  without_steady_state.steady_state_cluster.clear();
+  auto stream = std::unique_ptr<GeneratedJobStream>(
+      new GeneratedJobStream(without_steady_state, std::move(generator)));
+  stream->philly_ = std::move(philly_stream);
+  return stream;
 }
 
 std::optional<Seconds> GeneratedJobStream::PeekArrival() const {
+  if (philly_ != nullptr) return philly_->PeekArrival();
   if (steady_state_index_ < steady_state_remaining_.size()) return Seconds(0.0);
   if (options_.max_jobs.has_value() && num_generated_ >= *options_.max_jobs) return std::nullopt;
   return next_arrival_;
@@ -214,6 +232,10 @@ std::optional<Seconds> GeneratedJobStream::PeekArrival() const {
 
 TraceJob GeneratedJobStream::Pop() {
   GAVEL_CHECK_MSG(PeekArrival().has_value(), "Pop() on an exhausted GeneratedJobStream");
+  if (philly_ != nullptr) {
+    ++num_generated_;
+    return philly_->Pop();
+  }
   TraceJob job = generator_.Next();
   ++num_generated_;
   if (steady_state_index_ < steady_state_remaining_.size()) {

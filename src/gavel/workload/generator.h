@@ -47,6 +47,8 @@
 
 namespace gavel::workload {
 
+struct PhillyWorkloadOptions;  // philly_workload.h
+
 // The empirical (duration, num_gpus) distribution of the Microsoft Philly trace, in file order.
 // Immutable once loaded; safe to share between threads and generators.
 struct PhillyJobDistribution {
@@ -90,6 +92,11 @@ struct GeneratorOptions {
   std::string reference_gpu_type = "v100";
   // Optional alternative job-size model (see the file comment); nullptr = the original's.
   std::shared_ptr<const PhillyJobDistribution> philly;
+  // The Philly-like workload (philly_workload.h) instead of the original's; nullptr = the
+  // original's. When set, GeneratedJobStream hands out that workload's jobs, taking seed,
+  // mean_interarrival, max_jobs and reference_gpu_type from these options (the other
+  // options above do not apply to it and steady-state pre-generation is off).
+  std::shared_ptr<const PhillyWorkloadOptions> philly_workload;
 };
 
 // Draws jobs one at a time (arrival times are the stream's business, see GeneratedJobStream).
@@ -132,6 +139,7 @@ class GeneratedJobStream final : public JobStream {
 
   GeneratorOptions options_;
   JobGenerator generator_;
+  std::unique_ptr<JobStream> philly_;  // the Philly-like workload, when asked for
   PyRandom interarrival_rng_;
   // Steady-state pre-generation: remaining GPU count per type still to fill, in sorted order.
   std::vector<std::pair<std::string, int>> steady_state_remaining_;

@@ -54,4 +54,15 @@ std::span<const JobTemplate> JobTable() {
   return *kTable;
 }
 
+TraceJob TraceJobFromTemplate(const JobTemplate& t, int scale_factor) {
+  TraceJob job;
+  job.job_type = t.model;
+  job.command = t.command;
+  job.working_directory = t.working_directory;
+  job.num_steps_arg = t.num_steps_arg;
+  job.needs_data_dir = t.needs_data_dir;
+  job.scale_factor = scale_factor;
+  return job;
+}
+
 }  // namespace gavel::workload

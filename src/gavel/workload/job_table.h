@@ -6,6 +6,8 @@
 #include <span>
 #include <string>
 
+#include "gavel/workload/trace_job.h"
+
 namespace gavel::workload {
 
 struct JobTemplate {
@@ -20,5 +22,9 @@ struct JobTemplate {
 // The 26 templates in the original's order: ResNet-18 x5, ResNet-50 x4, Transformer x5,
 // LM x5, Recommendation x5, A3C, CycleGAN. The span refers to static storage.
 std::span<const JobTemplate> JobTable();
+
+// A job of template `t` at `scale_factor` GPUs: type, command, directory, step flag and
+// data-dir flag from the template; steps, arrival and the rest left at their defaults.
+TraceJob TraceJobFromTemplate(const JobTemplate& t, int scale_factor);
 
 }  // namespace gavel::workload

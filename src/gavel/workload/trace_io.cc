@@ -1,5 +1,6 @@
 #include "gavel/workload/trace_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -21,6 +22,8 @@ namespace {
 constexpr const char* kCsvColumns[] = {
     "job_type", "scale_factor", "total_steps",       "arrival_time",  "priority_weight", "slo",
     "duration", "command",      "working_directory", "num_steps_arg", "needs_data_dir"};
+constexpr const char* kOptionalCsvColumns[] = {"cpus_per_gpu", "mem_gb_per_gpu", "outcome",
+                                               "outcome_at_progress"};
 
 std::string_view TrimView(std::string_view s) {
   const auto begin = s.find_first_not_of(" \t\r\n");
@@ -246,8 +249,9 @@ Result<CsvHeader> ParseCsvHeader(const FieldParser& p, std::string_view line) {
     const std::string name(TrimView(names[i]));
     bool known = false;
     for (const char* column : kCsvColumns) known = known || name == column;
-    // Read-only host demands per GPU (the simulator's topology, docs/simulator.md).
-    known = known || name == "cpus_per_gpu" || name == "mem_gb_per_gpu";
+    // Optional columns, written only when a job has them: host demands per GPU (the
+    // simulator's topology, docs/simulator.md) and planned outcomes (job_outcome.h).
+    for (const char* column : kOptionalCsvColumns) known = known || name == column;
     if (!known) return p.Error(name, "unknown column in the header");
     if (!header.index.emplace(name, i).second) {
       return p.Error(name, "column appears twice in the header");
@@ -300,8 +304,29 @@ Result<TraceJob> ParseCsvLine(const FieldParser& p, const CsvHeader& header,
     const std::string* v = get(column);
     if (v == nullptr || TrimView(*v).empty()) continue;
     GAVEL_ASSIGN_OR_RETURN(const double value, p.Double(column, *v));
-    if (!(value >= 0.0)) return p.Error(column, Quote(*v) + " is not >= 0");
-    (column[0] == 'c' ? job.cpus_per_gpu : job.mem_gb_per_gpu) = value;
+    const bool cpus = column[0] == 'c';
+    GAVEL_RETURN_IF_ERROR(p.InRange(column, value, 0.0,
+                                    cpus ? bounds::kMaxHostCpus : bounds::kMaxHostMemGb,
+                                    cpus ? " cores" : " GB"));
+    (cpus ? job.cpus_per_gpu : job.mem_gb_per_gpu) = value;
+  }
+  const std::string* outcome = get("outcome");
+  const std::string* at = get("outcome_at_progress");
+  const bool has_outcome = outcome != nullptr && !TrimView(*outcome).empty();
+  const bool has_at = at != nullptr && !TrimView(*at).empty();
+  if (has_outcome) {
+    const Result<OutcomeKind> kind = ParseOutcomeKind(TrimView(*outcome));
+    if (!kind.ok()) return p.Error("outcome", kind.status().message());
+    JobOutcome planned{*kind, 1.0};
+    if (has_at) {
+      GAVEL_ASSIGN_OR_RETURN(planned.at_progress, p.Double("outcome_at_progress", *at));
+      if (!(planned.at_progress > 0.0 && planned.at_progress <= 1.0)) {
+        return p.Error("outcome_at_progress", Quote(*at) + " is not in (0, 1]");
+      }
+    }
+    job.outcome = planned;
+  } else if (has_at) {
+    return p.Error("outcome_at_progress", "given without an outcome");
   }
   if (const std::string* c = get("command"); c != nullptr) job.command = *c;
   if (const std::string* w = get("working_directory"); w != nullptr) job.working_directory = *w;
@@ -496,13 +521,24 @@ Result<std::string> FormatTrace(const std::vector<TraceJob>& jobs, TraceFormat f
     }
     return out;
   }
+  // The optional columns only when a job has them, so plain traces keep the plain header.
+  const bool with_demands = std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& j) {
+    return j.cpus_per_gpu.has_value() || j.mem_gb_per_gpu.has_value();
+  });
+  const bool with_outcomes = std::any_of(jobs.begin(), jobs.end(),
+                                         [](const TraceJob& j) { return j.outcome.has_value(); });
   bool first = true;
   for (const char* column : kCsvColumns) {
     if (!first) out += ',';
     out += column;
     first = false;
   }
+  if (with_demands) out += ",cpus_per_gpu,mem_gb_per_gpu";
+  if (with_outcomes) out += ",outcome,outcome_at_progress";
   out += '\n';
+  const auto optional = [](const std::optional<double>& v) {
+    return v.has_value() ? FormatRoundTrip(*v) : std::string();
+  };
   for (const TraceJob& job : jobs) {
     out += CsvField(job.job_type) + ',';
     out += std::to_string(job.scale_factor) + ',';
@@ -517,6 +553,23 @@ Result<std::string> FormatTrace(const std::vector<TraceJob>& jobs, TraceFormat f
     out += CsvField(job.working_directory) + ',';
     out += CsvField(job.num_steps_arg) + ',';
     out += job.needs_data_dir ? "1" : "0";
+    if (with_demands) {
+      // Appended piece by piece: gcc 12 warns falsely (-Wrestrict) on "," + std::string.
+      out += ',';
+      out += optional(job.cpus_per_gpu);
+      out += ',';
+      out += optional(job.mem_gb_per_gpu);
+    }
+    if (with_outcomes) {
+      out += ",";
+      if (job.outcome) {
+        out += OutcomeKindName(job.outcome->kind);
+        out += ',';
+        out += FormatRoundTrip(job.outcome->at_progress);
+      } else {
+        out += ",";
+      }
+    }
     out += '\n';
   }
   return out;

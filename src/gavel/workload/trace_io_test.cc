@@ -133,6 +133,42 @@ TEST(TraceIoTest, CsvMayGiveHostDemandsPerGpu) {
   EXPECT_NE(bad.status().message().find("cpus_per_gpu"), std::string::npos);
 }
 
+// The optional columns (host demands, planned outcomes) are written when a job has them and
+// read back to the same jobs; a plain trace keeps the plain header.
+TEST(TraceIoTest, CsvCarriesDemandsAndPlannedOutcomesBothWays) {
+  std::vector<TraceJob> jobs = SampleJobs();
+  const Result<std::string> plain = FormatTrace(jobs, TraceFormat::kCsv);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->find("cpus_per_gpu"), std::string::npos);
+  EXPECT_EQ(plain->find("outcome"), std::string::npos);
+  jobs[0].cpus_per_gpu = 6.0;
+  jobs[1].mem_gb_per_gpu = 0.5;
+  jobs[1].outcome = JobOutcome{OutcomeKind::kInfrastructureFailure, 0.375};
+  jobs[2].outcome = JobOutcome{};
+  const Result<std::string> text = FormatTrace(jobs, TraceFormat::kCsv);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const Result<std::vector<TraceJob>> back = ParseTrace(*text, TraceFormat::kCsv, "out.csv");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, jobs);
+  // Bad cells name the line and column.
+  for (const auto& [row, column] : std::vector<std::pair<std::string, std::string>>{
+           {"A3C,1,9,0,crashed,0.5", "outcome"},
+           {"A3C,1,9,0,killed,0", "outcome_at_progress"},
+           {"A3C,1,9,0,killed,1.5", "outcome_at_progress"},
+           {"A3C,1,9,0,,0.5", "outcome_at_progress"}}) {
+    const auto bad = ParseTrace(
+        "job_type,scale_factor,total_steps,arrival_time,outcome,outcome_at_progress\n" + row + "\n",
+        TraceFormat::kCsv, "o.csv");
+    ASSERT_FALSE(bad.ok()) << row;
+    EXPECT_NE(bad.status().message().find("o.csv:2"), std::string::npos) << bad.status().message();
+    EXPECT_NE(bad.status().message().find(column), std::string::npos) << bad.status().message();
+  }
+  const auto huge = ParseTrace("job_type,scale_factor,total_steps,arrival_time,cpus_per_gpu\n"
+                               "A3C,1,100,0,1e300\n",
+                               TraceFormat::kCsv, "demands.csv");
+  EXPECT_FALSE(huge.ok());
+}
+
 TEST(TraceIoTest, ReadsTheOriginalsPhysicalClusterTraces) {
   const std::string dir = kSharedDir + "data/traces/physical_cluster/";
   if (!std::filesystem::exists(dir)) {

@@ -9,6 +9,7 @@
 
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
+#include "gavel/workload/job_outcome.h"
 
 namespace gavel::workload {
 
@@ -31,6 +32,9 @@ struct TraceJob {
   // Host CPU cores and memory (GB) per GPU; nullopt = the simulator's default for the model.
   std::optional<double> cpus_per_gpu;
   std::optional<double> mem_gb_per_gpu;
+  // How the workload says the job ends (job_outcome.h); nullopt = it says nothing. Set by the
+  // Philly workload and the public-trace importers; inert without a failure model.
+  std::optional<JobOutcome> outcome;
 
   // The throughput-table key (job_type, scale_factor).
   JobTypeKey key() const { return JobTypeKey{job_type, scale_factor}; }
