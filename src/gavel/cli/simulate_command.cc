@@ -141,6 +141,12 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
         << "% of the time (" << r.lease_extensions << "/" << r.lease_extension_opportunities
         << ")\n";
   }
+  if (r.throughput_estimation) {
+    const sim::ThroughputEstimationSummary& e = *r.throughput_estimation;
+    out << std::setprecision(4) << "Throughput estimation (P " << e.profiling_percentage
+        << ", K " << e.num_reference_models << "): mean absolute error " << e.mean_absolute_error
+        << ", true type matched " << e.jobs_matched_true_type << "/" << e.jobs_matched << "\n";
+  }
   if (r.fairness) {
     out << std::setprecision(3) << "Finish-time fairness vs isolated: mean rho "
         << r.fairness->mean_rho << ", max " << r.fairness->max_rho << ", p90 "
@@ -178,6 +184,16 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
   }
   options.solve_path = o.solver == "clp" ? policy::SolvePath::kGeneral : policy::SolvePath::kFast;
   options.ideal = o.ideal;
+  if (!(o.profiling_percentage >= 0.0 && o.profiling_percentage <= 1.0)) {
+    return Status::InvalidArgument("--profiling-percentage must be in [0, 1]");
+  }
+  options.profiling_percentage = o.profiling_percentage;
+  if (o.num_reference_models) {
+    if (*o.num_reference_models < 1 || *o.num_reference_models > 26) {
+      return Status::InvalidArgument("--num-reference-models must be in [1, 26]");
+    }
+    options.num_reference_models = *o.num_reference_models;
+  }
   options.fairness = o.fairness;
   options.window_start = o.window_start;
   options.window_end = o.window_end;
@@ -237,7 +253,12 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o) {
 }
 
 Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
-  GAVEL_ASSIGN_OR_RETURN(const sim::SimulationOptions options, ToSimulationOptions(o));
+  GAVEL_ASSIGN_OR_RETURN(sim::SimulationOptions options, ToSimulationOptions(o));
+  if (options.compat.estimator && options.num_reference_models != 26) {
+    std::cerr << "gavel simulate: note: --compat estimator ignores --num-reference-models, as "
+                 "the original's simulate driver does (gavel sweep forwards it)\n";
+    options.num_reference_models = 26;
+  }
   GAVEL_ASSIGN_OR_RETURN(const sim::SimulationResult result, sim::Simulate(options));
   if (!o.json_path.empty()) {
     GAVEL_RETURN_IF_ERROR(WriteOutput(o.json_path, sim::ResultToJson(result), out));
@@ -300,6 +321,12 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
                    "auto (default): the policy's fast path where it has one; clp: the whole LP "
                    "on Clp")
       ->check(CLI::IsMember({"auto", "clp"}));
+  simulate_cmd->add_option("--profiling-percentage", options->profiling_percentage,
+                           "Throughput estimation: fraction of a new job's entries profiled "
+                           "against the reference types (packing policies; default 1)");
+  simulate_cmd->add_option("--num-reference-models", options->num_reference_models,
+                           "Throughput estimation: number of reference job types profiled "
+                           "offline (1-26; default 26)");
   simulate_cmd->add_flag("--fairness", options->fairness,
                          "Also run `isolated` and report finish-time fairness rho per job");
   simulate_cmd->add_option(

@@ -35,6 +35,8 @@ constexpr char kSaturationMarker[] = "simulated time passed the limit";
 const std::vector<std::string>& CsvColumns() {
   static const std::vector<std::string> columns = {"cluster",
                                                    "policy",
+                                                   "profiling_percentage",
+                                                   "num_reference_models",
                                                    "seed",
                                                    "jobs_per_hour",
                                                    "window_start",
@@ -48,10 +50,12 @@ const std::vector<std::string>& CsvColumns() {
                                                    "window_jobs_completed",
                                                    "rounds",
                                                    "policy_solves",
+                                                   "estimation_mae",
+                                                   "matched_true_type_fraction",
                                                    "wall_seconds"};
   return columns;
 }
-constexpr std::size_t kKeyColumns = 6;
+constexpr std::size_t kKeyColumns = 8;
 
 std::vector<std::string> Split(const std::string& text, char separator) {
   std::vector<std::string> parts;
@@ -79,22 +83,36 @@ std::string JoinRow(const std::vector<std::string>& cells) {
   return line;
 }
 
+// A policy as the table and plots show it: with its estimation settings unless they are the
+// defaults (everything known).
+std::string PolicyLabel(const std::string& policy, double profiling_percentage,
+                        int num_reference_models) {
+  if (profiling_percentage >= 1.0 && num_reference_models >= 26) return policy;
+  return policy + " P" + FormatNumber(profiling_percentage) + " K" +
+         std::to_string(num_reference_models);
+}
+
 struct Point {
   std::string cluster;
   std::string policy;
   std::uint64_t seed = 0;
   double jobs_per_hour = 0.0;
+  double profiling_percentage = 1.0;
+  int num_reference_models = 26;
 
   std::vector<std::string> Key(const SweepOptions& o) const {
     return {cluster,
             policy,
+            FormatNumber(profiling_percentage),
+            std::to_string(num_reference_models),
             std::to_string(seed),
             FormatNumber(jobs_per_hour),
             std::to_string(o.window_start),
             std::to_string(o.window_end)};
   }
   std::string Label() const {
-    return cluster + " " + policy + " seed " + std::to_string(seed) + " rate " +
+    return cluster + " " + PolicyLabel(policy, profiling_percentage, num_reference_models) +
+           " seed " + std::to_string(seed) + " rate " +
            (jobs_per_hour > 0.0 ? FormatNumber(jobs_per_hour) + "/h" : std::string("static"));
   }
 };
@@ -165,6 +183,9 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   s.window_end = o.window_end;
   s.multi_gpu = o.multi_gpu;
   s.compat = o.compat;
+  // The original's sweep forwards both (its single-run driver ignores K; RunSimulate's rule).
+  s.profiling_percentage = p.profiling_percentage;
+  s.num_reference_models = p.num_reference_models;
   if (p.jobs_per_hour > 0.0) {
     s.jobs_per_hour = p.jobs_per_hour;
     s.time_limit = SaturationLimitSeconds(p.jobs_per_hour, o.window_end, o.saturation_factor,
@@ -203,6 +224,11 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   row["window_jobs_completed"] = FormatNumber(static_cast<double>(r.window_jobs_completed));
   row["rounds"] = FormatNumber(static_cast<double>(r.rounds));
   row["policy_solves"] = FormatNumber(static_cast<double>(r.policy_solves));
+  if (r.throughput_estimation) {
+    row["estimation_mae"] = FormatNumber(r.throughput_estimation->mean_absolute_error);
+    row["matched_true_type_fraction"] =
+        FormatNumber(r.throughput_estimation->matched_true_type_fraction);
+  }
   row["wall_seconds"] = FormatNumber(r.wall_seconds);
   return row;
 }
@@ -274,9 +300,12 @@ Aggregate AggregateRows(const std::vector<Row>& rows, std::vector<std::string> p
   a.policies = std::move(policies);
   for (const Row& row : rows) {
     const double rate = std::stod(row.at("jobs_per_hour"));
-    Cell& cell = a.cells[row.at("cluster")][rate][row.at("policy")];
-    if (std::find(a.policies.begin(), a.policies.end(), row.at("policy")) == a.policies.end()) {
-      a.policies.push_back(row.at("policy"));
+    const std::string policy =
+        PolicyLabel(row.at("policy"), std::stod(row.at("profiling_percentage")),
+                    std::stoi(row.at("num_reference_models")));
+    Cell& cell = a.cells[row.at("cluster")][rate][policy];
+    if (std::find(a.policies.begin(), a.policies.end(), policy) == a.policies.end()) {
+      a.policies.push_back(policy);
     }
     if (row.at("saturated") == "1") {
       ++cell.saturated;
@@ -542,6 +571,21 @@ Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
     }
   }
   if (o.clusters.empty()) return Status::InvalidArgument("--cluster: no cluster given");
+  if (o.profiling_percentages.empty() || o.num_reference_models.empty()) {
+    return Status::InvalidArgument("--profiling-percentage/--num-reference-models: no value");
+  }
+  for (const double p : o.profiling_percentages) {
+    if (!(p >= 0.0 && p <= 1.0)) {
+      return Status::InvalidArgument("--profiling-percentage: " + FormatNumber(p) +
+                                     " is not in [0, 1]");
+    }
+  }
+  for (const int k : o.num_reference_models) {
+    if (k < 1 || k > 26) {
+      return Status::InvalidArgument("--num-reference-models: " + std::to_string(k) +
+                                     " is not in [1, 26]");
+    }
+  }
   if (!(o.saturation_factor > 0.0) || !(o.saturation_slack_seconds >= 0.0)) {
     return Status::InvalidArgument("--saturation-factor must be positive, the slack >= 0");
   }
@@ -550,9 +594,17 @@ Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
   for (const std::string& cluster : o.clusters) {
     for (const double rate : o.rates) {
       for (const std::string& policy : policies) {
-        for (const std::uint64_t seed : seeds) {
-          points.push_back(
-              {.cluster = cluster, .policy = policy, .seed = seed, .jobs_per_hour = rate});
+        for (const double p : o.profiling_percentages) {
+          for (const int k : o.num_reference_models) {
+            for (const std::uint64_t seed : seeds) {
+              points.push_back({.cluster = cluster,
+                                .policy = policy,
+                                .seed = seed,
+                                .jobs_per_hour = rate,
+                                .profiling_percentage = p,
+                                .num_reference_models = k});
+            }
+          }
         }
       }
     }
@@ -665,6 +717,16 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
                       "Generate multi-GPU jobs (1/2/4/8 GPUs)");
   sweep_cmd->add_option("--compat", line->options.compat,
                         "`gavel` reproduces the original implementation's quirks");
+  sweep_cmd
+      ->add_option("--profiling-percentage,--profiling-percentages",
+                   line->options.profiling_percentages,
+                   "Throughput estimation: profiling percentages, comma-separated (default 1)")
+      ->delimiter(',');
+  sweep_cmd
+      ->add_option("--num-reference-models", line->options.num_reference_models,
+                   "Throughput estimation: numbers of reference job types, comma-separated "
+                   "(default 26)")
+      ->delimiter(',');
   sweep_cmd->add_option("--saturation-factor", line->options.saturation_factor,
                         "Cut a run at factor x arrival span + 30 days of simulated time "
                         "(default 2)");

@@ -239,8 +239,16 @@ void RoundScheduler::RefreshPairThroughputs(ComboState& p) {
   const auto key_of = [&](JobId j) {
     return records_[static_cast<std::size_t>(j.value())].table_key;
   };
-  const auto co = ColocatedThroughputs(*throughputs_, table_types_, key_of(p.id.member(0)),
-                                       key_of(p.id.member(1)));
+  std::vector<std::array<double, 2>> co;
+  if (options_.colocated) {
+    for (int t = 0; t < num_types_; ++t) {
+      co.push_back(options_.colocated->Colocated(p.id.member(0), p.id.member(1),
+                                                 table_types_[static_cast<std::size_t>(t)]));
+    }
+  } else {
+    co = ColocatedThroughputs(*throughputs_, table_types_, key_of(p.id.member(0)),
+                              key_of(p.id.member(1)));
+  }
   for (int t = 0; t < num_types_; ++t) {
     const auto ut = static_cast<std::size_t>(t);
     const bool oversized =
@@ -479,6 +487,15 @@ Status RoundScheduler::RemoveJob(JobId job) {
   for (int slot : active->pair_slots) abandon(slot);
   records_[static_cast<std::size_t>(job.value())].removed = true;
   EraseJob(job, /*dropped=*/false);
+  return Status::Ok();
+}
+
+Status RoundScheduler::RefreshPair(JobId a, JobId b) {
+  const auto it = a == b ? pair_slots_.end() : pair_slots_.find(Combination::Pair(a, b));
+  if (it == pair_slots_.end()) {
+    return Status::NotFound("no pair of jobs " + a.ToString() + " and " + b.ToString());
+  }
+  RefreshPairThroughputs(combo(it->second));
   return Status::Ok();
 }
 

@@ -79,6 +79,9 @@ struct SchedulerOptions {
   std::shared_ptr<lp::Solver> lp_solver;
   std::shared_ptr<lp::Solver> milp_solver;
   policy::SolvePath solve_path = policy::SolvePath::kFast;
+  // Where pairs' co-located throughputs come from (ports.h); null = the table. Must outlive
+  // the scheduler's use of it.
+  std::shared_ptr<ColocatedThroughputSource> colocated;
 };
 
 // The policy traits the mechanism acts on (policy::PolicyInfo carries them for named policies).
@@ -199,6 +202,10 @@ class RoundScheduler {
   // keep the table's co-located throughputs. Errors: NotFound (job not active),
   // InvalidArgument (type out of range, value negative or not finite).
   Status UpdateThroughput(JobId job, int type, double steps_per_s);
+  // Re-reads the co-located throughputs of the pair of jobs a and b from
+  // SchedulerOptions::colocated (e.g. after the estimator learned a measurement); the next
+  // plans use them, and the policy from its next recomputation. Error: NotFound (no such pair).
+  Status RefreshPair(JobId a, JobId b);
   // Keeps the job out of every plan until `until` (scheduler time; the first PlanRound at or
   // after it lets it back) or until ReleaseJob, e.g. while a crashed job backs off. The job
   // stays in the policy's problem and keeps its allocation, so holding requests no solve; it

@@ -10,6 +10,7 @@
 
 #include "gavel/mechanism/ports.h"
 #include "gavel/mechanism/round_scheduler.h"
+#include "gavel/sim/estimation.h"
 #include "gavel/sim/event_queue.h"
 #include "gavel/sim/ideal.h"
 #include "gavel/sim/setup.h"
@@ -65,6 +66,8 @@ class RoundSimulation {
     so.instance_costs = setup_.instance_costs;
     so.lp_solver = options_.lp_solver;
     so.solve_path = options_.solve_path;
+    GAVEL_ASSIGN_OR_RETURN(estimation_, SimEstimation::Create(options_, setup_.layout));
+    so.colocated = estimation_;
     GAVEL_ASSIGN_OR_RETURN(
         scheduler_, RoundScheduler::Create(setup_.layout, options_.throughputs, so, &clock_));
     total_gpus_ = 0;
@@ -121,6 +124,9 @@ class RoundSimulation {
         for (JobId job : outcome.completed) CountIfInWindow(job);
         for (JobId job : outcome.dropped) CountIfInWindow(job);
       }
+      if (estimation_ && end.combination.is_pair()) {
+        estimation_->OnPairRan(end.combination, end.gpu_type, *scheduler_);
+      }
       const double gpus = static_cast<double>(end.workers.size());
       if (window_start_time_) {
         window_busy_ +=
@@ -138,6 +144,10 @@ class RoundSimulation {
       const std::optional<Seconds> arrival = setup_.stream->PeekArrival();
       if (!arrival || *arrival > now_) break;
       const workload::TraceJob job = setup_.stream->Pop();
+      if (estimation_) {
+        GAVEL_RETURN_IF_ERROR(estimation_->OnArrival(
+            JobId(scheduler_->num_jobs()), JobTypeKey{job.job_type, job.scale_factor}));
+      }
       GAVEL_ASSIGN_OR_RETURN(
           const JobId id, scheduler_->AddJob(internal::ToDescription(job, now_, options_.compat)));
       if (id.value() == setup_.window_start) StartWindow(job.arrival_time);
@@ -147,7 +157,8 @@ class RoundSimulation {
 
   // Spec §3.5-3.7 step 6. Returns whether anything runs this round.
   Result<bool> PlanAndLaunchRound() {
-    GAVEL_ASSIGN_OR_RETURN(const mechanism::RoundPlan plan, scheduler_->PlanRound());
+    GAVEL_ASSIGN_OR_RETURN(mechanism::RoundPlan plan, scheduler_->PlanRound());
+    if (estimation_) estimation_->ApplyTruth(plan, *scheduler_);
     GAVEL_RETURN_IF_ERROR(executor_.Execute(plan));
     // The queue holds exactly this round's micro-task ends.
     round_end_ = executor_.plan_end();
@@ -232,6 +243,7 @@ class RoundSimulation {
     result.policy_solve_seconds = stats.policy_solve_seconds;
     result.micro_tasks = stats.micro_tasks;
     result.failed_micro_tasks = stats.failed_micro_tasks;
+    if (estimation_) result.throughput_estimation = estimation_->Summary();
     return result;
   }
 
@@ -246,6 +258,7 @@ class RoundSimulation {
   mechanism::ManualClock clock_;
   EventQueue<MicroTaskEnd> queue_;
   SimExecutor executor_;
+  std::shared_ptr<SimEstimation> estimation_;  // null unless estimating throughputs
   std::unique_ptr<RoundScheduler> scheduler_;
   Seconds now_{0.0};
   Seconds round_end_{0.0};
@@ -303,6 +316,8 @@ double Percentile(std::vector<double> values, double percent) {
 Result<SimulationResult> Simulate(const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   GAVEL_ASSIGN_OR_RETURN(internal::RunSetup setup, internal::PrepareRun(options));
+  // The fluid model has no rounds to learn pairs in; SimEstimation refuses it when estimating.
+  if (options.ideal) GAVEL_RETURN_IF_ERROR(SimEstimation::Create(options, setup.layout).status());
   Result<SimulationResult> result = options.ideal
                                         ? internal::SimulateIdeal(options, std::move(setup))
                                         : RoundSimulation(options, std::move(setup)).Run();
@@ -374,6 +389,20 @@ std::string ResultToJson(const SimulationResult& r) {
         {"mean_rho", f.mean_rho},         {"max_rho", f.max_rho},
         {"p50_rho", f.p50_rho},           {"p90_rho", f.p90_rho},
         {"p99_rho", f.p99_rho},           {"fraction_above_one", f.fraction_above_one}};
+  }
+  if (r.throughput_estimation) {
+    const ThroughputEstimationSummary& e = *r.throughput_estimation;
+    j["throughput_estimation"] = {{"profiling_percentage", e.profiling_percentage},
+                                  {"num_reference_models", e.num_reference_models},
+                                  {"mean_absolute_error", e.mean_absolute_error},
+                                  {"matched_true_type_fraction", e.matched_true_type_fraction},
+                                  {"jobs_matched", e.jobs_matched},
+                                  {"jobs_matched_true_type", e.jobs_matched_true_type},
+                                  {"fallbacks", e.fallbacks},
+                                  {"estimated_entries", e.estimated_entries},
+                                  {"pairs_measured", e.pairs_measured}};
+  } else {
+    j["throughput_estimation"] = nullptr;
   }
   return j.dump(2) + "\n";
 }
