@@ -122,6 +122,10 @@ TEST_F(SimulateCliTest, BadInputFailsWithAClearMessage) {
            Case{"-p fifo -l 100 --throughputs missing.json", "missing.json"},
            Case{"-p max_sum_throughput_normalized_by_cost_perf -l 100 -e 5", "prices"},
            Case{"-p fifo -l 100 --solver glpk", "--solver"},
+           Case{"-p max_min_fairness_packed -l 100 --profiling-percentage 1.5",
+                "--profiling-percentage must be in [0, 1]"},
+           Case{"-p max_min_fairness_packed -l 100 --num-reference-models 0",
+                "--num-reference-models must be in [1, 26]"},
        }) {
     SCOPED_TRACE(c.args);
     const Ran ran = Simulate(c.args);

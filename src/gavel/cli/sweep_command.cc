@@ -331,7 +331,7 @@ void PrintTable(const Aggregate& a, std::ostream& out) {
         if (it == by_policy.end()) continue;
         const Cell& cell = it->second;
         out << std::left << std::setw(12) << cluster << std::setw(10)
-            << (rate > 0.0 ? FormatNumber(rate) : std::string("static")) << std::setw(26) << policy
+            << (rate > 0.0 ? FormatNumber(rate) : std::string("static")) << std::setw(38) << policy
             << std::right << std::fixed << std::setprecision(2);
         if (cell.finished > 0) {
           out << std::setw(10) << cell.MeanJct() / 3600.0 << std::setw(14)
