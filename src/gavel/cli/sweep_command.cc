@@ -319,7 +319,7 @@ Aggregate AggregateRows(const std::vector<Row>& rows, std::vector<std::string> p
 }
 
 void PrintTable(const Aggregate& a, std::ostream& out) {
-  out << std::left << std::setw(12) << "cluster" << std::setw(10) << "jobs/h" << std::setw(26)
+  out << std::left << std::setw(12) << "cluster" << std::setw(10) << "jobs/h" << std::setw(38)
       << "policy" << std::right << std::setw(10) << "JCT (h)" << std::setw(14) << "makespan (h)"
       << std::setw(7) << "seeds" << std::setw(11) << "speed-up"
       << "\n";

@@ -271,5 +271,45 @@ TEST(ThroughputEstimatorTest, HandWorkedFallbackWithoutProfiling) {
   }
 }
 
+// Golden matches from the reference implementation: the original's ThroughputEstimator and
+// matrix_completion.pmf_solve run under CPython 3.11 and numpy 1.24 on the shipped table
+// (np.random.seed(seed), estimator seed + 4), for jobs whose types are model (7j + 3) mod 26 in
+// job-table order; each number is the job-table index of the matched reference type.
+TEST(ThroughputEstimatorTest, CompatMatchesTheReferenceImplementation) {
+  struct Golden {
+    std::uint64_t seed;
+    int k;
+    double p;
+    std::vector<int> matches;
+  };
+  const std::vector<Golden> goldens = {
+      {0, 10, 0.5, {7, 4, 9, 4,  3, 2, 9, 2,  15, 22, 22, 22, 0, 22, 4,
+                    3, 2, 22, 2, 2, 22, 9, 3, 12, 2,  2,  3,  2, 22, 3}},
+      {1, 26, 0.3, {14, 10, 11, 5, 5,  3,  20, 3,  4,  4, 21, 2, 9,  3, 22,
+                    3,  11, 18, 24, 6, 13, 20, 18, 8, 15, 10, 3, 10, 7, 24}},
+      {2, 6, 0.8, {25, 2, 25, 2, 1, 25, 25, 25, 25, 2, 25, 2, 2, 2, 25,
+                   25, 2, 25, 2, 1, 1,  2,  1,  2,  25, 1, 2, 2, 25, 25}},
+      {3, 12, 0.0, {1, 1, 20, 2, 11, 21, 1, 6, 4, 4}},
+  };
+  const std::vector<std::string> models = Models();
+  for (const Golden& g : goldens) {
+    EstimatorOptions o;
+    o.models = models;
+    o.compat_gavel = true;
+    o.seed = g.seed;
+    o.num_reference_models = g.k;
+    o.profiling_percentage = g.p;
+    auto e = Make(ShippedThroughputTable(), o);
+    ASSERT_NE(e, nullptr);
+    for (std::size_t j = 0; j < g.matches.size(); ++j) {
+      const Result<Match> m =
+          e->AddJob(JobId(j), {models[(j * 7 + 3) % models.size()], 1});
+      ASSERT_TRUE(m.ok());
+      EXPECT_EQ(m->reference.model, models[static_cast<std::size_t>(g.matches[j])])
+          << "seed " << g.seed << " K " << g.k << " P " << g.p << " job " << j;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gavel::estimator
