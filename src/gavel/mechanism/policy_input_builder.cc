@@ -81,7 +81,9 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
       for (std::size_t b = a + 1; b < m; ++b) {
         if (jobs[a].scale_factor != jobs[b].scale_factor) continue;
         const auto co =
-            ColocatedThroughputs(table, table_types, jobs[a].table_key, jobs[b].table_key);
+            options.colocated
+                ? options.colocated(a, b)
+                : ColocatedThroughputs(table, table_types, jobs[a].table_key, jobs[b].table_key);
         bool useful = false;
         for (std::size_t j = 0; j < n; ++j) useful = useful || co[j][0] > 0.0 || co[j][1] > 0.0;
         if (!useful && !options.keep_unusable_pairs) continue;

@@ -740,6 +740,17 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
   input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
   input_options.zero_oversized = !options_.compat.raw_policy_input;
   input_options.instance_costs = options_.instance_costs;
+  if (options_.colocated) {
+    // The policy sees the pairs' throughputs the scheduler holds (estimates until measured).
+    input_options.colocated = [&](std::size_t a, std::size_t b) {
+      std::vector<std::array<double, 2>> co(static_cast<std::size_t>(num_types_), {0.0, 0.0});
+      const auto it = pair_slots_.find(Combination::Pair(jobs[a].id, jobs[b].id));
+      if (it == pair_slots_.end()) return co;
+      const ComboState& c = combo(it->second);
+      for (std::size_t t = 0; t < co.size(); ++t) co[t] = {c.tput_a[t], c.tput_b[t]};
+      return co;
+    };
+  }
   const policy::PolicyInput input =
       BuildPolicyInputForJobs(layout_, *throughputs_, table_types_, jobs, now, input_options);
 

@@ -79,8 +79,8 @@ struct SchedulerOptions {
   std::shared_ptr<lp::Solver> lp_solver;
   std::shared_ptr<lp::Solver> milp_solver;
   policy::SolvePath solve_path = policy::SolvePath::kFast;
-  // Where pairs' co-located throughputs come from (ports.h); null = the table. Must outlive
-  // the scheduler's use of it.
+  // Where pairs' co-located throughputs come from (ports.h), shared with the caller that
+  // updates it; null = the table.
   std::shared_ptr<ColocatedThroughputSource> colocated;
 };
 
