@@ -167,6 +167,10 @@ TEST_F(SimulateCliTest, BadInputFailsWithAClearMessage) {
            Case{"-p fifo -l 1e300", "--lam"},
            Case{"-p fifo -l 100 --time-limit inf", "--time-limit"},
            Case{"-c 2000000:1:1 -p fifo -l 100", "--cluster"},
+           Case{"-p max_min_fairness_packed -l 100 --profiling-percentage 1.5",
+                "--profiling-percentage must be in [0, 1]"},
+           Case{"-p max_min_fairness_packed -l 100 --num-reference-models 0",
+                "--num-reference-models must be in [1, 26]"},
        }) {
     SCOPED_TRACE(c.args);
     const Ran ran = Simulate(c.args);

@@ -153,6 +153,12 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
         << "% of the time (" << r.lease_extensions << "/" << r.lease_extension_opportunities
         << ")\n";
   }
+  if (r.throughput_estimation) {
+    const sim::ThroughputEstimationSummary& e = *r.throughput_estimation;
+    out << std::setprecision(4) << "Throughput estimation (P " << e.profiling_percentage
+        << ", K " << e.num_reference_models << "): mean absolute error " << e.mean_absolute_error
+        << ", true type matched " << e.jobs_matched_true_type << "/" << e.jobs_matched << "\n";
+  }
   if (r.fairness) {
     out << std::setprecision(3) << "Finish-time fairness vs isolated: mean rho "
         << r.fairness->mean_rho << ", max " << r.fairness->max_rho << ", p90 "
@@ -368,6 +374,16 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,
   }
   options.solve_path = o.solver == "clp" ? policy::SolvePath::kGeneral : policy::SolvePath::kFast;
   options.ideal = o.ideal;
+  if (!(o.profiling_percentage >= 0.0 && o.profiling_percentage <= 1.0)) {
+    return Status::InvalidArgument("--profiling-percentage must be in [0, 1]");
+  }
+  options.profiling_percentage = o.profiling_percentage;
+  if (o.num_reference_models) {
+    if (*o.num_reference_models < 1 || *o.num_reference_models > 26) {
+      return Status::InvalidArgument("--num-reference-models must be in [1, 26]");
+    }
+    options.num_reference_models = *o.num_reference_models;
+  }
   options.fairness = o.fairness;
   options.window_start = o.window_start;
   options.window_end = o.window_end;
@@ -459,6 +475,11 @@ Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
   // Notes go where they cannot spoil a JSON or CSV written to stdout.
   std::ostream& notes_out = o.json_path == "-" || o.jobs_csv_path == "-" ? std::cerr : out;
   for (const std::string& note : notes) notes_out << note << "\n";
+  if (options.compat.estimator && options.num_reference_models != 26) {
+    std::cerr << "gavel simulate: note: --compat estimator ignores --num-reference-models, as "
+                 "the original's simulate driver does (gavel sweep forwards it)\n";
+    options.num_reference_models = 26;
+  }
   if (options.compat.all() && o.physics.any()) {
     std::cerr << "gavel simulate: --compat gavel reproduces the original, which has no cluster "
                  "physics; the physics flags are ignored\n";
@@ -564,6 +585,12 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
                    "auto (default): the policy's fast path where it has one; clp: the whole LP "
                    "on Clp")
       ->check(CLI::IsMember({"auto", "clp"}));
+  simulate_cmd->add_option("--profiling-percentage", options->profiling_percentage,
+                           "Throughput estimation: fraction of a new job's entries profiled "
+                           "against the reference types (packing policies; default 1)");
+  simulate_cmd->add_option("--num-reference-models", options->num_reference_models,
+                           "Throughput estimation: number of reference job types profiled "
+                           "offline (1-26; default 26)");
   simulate_cmd->add_flag("--fairness", options->fairness,
                          "Also run `isolated` and report finish-time fairness rho per job");
   simulate_cmd->add_option(

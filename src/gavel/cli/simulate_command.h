@@ -67,6 +67,9 @@ struct SimulateOptions {
   bool ideal = false;
   std::string compat;           // "gavel", "none"/empty, or switch names
   std::string solver = "auto";  // "auto": the policy's fast path; "clp": the whole LP on Clp
+  // Throughput estimation (docs/estimator.md); K unset = all 26 job types are references.
+  double profiling_percentage = 1.0;
+  std::optional<int> num_reference_models;
 
   bool fairness = false;
   std::string instance_costs;        // "$/GPU-hour" per type, in worker_types order
@@ -96,6 +99,8 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& option
 Status CheckJobsPerHour(double jobs_per_hour, const std::string& where);
 
 // Runs the simulation. Writes a short human summary to `out` unless the JSON goes there.
+// Under the `estimator` compat switch, --num-reference-models is ignored (with a note on
+// stderr), as the original's single-run driver ignores it; `gavel sweep` forwards it.
 // Returns a non-OK status (naming the offending option) on bad input or a failed run.
 Status RunSimulate(const SimulateOptions& options, std::ostream& out);
 

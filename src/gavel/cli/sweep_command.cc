@@ -47,6 +47,8 @@ constexpr double kPhillySlackSeconds = 365.0 * 24.0 * 3600.0;
 const std::vector<std::string>& CsvColumns() {
   static const std::vector<std::string> columns = {"cluster",
                                                    "policy",
+                                                   "profiling_percentage",
+                                                   "num_reference_models",
                                                    "seed",
                                                    "jobs_per_hour",
                                                    "window_start",
@@ -60,6 +62,8 @@ const std::vector<std::string>& CsvColumns() {
                                                    "window_jobs_completed",
                                                    "rounds",
                                                    "policy_solves",
+                                                   "estimation_mae",
+                                                   "matched_true_type_fraction",
                                                    "wall_seconds",
                                                    "queueing_delay_p50_seconds",
                                                    "queueing_delay_p90_seconds",
@@ -68,7 +72,7 @@ const std::vector<std::string>& CsvColumns() {
                                                    "wasted_gpu_seconds"};
   return columns;
 }
-constexpr std::size_t kKeyColumns = 6;
+constexpr std::size_t kKeyColumns = 8;
 
 std::vector<std::string> Split(const std::string& text, char separator) {
   std::vector<std::string> parts;
@@ -96,22 +100,36 @@ std::string JoinRow(const std::vector<std::string>& cells) {
   return line;
 }
 
+// A policy as the table and plots show it: with its estimation settings unless they are the
+// defaults (everything known).
+std::string PolicyLabel(const std::string& policy, double profiling_percentage,
+                        int num_reference_models) {
+  if (profiling_percentage >= 1.0 && num_reference_models >= 26) return policy;
+  return policy + " P" + FormatNumber(profiling_percentage) + " K" +
+         std::to_string(num_reference_models);
+}
+
 struct Point {
   std::string cluster;
   std::string policy;
   std::uint64_t seed = 0;
   double jobs_per_hour = 0.0;
+  double profiling_percentage = 1.0;
+  int num_reference_models = 26;
 
   std::vector<std::string> Key(const SweepOptions& o) const {
     return {cluster,
             policy,
+            FormatNumber(profiling_percentage),
+            std::to_string(num_reference_models),
             std::to_string(seed),
             FormatNumber(jobs_per_hour),
             std::to_string(o.window_start),
             std::to_string(o.window_end)};
   }
   std::string Label() const {
-    return cluster + " " + policy + " seed " + std::to_string(seed) + " rate " +
+    return cluster + " " + PolicyLabel(policy, profiling_percentage, num_reference_models) +
+           " seed " + std::to_string(seed) + " rate " +
            (jobs_per_hour > 0.0 ? FormatNumber(jobs_per_hour) + "/h" : std::string("static"));
   }
 };
@@ -126,6 +144,8 @@ struct CsvRow {
   // Set only when !saturated (a saturated run has no JCT or makespan: those cells are empty).
   double average_jct_seconds = 0.0;
   double makespan_seconds = 0.0;
+  double profiling_percentage = 1.0;
+  int num_reference_models = 26;
 };
 
 Result<std::vector<CsvRow>> LoadCsv(const std::filesystem::path& path) {
@@ -178,6 +198,9 @@ Result<std::vector<CsvRow>> LoadCsv(const std::filesystem::path& path) {
                                      column + ": `" + written + "` is not a number");
     };
     GAVEL_ASSIGN_OR_RETURN(row.jobs_per_hour, number("jobs_per_hour"));
+    GAVEL_ASSIGN_OR_RETURN(row.profiling_percentage, number("profiling_percentage"));
+    GAVEL_ASSIGN_OR_RETURN(const double models, number("num_reference_models"));
+    row.num_reference_models = static_cast<int>(models);
     row.saturated = row.cells["saturated"] == "1";
     if (!row.saturated) {
       GAVEL_ASSIGN_OR_RETURN(row.average_jct_seconds, number("average_jct_seconds"));
@@ -240,6 +263,9 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   s.multi_gpu = o.multi_gpu;
   s.compat = o.compat;
   s.workload = o.workload;
+  // The original's sweep forwards both (its single-run driver ignores K; RunSimulate's rule).
+  s.profiling_percentage = p.profiling_percentage;
+  s.num_reference_models = p.num_reference_models;
   if (p.jobs_per_hour > 0.0) {
     s.jobs_per_hour = p.jobs_per_hour;
     const double slack = o.workload == "philly"
@@ -281,6 +307,11 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   row["window_jobs_completed"] = FormatNumber(static_cast<double>(r.window_jobs_completed));
   row["rounds"] = FormatNumber(static_cast<double>(r.rounds));
   row["policy_solves"] = FormatNumber(static_cast<double>(r.policy_solves));
+  if (r.throughput_estimation) {
+    row["estimation_mae"] = FormatNumber(r.throughput_estimation->mean_absolute_error);
+    row["matched_true_type_fraction"] =
+        FormatNumber(r.throughput_estimation->matched_true_type_fraction);
+  }
   row["wall_seconds"] = FormatNumber(r.wall_seconds);
   row["queueing_delay_p50_seconds"] = FormatNumber(r.queueing_delay_p50_seconds);
   row["queueing_delay_p90_seconds"] = FormatNumber(r.queueing_delay_p90_seconds);
@@ -357,7 +388,8 @@ Aggregate AggregateRows(const std::vector<CsvRow>& rows, std::vector<std::string
   Aggregate a;
   a.policies = std::move(policies);
   for (const CsvRow& row : rows) {
-    const std::string& policy = row.cells.at("policy");
+    const std::string policy = PolicyLabel(row.cells.at("policy"), row.profiling_percentage,
+                                           row.num_reference_models);
     Cell& cell = a.cells[row.cells.at("cluster")][row.jobs_per_hour][policy];
     if (std::find(a.policies.begin(), a.policies.end(), policy) == a.policies.end()) {
       a.policies.push_back(policy);
@@ -374,7 +406,7 @@ Aggregate AggregateRows(const std::vector<CsvRow>& rows, std::vector<std::string
 }
 
 void PrintTable(const Aggregate& a, std::ostream& out) {
-  out << std::left << std::setw(12) << "cluster" << std::setw(10) << "jobs/h" << std::setw(26)
+  out << std::left << std::setw(12) << "cluster" << std::setw(10) << "jobs/h" << std::setw(38)
       << "policy" << std::right << std::setw(10) << "JCT (h)" << std::setw(14) << "makespan (h)"
       << std::setw(7) << "seeds" << std::setw(11) << "speed-up"
       << "\n";
@@ -386,7 +418,7 @@ void PrintTable(const Aggregate& a, std::ostream& out) {
         if (it == by_policy.end()) continue;
         const Cell& cell = it->second;
         out << std::left << std::setw(12) << EscapeForDisplay(cluster) << std::setw(10)
-            << (rate > 0.0 ? FormatNumber(rate) : std::string("static")) << std::setw(26) << policy
+            << (rate > 0.0 ? FormatNumber(rate) : std::string("static")) << std::setw(38) << policy
             << std::right << std::fixed << std::setprecision(2);
         if (cell.finished > 0) {
           out << std::setw(10) << cell.MeanJct() / 3600.0 << std::setw(14)
@@ -646,7 +678,8 @@ void DistributionPlots(const std::filesystem::path& dir, const std::vector<CsvRo
   for (const CsvRow& row : rows) {
     if (row.cells.at("cluster") != cluster || row.jobs_per_hour != rate) continue;
     auto lines = ReadPointFile(PointFile(dir, RowKey(row.cells)));
-    const std::string& policy = row.cells.at("policy");
+    const std::string policy = PolicyLabel(row.cells.at("policy"), row.profiling_percentage,
+                                           row.num_reference_models);
     jct[policy].insert(jct[policy].end(), lines["jct_seconds"].begin(), lines["jct_seconds"].end());
     delay[policy].insert(delay[policy].end(), lines["queueing_delay_seconds"].begin(),
                          lines["queueing_delay_seconds"].end());
@@ -732,6 +765,21 @@ Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
     if (rate != 0.0) GAVEL_RETURN_IF_ERROR(CheckJobsPerHour(rate, "--rates"));
   }
   if (o.clusters.empty()) return Status::InvalidArgument("--cluster: no cluster given");
+  if (o.profiling_percentages.empty() || o.num_reference_models.empty()) {
+    return Status::InvalidArgument("--profiling-percentage/--num-reference-models: no value");
+  }
+  for (const double p : o.profiling_percentages) {
+    if (!(p >= 0.0 && p <= 1.0)) {
+      return Status::InvalidArgument("--profiling-percentage: " + FormatNumber(p) +
+                                     " is not in [0, 1]");
+    }
+  }
+  for (const int k : o.num_reference_models) {
+    if (k < 1 || k > 26) {
+      return Status::InvalidArgument("--num-reference-models: " + std::to_string(k) +
+                                     " is not in [1, 26]");
+    }
+  }
   if (!(o.saturation_factor > 0.0) || !(o.saturation_slack_seconds >= 0.0)) {
     return Status::InvalidArgument("--saturation-factor must be positive, the slack >= 0");
   }
@@ -740,9 +788,17 @@ Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
   for (const std::string& cluster : o.clusters) {
     for (const double rate : o.rates) {
       for (const std::string& policy : policies) {
-        for (const std::uint64_t seed : seeds) {
-          points.push_back(
-              {.cluster = cluster, .policy = policy, .seed = seed, .jobs_per_hour = rate});
+        for (const double p : o.profiling_percentages) {
+          for (const int k : o.num_reference_models) {
+            for (const std::uint64_t seed : seeds) {
+              points.push_back({.cluster = cluster,
+                                .policy = policy,
+                                .seed = seed,
+                                .jobs_per_hour = rate,
+                                .profiling_percentage = p,
+                                .num_reference_models = k});
+            }
+          }
         }
       }
     }
@@ -869,6 +925,16 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
       ->check(CLI::IsMember({"gavel", "philly"}));
   sweep_cmd->add_option("--compat", line->options.compat,
                         "`gavel` reproduces the original implementation's quirks");
+  sweep_cmd
+      ->add_option("--profiling-percentage,--profiling-percentages",
+                   line->options.profiling_percentages,
+                   "Throughput estimation: profiling percentages, comma-separated (default 1)")
+      ->delimiter(',');
+  sweep_cmd
+      ->add_option("--num-reference-models", line->options.num_reference_models,
+                   "Throughput estimation: numbers of reference job types, comma-separated "
+                   "(default 26)")
+      ->delimiter(',');
   sweep_cmd->add_option("--saturation-factor", line->options.saturation_factor,
                         "Cut a run at factor x arrival span + 30 days of simulated time "
                         "(default 2)")

@@ -1,4 +1,5 @@
-// `gavel sweep`: runs every point of clusters × policies × seeds × input rates as an
+// `gavel sweep`: runs every point of clusters × policies × profiling percentages × reference
+// models × seeds × input rates as an
 // independent `gavel simulate` run, on a pool of threads, and writes one CSV row per finished
 // point plus an HTML report with inline SVG plots.
 //
@@ -7,7 +8,8 @@
 // mutable state (sim/simulator.h promises this), so points run concurrently.
 //
 // Resumable: the CSV is appended (and flushed) as each point finishes; on a rerun, points whose
-// key (cluster, policy, seed, jobs_per_hour, window) is already in the CSV are skipped. The
+// key (cluster, policy, profiling percentage, reference models, seed, jobs_per_hour, window) is
+// already in the CSV are skipped. The
 // report is always drawn from the whole CSV.
 //
 // Per point, points/<key>.csv keeps the distributions the report draws: the window jobs'
@@ -51,6 +53,9 @@ struct SweepOptions {
   // (the Philly table's longest job runs 60 days on a V100).
   std::string workload = "gavel";
   std::string compat;
+  // Throughput estimation grid (docs/estimator.md): every point runs at every combination.
+  std::vector<double> profiling_percentages = {1.0};
+  std::vector<int> num_reference_models = {26};
   double saturation_factor = 2.0;
   // The longest generated job runs about a week on a V100 and longer on slower types.
   double saturation_slack_seconds = 30.0 * 24.0 * 3600.0;

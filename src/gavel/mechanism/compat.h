@@ -44,6 +44,10 @@ struct Compat {
   // violation compares the JCT (a duration) with the deadline (a time). Off: from arrival,
   // comparing the finish time with the deadline.
   bool slo_quirks = false;
+  // The throughput estimator as the original's (estimator/throughput_estimator.h): single-GPU
+  // jobs only, the profiling column quirk, random fallbacks, its generators; and `gavel
+  // simulate` ignores --num-reference-models, as the original's single-run driver does.
+  bool estimator = false;
 
   static Compat None() { return Compat{}; }
   static Compat Gavel();

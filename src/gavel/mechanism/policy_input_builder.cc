@@ -82,6 +82,11 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
         policy::PairOptions{.keep_unusable = options.keep_unusable_pairs,
                             .zero_oversized = options.zero_oversized},
         [&](std::size_t a, std::size_t b, std::span<std::array<double, 2>> per_type) {
+          if (options.colocated) {  // the caller's estimates (ports.h), not the table
+            const std::vector<std::array<double, 2>> co = options.colocated(a, b);
+            for (std::size_t j = 0; j < n; ++j) per_type[j] = co[j];
+            return true;
+          }
           // Straight into per_type: this runs for every candidate pair at every reallocation.
           for (std::size_t j = 0; j < n; ++j) {
             per_type[j] = table.Colocated(table_types[j], jobs[a].table_key, jobs[b].table_key)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -43,6 +44,9 @@ struct PolicyInputOptions {
   // placed there). The original keeps the table's value (--compat gavel: off).
   bool zero_oversized = true;
   std::vector<double> instance_costs;  // $/GPU-hour per type (layout order); empty = none
+  // Co-located steps/s of jobs[a] and jobs[b] (a < b) on each layout type where the caller
+  // knows better than the table (the throughput estimator's estimates); null = the table's.
+  std::function<std::vector<std::array<double, 2>>(std::size_t a, std::size_t b)> colocated;
 };
 
 // Throughput-table GPU type index for each layout type; an error names a type the table lacks.

@@ -6,6 +6,9 @@
 // Thread-safety: ManualClock is not synchronised (one simulation thread).
 #pragma once
 
+#include <array>
+
+#include "gavel/core/ids.h"
 #include "gavel/core/status.h"
 #include "gavel/core/units.h"
 #include "gavel/mechanism/round_plan.h"
@@ -39,6 +42,17 @@ class Executor {
   // carried out at all (a bug, or a lost connection), not that a micro-task failed; failed
   // micro-tasks come back as reports with zero steps.
   virtual Status Execute(const RoundPlan& plan) = 0;
+};
+
+// Where the scheduler reads the co-located throughputs of a pair (space sharing) when it creates
+// the pair, when the cluster changes, and when told to re-read it (RoundScheduler::RefreshPair):
+// the throughput estimator's estimates (docs/estimator.md). Without one, the table's.
+class ColocatedThroughputSource {
+ public:
+  virtual ~ColocatedThroughputSource() = default;
+  // {steps/s of a, steps/s of b} while jobs a < b share one GPU of the table's GPU type
+  // `table_gpu_type` (index into ThroughputTable::gpu_types()).
+  virtual std::array<double, 2> Colocated(JobId a, JobId b, int table_gpu_type) = 0;
 };
 
 }  // namespace gavel::mechanism

@@ -262,8 +262,16 @@ void RoundScheduler::RefreshPairThroughputs(ComboState& p) {
   const auto key_of = [&](JobId j) {
     return records_[Index(j)].table_key;
   };
-  const auto co = ColocatedThroughputs(*throughputs_, table_types_, key_of(p.id.member(0)),
-                                       key_of(p.id.member(1)));
+  std::vector<std::array<double, 2>> co;
+  if (options_.colocated) {
+    for (int t = 0; t < num_types_; ++t) {
+      co.push_back(options_.colocated->Colocated(p.id.member(0), p.id.member(1),
+                                                 table_types_[static_cast<std::size_t>(t)]));
+    }
+  } else {
+    co = ColocatedThroughputs(*throughputs_, table_types_, key_of(p.id.member(0)),
+                              key_of(p.id.member(1)));
+  }
   for (int t = 0; t < num_types_; ++t) {
     const auto ut = static_cast<std::size_t>(t);
     const bool oversized =
@@ -545,6 +553,15 @@ Status RoundScheduler::RemoveJob(JobId job) {
   return Status::Ok();
 }
 
+Status RoundScheduler::RefreshPair(JobId a, JobId b) {
+  const auto it = a == b ? pair_slots_.end() : pair_slots_.find(Combination::Pair(a, b));
+  if (it == pair_slots_.end()) {
+    return Status::NotFound("no pair of jobs " + a.ToString() + " and " + b.ToString());
+  }
+  RefreshPairThroughputs(combo(it->second));
+  return Status::Ok();
+}
+
 Status RoundScheduler::UpdateThroughput(JobId job, int type, double steps_per_s) {
   ActiveJob* active = FindActive(job);
   if (active == nullptr) {
@@ -779,6 +796,17 @@ policy::PolicyInput RoundScheduler::PolicyInputAt(Seconds now,
   input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
   input_options.zero_oversized = !options_.compat.raw_policy_input;
   input_options.instance_costs = options_.instance_costs;
+  if (options_.colocated) {
+    // The policy sees the pairs' throughputs the scheduler holds (estimates until measured).
+    input_options.colocated = [&](std::size_t a, std::size_t b) {
+      std::vector<std::array<double, 2>> co(static_cast<std::size_t>(num_types_), {0.0, 0.0});
+      const auto it = pair_slots_.find(Combination::Pair(jobs[a].id, jobs[b].id));
+      if (it == pair_slots_.end()) return co;
+      const ComboState& c = combo(it->second);
+      for (std::size_t t = 0; t < co.size(); ++t) co[t] = {c.tput_a[t], c.tput_b[t]};
+      return co;
+    };
+  }
   policy::PolicyInput input =
       BuildPolicyInputForJobs(layout_, *throughputs_, table_types_, jobs, now, input_options);
   AddEntities(input);

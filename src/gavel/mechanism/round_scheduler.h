@@ -92,6 +92,9 @@ struct SchedulerOptions {
   // and prefers one server, then one rack (placement.h); a job that does not fit waits. Off:
   // the original's consolidation by filling servers in order (spec §3.6).
   bool topology_aware_placement = false;
+  // Where pairs' co-located throughputs come from (ports.h), shared with the caller that
+  // updates it; null = the table.
+  std::shared_ptr<ColocatedThroughputSource> colocated;
 };
 
 // What the mechanism acts on: the policy's capabilities as the registry declares them
@@ -236,6 +239,10 @@ class RoundScheduler {
   // keep the table's co-located throughputs. Errors: NotFound (job not active),
   // InvalidArgument (type out of range, value negative or not finite).
   Status UpdateThroughput(JobId job, int type, double steps_per_s);
+  // Re-reads the co-located throughputs of the pair of jobs a and b from
+  // SchedulerOptions::colocated (e.g. after the estimator learned a measurement); the next
+  // plans use them, and the policy from its next recomputation. Error: NotFound (no such pair).
+  Status RefreshPair(JobId a, JobId b);
   // Keeps the job out of every plan until `until` (scheduler time; the first PlanRound at or
   // after it lets it back) or until ReleaseJob, e.g. while a crashed job backs off. The job
   // stays in the policy's problem and keeps its allocation, so holding requests no solve; it

@@ -18,6 +18,9 @@ Status SimExecutor::Execute(const mechanism::RoundPlan& plan) {
     end.finish = plan.start;
     for (std::size_t i = 0; i < a.max_steps.size(); ++i) {
       const double tput = a.expected_throughput[i];
+      // A member that truly cannot run in this pair (estimated throughputs put it there) does
+      // no step; the micro-task then fails, as in the original.
+      if (tput == 0.0 && a.max_steps[i] == 0.0) continue;
       if (!(tput > 0.0)) {
         return Status::Internal("assignment of " + a.combination.ToString() +
                                 " has no positive throughput");

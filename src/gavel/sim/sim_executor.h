@@ -36,7 +36,8 @@ class SimExecutor final : public mechanism::Executor {
   // `physics` may be null (the original's idealised cluster); it must outlive the executor.
   explicit SimExecutor(EventQueue<MicroTaskEnd>* queue, PhysicsModel* physics = nullptr)
       : queue_(queue), physics_(physics) {}
-  // Errors (Internal) on an assignment with a non-positive throughput.
+  // Errors (Internal) on an assignment with a non-positive throughput, except a member with
+  // throughput 0 and no step to do (a pair that truly cannot share a GPU; sim/estimation.h).
   Status Execute(const mechanism::RoundPlan& plan) override;
   // When the last micro-task of the last plan executed ends (its start if it had none).
   Seconds plan_end() const { return plan_end_; }

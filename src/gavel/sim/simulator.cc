@@ -11,6 +11,7 @@
 
 #include "gavel/mechanism/ports.h"
 #include "gavel/mechanism/round_scheduler.h"
+#include "gavel/sim/estimation.h"
 #include "gavel/sim/event_queue.h"
 #include "gavel/sim/ideal.h"
 #include "gavel/sim/setup.h"
@@ -77,6 +78,8 @@ class RoundSimulation {
     so.lp_solver = options_.lp_solver;
     so.solve_path = options_.solve_path;
     so.topology_aware_placement = options_.physics.topology_aware();
+    GAVEL_ASSIGN_OR_RETURN(estimation_, SimEstimation::Create(options_, setup_.layout));
+    so.colocated = estimation_;
     GAVEL_ASSIGN_OR_RETURN(
         scheduler_, RoundScheduler::Create(setup_.layout, options_.throughputs, so, &clock_));
     total_gpus_ = 0;
@@ -141,6 +144,9 @@ class RoundSimulation {
         for (JobId job : outcome.completed) CountIfInWindow(job);
         for (JobId job : outcome.dropped) CountIfInWindow(job);
       }
+      if (estimation_ && end.combination.is_pair()) {
+        estimation_->OnPairRan(end.combination, end.gpu_type, *scheduler_);
+      }
       const double gpus = static_cast<double>(end.workers.size());
       if (window_start_time_) {
         window_busy_ +=
@@ -166,6 +172,10 @@ class RoundSimulation {
           }
           // Jobs are numbered 0, 1, 2, ... in arrival order (the metrics' window counts them).
           const JobId id(scheduler_->num_jobs());
+          if (estimation_) {
+            GAVEL_RETURN_IF_ERROR(
+                estimation_->OnArrival(id, JobTypeKey{job.job_type, job.scale_factor}));
+          }
           GAVEL_RETURN_IF_ERROR(scheduler_->AddJob(id, description));
           if (physics_) {
             physics_->AdmitJob(id, job.job_type, job.scale_factor, arrived.total_steps,
@@ -179,7 +189,8 @@ class RoundSimulation {
 
   // Spec §3.5-3.7 step 6. Returns whether anything runs this round.
   Result<bool> PlanAndLaunchRound() {
-    GAVEL_ASSIGN_OR_RETURN(const mechanism::RoundPlan plan, scheduler_->PlanRound());
+    GAVEL_ASSIGN_OR_RETURN(mechanism::RoundPlan plan, scheduler_->PlanRound());
+    if (estimation_) estimation_->ApplyTruth(plan, *scheduler_);
     GAVEL_RETURN_IF_ERROR(executor_.Execute(plan));
     // The queue holds exactly this round's micro-task ends.
     round_end_ = executor_.plan_end();
@@ -390,6 +401,7 @@ class RoundSimulation {
     result.micro_tasks = stats.micro_tasks;
     result.failed_micro_tasks = stats.failed_micro_tasks;
     FinishPhysics(result);
+    if (estimation_) result.throughput_estimation = estimation_->Summary();
     return result;
   }
 
@@ -437,6 +449,7 @@ class RoundSimulation {
   EventQueue<MicroTaskEnd> queue_;
   std::optional<PhysicsModel> physics_;  // before executor_, which points at it
   SimExecutor executor_;
+  std::shared_ptr<SimEstimation> estimation_;  // null unless estimating throughputs
   std::unique_ptr<RoundScheduler> scheduler_;
   // Release times of failed jobs' holds (physics), earliest first.
   std::priority_queue<Seconds, std::vector<Seconds>, std::greater<>> releases_;
@@ -501,6 +514,8 @@ double Percentile(std::vector<double> values, double percent) {
 Result<SimulationResult> Simulate(const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   GAVEL_ASSIGN_OR_RETURN(internal::RunSetup setup, internal::PrepareRun(options));
+  // The fluid model has no rounds to learn pairs in; SimEstimation refuses it when estimating.
+  if (options.ideal) GAVEL_RETURN_IF_ERROR(SimEstimation::Create(options, setup.layout).status());
   Result<SimulationResult> result = options.ideal
                                         ? internal::SimulateIdeal(options, std::move(setup))
                                         : RoundSimulation(options, std::move(setup)).Run();
@@ -597,6 +612,20 @@ std::string ResultToJson(const SimulationResult& r) {
                        {"jct_p99_seconds", c.p99}};
   }
   j["jct_by_size"] = by_size;
+  if (r.throughput_estimation) {
+    const ThroughputEstimationSummary& e = *r.throughput_estimation;
+    j["throughput_estimation"] = {{"profiling_percentage", e.profiling_percentage},
+                                  {"num_reference_models", e.num_reference_models},
+                                  {"mean_absolute_error", e.mean_absolute_error},
+                                  {"matched_true_type_fraction", e.matched_true_type_fraction},
+                                  {"jobs_matched", e.jobs_matched},
+                                  {"jobs_matched_true_type", e.jobs_matched_true_type},
+                                  {"fallbacks", e.fallbacks},
+                                  {"estimated_entries", e.estimated_entries},
+                                  {"pairs_measured", e.pairs_measured}};
+  } else {
+    j["throughput_estimation"] = nullptr;
+  }
   return j.dump(2) + "\n";
 }
 

@@ -99,6 +99,27 @@ struct SimulationOptions {
   std::function<void(const Progress&)> progress;
   // Width of the utilisation-over-time buckets (SimulationResult::utilization_timeline).
   Seconds timeline_bucket{3600.0};
+  // Throughput estimation (docs/estimator.md): with a packing policy, a profiling percentage
+  // P < 1 or fewer reference models K than the 26 job types makes the scheduler see estimated
+  // co-located throughputs, replaced by the table's as pairs run. P in [0, 1], K in [1, 26].
+  double profiling_percentage = 1.0;
+  int num_reference_models = 26;
+};
+
+// How well the estimator did (SimulationResult::throughput_estimation).
+struct ThroughputEstimationSummary {
+  double profiling_percentage = 1.0;
+  int num_reference_models = 26;
+  std::size_t jobs_matched = 0;
+  std::size_t jobs_matched_true_type = 0;  // matched to their own type
+  double matched_true_type_fraction = 0.0;
+  std::size_t fallbacks = 0;  // compat: random choices; default: nothing profiled
+  // Mean |estimated − table| of the normalised co-located throughput (relative to alone), over
+  // both members of every pair the scheduler created, on every GPU type of the cluster where
+  // the member can run alone, as estimated when the pair was created.
+  double mean_absolute_error = 0.0;
+  std::int64_t estimated_entries = 0;
+  std::int64_t pairs_measured = 0;  // (pair, GPU type) combinations that ran and were measured
 };
 
 struct JobResult {
@@ -204,6 +225,7 @@ struct SimulationResult {
   double timeline_bucket_seconds = 0.0;
   std::vector<double> utilization_timeline;
 
+  std::optional<ThroughputEstimationSummary> throughput_estimation;  // when estimating
   std::vector<JobResult> jobs;  // every admitted job, by id
 };
 
