@@ -40,7 +40,8 @@ class AgentServer::Service final : public wire::WorkerAgent::Service {
       const auto it = metadata.find(
           grpc::string_ref(rpc::kAuthorizationKey.data(), rpc::kAuthorizationKey.size()));
       if (it == metadata.end() ||
-          std::string(it->second.data(), it->second.size()) != rpc::BearerValue(token_)) {
+          !rpc::SecretsEqual(std::string_view(it->second.data(), it->second.size()),
+                             rpc::BearerValue(token_))) {
         return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                             "missing or wrong token for this agent");
       }
@@ -82,29 +83,33 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(AgentServerOptions optio
   Result<rpc::HostPort> parsed_listen = rpc::ParseAddress(options.listen);
   if (!parsed_listen.ok()) return parsed_listen.status().WithContext("--listen");
   const rpc::HostPort listen = *parsed_listen;
-  server->service_ = std::make_unique<Service>(&server->ready_agent_, options.agent.token);
+  // The scheduler calls us with a secret of our own making, never with a token of its file.
+  if (options.agent.callback_token.empty()) options.agent.callback_token = rpc::NewSecret();
+  server->service_ =
+      std::make_unique<Service>(&server->ready_agent_, options.agent.callback_token);
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &bound_port);
   builder.RegisterService(server->service_.get());
+  rpc::ApplyServerLimits(&builder, options.limits);  // SO_REUSEPORT off among them
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || bound_port == 0) {
     return Status::IoError("--listen " + options.listen +
-                           ": cannot serve the WorkerAgent service there");
+                           ": cannot serve the WorkerAgent service there: the address is in use "
+                           "or is not an address of this host");
   }
   server->address_ = rpc::HostPort{listen.host, bound_port}.ToString();
 
   // ---- The iterator endpoint ----
   AgentServer* self = server.get();
-  const std::string token = options.agent.token;
   GAVEL_ASSIGN_OR_RETURN(
       server->http_server_,
       HttpServer::Start(
-          options.iterator_http, [self, token](const HttpRequest& request) -> HttpResponse {
+          options.iterator_http, [self](const HttpRequest& request) -> HttpResponse {
             Agent* agent = self->ready_agent_.load();
             if (agent == nullptr)
               return HttpResponse{503, "application/json", "{\"error\": \"agent is starting\"}"};
-            return MakeIteratorHandler(agent, token)(request);
+            return MakeIteratorHandler(agent)(request);
           }));
   server->iterator_url_ = server->http_server_->url();
 

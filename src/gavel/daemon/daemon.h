@@ -30,6 +30,7 @@
 #include "gavel/daemon/scheduler_core.h"
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
+#include "gavel/rpc/grpc_util.h"
 
 namespace gavel::daemon {
 
@@ -39,6 +40,7 @@ struct DaemonOptions {
   std::string token_file;                  // empty = no tokens (open, loopback use only)
   CoreOptions core;
   bool log_events = true;  // print the event log to stderr as it is committed
+  rpc::ServerLimits limits;  // connections (docs/runtime.md, "Connections")
 };
 
 // Runs closures against the core on one thread, with group commit (see the file comment).
