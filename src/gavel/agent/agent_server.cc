@@ -9,6 +9,7 @@
 #include "gavel/agent/scheduler_client.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/listener.h"
 #include "gavel/wire/worker.grpc.pb.h"
 
 namespace gavel::agent {
@@ -87,18 +88,18 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(AgentServerOptions optio
   if (options.agent.callback_token.empty()) options.agent.callback_token = rpc::NewSecret();
   server->service_ =
       std::make_unique<Service>(&server->ready_agent_, options.agent.callback_token);
+  // No listening port of gRPC's own: the GuardedListener accepts (rpc/listener.h).
   grpc::ServerBuilder builder;
-  int bound_port = 0;
-  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &bound_port);
   builder.RegisterService(server->service_.get());
-  rpc::ApplyServerLimits(&builder, options.limits);  // SO_REUSEPORT off among them
+  rpc::ApplyServerLimits(&builder, options.limits);
   server->grpc_server_ = builder.BuildAndStart();
-  if (server->grpc_server_ == nullptr || bound_port == 0) {
-    return Status::IoError("--listen " + options.listen +
-                           ": cannot serve the WorkerAgent service there: the address is in use "
-                           "or is not an address of this host");
-  }
-  server->address_ = rpc::HostPort{listen.host, bound_port}.ToString();
+  if (server->grpc_server_ == nullptr) return Status::Internal("cannot start the gRPC server");
+  Result<std::unique_ptr<rpc::GuardedListener>> listener = rpc::GuardedListener::Start(
+      listen, server->grpc_server_.get(),
+      rpc::ListenerOptions{options.limits.handshake_timeout, rpc::ListenerOptions().reserve});
+  if (!listener.ok()) return listener.status().WithContext("--listen");
+  server->listener_ = *std::move(listener);
+  server->address_ = rpc::HostPort{listen.host, server->listener_->port()}.ToString();
 
   // ---- The iterator endpoint ----
   AgentServer* self = server.get();
@@ -145,6 +146,7 @@ void AgentServer::Shutdown(Seconds flush_timeout) {
     stop_monitor_.store(true);
     if (monitor_.joinable()) monitor_.join();
     if (http_server_) http_server_->Stop();
+    if (listener_) listener_->Stop();
     if (grpc_server_)
       grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     ready_agent_.store(nullptr);
@@ -154,6 +156,7 @@ void AgentServer::Shutdown(Seconds flush_timeout) {
 AgentServer::~AgentServer() {
   Shutdown();
   http_server_.reset();
+  listener_.reset();
   grpc_server_.reset();
   service_.reset();
   agent_.reset();  // before the ports it borrows

@@ -25,6 +25,7 @@
 #include "gavel/agent/http_server.h"
 #include "gavel/agent/ports.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/listener.h"
 
 namespace grpc {
 class Server;
@@ -84,6 +85,7 @@ class AgentServer {
   std::unique_ptr<Agent> agent_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<rpc::GuardedListener> listener_;
   std::unique_ptr<HttpServer> http_server_;
   std::atomic<bool> stop_monitor_{false};
   std::thread monitor_;

@@ -7,6 +7,7 @@
 
 #include "gavel/daemon/sqlite_store.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/listener.h"
 #include "gavel/wire/scheduler.grpc.pb.h"
 #include "gavel/wire/worker.grpc.pb.h"
 
@@ -367,19 +368,21 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
       std::make_unique<SchedulerService>(daemon->loop_.get(), daemon->tokens_.get());
   daemon->worker_service_ = std::make_unique<WorkerService>(daemon->loop_.get(), daemon->tokens_.get());
 
+  // No listening port of gRPC's own: the GuardedListener accepts (see listener.h).
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &daemon->port_);
   builder.RegisterService(daemon->scheduler_service_.get());
   builder.RegisterService(daemon->worker_service_.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   rpc::ApplyServerLimits(&builder, options.limits);  // SO_REUSEPORT off among them
   daemon->server_ = builder.BuildAndStart();
-  if (!daemon->server_ || daemon->port_ == 0) {
-    return Status::IoError("--listen " + options.listen +
-                           ": cannot listen there: the address is in use (another gavel serve?) "
-                           "or is not an address of this host");
-  }
+  if (!daemon->server_) return Status::Internal("cannot start the gRPC server");
+  Result<std::unique_ptr<rpc::GuardedListener>> listener = rpc::GuardedListener::Start(
+      listen, daemon->server_.get(),
+      rpc::ListenerOptions{options.limits.handshake_timeout, rpc::ListenerOptions().reserve});
+  if (!listener.ok()) return listener.status().WithContext("--listen");
+  daemon->listener_ = *std::move(listener);
+  daemon->port_ = daemon->listener_->port();
   daemon->loop_->Start();
   return daemon;
 }
@@ -399,6 +402,7 @@ void Daemon::Shutdown() {
     shut_down_ = true;
   }
   cv_.notify_all();
+  if (listener_) listener_->Stop();  // no new connection reaches the server
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }

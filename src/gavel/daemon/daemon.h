@@ -31,6 +31,7 @@
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/listener.h"
 
 namespace gavel::daemon {
 
@@ -118,6 +119,7 @@ class Daemon {
   std::unique_ptr<SchedulerService> scheduler_service_;
   std::unique_ptr<WorkerService> worker_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::GuardedListener> listener_;  // after server_: destroyed first
   int port_ = 0;
   Mutex mutex_;
   std::condition_variable cv_;

@@ -770,19 +770,23 @@ TEST(RuntimeEndToEnd, AJobHoldsNoCredentialThatWorksAgainstOthers) {
 }
 
 // Issue 16: with its descriptors used up by idle connections, Debian's gRPC 1.51 stops
-// accepting for good (grpc/grpc#20418). `gavel serve` started with a soft limit of 128
-// descriptors (hard limit unchanged) raises it at start, so 600 idle connections leave it
-// serving: a normal call succeeds while they are open.
+// accepting for good (grpc/grpc#20418). `gavel serve` started with 128 descriptors — once
+// with a hard limit it can raise that to, once with none to spare (soft = hard = 128) — gets
+// 600 idle connections and must still answer a normal call: its own accept loop
+// (rpc::GuardedListener) sheds what it cannot hold and closes silent connections.
 TEST(RuntimeEndToEnd, IdleConnectionsBeyondTheInheritedDescriptorLimitLeaveItServing) {
-  Cluster cluster("flood");
   rlimit inherited{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &inherited), 0);
   if (inherited.rlim_max < 2048) GTEST_SKIP() << "hard descriptor limit too low to test";
+  for (const bool raisable : {true, false}) {
+  SCOPED_TRACE(raisable ? "hard limit unchanged" : "hard limit 128");
+  Cluster cluster(raisable ? "flood" : "flood-hard");
   const std::string out = cluster.dir() + "/serve.out";
   const pid_t pid = ::fork();
   if (pid == 0) {
     rlimit low = inherited;
     low.rlim_cur = 128;
+    if (!raisable) low.rlim_max = 128;
     ::setrlimit(RLIMIT_NOFILE, &low);
     const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(o, 1);
@@ -822,6 +826,7 @@ TEST(RuntimeEndToEnd, IdleConnectionsBeyondTheInheritedDescriptorLimitLeaveItSer
   for (int fd : idle) ::close(fd);
   ::kill(pid, SIGTERM);
   ::waitpid(pid, nullptr, 0);
+  }
 }
 
 // The issue's check: `gavel serve --entity-weights` under

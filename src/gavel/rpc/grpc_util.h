@@ -35,15 +35,14 @@ bool IsLoopbackHost(std::string_view host);
 // that reconnects quickly after the peer restarts.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 
-// Limits every gRPC server of the runtime (the daemon's and each agent's) applies, so that
-// connection floods and idle connections cannot stop it (issue 16; docs/runtime.md,
-// "Connections"). Debian's gRPC 1.51 stops accepting for good once accept() fails for lack of
-// file descriptors (grpc/grpc#20418), so the defence is to never get there: a raised
-// descriptor limit (RaiseDescriptorLimit), connections that never finish the HTTP/2
-// handshake dropped after `handshake_timeout`, idle ones after `max_connection_idle`, every
-// one recycled after `max_connection_age` (clients reconnect transparently), bounded handler
-// threads and streams per connection.
+// Limits every gRPC server of the runtime (the daemon's and each agent's) applies to the
+// connections its GuardedListener (listener.h) hands over (issue 16; docs/runtime.md,
+// "Connections"): idle ones get a GOAWAY after `max_connection_idle`, every one is recycled
+// after `max_connection_age` (clients reconnect transparently), handler threads and streams
+// per connection are bounded.
 struct ServerLimits {
+  // A connection whose client sends nothing for this long is closed (by the GuardedListener
+  // of listener.h, which accepts for the runtime's servers).
   Seconds handshake_timeout{10.0};
   Seconds max_connection_idle{300.0};
   Seconds max_connection_age{3600.0};
@@ -51,8 +50,8 @@ struct ServerLimits {
   int max_threads = 512;                   // handler threads (grpc::ResourceQuota)
   int max_concurrent_streams = 64;         // calls at once per connection
 };
-// Applies `limits` and turns SO_REUSEPORT off, so that a second server on the same address
-// fails to bind instead of silently sharing the port (gRPC enables it by default).
+// Applies `limits`, and turns SO_REUSEPORT off for any port gRPC itself would listen on
+// (gRPC enables it by default, which let a second server share the port).
 void ApplyServerLimits(grpc::ServerBuilder* builder, const ServerLimits& limits = {});
 // Raises this process's soft RLIMIT_NOFILE to its hard limit; returns the soft limit now in
 // force. Called once at start by `gavel serve` and `gavel worker`.
