@@ -59,7 +59,7 @@ void BM_RoundDecisionAndDispatch(benchmark::State& state) {
   auto created = SchedulerCore::Create(options, &store, &transport, &clock);
   GAVEL_CHECK(created.ok());
   std::unique_ptr<SchedulerCore> core = *std::move(created);
-  const rpc::Principal admin{"ops", true, ""};
+  const rpc::Principal admin{"ops", true, false};
   const char* types[] = {"v100", "p100", "k80"};
   for (int a = 0; a < agents; ++a) {
     wire::RegisterWorkerRequest r;
@@ -180,7 +180,7 @@ void BM_SubmitCommitEach(benchmark::State& state) {
   options.background_solves = false;
   auto core = SchedulerCore::Create(options, store->get(), &transport, &clock);
   GAVEL_CHECK(core.ok());
-  const rpc::Principal user{"alice", false, ""};
+  const rpc::Principal user{"alice", false, false};
   const wire::JobSpec spec = Spec(1000, "ResNet-18 (batch size 64)");
   for (auto _ : state) {
     GAVEL_CHECK((*core)->Submit(user, spec).ok());

@@ -48,7 +48,7 @@ struct Endpoint {
     options.log = [](const std::string&) {};
     agent = std::make_unique<Agent>(options, &scheduler, &launcher, &clock);
     agent->Tick();  // registers
-    handler = MakeIteratorHandler(agent.get(), "fuzz-token-123");
+    handler = MakeIteratorHandler(agent.get());
     HttpServerOptions server_options;
     server_options.idle_timeout = gavel::Seconds(2.0);
     auto started = HttpServer::Start(server_options, handler);

@@ -9,6 +9,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev libeigen3-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
+  # SHA-256 of tokens and the CSPRNG for the credentials the runtime issues (libcrypto).
+  libssl-dev
   python3
   # Tests only: ECOS itself (inside Debian's R package for it), the reference that
   # src/gavel/lp/ecos_lp_test.cc compares our ECOS-faithful LP solver against.

@@ -1,5 +1,7 @@
 #include "gavel/agent/agent.h"
 
+#include "gavel/rpc/auth.h"
+
 #include <signal.h>
 
 #include <algorithm>
@@ -25,6 +27,9 @@ struct Agent::Run {
   wire::Task task;                // the task as the scheduler last gave it
   std::uint64_t round_id = 0;     // round of the micro-task in progress (or last reported)
   std::uint64_t launched_as = 0;  // GAVEL_WORKER_ID of the process
+  // The process's own credential (its GAVEL_TOKEN): the iterator endpoint accepts calls about
+  // this run only with it, so no other process, job or user of the host can speak for it.
+  std::string key;
   std::unique_ptr<Process> process;
   std::string stderr_path;
 
@@ -201,6 +206,21 @@ Agent::Slot* Agent::FindSlotByWorker(std::uint64_t worker_id) {
     if (slot.worker_id && slot.worker_id->value() == worker_id) return &slot;
   }
   return nullptr;
+}
+
+Status Agent::CheckJobKey(std::uint64_t job_id, std::uint64_t worker_id,
+                         std::string_view key) const {
+  MutexLock lock(mu_);
+  for (const Slot& slot : slots_) {
+    if (slot.run && slot.run->task.job().job_id() == job_id && slot.run->launched_as == worker_id) {
+      if (rpc::SecretsEqual(slot.run->key, key)) return Status::Ok();
+      return Status::PermissionDenied("missing or wrong GAVEL_TOKEN for job " +
+                                      std::to_string(job_id) + " on worker " +
+                                      std::to_string(worker_id));
+    }
+  }
+  return Status::NotFound("this agent runs no job " + std::to_string(job_id) + " on worker " +
+                          std::to_string(worker_id));
 }
 
 Result<Agent::Slot*> Agent::FindRun(std::uint64_t job_id, std::uint64_t worker_id) {
@@ -664,7 +684,10 @@ void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id
     env["GAVEL_MASTER_PORT"] = std::to_string(job.master_port());
   }
   if (!job.job_type().empty()) env["GAVEL_JOB_TYPE"] = job.job_type();
-  if (!options_.token.empty()) env["GAVEL_TOKEN"] = options_.token;
+  // The job's only credential: good for its own iterator calls on this agent, nothing else
+  // (never the agent's token, which the scheduler would take from anyone).
+  const std::string key = rpc::NewSecret();
+  env["GAVEL_TOKEN"] = key;
   env["CUDA_VISIBLE_DEVICES"] = slot.device;
 
   LaunchSpec spec;
@@ -692,6 +715,7 @@ void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id
   run->task = task;
   run->round_id = round_id;
   run->launched_as = slot.worker_id->value();
+  run->key = key;
   run->process = std::move(process).value();
   run->stderr_path = spec.stderr_path;
   run->lease = task.lease();
@@ -774,6 +798,7 @@ void Agent::TalkToScheduler() {
       registration.set_gpu_type(options_.gpu_type);
       registration.set_num_gpus(static_cast<std::uint32_t>(options_.num_gpus));
       registration.set_address(options_.address);
+      registration.set_callback_token(options_.callback_token);
       for (const Slot& slot : slots_) {
         if (slot.run && slot.worker_id) *registration.add_running() = GpuStateOf(slot);
       }

@@ -39,6 +39,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -69,7 +70,13 @@ struct AgentOptions {
   std::string run_dir;          // working directory of jobs that name none (absolute)
   std::string address;          // where the WorkerAgent service listens, sent to the scheduler
   std::string iterator_url;     // GAVEL_AGENT_URL of the jobs
-  std::string token;            // given to jobs as GAVEL_TOKEN; empty = none
+  // The agent's credential for its calls to the scheduler (role `agent` in the scheduler's
+  // token file); empty = none. Never given to jobs: each job process gets a key of its own as
+  // GAVEL_TOKEN, good only for its own iterator calls (CheckJobKey).
+  std::string token;
+  // Sent at registration (RegisterWorkerRequest.callback_token): the credential the scheduler
+  // presents on its calls to this agent. AgentServer makes a fresh random one.
+  std::string callback_token;
   // The agent's own environment, inherited by jobs (GAVEL_* and CUDA_VISIBLE_DEVICES are
   // dropped from it and set per job), and the PATH that resolves a job's argv[0].
   std::vector<std::pair<std::string, std::string>> base_env;
@@ -145,6 +152,9 @@ class Agent {
   Status KillJob(const wire::KillJobRequest& request);
 
   // ---- From the job processes (iterator.proto) ----
+  // OK when `key` is the GAVEL_TOKEN this agent gave the process running `job_id` on
+  // `worker_id`; kPermissionDenied when it is not, kNotFound when no such process runs here.
+  Status CheckJobKey(std::uint64_t job_id, std::uint64_t worker_id, std::string_view key) const;
   // Errors: kNotFound when this agent runs no such job on that GPU.
   Result<wire::InitResponse> Init(const wire::InitRequest& request);
   Result<wire::ProgressResponse> Progress(const wire::ProgressRequest& request);

@@ -64,13 +64,19 @@ class AgentGrpcTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
+  // The callback token the agent registered with: what the scheduler presents to it.
+  std::string Callback() const {
+    const auto registrations = scheduler_->registrations();
+    return registrations.empty() ? std::string() : registrations[0].callback_token();
+  }
+  // `token` null = the agent's callback token.
   grpc::Status StartRound(std::uint64_t round, std::vector<wire::Task> tasks,
-                          const std::string& token = kToken) {
+                          const char* token = nullptr) {
     wire::StartRoundRequest request;
     request.set_round_id(round);
     for (auto& task : tasks) *request.add_tasks() = std::move(task);
     grpc::ClientContext context;
-    rpc::PrepareContext(&context, Seconds(5.0), token);
+    rpc::PrepareContext(&context, Seconds(5.0), token == nullptr ? Callback() : token);
     wire::StartRoundResponse response;
     return stub_->StartRound(&context, request, &response);
   }
@@ -104,8 +110,13 @@ TEST_F(AgentGrpcTest, RegistersRunsJobsAndReconnectsAfterASchedulerRestart) {
   EXPECT_THAT(registration.address(), ::testing::StartsWith("127.0.0.1:"));
   ASSERT_TRUE(Eventually([&] { return scheduler_->heartbeats() >= 2; }));
 
-  // The scheduler's calls need the agent's token.
+  // The scheduler's calls need the callback token the agent chose: a fresh secret, not the
+  // agent's own token (which the scheduler never keeps), and nothing else is accepted.
+  ASSERT_EQ(Callback().size(), 64u);
+  EXPECT_NE(Callback(), kToken);
   EXPECT_EQ(StartRound(1, {SleepTask(10, 4)}, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(StartRound(1, {SleepTask(10, 4)}, kToken).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(StartRound(1, {SleepTask(10, 4)}, "wrong-token-0000").error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
   const grpc::Status bad = StartRound(1, {SleepTask(77, 4)});
@@ -150,7 +161,7 @@ TEST_F(AgentGrpcTest, RegistersRunsJobsAndReconnectsAfterASchedulerRestart) {
   kill.set_job_id(4);
   kill.set_reason("cancelled");
   grpc::ClientContext context;
-  rpc::PrepareContext(&context, Seconds(5.0), kToken);
+  rpc::PrepareContext(&context, Seconds(5.0), Callback());
   wire::KillJobResponse response;
   ASSERT_TRUE(stub_->KillJob(&context, kill, &response).ok());
   ASSERT_TRUE(Eventually([&] { return scheduler_->reports().size() >= 2; }));

@@ -9,6 +9,7 @@
 #include "gavel/agent/scheduler_client.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/listener.h"
 #include "gavel/wire/worker.grpc.pb.h"
 
 namespace gavel::agent {
@@ -40,7 +41,8 @@ class AgentServer::Service final : public wire::WorkerAgent::Service {
       const auto it = metadata.find(
           grpc::string_ref(rpc::kAuthorizationKey.data(), rpc::kAuthorizationKey.size()));
       if (it == metadata.end() ||
-          std::string(it->second.data(), it->second.size()) != rpc::BearerValue(token_)) {
+          !rpc::SecretsEqual(std::string_view(it->second.data(), it->second.size()),
+                             rpc::BearerValue(token_))) {
         return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                             "missing or wrong token for this agent");
       }
@@ -82,29 +84,33 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(AgentServerOptions optio
   Result<rpc::HostPort> parsed_listen = rpc::ParseAddress(options.listen);
   if (!parsed_listen.ok()) return parsed_listen.status().WithContext("--listen");
   const rpc::HostPort listen = *parsed_listen;
-  server->service_ = std::make_unique<Service>(&server->ready_agent_, options.agent.token);
+  // The scheduler calls us with a secret of our own making, never with a token of its file.
+  if (options.agent.callback_token.empty()) options.agent.callback_token = rpc::NewSecret();
+  server->service_ =
+      std::make_unique<Service>(&server->ready_agent_, options.agent.callback_token);
+  // No listening port of gRPC's own: the GuardedListener accepts (rpc/listener.h).
   grpc::ServerBuilder builder;
-  int bound_port = 0;
-  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &bound_port);
   builder.RegisterService(server->service_.get());
+  rpc::ApplyServerLimits(&builder, options.limits);
   server->grpc_server_ = builder.BuildAndStart();
-  if (server->grpc_server_ == nullptr || bound_port == 0) {
-    return Status::IoError("--listen " + options.listen +
-                           ": cannot serve the WorkerAgent service there");
-  }
-  server->address_ = rpc::HostPort{listen.host, bound_port}.ToString();
+  if (server->grpc_server_ == nullptr) return Status::Internal("cannot start the gRPC server");
+  Result<std::unique_ptr<rpc::GuardedListener>> listener = rpc::GuardedListener::Start(
+      listen, server->grpc_server_.get(),
+      rpc::ListenerOptions{options.limits.handshake_timeout, rpc::ListenerOptions().reserve});
+  if (!listener.ok()) return listener.status().WithContext("--listen");
+  server->listener_ = *std::move(listener);
+  server->address_ = rpc::HostPort{listen.host, server->listener_->port()}.ToString();
 
   // ---- The iterator endpoint ----
   AgentServer* self = server.get();
-  const std::string token = options.agent.token;
   GAVEL_ASSIGN_OR_RETURN(
       server->http_server_,
       HttpServer::Start(
-          options.iterator_http, [self, token](const HttpRequest& request) -> HttpResponse {
+          options.iterator_http, [self](const HttpRequest& request) -> HttpResponse {
             Agent* agent = self->ready_agent_.load();
             if (agent == nullptr)
               return HttpResponse{503, "application/json", "{\"error\": \"agent is starting\"}"};
-            return MakeIteratorHandler(agent, token)(request);
+            return MakeIteratorHandler(agent)(request);
           }));
   server->iterator_url_ = server->http_server_->url();
 
@@ -140,6 +146,7 @@ void AgentServer::Shutdown(Seconds flush_timeout) {
     stop_monitor_.store(true);
     if (monitor_.joinable()) monitor_.join();
     if (http_server_) http_server_->Stop();
+    if (listener_) listener_->Stop();
     if (grpc_server_)
       grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     ready_agent_.store(nullptr);
@@ -149,6 +156,7 @@ void AgentServer::Shutdown(Seconds flush_timeout) {
 AgentServer::~AgentServer() {
   Shutdown();
   http_server_.reset();
+  listener_.reset();
   grpc_server_.reset();
   service_.reset();
   agent_.reset();  // before the ports it borrows

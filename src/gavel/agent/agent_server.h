@@ -1,7 +1,7 @@
 // AgentServer: a running worker agent — the Agent core (agent.h) wired to the world:
 //   * the WorkerAgent gRPC service (StartRound, KillJob) on `listen` (loopback by default),
-//     refusing calls without the agent's token when it has one (the scheduler calls an agent
-//     with the token that agent registered with);
+//     refusing calls without the agent's callback token (a fresh random secret unless the
+//     options give one, sent to the scheduler at registration: the scheduler presents it);
 //   * the iterator endpoint (iterator_endpoint.h) on an HTTP port on loopback;
 //   * the monitor thread that runs Agent::Tick every tick_interval, or at once when an event
 //     needs it.
@@ -24,6 +24,8 @@
 #include "gavel/agent/agent.h"
 #include "gavel/agent/http_server.h"
 #include "gavel/agent/ports.h"
+#include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/listener.h"
 
 namespace grpc {
 class Server;
@@ -41,6 +43,7 @@ struct AgentServerOptions {
   HttpServerOptions iterator_http;  // loopback; port 0 = any free one
   Seconds tick_interval{0.05};
   Seconds rpc_timeout{5.0};  // deadline of each call to the scheduler
+  rpc::ServerLimits limits;  // of the WorkerAgent service (docs/runtime.md, "Connections")
 };
 
 class AgentServer {
@@ -82,6 +85,7 @@ class AgentServer {
   std::unique_ptr<Agent> agent_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<rpc::GuardedListener> listener_;
   std::unique_ptr<HttpServer> http_server_;
   std::atomic<bool> stop_monitor_{false};
   std::thread monitor_;

@@ -230,6 +230,8 @@ TEST_F(AgentTest, RetriesRegistrationWithExponentialBackoffWhileTheSchedulerIsDo
 }
 
 TEST_F(AgentTest, StartRoundLaunchesTheJobWithItsEnvironment) {
+  options_.token = "the-agents-own-token-123";  // must reach no job (issue 16)
+  options_.base_env.emplace_back("GAVEL_TOKEN", "inherited-admin-token");
   Agent& agent = Registered();
   ASSERT_TRUE(agent.StartRound(Round(4, {MakeTask(kGpu1, 7, 60.0, 120)})).ok());
   EXPECT_EQ(launcher_.num_launched(), 0u);  // processes start on the monitor thread (Tick)
@@ -257,7 +259,16 @@ TEST_F(AgentTest, StartRoundLaunchesTheJobWithItsEnvironment) {
   EXPECT_TRUE(fs::is_directory(options_.checkpoint_root + "/job-7"));
   EXPECT_EQ(launcher_.Env(0, "JOB_VAR"), "x");     // the job's own environment
   EXPECT_EQ(launcher_.Env(0, "HOME"), "/root");    // the agent's environment is inherited
-  EXPECT_EQ(launcher_.Env(0, "GAVEL_TOKEN"), "");  // no token configured
+  // The job's own key (64 hex digits), never the agent's token nor an inherited one.
+  const std::string key = launcher_.Env(0, "GAVEL_TOKEN");
+  EXPECT_EQ(key.size(), 64u);
+  for (const auto& [name, value] : process.spec.env) {
+    EXPECT_EQ(value.find(options_.token), std::string::npos) << name;
+    EXPECT_EQ(value.find("inherited-admin-token"), std::string::npos) << name;
+  }
+  EXPECT_TRUE(agent.CheckJobKey(7, kGpu1, key).ok());
+  EXPECT_EQ(agent.CheckJobKey(7, kGpu1, options_.token).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(agent.CheckJobKey(7, kGpu0, key).code(), StatusCode::kNotFound);
   // The log files start with a banner naming the launch.
   std::ifstream out(process.spec.stdout_path);
   std::string banner;

@@ -4,6 +4,9 @@
 
 #include <future>
 #include <memory>
+#include <optional>
+
+#include "gavel/rpc/auth.h"
 
 namespace gavel::agent {
 namespace {
@@ -49,6 +52,9 @@ HttpResponse FromStatus(const Status& status) {
       return Error(404, status.message());
     case StatusCode::kInvalidArgument:
       return Error(400, status.message());
+    case StatusCode::kPermissionDenied:
+      return Error(401, status.message() +
+                            " (send 'Authorization: Bearer <GAVEL_TOKEN>' of that process)");
     default:
       return Error(500, status.message());
   }
@@ -78,31 +84,43 @@ HttpResponse Print(const Message& message) {
 
 }  // namespace
 
-HttpHandler MakeIteratorHandler(Agent* agent, std::string token) {
-  return [agent, token = std::move(token)](const HttpRequest& request) -> HttpResponse {
+// Parses the body into `message`, then checks that the caller holds the key of the process
+// the message names (its GAVEL_TOKEN); nullopt = go ahead.
+template <class Message>
+std::optional<HttpResponse> ParseAndAdmit(const Agent& agent, const HttpRequest& request,
+                                          Message* message) {
+  if (Status s = Parse(request.body, message); !s.ok()) return FromStatus(s);
+  const std::string authorization = request.Header("authorization").value_or("");
+  if (Status s = agent.CheckJobKey(message->job_id(), message->worker_id(),
+                                   rpc::BearerToken(authorization));
+      !s.ok()) {
+    return FromStatus(s);
+  }
+  return std::nullopt;
+}
+
+HttpHandler MakeIteratorHandler(Agent* agent) {
+  return [agent](const HttpRequest& request) -> HttpResponse {
     constexpr std::string_view kPrefix = "/gavel.wire.Iterator/";
     if (request.target.rfind(kPrefix, 0) != 0)
       return Error(404, "unknown path '" + request.target + "'");
     if (request.method != "POST") return Error(405, "use POST");
-    if (!token.empty() && request.Header("authorization") != "Bearer " + token) {
-      return Error(401, "missing or wrong token (send 'Authorization: Bearer <GAVEL_TOKEN>')");
-    }
     const std::string method = request.target.substr(kPrefix.size());
     if (method == "Init") {
       wire::InitRequest message;
-      if (Status s = Parse(request.body, &message); !s.ok()) return FromStatus(s);
+      if (auto refused = ParseAndAdmit(*agent, request, &message)) return *refused;
       Result<wire::InitResponse> response = agent->Init(message);
       return response.ok() ? Print(*response) : FromStatus(response.status());
     }
     if (method == "Progress") {
       wire::ProgressRequest message;
-      if (Status s = Parse(request.body, &message); !s.ok()) return FromStatus(s);
+      if (auto refused = ParseAndAdmit(*agent, request, &message)) return *refused;
       Result<wire::ProgressResponse> response = agent->Progress(message);
       return response.ok() ? Print(*response) : FromStatus(response.status());
     }
     if (method == "Done") {
       wire::DoneRequest message;
-      if (Status s = Parse(request.body, &message); !s.ok()) return FromStatus(s);
+      if (auto refused = ParseAndAdmit(*agent, request, &message)) return *refused;
       auto promise = std::make_shared<std::promise<Result<wire::DoneResponse>>>();
       std::future<Result<wire::DoneResponse>> future = promise->get_future();
       agent->Done(message, [promise](Result<wire::DoneResponse> result) {

@@ -3,8 +3,9 @@
 // onto Agent::Init, Agent::Progress and Agent::Done, for an HttpServer (http_server.h).
 //
 // Errors follow iterator.proto: 400 for a body that is not the request message (the parser's
-// message names the field), 401 for a missing or wrong `Authorization: Bearer <token>` when
-// the agent has a token, 404 for an unknown method or a job this agent does not run, 405 for
+// message names the field), 401 when `Authorization: Bearer <key>` does not carry the key the
+// agent gave the named process as GAVEL_TOKEN (each process has its own, so no process can
+// speak for another job), 404 for an unknown method or a job this agent does not run, 405 for
 // anything but POST, 500 otherwise; the body is {"error": "<message>"}. Responses print every
 // field, zeros included, so that clients never have to know proto3's defaults.
 //
@@ -20,7 +21,7 @@
 
 namespace gavel::agent {
 
-// `agent` is borrowed and must outlive every call of the handler. Empty `token` = no check.
-HttpHandler MakeIteratorHandler(Agent* agent, std::string token);
+// `agent` is borrowed and must outlive every call of the handler.
+HttpHandler MakeIteratorHandler(Agent* agent);
 
 }  // namespace gavel::agent

@@ -56,8 +56,12 @@ class IteratorEndpointTest : public ::testing::Test {
     agent_.reset();
     fs::remove_all(dir_);
   }
-  int Serve(const std::string& token = "") {
-    auto server = HttpServer::Start({}, MakeIteratorHandler(agent_.get(), token));
+  // The header that carries the key the agent gave the i-th launched process.
+  std::string KeyOf(std::size_t i = 0) const {
+    return "Authorization: Bearer " + launcher_.Env(i, "GAVEL_TOKEN") + "\r\n";
+  }
+  int Serve() {
+    auto server = HttpServer::Start({}, MakeIteratorHandler(agent_.get()));
     EXPECT_TRUE(server.ok());
     server_ = std::move(server).value();
     return server_->port();
@@ -74,7 +78,8 @@ class IteratorEndpointTest : public ::testing::Test {
 TEST_F(IteratorEndpointTest, InitAnswersWithTheLeaseInProto3Json) {
   const int port = Serve();
   const std::string response = Post(port, "/gavel.wire.Iterator/Init",
-                                    R"({"jobId": "3", "workerId": 10, "restoredSteps": 20})");
+                                    R"({"jobId": "3", "workerId": 10, "restoredSteps": 20})",
+                                    KeyOf());
   EXPECT_THAT(response, StartsWith("HTTP/1.1 200"));
   const std::string body = BodyOf(response);
   // 64-bit integers are strings in proto3 JSON; every field is printed, zeros included.
@@ -102,31 +107,55 @@ TEST_F(IteratorEndpointTest, ErrorsFollowTheContract) {
   EXPECT_THAT(testing::RawExchange(port, "GET /gavel.wire.Iterator/Init HTTP/1.0\r\n\r\n"),
               StartsWith("HTTP/1.1 405"));
   // Unknown fields are ignored (a newer client).
-  EXPECT_THAT(
-      Post(port, "/gavel.wire.Iterator/Init", R"({"jobId": 3, "workerId": 10, "futureField": 1})"),
-      StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(Post(port, "/gavel.wire.Iterator/Init",
+                   R"({"jobId": 3, "workerId": 10, "futureField": 1})", KeyOf()),
+              StartsWith("HTTP/1.1 200"));
 }
 
-TEST_F(IteratorEndpointTest, TokenIsRequiredWhenTheAgentHasOne) {
-  const int port = Serve("s3cret-token");
-  const std::string body = R"({"jobId": 3, "workerId": 10})";
-  EXPECT_THAT(Post(port, "/gavel.wire.Iterator/Init", body), StartsWith("HTTP/1.1 401"));
-  EXPECT_THAT(Post(port, "/gavel.wire.Iterator/Init", body, "Authorization: Bearer wrong\r\n"),
-              StartsWith("HTTP/1.1 401"));
-  EXPECT_THAT(
-      Post(port, "/gavel.wire.Iterator/Init", body, "Authorization: Bearer s3cret-token\r\n"),
-      StartsWith("HTTP/1.1 200"));
+// Issue 16: a process holds a key for itself only. Without it, with a wrong one, with the
+// agent's own token, or with another job's key, every method is refused (401) and nothing
+// changes; the key of the process named in the request is accepted.
+TEST_F(IteratorEndpointTest, EachProcessHoldsAKeyForItselfOnly) {
+  const int port = Serve();
+  // A second job on a second agent-run: job 3 on worker 10 is launched first (SetUp); the
+  // agent's options carry no token, so GAVEL_TOKEN can only be the per-process key.
+  const std::string key = launcher_.Env(0, "GAVEL_TOKEN");
+  ASSERT_EQ(key.size(), 64u);
+  const std::string body = R"({"jobId": 3, "workerId": 10, "restoredSteps": 7})";
+  for (const std::string& header :
+       {std::string(), std::string("Authorization: Bearer wrong\r\n"),
+        std::string("Authorization: Bearer " + key.substr(0, 63) + "0\r\n"),
+        std::string("Authorization: bearer " + key + "\r\n")}) {
+    for (const char* method : {"Init", "Progress", "Done"}) {
+      EXPECT_THAT(Post(port, std::string("/gavel.wire.Iterator/") + method, body, header),
+                  StartsWith("HTTP/1.1 401"))
+          << method << " with '" << header << "'";
+    }
+  }
+  EXPECT_EQ(agent_->Snapshot().gpus[0].checkpointed_steps, 0u);  // nothing was applied
+  EXPECT_THAT(Post(port, "/gavel.wire.Iterator/Init", body, KeyOf()), StartsWith("HTTP/1.1 200"));
+  EXPECT_EQ(agent_->Snapshot().gpus[0].checkpointed_steps, 7u);
+
+  // The next process of the same job (a relaunch) gets a new key; the old one is worthless.
+  launcher_.Exit(0, 1);
+  agent_->Tick();
+  ASSERT_TRUE(agent_->StartRound(Round(2)).ok());
+  agent_->Tick();
+  ASSERT_EQ(launcher_.num_launched(), 2u);
+  EXPECT_NE(launcher_.Env(1, "GAVEL_TOKEN"), key);
+  EXPECT_THAT(Post(port, "/gavel.wire.Iterator/Init", body, KeyOf(0)), StartsWith("HTTP/1.1 401"));
+  EXPECT_THAT(Post(port, "/gavel.wire.Iterator/Init", body, KeyOf(1)), StartsWith("HTTP/1.1 200"));
 }
 
 TEST_F(IteratorEndpointTest, DoneIsHeldUntilTheNextRoundDecides) {
   const int port = Serve();
-  ASSERT_THAT(Post(port, "/gavel.wire.Iterator/Init", R"({"jobId": 3, "workerId": 10})"),
+  ASSERT_THAT(Post(port, "/gavel.wire.Iterator/Init", R"({"jobId": 3, "workerId": 10})", KeyOf()),
               StartsWith("HTTP/1.1 200"));
-  auto done = std::async(std::launch::async, [port] {
+  auto done = std::async(std::launch::async, [port, key = KeyOf()] {
     return Post(
         port, "/gavel.wire.Iterator/Done",
         R"({"jobId": 3, "workerId": 10, "roundId": 1, "reason": "LEASE_REACHED", )"
-                R"("checkpointedSteps": 120})");
+                R"("checkpointedSteps": 120})", key);
   });
   // The agent reports the micro-task while the call is held.
   for (int i = 0; i < 200 && scheduler_.reports().empty(); ++i) {

@@ -300,14 +300,34 @@ void PrintJobsTable(const wire::ListJobsResponse& jobs, std::int64_t now_ms, std
 
 Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
                bool active_only, const std::string& output, std::ostream& out) {
+  return RunJobs(client, ids, active_only, JobsPaging{}, output, out);
+}
+
+Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
+               bool active_only, const JobsPaging& paging, const std::string& output,
+               std::ostream& out) {
   GAVEL_ASSIGN_OR_RETURN(Connection c, Connect(client));
-  grpc::ClientContext context;
-  c.Prepare(&context);
   wire::ListJobsRequest request;
   for (std::uint64_t id : ids) request.add_job_ids(id);
   request.set_active_only(active_only);
+  request.set_limit(paging.limit.value_or(0));
+  request.set_page_token(paging.page_token);
+  // Each response is one bounded page; without --limit the pages are gathered here.
   wire::ListJobsResponse response;
-  GAVEL_RETURN_IF_ERROR(rpc::FromGrpc(c.stub->ListJobs(&context, request, &response), "jobs"));
+  while (true) {
+    grpc::ClientContext context;
+    c.Prepare(&context);
+    wire::ListJobsResponse page;
+    GAVEL_RETURN_IF_ERROR(rpc::FromGrpc(c.stub->ListJobs(&context, request, &page), "jobs"));
+    for (wire::JobInfo& job : *page.mutable_jobs()) *response.add_jobs() = std::move(job);
+    if (page.next_page_token().empty()) break;
+    if (paging.limit) {
+      std::cerr << "gavel jobs: more jobs follow: --page-token " << page.next_page_token()
+                << "\n";
+      break;
+    }
+    request.set_page_token(page.next_page_token());
+  }
   if (output == "json") {
     out << JobsJson(response) << "\n";
   } else {
@@ -478,6 +498,12 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions* o) {
       ->check(CLI::IsMember({"table", "json"}));
   o->jobs_cmd->add_flag("--active", o->active_only, "Only queued and running jobs");
   o->jobs_cmd->add_option("job_ids", o->job_ids, "Only these jobs");
+  o->jobs_cmd
+      ->add_option("--limit", o->paging.limit,
+                   "One page of at most N jobs (1..1000); the next page's token goes to stderr")
+      ->check(BoundedInteger(1, 1000));
+  o->jobs_cmd->add_option("--page-token", o->paging.page_token,
+                          "Start after the page that printed this token");
 
   o->cancel_cmd = app.add_subcommand("cancel", "Cancel jobs (your own, or any as an admin)");
   common(o->cancel_cmd);
@@ -502,7 +528,7 @@ std::optional<int> RunClientCommands(const ClientCommandOptions& o) {
     status = RunSubmit(o.client, o.submit, std::cout);
   } else if (o.jobs_cmd && o.jobs_cmd->parsed()) {
     name = "jobs";
-    status = RunJobs(o.client, o.job_ids, o.active_only, o.output, std::cout);
+    status = RunJobs(o.client, o.job_ids, o.active_only, o.paging, o.output, std::cout);
   } else if (o.cancel_cmd && o.cancel_cmd->parsed()) {
     name = "cancel";
     status = RunCancel(o.client, o.job_ids, std::cout);

@@ -49,12 +49,21 @@ struct SubmitOptions {
   std::vector<std::string> command;
 };
 
+// `gavel jobs --limit N --page-token T`: one page of at most N jobs after T (the token the
+// previous page printed); without --limit every page is fetched, one bounded response at a
+// time (scheduler.proto, ListJobsRequest).
+struct JobsPaging {
+  std::optional<std::uint32_t> limit;
+  std::string page_token;
+};
+
 struct ClientCommandOptions {
   ClientOptions client;
   SubmitOptions submit;
   std::string output = "table";
   bool active_only = false;
   std::vector<std::uint64_t> job_ids;
+  JobsPaging paging;
   CLI::App* submit_cmd = nullptr;
   CLI::App* jobs_cmd = nullptr;
   CLI::App* cancel_cmd = nullptr;
@@ -72,6 +81,9 @@ Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& options);
 Status RunSubmit(const ClientOptions& client, const SubmitOptions& options, std::ostream& out);
 Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
                bool active_only, const std::string& output, std::ostream& out);
+Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
+               bool active_only, const JobsPaging& paging, const std::string& output,
+               std::ostream& out);
 Status RunCancel(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
                  std::ostream& out);
 Status RunWorkers(const ClientOptions& client, const std::string& output, std::ostream& out);

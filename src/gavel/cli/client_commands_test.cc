@@ -1,6 +1,7 @@
 // The client commands' parsing and rendering, without a scheduler: command lines as a user
 // types them, job files, and the `gavel jobs` table fed with hostile names.
 #include "gavel/cli/client_commands.h"
+#include "gavel/cli/serve_command.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -64,6 +65,46 @@ TEST(SubmitCommandLineTest, NumbersOutsideTheirBoundsAreRefusedNamingTheFlag) {
     args.insert(args.end(), flags.begin(), flags.end());
     args.insert(args.end(), {"--", "true"});
     EXPECT_THAT(Parse(&o, args), HasSubstr(named)) << flags[1];
+  }
+}
+
+// Issue 16's smaller defects on `gavel serve`: `--seed -1` wrapped to 2^64-1,
+// `--round-seconds 1e-9` and `--expected-gpus -3` were accepted.
+TEST(ServeCommandLineTest, NumbersOutsideTheirBoundsAreRefusedNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--seed", "-1"}, "--seed: `-1` is not an integer in [0, 4294967295]"},
+      {{"--round-seconds", "1e-9"}, "--round-seconds: `1e-9` is outside [0.001, 86400] s"},
+      {{"--expected-gpus", "-3"}, "--expected-gpus: `-3` is not an integer in [0, 1000000]"},
+  };
+  for (const auto& [flags, named] : cases) {
+    CLI::App app("gavel");
+    ServeOptions o;
+    AddServeCommand(app, &o);
+    std::vector<std::string> args = {"gavel", "serve", "--state", "/nonexistent"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<const char*> argv;
+    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    std::string error;
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+      error = e.what();
+    }
+    EXPECT_THAT(error, HasSubstr(named)) << flags[0];
+  }
+}
+
+TEST(JobsCommandLineTest, PagesAreBoundedOnTheCommandLine) {
+  ClientCommandOptions o;
+  ASSERT_EQ(Parse(&o, {"jobs", "--limit", "25", "--page-token", "117"}), "");
+  EXPECT_EQ(o.paging.limit, 25u);
+  EXPECT_EQ(o.paging.page_token, "117");
+  ClientCommandOptions none;
+  ASSERT_EQ(Parse(&none, {"jobs"}), "");
+  EXPECT_FALSE(none.paging.limit.has_value());  // every page, fetched one at a time
+  for (const char* bad : {"0", "1001", "-1"}) {
+    ClientCommandOptions refused;
+    EXPECT_THAT(Parse(&refused, {"jobs", "--limit", bad}), HasSubstr("--limit")) << bad;
   }
 }
 

@@ -37,7 +37,8 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_option("--round-seconds", o->round_seconds, "Round length in seconds (default 360)")
       ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--token-file", o->token_file,
-                  "Tokens, one `<token> <user> [admin]` per line; without it anyone may call");
+                  "Tokens, one `<token> <user> [admin|agent]` per line; without it anyone may "
+                  "call");
   cmd->add_option("--throughputs", o->throughputs_file,
                   "Throughput table (default: the shipped simulation table)");
   cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
@@ -151,6 +152,8 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Idle connections must never exhaust descriptors (docs/runtime.md, "Connections").
+  (void)rpc::RaiseDescriptorLimit();
   GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<daemon::Daemon> daemon,
                          daemon::Daemon::Start(std::move(options)));
   out << "listening on " << daemon->address() << std::endl;

@@ -86,7 +86,8 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerOptions* options) {
                   "Directory for the agent id, job logs and checkpoints")
       ->required();
   cmd->add_option("--token-file", options->token_file,
-                  "File whose first field is this agent's (admin) token");
+                  "File whose first field is this agent's token (role `agent` in the "
+                  "scheduler's token file; never a user's)");
   cmd->add_option("--heartbeat-seconds", options->heartbeat_seconds,
                   "Heartbeat interval (default: the scheduler's)")
       ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
@@ -191,6 +192,7 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   ::signal(SIGPIPE, SIG_IGN);
 
   // ---- Run ----
+  (void)rpc::RaiseDescriptorLimit();  // docs/runtime.md, "Connections"
   Result<std::unique_ptr<agent::AgentServer>> started = agent::AgentServer::Start(server);
   if (!started.ok()) return started.status();
   std::unique_ptr<agent::AgentServer> running = std::move(started).value();
@@ -219,7 +221,8 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   running.reset();
   if (refused) {
     return Status::FailedPrecondition("the scheduler refused this agent (" + refused->message() +
-                                      "): registering GPUs needs an admin's token (--token-file)");
+                                      "): registering GPUs needs an agent token (role `agent` in the scheduler's "
+                                      "token file) or an admin's (--token-file)");
   }
   out << "gavel worker: stopped" << std::endl;
   return Status::Ok();

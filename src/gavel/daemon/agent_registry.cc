@@ -11,6 +11,8 @@ namespace gavel::daemon {
 namespace {
 
 constexpr std::uint32_t kMaxGpusPerAgent = 1024;
+// gRPC refuses metadata beyond 8 KiB: a longer callback token could never be presented.
+constexpr std::size_t kMaxCallbackTokenBytes = 4096;
 // The original's fixed type order (spec §3.5); other types follow in name order.
 const std::vector<std::string> kPreferredTypes = {"v100", "p100", "k80"};
 
@@ -65,7 +67,19 @@ Result<const Agent*> AgentRegistry::Register(const rpc::Principal& caller,
     return Status::InvalidArgument("address: " + Quoted(request.address()) +
                                    " is not host:port with a port in 1..65535");
   }
+  if (request.callback_token().size() > kMaxCallbackTokenBytes) {
+    return Status::InvalidArgument("callback_token: at most " +
+                                   std::to_string(kMaxCallbackTokenBytes) + " bytes");
+  }
   auto it = agents_.find(request.agent_id());
+  // An agent id belongs to the identity that first registered it: another agent taking it
+  // over would receive its rounds and could report for its GPUs. Admins may reassign it.
+  if (it != agents_.end() && !it->second.row.owner.empty() &&
+      it->second.row.owner != caller.user && !caller.admin) {
+    return Status::PermissionDenied("agent_id: " + Quoted(request.agent_id()) +
+                                    " was registered by another identity; only it or an admin "
+                                    "may register it again");
+  }
   bool changed = false;
   if (it == agents_.end()) {
     Agent agent;
@@ -95,7 +109,8 @@ Result<const Agent*> AgentRegistry::Register(const rpc::Principal& caller,
   if (!agent.row.alive) changed = true;
   agent.row.alive = true;
   agent.row.address = request.address();
-  agent.row.token = caller.token;
+  agent.row.token = request.callback_token();
+  agent.row.owner = caller.user;
   agent.last_heartbeat_ms = now;
   Dirty(agent);
   journal_->Log(now, changed ? "worker-register" : "worker-reattach", 0,
@@ -127,6 +142,14 @@ std::vector<std::string> AgentRegistry::DeclareSilentDead(std::int64_t now,
     dead.push_back(id);
   }
   return dead;
+}
+
+bool AgentRegistry::MaySpeakFor(const rpc::Principal& caller,
+                                const std::string& agent_id) const {
+  const auto it = agents_.find(agent_id);
+  // An empty owner is a row migrated from schema 1, dead until its agent registers again.
+  return it == agents_.end() || it->second.row.owner.empty() ||
+         it->second.row.owner == caller.user;
 }
 
 const Agent* AgentRegistry::Find(const std::string& agent_id) const {

@@ -1,5 +1,5 @@
 // AgentRegistry: the daemon's agents and their GPUs — who registered, under which worker ids,
-// at which address with which token, alive or dead (heartbeats), and each GPU's busy time.
+// at which address with which callback token, owned by which identity, alive or dead (heartbeats), and each GPU's busy time.
 //
 // Worker ids are the daemon's, durable, never reused: an agent that re-registers with another
 // GPU count or type gets fresh ids. Every change is staged in the Journal. The registry knows
@@ -44,13 +44,19 @@ class AgentRegistry {
   // Takes the stored agents back; each gets until now + heartbeat timeout to reattach.
   void Restore(std::vector<AgentRow> rows, std::uint64_t next_worker_id, std::int64_t now);
 
-  // Validates and records a registration (new agent, changed GPUs, or a reattach). Sets
-  // `*gpus_changed` when the live GPU set changed. Errors name the request's field.
+  // Validates and records a registration (new agent, changed GPUs, or a reattach) as owned by
+  // `caller` (whose role the daemon checked). Sets `*gpus_changed` when the live GPU set
+  // changed. Errors name the request's field; kPermissionDenied when the agent id is owned by
+  // another identity and `caller` is not an admin.
   Result<const Agent*> Register(const rpc::Principal& caller,
                                 const wire::RegisterWorkerRequest& request, std::int64_t now,
                                 bool* gpus_changed);
   // Records a heartbeat; false for an unknown or dead agent (it must register again).
   bool Heartbeat(const std::string& agent_id, std::int64_t now);
+  // Whether `caller` may speak for `agent_id` (Heartbeat, ReportDone): only the identity that
+  // registered it, admins included (a report forged for another agent's GPU would credit or
+  // fail its jobs). True for an unknown agent id (the calls answer "register first").
+  bool MaySpeakFor(const rpc::Principal& caller, const std::string& agent_id) const;
   // Marks agents silent for longer than `timeout_ms` dead; returns their ids.
   std::vector<std::string> DeclareSilentDead(std::int64_t now, std::int64_t timeout_ms);
 

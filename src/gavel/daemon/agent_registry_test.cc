@@ -8,7 +8,7 @@
 namespace gavel::daemon {
 namespace {
 
-const rpc::Principal kAdmin{"ops", true, "admin-token"};
+const rpc::Principal kAdmin{"ops", true, false};
 
 wire::RegisterWorkerRequest Request(const std::string& id, const std::string& type,
                                     std::uint32_t gpus) {
@@ -32,6 +32,44 @@ class RegistryTest : public ::testing::Test {
   Journal journal_;
   AgentRegistry registry_;
 };
+
+// Issue 16: an agent id belongs to the identity that registered it. Another agent may neither
+// take it over nor speak for it; the owner re-registers (a restart, a rotated token); an admin
+// may reassign it, after which only the admin speaks for it.
+TEST_F(RegistryTest, AnAgentIdBelongsToTheIdentityThatRegisteredIt) {
+  const rpc::Principal host1{"host1", false, true};
+  const rpc::Principal host2{"host2", false, true};
+  bool changed = false;
+  wire::RegisterWorkerRequest request = Request("a", "k80", 1);
+  request.set_callback_token("cb-1");
+  ASSERT_TRUE(registry_.Register(host1, request, 0, &changed).ok());
+  EXPECT_EQ(registry_.Find("a")->row.owner, "host1");
+  EXPECT_EQ(registry_.Find("a")->row.token, "cb-1");
+  EXPECT_EQ(registry_.Endpoint(*registry_.Find("a")).token, "cb-1");  // what calls it present
+
+  request.set_callback_token("cb-evil");
+  const auto taken = registry_.Register(host2, request, 1, &changed);
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(taken.status().message().find("agent_id"), std::string::npos);
+  EXPECT_EQ(registry_.Find("a")->row.token, "cb-1") << "a refused takeover changes nothing";
+  EXPECT_TRUE(registry_.MaySpeakFor(host1, "a"));
+  EXPECT_FALSE(registry_.MaySpeakFor(host2, "a"));
+  EXPECT_FALSE(registry_.MaySpeakFor(kAdmin, "a"));
+  EXPECT_TRUE(registry_.MaySpeakFor(host2, "unknown"));  // answered "register first"
+
+  request.set_callback_token("cb-2");
+  ASSERT_TRUE(registry_.Register(host1, request, 2, &changed).ok());
+  EXPECT_EQ(registry_.Find("a")->row.token, "cb-2");
+  ASSERT_TRUE(registry_.Register(kAdmin, request, 3, &changed).ok());
+  EXPECT_EQ(registry_.Find("a")->row.owner, "ops");
+  EXPECT_FALSE(registry_.MaySpeakFor(host1, "a"));
+  EXPECT_TRUE(registry_.MaySpeakFor(kAdmin, "a"));
+
+  request.set_callback_token(std::string(5000, 'x'));
+  EXPECT_EQ(registry_.Register(kAdmin, request, 4, &changed).status().code(),
+            StatusCode::kInvalidArgument);
+}
 
 TEST_F(RegistryTest, WorkerIdsAreNeverReusedAndAReattachChangesNothing) {
   bool changed = false;

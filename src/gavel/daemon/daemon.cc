@@ -7,6 +7,7 @@
 
 #include "gavel/daemon/sqlite_store.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/listener.h"
 #include "gavel/wire/scheduler.grpc.pb.h"
 #include "gavel/wire/worker.grpc.pb.h"
 
@@ -17,6 +18,32 @@ constexpr int kMaxMessageBytes = 64 * 1024 * 1024;
 
 grpc::Status PermissionDenied(const std::string& message) {
   return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message);
+}
+
+// Who may call what (docs/runtime.md, "Who may call what"). The Scheduler service is for
+// users and admins: an agent's token is refused there, so a stolen agent token cannot submit
+// or cancel. The WorkerToScheduler service is for agents and admins: a user's token is
+// refused there, so no user can register GPUs or speak for an agent.
+grpc::Status RefuseAgents(const rpc::Principal& caller, const char* call) {
+  if (!caller.agent) return grpc::Status::OK;
+  return PermissionDenied(std::string(call) + ": " + caller.user +
+                          " holds an agent token, which may only call the worker service "
+                          "(RegisterWorker, Heartbeat, ReportDone)");
+}
+
+grpc::Status RefuseUsers(const rpc::Principal& caller, const char* call) {
+  if (caller.agent || caller.admin) return grpc::Status::OK;
+  return PermissionDenied(std::string(call) + ": needs an agent token (role `agent` in the "
+                          "token file) or an admin's; " + caller.user + " is a user");
+}
+
+// Heartbeat and ReportDone speak for one agent: only the identity that registered it may.
+grpc::Status RefuseOthersAgent(const SchedulerCore& core, const rpc::Principal& caller,
+                               const std::string& agent_id, const char* call) {
+  if (core.agent_registry().MaySpeakFor(caller, agent_id)) return grpc::Status::OK;
+  return PermissionDenied(std::string(call) + ": agent " + agent_id +
+                          " was registered by another identity; " + caller.user +
+                          " may not speak for it");
 }
 
 }  // namespace
@@ -143,6 +170,7 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
                          wire::SubmitJobResponse* response) override {
     const auto user = rpc::Authenticate(*context, *tokens_);
     if (!user) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseAgents(*user, "SubmitJob"); !refused.ok()) return refused;
     if (!request->has_spec()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "spec: missing");
     }
@@ -156,7 +184,9 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
 
   grpc::Status ListJobs(grpc::ServerContext* context, const wire::ListJobsRequest* request,
                         wire::ListJobsResponse* response) override {
-    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    const auto caller = rpc::Authenticate(*context, *tokens_);
+    if (!caller) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseAgents(*caller, "ListJobs"); !refused.ok()) return refused;
     return loop_->Call([&](SchedulerCore& core) {
       Result<wire::ListJobsResponse> jobs = core.ListJobs(*request);
       if (!jobs.ok()) return rpc::ToGrpc(jobs.status());
@@ -169,6 +199,7 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
                          wire::CancelJobResponse* response) override {
     const auto user = rpc::Authenticate(*context, *tokens_);
     if (!user) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseAgents(*user, "CancelJob"); !refused.ok()) return refused;
     return loop_->Call([&](SchedulerCore& core) {
       if (core.CancelDenied(*user, request->job_id())) {
         return PermissionDenied("job " + std::to_string(request->job_id()) +
@@ -184,7 +215,9 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
 
   grpc::Status ListWorkers(grpc::ServerContext* context, const wire::ListWorkersRequest*,
                            wire::ListWorkersResponse* response) override {
-    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    const auto caller = rpc::Authenticate(*context, *tokens_);
+    if (!caller) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseAgents(*caller, "ListWorkers"); !refused.ok()) return refused;
     return loop_->Call([&](SchedulerCore& core) {
       *response = core.ListWorkers();
       return grpc::Status::OK;
@@ -193,7 +226,9 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
 
   grpc::Status GetStatus(grpc::ServerContext* context, const wire::GetStatusRequest*,
                          wire::GetStatusResponse* response) override {
-    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    const auto caller = rpc::Authenticate(*context, *tokens_);
+    if (!caller) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseAgents(*caller, "GetStatus"); !refused.ok()) return refused;
     return loop_->Call([&](SchedulerCore& core) {
       *response = core.GetStatus();
       return grpc::Status::OK;
@@ -214,9 +249,8 @@ class Daemon::WorkerService final : public wire::WorkerToScheduler::Service {
                               wire::RegisterWorkerResponse* response) override {
     const auto caller = rpc::Authenticate(*context, *tokens_);
     if (!caller) return rpc::Unauthenticated();
-    if (!caller->admin) {
-      return PermissionDenied("registering workers needs an admin token (user " + caller->user +
-                              " is not an admin)");
+    if (grpc::Status refused = RefuseUsers(*caller, "RegisterWorker"); !refused.ok()) {
+      return refused;
     }
     return loop_->Call([&](SchedulerCore& core) {
       Result<wire::RegisterWorkerResponse> registered = core.RegisterWorker(*caller, *request);
@@ -228,8 +262,15 @@ class Daemon::WorkerService final : public wire::WorkerToScheduler::Service {
 
   grpc::Status Heartbeat(grpc::ServerContext* context, const wire::HeartbeatRequest* request,
                          wire::HeartbeatResponse* response) override {
-    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
+    const auto caller = rpc::Authenticate(*context, *tokens_);
+    if (!caller) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseUsers(*caller, "Heartbeat"); !refused.ok()) return refused;
     return loop_->Call([&](SchedulerCore& core) {
+      if (grpc::Status refused =
+              RefuseOthersAgent(core, *caller, request->agent_id(), "Heartbeat");
+          !refused.ok()) {
+        return refused;
+      }
       *response = core.Heartbeat(*request);
       return grpc::Status::OK;
     });
@@ -237,9 +278,17 @@ class Daemon::WorkerService final : public wire::WorkerToScheduler::Service {
 
   grpc::Status ReportDone(grpc::ServerContext* context, const wire::ReportDoneRequest* request,
                           wire::ReportDoneResponse*) override {
-    if (!rpc::Authenticate(*context, *tokens_)) return rpc::Unauthenticated();
-    return loop_->Call(
-        [&](SchedulerCore& core) { return rpc::ToGrpc(core.ReportDone(*request)); });
+    const auto caller = rpc::Authenticate(*context, *tokens_);
+    if (!caller) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseUsers(*caller, "ReportDone"); !refused.ok()) return refused;
+    return loop_->Call([&](SchedulerCore& core) {
+      if (grpc::Status refused =
+              RefuseOthersAgent(core, *caller, request->agent_id(), "ReportDone");
+          !refused.ok()) {
+        return refused;
+      }
+      return rpc::ToGrpc(core.ReportDone(*request));
+    });
   }
 
  private:
@@ -319,17 +368,21 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
       std::make_unique<SchedulerService>(daemon->loop_.get(), daemon->tokens_.get());
   daemon->worker_service_ = std::make_unique<WorkerService>(daemon->loop_.get(), daemon->tokens_.get());
 
+  // No listening port of gRPC's own: the GuardedListener accepts (see listener.h).
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &daemon->port_);
   builder.RegisterService(daemon->scheduler_service_.get());
   builder.RegisterService(daemon->worker_service_.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  rpc::ApplyServerLimits(&builder, options.limits);  // SO_REUSEPORT off among them
   daemon->server_ = builder.BuildAndStart();
-  if (!daemon->server_ || daemon->port_ == 0) {
-    return Status::IoError("cannot listen on " + options.listen +
-                           " (address in use, or not an address of this host)");
-  }
+  if (!daemon->server_) return Status::Internal("cannot start the gRPC server");
+  Result<std::unique_ptr<rpc::GuardedListener>> listener = rpc::GuardedListener::Start(
+      listen, daemon->server_.get(),
+      rpc::ListenerOptions{options.limits.handshake_timeout, rpc::ListenerOptions().reserve});
+  if (!listener.ok()) return listener.status().WithContext("--listen");
+  daemon->listener_ = *std::move(listener);
+  daemon->port_ = daemon->listener_->port();
   daemon->loop_->Start();
   return daemon;
 }
@@ -349,6 +402,7 @@ void Daemon::Shutdown() {
     shut_down_ = true;
   }
   cv_.notify_all();
+  if (listener_) listener_->Stop();  // no new connection reaches the server
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }

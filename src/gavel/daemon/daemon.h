@@ -30,6 +30,8 @@
 #include "gavel/daemon/scheduler_core.h"
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
+#include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/listener.h"
 
 namespace gavel::daemon {
 
@@ -39,6 +41,7 @@ struct DaemonOptions {
   std::string token_file;                  // empty = no tokens (open, loopback use only)
   CoreOptions core;
   bool log_events = true;  // print the event log to stderr as it is committed
+  rpc::ServerLimits limits;  // connections (docs/runtime.md, "Connections")
 };
 
 // Runs closures against the core on one thread, with group commit (see the file comment).
@@ -116,6 +119,7 @@ class Daemon {
   std::unique_ptr<SchedulerService> scheduler_service_;
   std::unique_ptr<WorkerService> worker_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::GuardedListener> listener_;  // after server_: destroyed first
   int port_ = 0;
   Mutex mutex_;
   std::condition_variable cv_;

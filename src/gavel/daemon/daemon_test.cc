@@ -3,6 +3,12 @@
 // accepted lost, concurrent submissions each durable before their reply.
 #include "gavel/daemon/daemon.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -22,6 +28,8 @@ namespace {
 constexpr const char* kAlice = "alice-token-0001";
 constexpr const char* kBob = "bob-token-000002";
 constexpr const char* kAdmin = "admin-token-0003";
+constexpr const char* kHost1 = "agent-token-0004";  // role agent, identity host1
+constexpr const char* kHost2 = "agent-token-0005";  // role agent, identity host2
 
 class DaemonTest : public ::testing::Test {
  protected:
@@ -32,11 +40,14 @@ class DaemonTest : public ::testing::Test {
     std::ofstream(dir_ + "/tokens") << "# test tokens\n"
                                     << kAlice << " alice\n"
                                     << kBob << " bob\n"
-                                    << kAdmin << " ops admin\n";
+                                    << kAdmin << " ops admin\n"
+                                    << kHost1 << " host1 agent\n"
+                                    << kHost2 << " host2 agent\n";
     auto table = ThroughputTable::LoadFile(DefaultThroughputsFile());
     ASSERT_TRUE(table.ok());
     DaemonOptions options;
     options.listen = "127.0.0.1:0";
+    options.limits.handshake_timeout = Seconds(1.0);  // IdleConnectionsAreDroppedAndServed
     options.token_file = dir_ + "/tokens";
     options.log_events = false;
     options.core.throughputs = std::make_shared<const ThroughputTable>(*std::move(table));
@@ -48,6 +59,7 @@ class DaemonTest : public ::testing::Test {
                                 std::move(store));
     ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
     daemon_ = *std::move(daemon);
+    options_ = options;
     auto channel = rpc::MakeChannel(daemon_->address());
     scheduler_ = wire::Scheduler::NewStub(channel);
     workers_ = wire::WorkerToScheduler::NewStub(channel);
@@ -79,12 +91,19 @@ class DaemonTest : public ::testing::Test {
     if (id != nullptr) *id = response.job_id();
     return status;
   }
+  // Every job, page after page.
   wire::ListJobsResponse Jobs() {
-    grpc::ClientContext context;
-    Prepare(&context, kAlice);
-    wire::ListJobsResponse response;
-    EXPECT_TRUE(scheduler_->ListJobs(&context, wire::ListJobsRequest(), &response).ok());
-    return response;
+    wire::ListJobsRequest request;
+    wire::ListJobsResponse all;
+    while (true) {
+      grpc::ClientContext context;
+      Prepare(&context, kAlice);
+      wire::ListJobsResponse page;
+      EXPECT_TRUE(scheduler_->ListJobs(&context, request, &page).ok());
+      for (const wire::JobInfo& job : page.jobs()) *all.add_jobs() = job;
+      if (page.next_page_token().empty()) return all;
+      request.set_page_token(page.next_page_token());
+    }
   }
   grpc::Status Cancel(std::uint64_t id, const char* token) {
     grpc::ClientContext context;
@@ -94,11 +113,13 @@ class DaemonTest : public ::testing::Test {
     wire::CancelJobResponse response;
     return scheduler_->CancelJob(&context, request, &response);
   }
-  grpc::Status Register(const char* token, const std::string& type = "v100") {
+  grpc::Status Register(const char* token, const std::string& type = "v100",
+                        const std::string& agent_id = "agent-1") {
     grpc::ClientContext context;
     Prepare(&context, token);
     wire::RegisterWorkerRequest request;
-    request.set_agent_id("agent-1");
+    request.set_agent_id(agent_id);
+    request.set_callback_token("callback-of-" + agent_id);
     request.set_gpu_type(type);
     request.set_num_gpus(1);
     request.set_address("127.0.0.1:1");
@@ -106,7 +127,44 @@ class DaemonTest : public ::testing::Test {
     return workers_->RegisterWorker(&context, request, &response);
   }
 
+  grpc::Status Heartbeat(const char* token, const std::string& agent_id, bool* known = nullptr) {
+    grpc::ClientContext context;
+    Prepare(&context, token);
+    wire::HeartbeatRequest request;
+    request.set_agent_id(agent_id);
+    wire::HeartbeatResponse response;
+    grpc::Status status = workers_->Heartbeat(&context, request, &response);
+    if (known != nullptr) *known = response.known();
+    return status;
+  }
+  grpc::Status Report(const char* token, const wire::ReportDoneRequest& request) {
+    grpc::ClientContext context;
+    Prepare(&context, token);
+    wire::ReportDoneResponse response;
+    return workers_->ReportDone(&context, request, &response);
+  }
+  grpc::Status ListJobs(const char* token, const wire::ListJobsRequest& request,
+                        wire::ListJobsResponse* response) {
+    grpc::ClientContext context;
+    Prepare(&context, token);
+    return scheduler_->ListJobs(&context, request, response);
+  }
+  grpc::Status ListWorkers(const char* token) {
+    grpc::ClientContext context;
+    Prepare(&context, token);
+    wire::ListWorkersResponse response;
+    return scheduler_->ListWorkers(&context, wire::ListWorkersRequest(), &response);
+  }
+  grpc::Status GetStatus(const char* token, wire::GetStatusResponse* response = nullptr) {
+    grpc::ClientContext context;
+    Prepare(&context, token);
+    wire::GetStatusResponse ignored;
+    return scheduler_->GetStatus(&context, wire::GetStatusRequest(),
+                                 response != nullptr ? response : &ignored);
+  }
+
   std::string dir_;
+  DaemonOptions options_;
   MemoryStore* store_ = nullptr;
   std::unique_ptr<Daemon> daemon_;
   std::unique_ptr<wire::Scheduler::Stub> scheduler_;
@@ -141,6 +199,7 @@ TEST_F(DaemonTest, RequestsWithoutAValidTokenAreRefused) {
 
 TEST_F(DaemonTest, OnlyAdminsRegisterWorkersAndOnlyOwnersOrAdminsCancel) {
   EXPECT_EQ(Register(kAlice).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Register(kAlice, "v100", "agent-9").error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(Register(kAdmin).ok());
   std::uint64_t alices = 0;
   ASSERT_TRUE(Submit(Submission(100), kAlice, &alices).ok());
@@ -232,6 +291,189 @@ TEST_F(DaemonTest, ConcurrentSubmissionsAreEachDurableBeforeTheirReply) {
   for (const auto& list : ids) all.insert(list.begin(), list.end());
   EXPECT_EQ(all.size(), static_cast<std::size_t>(kThreads * kPerThread));
   EXPECT_EQ(Jobs().jobs_size(), kThreads * kPerThread);
+}
+
+// One row per RPC of docs/runtime.md's "Who may call what": a caller without the role is
+// refused with PERMISSION_DENIED and changes nothing; the caller with it succeeds.
+TEST_F(DaemonTest, EveryRpcRefusesCallersWithoutTheRole) {
+  constexpr auto kDenied = grpc::StatusCode::PERMISSION_DENIED;
+  // Scheduler service: users and admins, never an agent token.
+  for (const char* agent : {kHost1, kHost2}) {
+    EXPECT_EQ(Submit(Submission(10), agent).error_code(), kDenied);
+    wire::ListJobsResponse jobs;
+    EXPECT_EQ(ListJobs(agent, {}, &jobs).error_code(), kDenied);
+    EXPECT_EQ(ListWorkers(agent).error_code(), kDenied);
+    EXPECT_EQ(GetStatus(agent).error_code(), kDenied);
+  }
+  std::uint64_t alices = 0;
+  ASSERT_TRUE(Submit(Submission(100), kAlice, &alices).ok());
+  EXPECT_EQ(Cancel(alices, kHost1).error_code(), kDenied);
+  EXPECT_EQ(Cancel(alices, kBob).error_code(), kDenied);  // another user's job
+  EXPECT_TRUE(ListWorkers(kBob).ok());
+  EXPECT_TRUE(GetStatus(kBob).ok());
+
+  // WorkerToScheduler: agents and admins, never a user's token.
+  for (const char* user : {kAlice, kBob}) {
+    EXPECT_EQ(Register(user).error_code(), kDenied);
+  }
+  ASSERT_TRUE(Register(kHost1).ok());  // agent-1 now belongs to host1
+  EXPECT_EQ(Register(kHost2).error_code(), kDenied) << "host2 may not take agent-1 over";
+  ASSERT_TRUE(Register(kHost2, "v100", "agent-2").ok());
+
+  // Heartbeat and ReportDone: only the identity that registered the agent, admins included.
+  for (const char* other : {kAlice, kBob, kHost2, kAdmin}) {
+    EXPECT_EQ(Heartbeat(other, "agent-1").error_code(), kDenied) << other;
+  }
+  bool known = false;
+  ASSERT_TRUE(Heartbeat(kHost1, "agent-1", &known).ok());
+  EXPECT_TRUE(known);
+
+  // Alice's job runs on one of the GPUs; everyone but its agent forges its completion.
+  const wire::JobInfo running = Jobs().jobs(0);
+  ASSERT_EQ(running.state(), wire::RUNNING);
+  ASSERT_EQ(running.worker_ids_size(), 1);
+  const std::string owner_agent = running.worker_ids(0) == 0 ? "agent-1" : "agent-2";
+  const char* owner_token = owner_agent == "agent-1" ? kHost1 : kHost2;
+  wire::GetStatusResponse status;
+  ASSERT_TRUE(GetStatus(kAdmin, &status).ok());
+  wire::ReportDoneRequest forged;
+  forged.set_agent_id(owner_agent);
+  forged.set_worker_id(running.worker_ids(0));
+  forged.set_job_id(alices);
+  forged.set_round_id(status.round_id());
+  forged.set_outcome(wire::COMPLETED);
+  forged.set_checkpointed_steps(100);
+  forged.set_steps_trained(100);
+  for (const char* other : {kAlice, kBob, kAdmin, kHost1, kHost2}) {
+    if (other == owner_token) continue;
+    EXPECT_EQ(Report(other, forged).error_code(), kDenied) << other;
+  }
+  const wire::JobInfo after = Jobs().jobs(0);
+  EXPECT_EQ(after.state(), wire::RUNNING);
+  EXPECT_EQ(after.steps_done(), 0u);
+  // Its own agent is heard.
+  EXPECT_TRUE(Report(owner_token, forged).ok());
+  EXPECT_EQ(Jobs().jobs(0).steps_done(), 100u);
+}
+
+// The store keeps who registered an agent and the callback token the agent chose, never the
+// token the agent authenticated with.
+TEST_F(DaemonTest, NoTokenOfTheFileIsStored) {
+  ASSERT_TRUE(Register(kHost1).ok());
+  auto state = store_->Load();
+  ASSERT_TRUE(state.ok());
+  ASSERT_EQ(state->agents.size(), 1u);
+  EXPECT_EQ(state->agents[0].owner, "host1");
+  EXPECT_EQ(state->agents[0].token, "callback-of-agent-1");
+  for (const char* token : {kAlice, kBob, kAdmin, kHost1, kHost2}) {
+    EXPECT_EQ(state->agents[0].token.find(token), std::string::npos);
+  }
+}
+
+// Issue 16: ~70 jobs with 64 KB commands made `gavel jobs` exceed gRPC's 4 MB limit for
+// everyone. Listings are pages now: every page fits the client's default 4 MB limit (the
+// stub's channel keeps it), and walking the pages yields every job once, in id order.
+TEST_F(DaemonTest, ListingsArePagedSoNoneOutgrowsTheMessageLimit) {
+  wire::SubmitJobRequest big = Submission(10);
+  *big.mutable_spec()->mutable_command(1) = std::string(64 * 1024 - 16, 'x');
+  (*big.mutable_spec()->mutable_env())["BIG"] = std::string(60 * 1024, 'y');
+  std::vector<std::uint64_t> submitted;
+  for (int i = 0; i < 120; ++i) {  // ~15 MB of jobs
+    std::uint64_t id = 0;
+    ASSERT_TRUE(Submit(big, i % 2 ? kAlice : kBob, &id).ok());
+    submitted.push_back(id);
+  }
+  for (std::uint32_t limit : {0u, 7u, 1000u}) {
+    std::vector<std::uint64_t> seen;
+    wire::ListJobsRequest request;
+    request.set_limit(limit);
+    int pages = 0;
+    while (true) {
+      wire::ListJobsResponse page;
+      const grpc::Status status = ListJobs(kAlice, request, &page);
+      ASSERT_TRUE(status.ok()) << status.error_message();
+      ++pages;
+      EXPECT_LT(page.ByteSizeLong(), 2u << 20);
+      EXPECT_LE(page.jobs_size(), limit == 0 ? 100 : static_cast<int>(limit));
+      for (const wire::JobInfo& job : page.jobs()) seen.push_back(job.id());
+      if (page.next_page_token().empty()) break;
+      request.set_page_token(page.next_page_token());
+    }
+    EXPECT_EQ(seen, submitted) << "limit " << limit;
+    EXPECT_GT(pages, 1);
+  }
+  wire::ListJobsRequest small;
+  small.set_limit(3);
+  wire::ListJobsResponse three;
+  ASSERT_TRUE(ListJobs(kBob, small, &three).ok());
+  EXPECT_EQ(three.jobs_size(), 3);
+  EXPECT_EQ(three.next_page_token(), std::to_string(submitted[2]));
+
+  wire::ListJobsRequest too_many;
+  too_many.set_limit(1001);
+  wire::ListJobsResponse none;
+  const grpc::Status over = ListJobs(kBob, too_many, &none);
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(over.error_message().find("limit"), std::string::npos);
+  wire::ListJobsRequest forged;
+  forged.set_page_token("abc");
+  const grpc::Status bad = ListJobs(kBob, forged, &none);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("page_token"), std::string::npos);
+
+  wire::SubmitJobRequest huge_env = Submission(10);
+  (*huge_env.mutable_spec()->mutable_env())["X"] = std::string(65 * 1024, 'z');
+  const grpc::Status refused = Submit(huge_env, kAlice);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("spec.env"), std::string::npos);
+}
+
+// Issue 16: gRPC's default SO_REUSEPORT let a second daemon share the port.
+TEST_F(DaemonTest, ASecondDaemonOnTheSameAddressFailsAtStart) {
+  DaemonOptions second = options_;
+  second.listen = daemon_->address();
+  auto other = Daemon::Start(second, nullptr, std::make_unique<FakeAgentTransport>(),
+                             std::make_unique<MemoryStore>());
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find(daemon_->address()), std::string::npos);
+  EXPECT_NE(other.status().message().find("in use"), std::string::npos);
+  EXPECT_EQ(GetStatus(kAlice).error_code(), grpc::StatusCode::OK);  // the first still serves
+}
+
+// Idle TCP connections that never speak HTTP/2 are closed after the handshake timeout (1 s
+// here), and the daemon serves normal calls while they are open.
+TEST_F(DaemonTest, IdleConnectionsAreDroppedAndServed) {
+  auto address = rpc::ParseAddress(daemon_->address());
+  ASSERT_TRUE(address.ok());
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(address->port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    idle.push_back(fd);
+  }
+  EXPECT_TRUE(GetStatus(kAlice).ok());
+  std::uint64_t id = 0;
+  EXPECT_TRUE(Submit(Submission(5), kAlice, &id).ok());
+  // The server closes each idle connection (after its own SETTINGS frame): reads reach end of
+  // file or a reset, not the 5-s receive timeout.
+  int closed = 0;
+  for (int fd : idle) {
+    timeval wait{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    char buffer[256];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) ++closed;
+    ::close(fd);
+  }
+  EXPECT_EQ(closed, 300);
+  EXPECT_TRUE(GetStatus(kAlice).ok());
 }
 
 }  // namespace

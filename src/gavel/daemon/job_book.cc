@@ -1,5 +1,7 @@
 #include "gavel/daemon/job_book.h"
 
+#include <charconv>
+
 #include "gavel/core/bounds.h"
 
 #include <algorithm>
@@ -10,6 +12,7 @@ namespace gavel::daemon {
 namespace {
 
 constexpr std::size_t kMaxCommandBytes = 64 * 1024;
+constexpr std::size_t kMaxEnvBytes = 64 * 1024;
 constexpr std::uint32_t kMaxScaleFactor = 64;
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
@@ -128,6 +131,25 @@ double JobBook::Estimate(const Job& job, const std::string& gpu_type) const {
   return Prior(job, gpu_type);
 }
 
+Result<ListPage> ParseListPage(const wire::ListJobsRequest& request) {
+  ListPage page;
+  page.limit = request.limit() == 0 ? kDefaultListLimit : request.limit();
+  if (page.limit > kMaxListLimit) {
+    return Status::InvalidArgument("limit: at most " + std::to_string(kMaxListLimit) +
+                                   " jobs per page, got " + std::to_string(request.limit()));
+  }
+  const std::string& token = request.page_token();
+  if (!token.empty()) {
+    // The token is the last id of the previous page, in decimal.
+    const auto [end, error] =
+        std::from_chars(token.data(), token.data() + token.size(), page.after_id);
+    if (error != std::errc() || end != token.data() + token.size() || token.size() > 20) {
+      return Status::InvalidArgument("page_token: not the next_page_token of a previous page");
+    }
+  }
+  return page;
+}
+
 Status JobBook::Validate(const wire::JobSpec& spec) const {
   const ThroughputTable& table = *throughputs_;
   if (spec.command_size() == 0) {
@@ -192,12 +214,20 @@ Status JobBook::Validate(const wire::JobSpec& spec) const {
     return Status::InvalidArgument("spec.throughputs: every estimate is 0; the job could run "
                                    "nowhere");
   }
+  std::size_t env_bytes = 0;
   for (const auto& [key, value] : spec.env()) {
+    env_bytes += key.size() + value.size();
     if (key.empty() || key.find('=') != std::string::npos ||
         key.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
       return Status::InvalidArgument("spec.env[" + Quoted(key) +
                                      "]: names must be non-empty, without '=' or NUL");
     }
+  }
+  // Bounded like the command, so that one job's listing entry stays small (issue 16: a
+  // listing must not outgrow gRPC's message limit).
+  if (env_bytes > kMaxEnvBytes) {
+    return Status::InvalidArgument("spec.env: longer than " + std::to_string(kMaxEnvBytes) +
+                                   " bytes in all");
   }
   if (spec.name().size() > 256) return Status::InvalidArgument("spec.name: over 256 bytes");
   if (spec.entity().size() > 128) return Status::InvalidArgument("spec.entity: over 128 bytes");

@@ -39,6 +39,20 @@ struct Job {
   mutable std::map<std::string, double> used_estimate;
 };
 
+// One page of a listing (scheduler.proto, ListJobsRequest): jobs with ids above `after_id`
+// (ids start at 1), at most `limit` of them and, beyond the first, at most kListPageBytes.
+struct ListPage {
+  std::uint64_t after_id = 0;
+  std::uint32_t limit = 0;
+};
+inline constexpr std::uint32_t kDefaultListLimit = 100;
+inline constexpr std::uint32_t kMaxListLimit = 1000;
+// A page stops growing past 1 MiB: with every job's spec bounded (command and env 64 KiB
+// each) a page stays far below gRPC's 4 MiB default message limit.
+inline constexpr std::size_t kListPageBytes = 1 << 20;
+// Errors name the field: a limit above kMaxListLimit, a page token that is not one we issued.
+Result<ListPage> ParseListPage(const wire::ListJobsRequest& request);
+
 class JobBook {
  public:
   using Map = std::map<std::uint64_t, Job>;
@@ -74,6 +88,8 @@ class JobBook {
   Map::const_iterator end() const { return jobs_.end(); }
   Map::iterator find(std::uint64_t id) { return jobs_.find(id); }
   Map::const_iterator find(std::uint64_t id) const { return jobs_.find(id); }
+  Map::const_iterator upper_bound(std::uint64_t id) const { return jobs_.upper_bound(id); }
+  bool contains(std::uint64_t id) const { return jobs_.contains(id); }
   Job& at(std::uint64_t id) { return jobs_.at(id); }
   const Job& at(std::uint64_t id) const { return jobs_.at(id); }
 

@@ -8,7 +8,7 @@
 namespace gavel::daemon {
 namespace {
 
-const rpc::Principal kAlice{"alice", false, "t"};
+const rpc::Principal kAlice{"alice", false, false};
 
 wire::JobSpec Spec(const std::string& type) {
   wire::JobSpec spec;

@@ -295,19 +295,24 @@ Result<wire::JobInfo> SchedulerCore::Cancel(const rpc::Principal& user, std::uin
 }
 
 Result<wire::ListJobsResponse> SchedulerCore::ListJobs(const wire::ListJobsRequest& request) const {
+  GAVEL_ASSIGN_OR_RETURN(const ListPage page, ParseListPage(request));
   wire::ListJobsResponse response;
-  if (request.job_ids_size() > 0) {
-    for (std::uint64_t id : request.job_ids()) {
-      const auto it = jobs_.find(id);
-      if (it == jobs_.end()) return Status::NotFound("job_ids: no job " + std::to_string(id));
-      if (request.active_only() && !IsActive(it->second)) continue;
-      *response.add_jobs() = Info(it->second);
-    }
-    return response;
+  std::set<std::uint64_t> wanted(request.job_ids().begin(), request.job_ids().end());
+  for (std::uint64_t id : wanted) {
+    if (!jobs_.contains(id)) return Status::NotFound("job_ids: no job " + std::to_string(id));
   }
-  for (const auto& [id, job] : jobs_) {
+  std::size_t bytes = 0;
+  for (auto it = jobs_.upper_bound(page.after_id); it != jobs_.end(); ++it) {
+    const auto& [id, job] = *it;
+    if (!wanted.empty() && !wanted.contains(id)) continue;
     if (request.active_only() && !IsActive(job)) continue;
+    if (static_cast<std::uint32_t>(response.jobs_size()) == page.limit ||
+        (response.jobs_size() > 0 && bytes >= kListPageBytes)) {
+      response.set_next_page_token(std::to_string(response.jobs().rbegin()->id()));
+      break;
+    }
     *response.add_jobs() = Info(job);
+    bytes += response.jobs().rbegin()->ByteSizeLong();
   }
   return response;
 }

@@ -165,6 +165,8 @@ class SchedulerCore {
   Status Flush();
   bool HasPendingWrites() const { return !journal_.empty(); }
 
+  // The agents (the daemon's services check who may speak for which agent).
+  const AgentRegistry& agent_registry() const { return agents_; }
   CoreCounters counters() const;
   AllocationStats allocation_stats() const { return allocation_->stats(); }
   AllocationService& allocation_service() { return *allocation_; }

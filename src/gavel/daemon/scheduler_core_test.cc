@@ -16,9 +16,9 @@
 namespace gavel::daemon {
 namespace {
 
-const rpc::Principal kAlice{"alice", false, "alice-token"};
-const rpc::Principal kBob{"bob", false, "bob-token"};
-const rpc::Principal kAdmin{"ops", true, "admin-token"};
+const rpc::Principal kAlice{"alice", false, false};
+const rpc::Principal kBob{"bob", false, false};
+const rpc::Principal kAdmin{"ops", true, false};
 constexpr std::int64_t kRoundMs = 10'000;
 
 wire::JobSpec Spec(std::uint64_t steps, const std::string& type = "ResNet-18 (batch size 64)") {

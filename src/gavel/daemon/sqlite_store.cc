@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,7 +14,9 @@
 namespace gavel::daemon {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// Version 2 (issue 16): agents.owner added; agents.token holds the agent's callback token
+// instead of the token it registered with. Version 1 is migrated on open (MigrateFrom1).
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -30,7 +33,8 @@ CREATE TABLE IF NOT EXISTS job_gpu(
 CREATE TABLE IF NOT EXISTS agents(
   agent_id TEXT PRIMARY KEY, address TEXT NOT NULL, gpu_type TEXT NOT NULL,
   num_gpus INTEGER NOT NULL, first_worker_id INTEGER NOT NULL, registered_ms INTEGER NOT NULL,
-  token TEXT NOT NULL, alive INTEGER NOT NULL, busy_seconds TEXT NOT NULL);
+  token TEXT NOT NULL, alive INTEGER NOT NULL, busy_seconds TEXT NOT NULL,
+  owner TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS rounds(
   round_id INTEGER PRIMARY KEY, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
   open INTEGER NOT NULL);
@@ -152,17 +156,42 @@ Status SqliteStore::Exec(const char* sql) {
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& state_dir) {
   std::error_code ec;
+  const bool existed = std::filesystem::exists(state_dir, ec);
   std::filesystem::create_directories(state_dir, ec);
   if (ec) return Status::IoError("cannot create state directory " + state_dir + ": " + ec.message());
+  // The state is the operator's alone (issue 16): a directory we create is 0700, and the
+  // files in it are 0600 whatever the umask, also when an older gavel left them wider.
+  if (!existed && ::chmod(state_dir.c_str(), 0700) != 0) {
+    return Status::IoError("cannot chmod 700 " + state_dir + ": " + std::strerror(errno));
+  }
   const std::string lock_path = state_dir + "/LOCK";
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return Status::IoError("cannot open " + lock_path + ": " + std::strerror(errno));
+  (void)::fchmod(fd, 0600);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
     return Status::FailedPrecondition("state directory " + state_dir +
                                       " is in use by another gavel serve");
   }
   const std::string path = state_dir + "/state.db";
+  // SQLite creates its -wal and -shm files with the database file's mode, so creating the
+  // database 0600 first makes all three private.
+  for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
+    const bool main_file = file == path;
+    const int private_fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC | (main_file ? O_CREAT : 0), 0600);
+    if (private_fd < 0) {
+      if (!main_file && errno == ENOENT) continue;
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      return Status::IoError("cannot open state database " + file + ": " + reason);
+    }
+    const bool chmod_ok = ::fchmod(private_fd, 0600) == 0;
+    ::close(private_fd);
+    if (!chmod_ok) {
+      ::close(fd);
+      return Status::IoError("cannot chmod 600 " + file + ": " + std::strerror(errno));
+    }
+  }
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
       SQLITE_OK) {
@@ -183,7 +212,15 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& state_
     Stmt get(db, "SELECT value FROM meta WHERE key='schema_version'");
     if (get.Next()) {
       const std::string version = get.Text(0);
-      if (version != std::to_string(kSchemaVersion)) {
+      if (version == "1") {
+        // Version 1 kept each agent's registering token in plain text and no owner: erase the
+        // tokens and mark the agents dead, so that each registers again (with a callback
+        // token and under its own identity) on its next heartbeat.
+        created = store->Exec(
+            "ALTER TABLE agents ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
+            "UPDATE agents SET token='', alive=0;"
+            "UPDATE meta SET value='2' WHERE key='schema_version';");
+      } else if (version != std::to_string(kSchemaVersion)) {
         created = Status::FailedPrecondition("state database " + path + " has schema version " +
                                              version + "; this gavel reads version " +
                                              std::to_string(kSchemaVersion));
@@ -268,7 +305,7 @@ Result<StoredState> SqliteStore::Load() {
   {
     Stmt q(db_,
            "SELECT agent_id, address, gpu_type, num_gpus, first_worker_id, registered_ms, token, "
-           "alive, busy_seconds FROM agents ORDER BY first_worker_id");
+           "alive, busy_seconds, owner FROM agents ORDER BY first_worker_id");
     while (q.Next()) {
       AgentRow row;
       row.agent_id = q.Text(0);
@@ -283,6 +320,7 @@ Result<StoredState> SqliteStore::Load() {
       row.registered_ms = q.Int(5);
       row.token = q.Text(6);
       row.alive = q.Int(7) != 0;
+      row.owner = q.Text(9);
       GAVEL_ASSIGN_OR_RETURN(row.busy_seconds,
                              SplitDoubles(q.Text(8), where + ", field busy_seconds"));
       row.busy_seconds.resize(row.num_gpus, 0.0);
@@ -363,8 +401,8 @@ Status SqliteStore::Commit(const WriteBatch& batch) {
     if (!batch.agents.empty()) {
       Stmt agent(db_,
                  "INSERT OR REPLACE INTO agents(agent_id, address, gpu_type, num_gpus, "
-                 "first_worker_id, registered_ms, token, alive, busy_seconds) "
-                 "VALUES(?,?,?,?,?,?,?,?,?)");
+                 "first_worker_id, registered_ms, token, alive, busy_seconds, owner) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?)");
       for (const AgentRow& row : batch.agents) {
         GAVEL_RETURN_IF_ERROR(agent.Bind(1, row.agent_id)
                                   .Bind(2, row.address)
@@ -375,6 +413,7 @@ Status SqliteStore::Commit(const WriteBatch& batch) {
                                   .Bind(7, row.token)
                                   .Bind(8, static_cast<std::int64_t>(row.alive ? 1 : 0))
                                   .Bind(9, JoinDoubles(row.busy_seconds))
+                                  .Bind(10, row.owner)
                                   .Run("write agent"));
       }
     }

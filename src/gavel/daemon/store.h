@@ -66,7 +66,11 @@ struct AgentRow {
   std::uint32_t num_gpus = 0;
   std::uint64_t first_worker_id = 0;  // worker ids first .. first + num_gpus - 1
   std::int64_t registered_ms = 0;
-  std::string token;                  // the token it registered with (sent back on calls to it)
+  // The callback token the agent chose (RegisterWorkerRequest.callback_token): presented on
+  // the daemon's calls to it. It grants no call to the daemon; the agent's own token is never
+  // stored.
+  std::string token;
+  std::string owner;                  // the identity (token-file user) that registered it
   bool alive = true;
   std::vector<double> busy_seconds;   // per GPU
 };

@@ -3,6 +3,7 @@
 // error naming the table, row and field.
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,6 +84,7 @@ WriteBatch FullBatch() {
   agent.first_worker_id = 0;
   agent.registered_ms = 42;
   agent.token = "secret-token";
+  agent.owner = "host-a";
   agent.busy_seconds = {1.5, 2.25};
   batch.agents = {agent};
   batch.open_round = RoundRow{7, 100, 460, {{0, 1, 0, 1, false}, {1, 2, 0, 1, false}}};
@@ -111,6 +113,7 @@ TEST(SqliteStoreTest, CommittedBatchesSurviveReopening) {
   ASSERT_EQ(state->agents.size(), 1u);
   EXPECT_EQ(state->agents[0].agent_id, "agent-a");
   EXPECT_EQ(state->agents[0].token, "secret-token");
+  EXPECT_EQ(state->agents[0].owner, "host-a");
   EXPECT_EQ(state->agents[0].busy_seconds, (std::vector<double>{1.5, 2.25}));
   ASSERT_TRUE(state->open_round.has_value());
   EXPECT_EQ(state->open_round->round_id, 7u);
@@ -118,7 +121,7 @@ TEST(SqliteStoreTest, CommittedBatchesSurviveReopening) {
   EXPECT_FALSE(state->open_round->tasks[0].reported);
   EXPECT_TRUE(state->open_round->tasks[1].reported);
   EXPECT_EQ(state->meta["next_job_id"], "3");
-  EXPECT_EQ(state->meta["schema_version"], "1");
+  EXPECT_EQ(state->meta["schema_version"], "2");
 }
 
 TEST(SqliteStoreTest, ClosingARoundForgetsItsTasksAndUpsertsReplaceRows) {
@@ -198,7 +201,7 @@ TEST(SqliteStoreTest, MalformedRowsAreRefusedNamingTheField) {
       {"UPDATE jobs SET spec=x'ffffffff' WHERE id=1", "job 1, field spec"},
       {"UPDATE jobs SET steps_done='many' WHERE id=1", "job 1, field steps_done"},
       {"UPDATE agents SET busy_seconds='1.5,x'", "agent agent-a, field busy_seconds"},
-      {"UPDATE meta SET value='2' WHERE key='schema_version'", "schema version 2"},
+      {"UPDATE meta SET value='3' WHERE key='schema_version'", "schema version 3"},
   };
   for (const Case& c : cases) {
     TempDir dir;
@@ -227,6 +230,64 @@ TEST(SqliteStoreTest, AFileThatIsNotADatabaseIsRefused) {
   auto store = SqliteStore::Open(dir.path());
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("state.db"), std::string::npos);
+}
+
+// Issue 16: the state was created world-readable. The directory we create is 0700 and the
+// database, its WAL and shared-memory files and the lock are 0600, whatever the umask, also
+// when an older version left them wider.
+TEST(SqliteStoreTest, TheStateIsPrivateToItsOwner) {
+  const auto mode = [](const std::string& path) {
+    struct stat info {};
+    EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
+    return info.st_mode & 07777;
+  };
+  const mode_t old_umask = ::umask(0);  // the most permissive: nothing masked
+  TempDir parent;
+  const std::string dir = parent.path() + "/state";
+  {
+    auto store = SqliteStore::Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
+    EXPECT_EQ(mode(dir), 0700u);
+    for (const char* file : {"/state.db", "/state.db-wal", "/state.db-shm", "/LOCK"}) {
+      EXPECT_EQ(mode(dir + file), 0600u) << file;
+    }
+  }
+  for (const char* file : {"/state.db", "/LOCK"}) {
+    ASSERT_EQ(::chmod((dir + file).c_str(), 0644), 0);
+  }
+  {
+    auto store = SqliteStore::Open(dir);
+    ASSERT_TRUE(store.ok());
+    for (const char* file : {"/state.db", "/LOCK"}) EXPECT_EQ(mode(dir + file), 0600u) << file;
+    EXPECT_EQ((*store)->Load()->agents.size(), 1u);
+  }
+  ::umask(old_umask);
+}
+
+// A version-1 state kept each agent's registering token in plain text: opening it erases the
+// tokens, adds the owner column and marks the agents dead (they register again).
+TEST(SqliteStoreTest, SchemaOneIsMigratedWithoutItsTokens) {
+  TempDir dir;
+  {
+    auto store = SqliteStore::Open(dir.path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
+  }
+  // Turn it back into what version 1 wrote: no owner column, the token in clear.
+  Corrupt(dir.path(),
+          "ALTER TABLE agents DROP COLUMN owner; UPDATE agents SET token='admin-token-1';"
+          "UPDATE meta SET value='1' WHERE key='schema_version'");
+  auto store = SqliteStore::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  ASSERT_EQ(state->agents.size(), 1u);
+  EXPECT_EQ(state->agents[0].token, "");
+  EXPECT_EQ(state->agents[0].owner, "");
+  EXPECT_FALSE(state->agents[0].alive);
+  EXPECT_EQ(state->jobs.size(), FullBatch().jobs.size());
+  EXPECT_EQ(state->meta.at("schema_version"), "2");
 }
 
 TEST(MemoryStoreTest, BehavesLikeTheSqliteStore) {

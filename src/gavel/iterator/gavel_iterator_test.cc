@@ -38,7 +38,7 @@ class GavelIteratorTest : public ::testing::Test {
     options.log = [](const std::string&) {};
     agent_ = std::make_unique<agent::Agent>(options, &scheduler_, &launcher_, &clock_);
     agent_->Tick();  // registered: worker 10
-    auto server = agent::HttpServer::Start({}, agent::MakeIteratorHandler(agent_.get(), ""));
+    auto server = agent::HttpServer::Start({}, agent::MakeIteratorHandler(agent_.get()));
     ASSERT_TRUE(server.ok());
     server_ = std::move(server).value();
   }
@@ -70,7 +70,11 @@ class GavelIteratorTest : public ::testing::Test {
         {"GAVEL_JOB_ID", std::to_string(job)},
         {"GAVEL_WORKER_ID", "10"},
         {"GAVEL_ROUND_ID", "1"},
-        {"GAVEL_CHECKPOINT_DIR", (dir_ / "ckpt" / ("job-" + std::to_string(job))).string()}};
+        {"GAVEL_CHECKPOINT_DIR", (dir_ / "ckpt" / ("job-" + std::to_string(job))).string()},
+        // The key the agent gave the latest process (each process gets its own).
+        {"GAVEL_TOKEN", launcher_.num_launched() == 0
+                            ? std::string()
+                            : launcher_.Env(launcher_.num_launched() - 1, "GAVEL_TOKEN")}};
     options.log = [](const std::string&) {};
     options.handle_sigterm = false;
     return options;

@@ -1,10 +1,15 @@
 #include "gavel/rpc/auth.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -75,12 +80,13 @@ Result<TokenRegistry> TokenRegistry::Parse(std::string_view text, const std::str
     const std::vector<std::string> fields = Fields(line);
     if (fields.empty()) continue;
     if (fields.size() < 2) {
-      return Status::InvalidArgument(where + ": expected `<token> <user> [admin]`, got only " +
-                                     "a token");
+      return Status::InvalidArgument(where + ": expected `<token> <user> [admin|agent]`, got " +
+                                     "only a token");
     }
-    if (fields.size() > 3 || (fields.size() == 3 && fields[2] != "admin")) {
-      return Status::InvalidArgument(where + ": the third field may only be `admin`, got `" +
-                                     fields.back() + "`");
+    if (fields.size() > 3 ||
+        (fields.size() == 3 && fields[2] != "admin" && fields[2] != "agent")) {
+      return Status::InvalidArgument(where + ": the third field may only be `admin` or `agent`, "
+                                     "got `" + fields.back() + "`");
     }
     if (!ValidToken(fields[0])) {
       return Status::InvalidArgument(where + ": a token needs " +
@@ -93,8 +99,9 @@ Result<TokenRegistry> TokenRegistry::Parse(std::string_view text, const std::str
                                      "` may only use letters, digits and ._-@ (at most " +
                                      std::to_string(kMaxUserLength) + ")");
     }
-    Principal principal{fields[1], fields.size() == 3, fields[0]};
-    if (!registry.tokens_.emplace(fields[0], std::move(principal)).second) {
+    Principal principal{fields[1], fields.size() == 3 && fields[2] == "admin",
+                        fields.size() == 3 && fields[2] == "agent"};
+    if (!registry.tokens_.emplace(Sha256Hex(fields[0]), std::move(principal)).second) {
       return Status::InvalidArgument(where + ": this token is already listed above");
     }
   }
@@ -112,11 +119,11 @@ Result<TokenRegistry> TokenRegistry::LoadFile(const std::string& path, std::stri
 
 std::optional<Principal> TokenRegistry::Authenticate(
     std::optional<std::string_view> authorization) const {
-  if (open()) return Principal{"anonymous", true, ""};
+  if (open()) return Principal{"anonymous", true, false};
   if (!authorization) return std::nullopt;
-  constexpr std::string_view kBearer = "Bearer ";
-  if (!authorization->starts_with(kBearer)) return std::nullopt;
-  const auto it = tokens_.find(std::string(authorization->substr(kBearer.size())));
+  const std::string_view token = BearerToken(*authorization);
+  if (token.empty()) return std::nullopt;
+  const auto it = tokens_.find(Sha256Hex(token));
   if (it == tokens_.end()) return std::nullopt;
   return it->second;
 }
@@ -161,5 +168,47 @@ Status CheckTokenFileMode(const std::string& path, std::string* warning) {
 }
 
 std::string BearerValue(std::string_view token) { return "Bearer " + std::string(token); }
+
+std::string_view BearerToken(std::string_view authorization) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (!authorization.starts_with(kBearer)) return {};
+  return authorization.substr(kBearer.size());
+}
+
+namespace {
+std::string Hex(const unsigned char* bytes, std::size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * size);
+  for (std::size_t i = 0; i < size; ++i) {
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 0xf]);
+  }
+  return out;
+}
+}  // namespace
+
+std::string Sha256Hex(std::string_view text) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  if (EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1) {
+    std::fputs("gavel: FATAL: SHA-256 unavailable in libcrypto\n", stderr);
+    std::abort();
+  }
+  return Hex(digest.data(), size);
+}
+
+std::string NewSecret() {
+  std::array<unsigned char, 32> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    std::fputs("gavel: FATAL: no randomness for a fresh credential (RAND_bytes)\n", stderr);
+    std::abort();
+  }
+  return Hex(bytes.data(), bytes.size());
+}
+
+bool SecretsEqual(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
 
 }  // namespace gavel::rpc

@@ -3,12 +3,17 @@
 // The scheduler's token file names who may call it, one token per line:
 //
 //     # comments and blank lines are ignored
-//     <token> <user> [admin]
+//     <token> <user> [admin|agent]
 //
 // A token is a run of at least 8 printable non-space characters; users are names of letters,
-// digits and `._-@`. Admins may cancel any job and register workers; other users may submit
-// jobs, list everything and cancel their own jobs. Without a token file the scheduler is open:
-// every caller is the admin user "anonymous" (fine on loopback for one person, nowhere else).
+// digits and `._-@`. Three roles (docs/runtime.md, "Who may call what"): users submit, list
+// and cancel their own jobs; agents (`gavel worker`) register GPUs and report for the agents
+// they registered, nothing else; admins may do what users do to any job, and register
+// workers. Without a token file the scheduler is open: every caller is the admin user
+// "anonymous" (fine on loopback for one person, nowhere else).
+//
+// Tokens are kept only as SHA-256 digests once parsed (a lookup hashes the presented token),
+// so no copy of a token outlives the call that read the file.
 //
 // A client's token file holds its token as the first field of its first non-comment line, so
 // the scheduler's own file (or one line of it) works for a client too.
@@ -32,7 +37,7 @@ inline constexpr std::string_view kAuthorizationKey = "authorization";
 struct Principal {
   std::string user;
   bool admin = false;
-  std::string token;  // the token the call carried ("" when the registry is open)
+  bool agent = false;  // the `agent` role: worker calls only (admin and agent never both)
 };
 
 class TokenRegistry {
@@ -70,5 +75,16 @@ Status CheckTokenFileMode(const std::string& path, std::string* warning);
 
 // "Bearer <token>".
 std::string BearerValue(std::string_view token);
+
+// The SHA-256 digest of `text`, as 64 lower-case hex digits (OpenSSL's libcrypto).
+std::string Sha256Hex(std::string_view text);
+// A fresh secret for a credential the runtime issues itself (an agent's callback key, a job's
+// key): 32 bytes from the system's CSPRNG as 64 hex digits. Aborts if no randomness is
+// available (a credential that could be guessed is worse than none).
+std::string NewSecret();
+// Compares two secrets in time independent of where they differ.
+bool SecretsEqual(std::string_view a, std::string_view b);
+// The token of an `authorization` value "Bearer <token>"; "" when absent or malformed.
+std::string_view BearerToken(std::string_view authorization);
 
 }  // namespace gavel::rpc

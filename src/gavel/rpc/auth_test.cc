@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace gavel::rpc {
 namespace {
 
@@ -27,6 +29,40 @@ TEST(TokenRegistryTest, ParsesUsersAndAdmins) {
   ASSERT_TRUE(ops.has_value());
   EXPECT_EQ(ops->user, "ops");
   EXPECT_TRUE(ops->admin);
+}
+
+TEST(TokenRegistryTest, AgentRoleIsNeitherUserNorAdmin) {
+  auto registry = TokenRegistry::Parse("agent-token-789 host1 agent\nroot-token-456 ops admin\n",
+                                       "tokens");
+  ASSERT_TRUE(registry.ok()) << registry.status().ToString();
+  auto host1 = registry->Authenticate("Bearer agent-token-789");
+  ASSERT_TRUE(host1.has_value());
+  EXPECT_EQ(host1->user, "host1");
+  EXPECT_TRUE(host1->agent);
+  EXPECT_FALSE(host1->admin);
+  EXPECT_FALSE(registry->Authenticate("Bearer root-token-456")->agent);
+}
+
+// FIPS 180-2's test vectors, so the digest is SHA-256 and not merely some hash.
+TEST(SecretsTest, Sha256MatchesTheStandardVectors) {
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(SecretsTest, FreshSecretsAreLongHexAndDistinct) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string secret = NewSecret();
+    ASSERT_EQ(secret.size(), 64u);
+    ASSERT_EQ(secret.find_first_not_of("0123456789abcdef"), std::string::npos);
+    seen.insert(secret);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_TRUE(SecretsEqual("abcdef", "abcdef"));
+  EXPECT_FALSE(SecretsEqual("abcdef", "abcdeg"));
+  EXPECT_FALSE(SecretsEqual("abcdef", "abcde"));
+  EXPECT_EQ(BearerToken("Bearer xyz"), "xyz");
+  EXPECT_EQ(BearerToken("bearer xyz"), "");
 }
 
 TEST(TokenRegistryTest, RefusesMissingWrongAndMalformedTokens) {

@@ -1,5 +1,7 @@
 #include "gavel/rpc/grpc_util.h"
 
+#include <sys/resource.h>
+
 #include <charconv>
 #include <chrono>
 
@@ -52,6 +54,31 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+void ApplyServerLimits(grpc::ServerBuilder* builder, const ServerLimits& limits) {
+  const auto ms = [](Seconds s) { return static_cast<int>(s.value() * 1000.0); };
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder->AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, ms(limits.handshake_timeout));
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, ms(limits.max_connection_idle));
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, ms(limits.max_connection_age));
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                              ms(limits.max_connection_age_grace));
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams);
+  grpc::ResourceQuota quota("gavel-server");
+  quota.SetMaxThreads(limits.max_threads);
+  builder->SetResourceQuota(quota);
+}
+
+std::uint64_t RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return static_cast<std::uint64_t>(limit.rlim_cur);
 }
 
 void PrepareContext(grpc::ClientContext* context, Seconds timeout, std::string_view token) {

@@ -3,6 +3,7 @@
 // grpc::Status. Free functions; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,28 @@ bool IsLoopbackHost(std::string_view host);
 // An insecure channel (tokens, not TLS, authenticate; addresses are loopback by default)
 // that reconnects quickly after the peer restarts.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+// Limits every gRPC server of the runtime (the daemon's and each agent's) applies to the
+// connections its GuardedListener (listener.h) hands over (issue 16; docs/runtime.md,
+// "Connections"): idle ones get a GOAWAY after `max_connection_idle`, every one is recycled
+// after `max_connection_age` (clients reconnect transparently), handler threads and streams
+// per connection are bounded.
+struct ServerLimits {
+  // A connection whose client sends nothing for this long is closed (by the GuardedListener
+  // of listener.h, which accepts for the runtime's servers).
+  Seconds handshake_timeout{10.0};
+  Seconds max_connection_idle{300.0};
+  Seconds max_connection_age{3600.0};
+  Seconds max_connection_age_grace{30.0};  // in-flight calls may finish after the age
+  int max_threads = 512;                   // handler threads (grpc::ResourceQuota)
+  int max_concurrent_streams = 64;         // calls at once per connection
+};
+// Applies `limits`, and turns SO_REUSEPORT off for any port gRPC itself would listen on
+// (gRPC enables it by default, which let a second server share the port).
+void ApplyServerLimits(grpc::ServerBuilder* builder, const ServerLimits& limits = {});
+// Raises this process's soft RLIMIT_NOFILE to its hard limit; returns the soft limit now in
+// force. Called once at start by `gavel serve` and `gavel worker`.
+std::uint64_t RaiseDescriptorLimit();
 
 // Prepares a client call: deadline `timeout` from now and, if `token` is not empty, the
 // `authorization` metadata.
