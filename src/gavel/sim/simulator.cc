@@ -243,7 +243,7 @@ class RoundSimulation {
 
   const SimulationOptions& options_;
   internal::RunSetup setup_;
-  mechanism::ManualClock clock_;
+  ManualClock clock_;
   EventQueue<MicroTaskEnd> queue_;
   SimExecutor executor_;
   std::unique_ptr<RoundScheduler> scheduler_;
