@@ -6,10 +6,10 @@
 // runnable) closes at its end, or earlier when something becomes runnable (the core's rule).
 //
 // What it does not decide: how a report is credited to its job (SchedulerCore), whom to kill
-// (the core asks the agents), what runs (the RoundScheduler). It stages in the Journal only
-// what the store keeps of a round: the open round's row (ToRow, staged by the executor that
-// opens it) and which tasks have reported (`reported_workers`), so that a restarted daemon
-// resumes the round and does not credit a task twice.
+// (the core asks the agents), what runs (the RoundScheduler). The store keeps the round's
+// row (ToRow, staged by the AgentExecutor once it has filled the round) and which tasks have
+// reported (staged here, `reported_workers`), so that a restarted daemon resumes the round
+// and credits no task twice.
 //
 // Times are Unix ms (the daemon's clock). Thread-safety: none (the core thread).
 #pragma once
