@@ -9,8 +9,11 @@
 //   a crashed job backs off                Hold       ──►  HoldJob(until its retry time)
 //   GPUs join or die                       MarkClusterChanged ► ChangeCluster, next round
 //   a job's micro-task ends                ReportMicroTask ► OnMicroTaskDone (exact steps)
-//   a round starts                         PlanRound  ◄──  PlanRound: a RoundPlan whose
-//                                                          workers are the daemon's ids
+//   a round starts                         PlanRound  ◄──  PlanRound: a RoundPlan, carried out
+//                                                          by the AgentExecutor (the
+//                                                          mechanism's Executor port, as the
+//                                                          simulator's SimExecutor), which
+//                                                          asks WorkersOf for the daemon's ids
 //   solve ahead (mid-round, job changes)   Prefetch   ◄──  PolicyInputAt → AllocationService
 //
 // Who owns what: the RoundScheduler owns the schedule — the allocation, the time accounting
