@@ -47,7 +47,7 @@ void BM_RoundDecisionAndDispatch(benchmark::State& state) {
   const int agents = 250;
   const int gpus_per_agent = 4;
   const int jobs = static_cast<int>(state.range(0));
-  FakeClock clock;
+  ManualClock clock{Seconds(1'700'000'000.0)};  // a Unix time, in 2023
   MemoryStore store;
   FakeAgentTransport transport;
   transport.set_record(false);
@@ -173,7 +173,7 @@ void BM_SubmitCommitEach(benchmark::State& state) {
   const std::string dir = TempDir("gavel_bench_commit");
   auto store = SqliteStore::Open(dir);
   GAVEL_CHECK(store.ok());
-  FakeClock clock;
+  ManualClock clock{Seconds(1'700'000'000.0)};  // a Unix time, in 2023
   FakeAgentTransport transport;
   CoreOptions options;
   options.throughputs = ShippedThroughputTable();

@@ -29,7 +29,7 @@ namespace {
 using namespace gavel::agent;
 
 struct Endpoint {
-  testing::FakeClock clock;
+  gavel::ManualClock clock{testing::kTestClockStart};
   testing::FakeSchedulerClient scheduler;
   testing::FakeProcessLauncher launcher;
   std::unique_ptr<Agent> agent;

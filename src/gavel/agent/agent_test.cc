@@ -19,7 +19,6 @@ namespace gavel::agent {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::FakeClock;
 using testing::FakeProcessLauncher;
 using testing::FakeSchedulerClient;
 using ::testing::HasSubstr;
@@ -163,7 +162,7 @@ class AgentTest : public ::testing::Test {
 
   fs::path dir_;
   AgentOptions options_;
-  FakeClock clock_;
+  ManualClock clock_{testing::kTestClockStart};
   FakeSchedulerClient scheduler_;
   FakeProcessLauncher launcher_;
   std::vector<std::string> log_;

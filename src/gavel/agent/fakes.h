@@ -1,4 +1,4 @@
-// Fakes of the agent's ports (ports.h) for tests: a clock that moves only when told, a
+// Fakes of the agent's ports (ports.h) for tests (the clock is gavel::ManualClock): a
 // scheduler that records what it is told and can be "down", and a launcher whose processes
 // exit when the test says so (or when signalled).
 //
@@ -21,14 +21,9 @@
 
 namespace gavel::agent::testing {
 
-class FakeClock final : public Clock {
- public:
-  Seconds Now() const override { return Seconds(now_.load()); }
-  void Advance(Seconds by) { now_.store(now_.load() + by.value()); }
-
- private:
-  std::atomic<double> now_{1000.0};
-};
+// The tests' clock is the one fake, gavel::ManualClock (core/clock.h), started here so that
+// no deadline the agent computes is at or below zero.
+inline constexpr Seconds kTestClockStart{1000.0};
 
 // What a fake process went through; shared between the launcher (the test's view) and the
 // Process handed to the agent.

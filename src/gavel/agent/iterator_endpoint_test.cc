@@ -68,7 +68,7 @@ class IteratorEndpointTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  testing::FakeClock clock_;
+  ManualClock clock_{testing::kTestClockStart};
   testing::FakeSchedulerClient scheduler_;
   testing::FakeProcessLauncher launcher_;
   std::unique_ptr<Agent> agent_;

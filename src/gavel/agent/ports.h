@@ -1,8 +1,9 @@
 // The worker agent's ports to the outside world (design.md habit 4). The agent core
-// (agent.h) is a state machine that touches nothing directly: it reads time from a Clock,
-// talks to the scheduler through a SchedulerClient and starts job processes through a
-// ProcessLauncher. Production plugs in SteadyClock, GrpcSchedulerClient (scheduler_client.h)
-// and PosixProcessLauncher (process.h); the unit tests plug in the fakes of fakes.h.
+// (agent.h) is a state machine that touches nothing directly: it reads time from a Clock
+// (gavel::Clock, core/clock.h; monotonic), talks to the scheduler through a SchedulerClient
+// and starts job processes through a ProcessLauncher. Production plugs in SteadyClock,
+// GrpcSchedulerClient (scheduler_client.h) and PosixProcessLauncher (process.h); the unit
+// tests plug in ManualClock and the fakes of fakes.h.
 //
 // Ownership: the agent borrows every port; they must outlive it.
 // Thread-safety: every implementation must be callable from any thread (the agent calls
@@ -15,18 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include "gavel/core/clock.h"
 #include "gavel/core/status.h"
 #include "gavel/core/units.h"
 #include "gavel/wire/worker.pb.h"
 
 namespace gavel::agent {
-
-// A monotonic clock: seconds since some fixed start. Never decreases.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual Seconds Now() const = 0;
-};
 
 // How the scheduler answered (or failed to). The agent reacts by code:
 //   kIoError             transport failure or the scheduler is down: retry later with backoff;

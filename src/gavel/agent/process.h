@@ -1,4 +1,5 @@
-// The real implementations of the agent's process and time ports (ports.h) on Linux.
+// The real implementation of the agent's process port (ports.h) on Linux (its clock is
+// gavel::SteadyClock, core/clock.h).
 //
 // PosixProcessLauncher starts each job with fork + execve:
 //   * in a new process group (setpgid), so that ending a job ends everything it started;
@@ -16,7 +17,6 @@
 // its group still runs kills the group (SIGKILL) and reaps the leader.
 #pragma once
 
-#include <chrono>
 #include <memory>
 
 #include "gavel/agent/ports.h"
@@ -26,19 +26,6 @@ namespace gavel::agent {
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
   Result<std::unique_ptr<Process>> Launch(const LaunchSpec& spec) override;
-};
-
-// std::chrono::steady_clock, as seconds since the clock was made.
-class SteadyClock final : public Clock {
- public:
-  SteadyClock() : start_(std::chrono::steady_clock::now()) {}
-  Seconds Now() const override {
-    return Seconds(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
 };
 
 // Resolves a program name through a PATH-style list ("/usr/bin:/bin"); a name containing '/'

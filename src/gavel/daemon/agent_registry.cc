@@ -5,6 +5,7 @@
 #include <numeric>
 #include <set>
 
+#include "gavel/daemon/error_text.h"
 #include "gavel/rpc/grpc_util.h"
 
 namespace gavel::daemon {
@@ -15,8 +16,6 @@ constexpr std::uint32_t kMaxGpusPerAgent = 1024;
 constexpr std::size_t kMaxCallbackTokenBytes = 4096;
 // The original's fixed type order (spec §3.5); other types follow in name order.
 const std::vector<std::string> kPreferredTypes = {"v100", "p100", "k80"};
-
-std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
 bool PrintableId(const std::string& s, std::size_t max) {
   return !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {

@@ -300,7 +300,7 @@ class Daemon::WorkerService final : public wire::WorkerToScheduler::Service {
 // Daemon
 
 Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
-                                              std::unique_ptr<WallClock> clock,
+                                              std::unique_ptr<Clock> clock,
                                               std::unique_ptr<AgentTransport> transport,
                                               std::unique_ptr<Store> store) {
   if (options.state_dir.empty() && !store) {

@@ -23,10 +23,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "gavel/core/clock.h"
 #include "gavel/core/mutex.h"
 #include "gavel/core/status.h"
 #include "gavel/daemon/agent_transport.h"
-#include "gavel/daemon/clock.h"
 #include "gavel/daemon/scheduler_core.h"
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
@@ -88,7 +88,7 @@ class Daemon {
   // Opens the state, resumes, starts the core thread and the gRPC server. `clock` and
   // `transport` default to the system clock and gRPC.
   static Result<std::unique_ptr<Daemon>> Start(DaemonOptions options,
-                                               std::unique_ptr<WallClock> clock = nullptr,
+                                               std::unique_ptr<Clock> clock = nullptr,
                                                std::unique_ptr<AgentTransport> transport = nullptr,
                                                std::unique_ptr<Store> store = nullptr);
   ~Daemon();
@@ -111,7 +111,7 @@ class Daemon {
 
   DaemonOptions options_;
   std::unique_ptr<rpc::TokenRegistry> tokens_;
-  std::unique_ptr<WallClock> clock_;
+  std::unique_ptr<Clock> clock_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<AgentTransport> transport_;
   std::unique_ptr<SchedulerCore> core_;

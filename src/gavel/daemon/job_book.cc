@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "gavel/core/bounds.h"
+#include "gavel/daemon/error_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,14 +15,6 @@ namespace {
 constexpr std::size_t kMaxCommandBytes = 64 * 1024;
 constexpr std::size_t kMaxEnvBytes = 64 * 1024;
 constexpr std::uint32_t kMaxScaleFactor = 64;
-
-std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 }  // namespace
 

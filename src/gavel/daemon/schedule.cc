@@ -7,9 +7,9 @@ namespace gavel::daemon {
 
 // The RoundScheduler's clock: seconds since the state directory was created, never going
 // backwards even if the wall clock does.
-class Schedule::MechanismClock final : public mechanism::Clock {
+class Schedule::MechanismClock final : public Clock {
  public:
-  MechanismClock(const WallClock* clock, std::int64_t epoch_ms) : clock_(clock), epoch_(epoch_ms) {}
+  MechanismClock(const Clock* clock, std::int64_t epoch_ms) : clock_(clock), epoch_(epoch_ms) {}
   Seconds Now() const override {
     const double now = static_cast<double>(clock_->NowMs() - epoch_) / 1000.0;
     last_ = std::max(last_, now);
@@ -17,7 +17,7 @@ class Schedule::MechanismClock final : public mechanism::Clock {
   }
 
  private:
-  const WallClock* clock_;
+  const Clock* clock_;
   std::int64_t epoch_;
   mutable double last_ = 0.0;
 };
@@ -40,7 +40,7 @@ class Schedule::PolicyAdapter final : public policy::Policy {
 
 Schedule::Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* agents,
                    Journal* journal, std::shared_ptr<AllocationService> allocation,
-                   const WallClock* clock, std::int64_t epoch_ms)
+                   const Clock* clock, std::int64_t epoch_ms)
     : options_(std::move(options)),
       jobs_(jobs),
       agents_(agents),

@@ -9,8 +9,11 @@
 //   a crashed job backs off                Hold       ──►  HoldJob(until its retry time)
 //   GPUs join or die                       MarkClusterChanged ► ChangeCluster, next round
 //   a job's micro-task ends                ReportMicroTask ► OnMicroTaskDone (exact steps)
-//   a round starts                         PlanRound  ◄──  PlanRound: a RoundPlan whose
-//                                                          workers are the daemon's ids
+//   a round starts                         PlanRound  ◄──  PlanRound: a RoundPlan, carried out
+//                                                          by the AgentExecutor (the
+//                                                          mechanism's Executor port, as the
+//                                                          simulator's SimExecutor), which
+//                                                          asks WorkersOf for the daemon's ids
 //   solve ahead (mid-round, job changes)   Prefetch   ◄──  PolicyInputAt → AllocationService
 //
 // Who owns what: the RoundScheduler owns the schedule — the allocation, the time accounting
@@ -35,7 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gavel/daemon/clock.h"
+#include "gavel/core/clock.h"
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/agent_registry.h"
@@ -61,7 +64,7 @@ class Schedule {
  public:
   Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* agents,
            Journal* journal, std::shared_ptr<AllocationService> allocation,
-           const WallClock* clock, std::int64_t epoch_ms);
+           const Clock* clock, std::int64_t epoch_ms);
   ~Schedule();
   Schedule(const Schedule&) = delete;
   Schedule& operator=(const Schedule&) = delete;
@@ -127,7 +130,7 @@ class Schedule {
   const AgentRegistry* agents_;
   Journal* journal_;
   std::shared_ptr<AllocationService> allocation_;
-  const WallClock* clock_;
+  const Clock* clock_;
   std::int64_t epoch_ms_;
   std::unique_ptr<MechanismClock> mech_clock_;
   std::unique_ptr<mechanism::RoundScheduler> mech_;

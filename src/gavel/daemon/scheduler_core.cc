@@ -1,35 +1,19 @@
+// The file reads top down: construction, the round flow (Tick and its phases), recovery,
+// then the requests (users, agents), crediting a finished micro-task with the failure policy,
+// the mechanism's queries and durability.
 #include "gavel/daemon/scheduler_core.h"
 
-#include "gavel/core/bounds.h"
-
 #include <algorithm>
-#include <cctype>
 #include <chrono>
-#include <limits>
 #include <cmath>
-#include <numeric>
-#include <sstream>
+#include <set>
 
-#include "gavel/mechanism/policy_input_builder.h"
+#include "gavel/core/bounds.h"
+#include "gavel/daemon/error_text.h"
 #include "gavel/policy/registry.h"
-#include "gavel/rpc/grpc_util.h"
 
 namespace gavel::daemon {
 namespace {
-
-
-std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-std::string HostOf(const std::string& address) {
-  auto parsed = rpc::ParseAddress(address);
-  return parsed.ok() ? parsed->host : "127.0.0.1";
-}
 
 // Who may join: GPU types of the table, and under a cost policy only priced ones.
 AgentRules RulesFor(const CoreOptions& options) {
@@ -44,10 +28,10 @@ AgentRules RulesFor(const CoreOptions& options) {
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
-// Construction and recovery.
+// Construction.
 
 SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* transport,
-                             const WallClock* clock, CoreHooks hooks)
+                             const Clock* clock, CoreHooks hooks)
     : options_(std::move(options)),
       store_(store),
       transport_(transport),
@@ -67,59 +51,11 @@ SchedulerCore::~SchedulerCore() {
 
 Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options, Store* store,
                                                              AgentTransport* transport,
-                                                             const WallClock* clock,
+                                                             const Clock* clock,
                                                              CoreHooks hooks) {
   GAVEL_CHECK(store != nullptr && transport != nullptr && clock != nullptr);
-  if (!options.throughputs) return Status::InvalidArgument("no throughput table");
-  if (!(options.round_length.value() > 0.0) || !std::isfinite(options.round_length.value())) {
-    return Status::InvalidArgument("round length: must be a positive number of seconds");
-  }
-  if (!(options.heartbeat_timeout > options.heartbeat_interval)) {
-    return Status::InvalidArgument("heartbeat timeout: must exceed the heartbeat interval");
-  }
-  if (!(options.ema_alpha > 0.0 && options.ema_alpha <= 1.0)) {
-    return Status::InvalidArgument("ema alpha: must be in (0, 1]");
-  }
-  for (const auto& [entity, weight] : options.entity_weights) {
-    if (entity.empty() || !std::isfinite(weight) || !(weight > 0.0)) {
-      return Status::InvalidArgument("entity weights: " + Quoted(entity) +
-                                     " needs a non-empty name and a positive weight");
-    }
-  }
+  GAVEL_RETURN_IF_ERROR(ValidateCoreOptions(options));
   GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
-  if (info->capabilities.packing) {
-    // The seam is ready for pairs (the RoundScheduler plans them; Combination carries both
-    // jobs), but agents run one process per GPU: no space sharing on a real cluster yet.
-    // The heterogeneity-aware policy without pairs, when there is one (x_packed -> x_perf).
-    const std::string& name = options.policy;
-    const std::string suffix = "_packed";
-    std::string instead;
-    if (name.ends_with(suffix)) {
-      instead = name.substr(0, name.size() - suffix.size()) + "_perf";
-      if (!policy::FindPolicy(instead).ok()) instead.clear();
-    }
-    return Status::Unimplemented(
-        "policy " + name + ": it places two jobs on one GPU (space sharing), which the "
-        "runtime does not support yet; " +
-        (instead.empty() ? std::string("choose a policy without space sharing (gavel policies)")
-                         : "use " + instead + " instead"));
-  }
-  for (const auto& [type, price] : options.instance_costs) {
-    if (!options.throughputs->HasGpuType(type)) {
-      return Status::InvalidArgument("instance costs: " + Quoted(type) +
-                                     " is not a GPU type of the throughput table (" +
-                                     JoinNames(options.throughputs->gpu_types()) + ")");
-    }
-    if (!std::isfinite(price) || price < 0.0) {
-      return Status::InvalidArgument("instance costs: the price of " + type +
-                                     " must be a non-negative number of $/GPU-hour");
-    }
-  }
-  if (info->capabilities.needs_instance_costs && options.instance_costs.empty()) {
-    return Status::InvalidArgument("policy " + options.policy +
-                                   ": cost policies need the price of every GPU type "
-                                   "(--instance-costs TYPE=DOLLARS_PER_GPU_HOUR,...)");
-  }
   policy::PolicyOptions policy_options;
   policy_options.seed = options.seed;
   GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> inner,
@@ -133,6 +69,117 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
   GAVEL_RETURN_IF_ERROR(core->Recover());
   return core;
 }
+
+// ------------------------------------------------------------------------------------------
+// The round flow, on the clock: Tick does what is due — declare silent agents dead, close
+// the round (every report in, or stragglers killed at the deadline), solve ahead at
+// mid-round, start the next round (plan → AgentExecutor). The requests below feed it.
+
+void SchedulerCore::CheckHeartbeats(std::int64_t now) {
+  const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
+  for (const std::string& id : agents_.DeclareSilentDead(now, timeout_ms)) {
+    schedule_->MarkClusterChanged();  // the mechanism drops its GPUs next round
+    if (round_) AbandonAgentTasks(id, "its worker died", "a GPU of the job died", now);
+  }
+}
+
+bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
+  if (round_) return false;
+  const int gpus = agents_.LiveGpus();
+  if (gpus == 0) return false;
+  // Only the very first round waits for the expected cluster; later ones run on what is left.
+  if (next_round_id_ == 0 && gpus < options_.expected_gpus) return false;
+  return jobs_.AnyRunnable(now);
+}
+
+void SchedulerCore::Tick() {
+  const std::int64_t now = clock_->NowMs();
+  CheckHeartbeats(now);
+  schedule_->TakeFreshAllocation();
+  if (round_) {
+    if (round_->idle()) {
+      // An idle round ends early when the job set changed and something is runnable.
+      if (now >= round_->end_ms() || (jobs_changed_ && jobs_.AnyRunnable(now))) CloseRound();
+    } else if (round_->AllReported()) {
+      CloseRound();
+    } else if (now >= round_->deadline_ms()) {
+      KillStragglers(now);
+      CloseRound();
+    } else if (round_->TakeMidRound(now)) {
+      PrefetchAllocation(now, /*with_leavers=*/true);
+    }
+  }
+  // (While the cluster change waits for the next round, the RoundScheduler's layout is stale:
+  // the round's own solve covers the new cluster.)
+  if (jobs_changed_ && schedule_->up_to_date()) {
+    jobs_changed_ = false;
+    PrefetchAllocation(now, /*with_leavers=*/false);
+  }
+  if (ShouldStartRound(now)) StartRound(now);
+}
+
+std::int64_t SchedulerCore::NextWakeMs() const {
+  const std::int64_t now = clock_->NowMs();
+  std::int64_t wake = now + 1000;
+  if (round_) {
+    wake = std::min(wake, round_->NextWakeMs());
+  } else if (ShouldStartRound(now)) {
+    return now;
+  }
+  const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
+  for (const auto& [id, agent] : agents_.agents()) {
+    if (agent.row.alive) wake = std::min(wake, agent.last_heartbeat_ms + timeout_ms + 1);
+  }
+  for (const auto& [id, job] : jobs_) {
+    if (IsActive(job) && job.row.next_retry_ms > now) wake = std::min(wake, job.row.next_retry_ms);
+  }
+  return std::max(wake, now);
+}
+
+void SchedulerCore::StartRound(std::int64_t now) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<mechanism::RoundPlan> plan = schedule_->PlanRound(now);
+  if (!plan) return;
+  round_.emplace(next_round_id_++, now,
+                 static_cast<std::int64_t>(options_.round_length.value() * 1000.0),
+                 static_cast<std::int64_t>(grace_.value() * 1000.0), &journal_);
+  journal_.batch.meta["next_round_id"] = std::to_string(next_round_id_);
+  ++counters_.rounds_started;
+  // Fills the round's tasks and sends it to the agents (agent_executor.h).
+  const Status executed = executor_->Execute(*plan);
+  GAVEL_CHECK(executed.ok());
+  counters_.last_plan_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void SchedulerCore::KillStragglers(std::int64_t now) {
+  // The job is to blame only if its agent is demonstrably alive (heartbeats of late); a
+  // silent agent is about to be declared dead, which is no fault of the job.
+  const auto recent_ms =
+      static_cast<std::int64_t>(2.0 * options_.heartbeat_interval.value() * 1000.0);
+  const std::set<std::uint64_t> jobs = round_->EndStragglers(
+      [&](std::uint64_t worker) {
+        const Agent* agent = agents_.AgentOfWorker(worker);
+        return agent != nullptr && agent->row.alive && now - agent->last_heartbeat_ms <= recent_ms;
+      },
+      &counters_.stragglers_killed);
+  for (std::uint64_t job : jobs) {
+    KillEverywhere(job, "no report by the round's deadline", /*any_round=*/false);
+    Log(now, "straggler", job, 0, "killed: no report by the round's deadline");
+    FinishJobTasks(job, now);
+  }
+}
+
+void SchedulerCore::CloseRound() {
+  if (round_->mech_backed()) schedule_->RoundClosed();
+  round_.reset();
+  journal_.batch.close_round = true;
+  journal_.batch.open_round.reset();
+  journal_.batch.reported_workers.clear();  // marks on the closed round's tasks no longer matter
+}
+
+// ------------------------------------------------------------------------------------------
+// Recovery.
 
 Status SchedulerCore::Recover() {
   const std::int64_t now = clock_->NowMs();
@@ -168,45 +215,35 @@ Status SchedulerCore::Recover() {
   schedule.traits = traits_;
   schedule_ = std::make_unique<Schedule>(std::move(schedule), &jobs_, &agents_, &journal_,
                                          allocation_, clock_, epoch_ms_);
+  AgentExecutorOptions executor;
+  executor.round_length = options_.round_length;
+  executor.checkpoint_root = options_.checkpoint_root;
+  executor_ = std::make_unique<AgentExecutor>(
+      std::move(executor), AgentExecutorParts{&jobs_, &agents_, schedule_.get(), transport_,
+                                              &journal_, &round_, hooks_.dispatch_failed});
 
   GAVEL_RETURN_IF_ERROR(jobs_.Restore(std::move(state.jobs),
                                       static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1))));
   agents_.Restore(std::move(state.agents), static_cast<std::uint64_t>(std::max<std::int64_t>(next_worker, 0)), now);
   if (state.open_round) {
     const RoundRow& stored = *state.open_round;
-    Round round;
-    round.id = stored.round_id;
-    round.start_ms = stored.start_ms;
-    round.end_ms = stored.end_ms;
-    round.mid_ms = stored.end_ms;  // no prefetch for a recovered round
-    const auto grace_ms = static_cast<std::int64_t>(grace_.value() * 1000.0);
-    const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
-    round.deadline_ms = std::max(stored.end_ms + grace_ms, now + timeout_ms);
-    round.mech_backed = false;
-    for (const RoundTaskRow& row : stored.tasks) {
-      const auto job = jobs_.find(row.job_id);
-      if (job == jobs_.end()) continue;
-      Task task;
-      task.worker_id = row.worker_id;
-      task.job_id = row.job_id;
-      task.rank = row.rank;
-      task.world_size = row.world_size;
-      const Agent* agent = agents_.AgentOfWorker(row.worker_id);
-      task.gpu_type = agent ? agent->row.gpu_type : "";
-      task.reported = row.reported;
-      if (task.reported) {  // credited before the crash; nothing left to do for it
-        task.outcome = wire::LEASE_EXPIRED;
-        task.checkpoint_known = false;
-        task.job_at_fault = false;
+    round_ = OpenRound::Resume(
+        stored, now, static_cast<std::int64_t>(grace_.value() * 1000.0),
+        static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0),
+        [&](std::uint64_t job) { return jobs_.find(job) != jobs_.end(); },
+        [&](std::uint64_t worker) {
+          const Agent* agent = agents_.AgentOfWorker(worker);
+          return agent ? agent->row.gpu_type : std::string();
+        },
+        &journal_);
+    // A job with a task still out is running.
+    for (const auto& [job_id, workers] : round_->jobs()) {
+      Job& job = jobs_.at(job_id);
+      for (std::uint64_t w : workers) {
+        if (round_->PendingJobOn(w) == job_id && IsActive(job)) job.row.state = wire::RUNNING;
       }
-      round.tasks[row.worker_id] = task;
-      auto& workers = round.job_workers[row.job_id];
-      if (workers.size() <= row.rank) workers.resize(row.rank + 1);
-      workers[row.rank] = row.worker_id;
-      if (!task.reported && IsActive(job->second)) job->second.row.state = wire::RUNNING;
     }
     next_round_id_ = std::max(next_round_id_, stored.round_id + 1);
-    round_ = std::move(round);
     Log(now, "recover", 0, 0,
         "resumed with round " + std::to_string(stored.round_id) + " open (" +
             std::to_string(stored.tasks.size()) + " tasks)");
@@ -238,7 +275,7 @@ CoreCounters SchedulerCore::counters() const {
 
 std::optional<std::uint64_t> SchedulerCore::current_round() const {
   if (!round_) return std::nullopt;
-  return round_->id;
+  return round_->id();
 }
 
 double SchedulerCore::Prior(const Job& job, const std::string& gpu_type) const {
@@ -287,8 +324,7 @@ Result<wire::JobInfo> SchedulerCore::Cancel(const rpc::Principal& user, std::uin
   KillEverywhere(job_id, "cancelled by " + user.user, /*any_round=*/true);
   EndJob(job, wire::CANCELLED, "cancelled by " + user.user, now);
   // Its tasks of this round end now; whatever its process checkpointed no longer matters.
-  if (round_ && round_->job_workers.contains(job_id) &&
-      EndTasksWithoutBlame(job_id, "cancelled")) {
+  if (round_ && round_->HasJob(job_id) && round_->EndWithoutBlame(job_id, "cancelled")) {
     FinishJobTasks(job_id, now);
   }
   return Info(job);
@@ -352,10 +388,9 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
     rate += share * Estimate(job, type);
   }
   if (round_ && row.state == wire::RUNNING) {
-    const auto workers = round_->job_workers.find(row.id);
-    if (workers != round_->job_workers.end()) {
-      for (std::uint64_t w : workers->second) info.add_worker_ids(w);
-      info.set_gpu_type(round_->tasks.at(workers->second.front()).gpu_type);
+    if (round_->HasJob(row.id)) {
+      for (std::uint64_t w : round_->WorkersOf(row.id)) info.add_worker_ids(w);
+      info.set_gpu_type(round_->GpuTypeOf(row.id));
       if (rate <= 0.0) rate = Estimate(job, info.gpu_type());
     }
   }
@@ -379,9 +414,7 @@ wire::ListWorkersResponse SchedulerCore::ListWorkers() const {
   wire::ListWorkersResponse response;
   const std::int64_t now = clock_->NowMs();
   agents_.ListWorkers(now, &response, [&](std::uint64_t worker) -> std::uint64_t {
-    if (!round_) return 0;
-    const auto task = round_->tasks.find(worker);
-    return task != round_->tasks.end() && !task->second.reported ? task->second.job_id : 0;
+    return round_ ? round_->PendingJobOn(worker) : 0;
   });
   return response;
 }
@@ -391,8 +424,9 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
   const std::int64_t now = clock_->NowMs();
   status.set_policy(options_.policy);
   status.set_round_duration_s(options_.round_length.value());
-  status.set_round_id(round_ ? round_->id : next_round_id_);
-  status.set_round_elapsed_s(round_ ? static_cast<double>(now - round_->start_ms) / 1000.0 : 0.0);
+  status.set_round_id(round_ ? round_->id() : next_round_id_);
+  status.set_round_elapsed_s(round_ ? static_cast<double>(now - round_->start_ms()) / 1000.0
+                                    : 0.0);
   std::uint32_t counts[6] = {0, 0, 0, 0, 0, 0};
   for (const auto& [id, job] : jobs_) ++counts[job.row.state];
   status.set_queued_jobs(counts[wire::QUEUED]);
@@ -470,39 +504,21 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
   const std::int64_t now = clock_->NowMs();
   ++counters_.reports;
   agents_.Touch(request.agent_id(), now);  // a report is a sign of life
-  Task* task = nullptr;
-  if (round_ && round_->id == request.round_id()) {
-    const auto it = round_->tasks.find(request.worker_id());
-    if (it != round_->tasks.end() && it->second.job_id == request.job_id()) task = &it->second;
-  }
-  if (task == nullptr || task->reported) {
+  RoundTask* task =
+      round_ ? round_->PendingTask(request.round_id(), request.worker_id(), request.job_id())
+             : nullptr;
+  if (task == nullptr) {
     // A repeat, or a report from a round that is over: its checkpoint is credited by the
     // job's next report (counts are absolute), so ignoring it loses nothing.
     ++counters_.stale_reports;
     return Status::Ok();
   }
-  task->reported = true;
-  task->outcome = request.outcome();
-  task->checkpoint_known = true;
-  task->checkpointed = request.checkpointed_steps();
-  task->steps_trained = request.steps_trained();
-  task->training_s = request.training_seconds();
-  task->elapsed_s = request.elapsed_s();
-  task->exit_code = request.exit_code();
-  task->message = request.message().substr(0, 1024);
-  // An agent kills a job when told to or when its GPU is given away: not the job's fault.
-  task->job_at_fault = request.outcome() != wire::KILLED;
-  journal_.batch.reported_workers.push_back(request.worker_id());
-  bool all = true;
-  for (std::uint64_t w : round_->job_workers.at(request.job_id())) {
-    all = all && round_->tasks.at(w).reported;
-  }
-  if (all) FinishJobTasks(request.job_id(), now);
+  if (round_->Record(task, request)) FinishJobTasks(request.job_id(), now);
   return Status::Ok();
 }
 
 void SchedulerCore::OnDispatchFailed(const std::string& agent_id, std::uint64_t round_id) {
-  if (!round_ || round_->id != round_id) return;
+  if (!round_ || round_->id() != round_id) return;
   const std::int64_t now = clock_->NowMs();
   // Only the jobs' other GPUs need telling: the unreachable agent never got the round.
   if (AbandonAgentTasks(agent_id, "the round's work could not be delivered to agent " + agent_id,
@@ -511,42 +527,14 @@ void SchedulerCore::OnDispatchFailed(const std::string& agent_id, std::uint64_t 
   }
 }
 
-bool SchedulerCore::EndTasksWithoutBlame(std::uint64_t job_id, const std::string& message) {
-  bool pending = false;
-  for (std::uint64_t w : round_->job_workers.at(job_id)) {
-    Task& task = round_->tasks.at(w);
-    if (task.reported) continue;
-    task.reported = true;
-    task.outcome = wire::KILLED;
-    task.job_at_fault = false;
-    task.message = message;
-    journal_.batch.reported_workers.push_back(w);
-    pending = true;
-  }
-  return pending;
-}
-
 bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::string& message,
                                       const std::string& kill_reason, std::int64_t now) {
-  auto on_agent = [&](std::uint64_t worker) { return agents_.OwnsWorker(agent_id, worker); };
-  std::set<std::uint64_t> jobs;
-  for (const auto& [worker, task] : round_->tasks) {
-    if (!task.reported && on_agent(worker)) jobs.insert(task.job_id);
-  }
+  const std::set<std::uint64_t> jobs = round_->EndTasksOn(
+      [&](std::uint64_t worker) { return agents_.OwnsWorker(agent_id, worker); }, message);
   for (std::uint64_t job : jobs) {
-    // The job's ranks on this agent first (they carry the message), then its other ranks,
-    // which cannot go on without them.
-    for (std::uint64_t w : round_->job_workers.at(job)) {
-      Task& task = round_->tasks.at(w);
-      if (task.reported || !on_agent(w)) continue;
-      task.reported = true;
-      task.outcome = wire::KILLED;
-      task.job_at_fault = false;
-      task.message = message;
-      journal_.batch.reported_workers.push_back(w);
-    }
+    // Its other ranks cannot go on without the ones that ended.
     KillEverywhere(job, kill_reason, /*any_round=*/false, /*spare=*/agent_id);
-    EndTasksWithoutBlame(job, "");
+    round_->EndWithoutBlame(job, "");
     FinishJobTasks(job, now);
   }
   return !jobs.empty();
@@ -557,49 +545,23 @@ bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::st
 
 void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
   Job& job = jobs_.at(job_id);
-  const std::vector<std::uint64_t>& workers = round_->job_workers.at(job_id);
-  std::vector<const Task*> tasks;
-  for (std::uint64_t w : workers) tasks.push_back(&round_->tasks.at(w));
+  const std::vector<std::uint64_t>& workers = round_->WorkersOf(job_id);
+  const std::vector<const RoundTask*> tasks = round_->TasksOf(job_id);
   if (tasks.empty()) return;
-  const Task& first = *tasks[0];
+  const RoundTask& first = *tasks[0];
   const std::string& gpu_type = first.gpu_type;
   const std::uint64_t total = job.row.spec.total_steps();
 
   // Credit the checkpoint every rank holds (absolute counts: never twice, never lost).
-  std::uint64_t checkpointed = std::numeric_limits<std::uint64_t>::max();
-  bool known = true;
-  double elapsed = 0.0;
-  double training = 0.0;
-  std::uint64_t trained = 0;
-  bool completed = false;
-  bool crashed = false;
-  bool launch_failed = false;
-  bool expired = false;
-  bool killed_at_fault = false;
-  for (const Task* t : tasks) {
-    if (t->checkpoint_known) {
-      checkpointed = std::min(checkpointed, t->checkpointed);
-    } else {
-      known = false;
-    }
-    elapsed = std::max(elapsed, t->elapsed_s);
-    training = std::max(training, t->training_s);
-    trained = std::max(trained, t->steps_trained);
-    completed = completed || t->outcome == wire::COMPLETED;
-    crashed = crashed || t->outcome == wire::CRASHED;
-    launch_failed = launch_failed || t->outcome == wire::LAUNCH_FAILED;
-    expired = expired || t->outcome == wire::LEASE_EXPIRED;
-    killed_at_fault = killed_at_fault || (t->outcome == wire::KILLED && t->job_at_fault);
-  }
-  if (!known || checkpointed == std::numeric_limits<std::uint64_t>::max()) {
-    checkpointed = job.row.steps_done;
-  }
+  const MicroTaskSummary m = round_->Summarize(job_id);
+  std::uint64_t checkpointed = m.checkpointed.value_or(job.row.steps_done);
+  double elapsed = m.elapsed_s;
   if (checkpointed > total) {
     Log(now, "bad-report", job_id, first.worker_id,
         "checkpointed " + std::to_string(checkpointed) + " > total " + std::to_string(total));
     checkpointed = total;
   }
-  if (elapsed <= 0.0) elapsed = static_cast<double>(now - round_->start_ms) / 1000.0;
+  if (elapsed <= 0.0) elapsed = static_cast<double>(now - round_->start_ms()) / 1000.0;
   const std::uint64_t before = job.row.steps_done;
   const std::uint64_t done = std::max(before, checkpointed);
   const std::uint64_t delta = done - before;
@@ -612,10 +574,10 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
     g.seconds += elapsed;
     g.steps += static_cast<double>(delta);
     // Learn the throughput (spec §6.6, smoothed): steps over training time.
-    if (trained > 0 && training > 0.0) {
+    if (m.steps_trained > 0 && m.training_s > 0.0) {
       // Clamped into bounds.h's range: a report of many steps in a moment (a clock step, a
       // lying agent) must not put a throughput the LPs cannot scale into the schedule.
-      const double sample = std::clamp(static_cast<double>(trained) / training,
+      const double sample = std::clamp(static_cast<double>(m.steps_trained) / m.training_s,
                                        bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
       g.measured = g.measurements == 0
                        ? sample
@@ -628,30 +590,22 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
         jobs_changed_ = true;  // worth a new solve
       }
     }
-    for (const Task* t : tasks) agents_.AddBusySeconds(t->worker_id, elapsed);
+    for (const RoundTask* t : tasks) agents_.AddBusySeconds(t->worker_id, elapsed);
     job.last_workers = workers;
-    job.paused = expired && !crashed && !launch_failed && !completed;
+    job.paused = m.expired && !m.crashed && !m.launch_failed && !m.completed;
     if (delta > 0) job.row.streak = 0;
     if (done >= total) {
       EndJob(job, wire::DONE, "", now);
-    } else if (completed && !crashed) {
-      Task as_crash = first;
+    } else if (m.completed && !m.crashed) {
+      RoundTask as_crash = first;
       as_crash.exit_code = 0;
       as_crash.message = "exited with status 0 after " + std::to_string(done) + " of " +
                          std::to_string(total) + " steps";
       HandleCrash(job, as_crash, now);
-    } else if (crashed || launch_failed || killed_at_fault) {
-      const Task* culprit = tasks.front();
-      for (const Task* t : tasks) {
-        if (t->outcome == wire::CRASHED || t->outcome == wire::LAUNCH_FAILED ||
-            (t->outcome == wire::KILLED && t->job_at_fault)) {
-          culprit = t;
-          break;
-        }
-      }
-      job.last_launch_failed = launch_failed && job.last_launch_failed;
-      Task copy = *culprit;
-      if (launch_failed) copy.outcome = wire::LAUNCH_FAILED;
+    } else if (m.crashed || m.launch_failed || m.killed_at_fault) {
+      job.last_launch_failed = m.launch_failed && job.last_launch_failed;
+      RoundTask copy = *m.culprit;
+      if (m.launch_failed) copy.outcome = wire::LAUNCH_FAILED;
       HandleCrash(job, copy, now);
     } else {
       job.last_launch_failed = false;
@@ -662,7 +616,7 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
 
   // Feed the RoundScheduler the credited increment (exact: its record of the job's progress
   // then equals the checkpointed count, so both agree on when the job is done).
-  if (round_->mech_backed) schedule_->ReportMicroTask(job_id, delta, elapsed, now);
+  if (round_->mech_backed()) schedule_->ReportMicroTask(job_id, delta, elapsed, now);
   if (IsActive(job)) {
     schedule_->PushThroughputs(job);  // what this micro-task measured
   } else {
@@ -670,7 +624,7 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
   }
 }
 
-void SchedulerCore::HandleCrash(Job& job, const Task& culprit, std::int64_t now) {
+void SchedulerCore::HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now) {
   JobRow& row = job.row;
   const bool same_code = row.streak >= 1 && row.failures >= 1 &&
                          row.last_exit_code == culprit.exit_code;
@@ -733,11 +687,8 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
                                    bool any_round, const std::string& spare) {
   std::set<std::string> targets;
   if (round_) {
-    const auto workers = round_->job_workers.find(job_id);
-    if (workers != round_->job_workers.end()) {
-      for (std::uint64_t w : workers->second) {
-        if (const Agent* a = agents_.AgentOfWorker(w)) targets.insert(a->row.agent_id);
-      }
+    for (std::uint64_t w : round_->WorkersOf(job_id)) {
+      if (const Agent* a = agents_.AgentOfWorker(w)) targets.insert(a->row.agent_id);
     }
   }
   const auto job = jobs_.find(job_id);
@@ -752,236 +703,9 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
     wire::KillJobRequest request;
     request.set_job_id(job_id);
     request.set_reason(reason);
-    if (!any_round && round_) request.set_round_id(round_->id);
+    if (!any_round && round_) request.set_round_id(round_->id());
     transport_->KillJob(agents_.Endpoint(agent), request, nullptr);
   }
-}
-
-// ------------------------------------------------------------------------------------------
-// Time.
-
-void SchedulerCore::CheckHeartbeats(std::int64_t now) {
-  const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
-  for (const std::string& id : agents_.DeclareSilentDead(now, timeout_ms)) {
-    schedule_->MarkClusterChanged();  // the mechanism drops its GPUs next round
-    if (round_) AbandonAgentTasks(id, "its worker died", "a GPU of the job died", now);
-  }
-}
-
-bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
-  if (round_) return false;
-  const int gpus = agents_.LiveGpus();
-  if (gpus == 0) return false;
-  // Only the very first round waits for the expected cluster; later ones run on what is left.
-  if (next_round_id_ == 0 && gpus < options_.expected_gpus) return false;
-  return AnyRunnable(now);
-}
-
-bool SchedulerCore::AnyRunnable(std::int64_t now) const {
-  return jobs_.AnyRunnable(now);
-}
-
-void SchedulerCore::Tick() {
-  const std::int64_t now = clock_->NowMs();
-  CheckHeartbeats(now);
-  schedule_->TakeFreshAllocation();
-  if (round_) {
-    bool all = true;
-    for (const auto& [worker, task] : round_->tasks) all = all && task.reported;
-    if (round_->tasks.empty()) {
-      // An idle round ends early when the job set changed and something is runnable.
-      if (now >= round_->end_ms || (jobs_changed_ && AnyRunnable(now))) CloseRound(now);
-    } else if (all) {
-      CloseRound(now);
-    } else if (now >= round_->deadline_ms) {
-      KillStragglers(now);
-      CloseRound(now);
-    } else if (!prefetched_this_round_ && now >= round_->mid_ms) {
-      prefetched_this_round_ = true;
-      PrefetchAllocation(now, /*with_leavers=*/true);
-    }
-  }
-  // (While the cluster change waits for the next round, the RoundScheduler's layout is stale:
-  // the round's own solve covers the new cluster.)
-  if (jobs_changed_ && schedule_->up_to_date()) {
-    jobs_changed_ = false;
-    PrefetchAllocation(now, /*with_leavers=*/false);
-  }
-  if (ShouldStartRound(now)) StartRound(now);
-}
-
-std::int64_t SchedulerCore::NextWakeMs() const {
-  const std::int64_t now = clock_->NowMs();
-  std::int64_t wake = now + 1000;
-  if (round_) {
-    wake = std::min(wake, round_->deadline_ms);
-    if (round_->tasks.empty()) wake = std::min(wake, round_->end_ms);
-    if (!prefetched_this_round_) wake = std::min(wake, round_->mid_ms);
-  } else if (ShouldStartRound(now)) {
-    return now;
-  }
-  const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
-  for (const auto& [id, agent] : agents_.agents()) {
-    if (agent.row.alive) wake = std::min(wake, agent.last_heartbeat_ms + timeout_ms + 1);
-  }
-  for (const auto& [id, job] : jobs_) {
-    if (IsActive(job) && job.row.next_retry_ms > now) wake = std::min(wake, job.row.next_retry_ms);
-  }
-  return std::max(wake, now);
-}
-
-void SchedulerCore::StartRound(std::int64_t now) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::optional<mechanism::RoundPlan> plan = schedule_->PlanRound(now);
-  if (!plan) return;
-
-  Round round;
-  round.id = next_round_id_++;
-  journal_.batch.meta["next_round_id"] = std::to_string(next_round_id_);
-  const auto round_ms = static_cast<std::int64_t>(options_.round_length.value() * 1000.0);
-  round.start_ms = now;
-  round.end_ms = now + round_ms;
-  round.mid_ms = now + round_ms / 2;
-  round.deadline_ms = round.end_ms + static_cast<std::int64_t>(grace_.value() * 1000.0);
-  round.mech_backed = true;
-
-  std::map<std::string, wire::StartRoundRequest> requests;
-  for (const auto& [id, agent] : agents_.agents()) {
-    if (agent.row.alive) requests[id].set_round_id(round.id);
-  }
-  std::set<std::uint64_t> placed;
-  for (const mechanism::Assignment& a : plan->assignments) {
-    const std::uint64_t job_id = a.combination.member(0).value();
-    Job& job = jobs_.at(job_id);
-    const std::vector<std::uint64_t> workers = schedule_->WorkersOf(a);
-    if (!IsActive(job) || job.row.next_retry_ms > now) {
-      // Not runnable now. The RoundScheduler holds jobs that back off out of its plans, so
-      // this is a safety net (e.g. the wall clock stepped back): its GPUs idle this round,
-      // and the RoundScheduler hears at once that nothing ran.
-      schedule_->Skip(a);
-      continue;
-    }
-    const bool continuing = job.paused && job.last_workers == workers;
-    if (!continuing) {
-      ++job.row.attempts;
-      if (job.row.first_launch_ms == 0) job.row.first_launch_ms = now;
-    }
-    job.row.state = wire::RUNNING;
-    Touch(job);
-    placed.insert(job_id);
-    const std::string& gpu_type = schedule_->GpuTypeName(a.gpu_type);
-    const Agent* rank0 = agents_.AgentOfWorker(workers.front());
-    for (std::size_t rank = 0; rank < workers.size(); ++rank) {
-      const std::uint64_t w = workers[rank];
-      const Agent* agent = agents_.AgentOfWorker(w);
-      GAVEL_CHECK(agent != nullptr);
-      Task task;
-      task.worker_id = w;
-      task.job_id = job_id;
-      task.rank = static_cast<std::uint32_t>(rank);
-      task.world_size = static_cast<std::uint32_t>(workers.size());
-      task.gpu_type = gpu_type;
-      round.tasks[w] = task;
-
-      wire::Task* wt = requests[agent->row.agent_id].add_tasks();
-      wt->set_worker_id(w);
-      wire::JobLaunch* launch = wt->mutable_job();
-      launch->set_job_id(job_id);
-      *launch->mutable_command() = job.row.spec.command();
-      launch->set_working_directory(job.row.spec.working_directory());
-      *launch->mutable_env() = job.row.spec.env();
-      launch->set_total_steps(job.row.spec.total_steps());
-      launch->set_checkpointed_steps(job.row.steps_done);
-      launch->set_world_size(task.world_size);
-      launch->set_rank(task.rank);
-      if (task.world_size > 1) {
-        launch->set_master_addr(HostOf(rank0->row.address));
-        launch->set_master_port(static_cast<std::uint32_t>(20000 + job_id % 40000));
-      }
-      launch->set_attempt(job.row.attempts == 0 ? 0 : job.row.attempts - 1);
-      launch->set_job_type(job.row.spec.job_type());
-      launch->set_gpu_type(gpu_type);
-      if (!options_.checkpoint_root.empty()) {
-        launch->set_checkpoint_dir(options_.checkpoint_root + "/job-" + std::to_string(job_id));
-      }
-      wire::Lease* lease = wt->mutable_lease();
-      lease->set_stop_at_step(job.row.spec.total_steps());
-      lease->set_max_duration_s(options_.round_length.value());
-      lease->set_round_end_unix_ms(round.end_ms);
-    }
-    round.job_workers[job_id] = workers;
-    if (!continuing) {
-      Log(now, "start", job_id, workers.front(),
-          "round " + std::to_string(round.id) + " on " + std::to_string(workers.size()) + " " +
-              gpu_type + ", from step " + std::to_string(job.row.steps_done));
-    }
-  }
-  for (auto& [id, job] : jobs_) {
-    if (placed.contains(id)) continue;
-    job.paused = false;  // whatever waited on its GPUs is stopped by the agent
-    if (job.row.state == wire::RUNNING) {
-      job.row.state = wire::QUEUED;
-      Touch(job);
-    }
-  }
-
-  RoundRow row{round.id, round.start_ms, round.end_ms, {}};
-  for (const auto& [w, task] : round.tasks) {
-    row.tasks.push_back(RoundTaskRow{w, task.job_id, task.rank, task.world_size, false});
-  }
-  journal_.batch.open_round = std::move(row);
-  const std::uint64_t round_id = round.id;
-  round_ = std::move(round);
-  prefetched_this_round_ = false;
-  ++counters_.rounds_started;
-
-  for (auto& [id, request] : requests) {
-    transport_->StartRound(agents_.Endpoint(*agents_.Find(id)),
-                           std::move(request),
-                           [this, id = id, round_id](Status status) {
-                             if (!status.ok() && hooks_.dispatch_failed) {
-                               hooks_.dispatch_failed(id, round_id);
-                             }
-                           });
-  }
-  counters_.last_plan_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-void SchedulerCore::KillStragglers(std::int64_t now) {
-  std::set<std::uint64_t> jobs;
-  for (auto& [worker, task] : round_->tasks) {
-    if (task.reported) continue;
-    task.reported = true;
-    task.outcome = wire::KILLED;
-    // The job is to blame only if its agent is demonstrably alive (heartbeats of late);
-    // a silent agent is about to be declared dead, which is no fault of the job.
-    const Agent* agent = agents_.AgentOfWorker(worker);
-    const auto recent_ms =
-        static_cast<std::int64_t>(2.0 * options_.heartbeat_interval.value() * 1000.0);
-    task.job_at_fault =
-        agent != nullptr && agent->row.alive && now - agent->last_heartbeat_ms <= recent_ms;
-    task.exit_code = -9;
-    task.message = "no report by the round's deadline";
-    journal_.batch.reported_workers.push_back(worker);
-    jobs.insert(task.job_id);
-    ++counters_.stragglers_killed;
-  }
-  for (std::uint64_t job : jobs) {
-    KillEverywhere(job, "no report by the round's deadline", /*any_round=*/false);
-    Log(now, "straggler", job, 0, "killed: no report by the round's deadline");
-    FinishJobTasks(job, now);
-  }
-}
-
-void SchedulerCore::CloseRound(std::int64_t now) {
-  (void)now;
-  last_round_id_ = round_->id;
-  if (round_->mech_backed) schedule_->RoundClosed();
-  round_.reset();
-  journal_.batch.close_round = true;
-  journal_.batch.open_round.reset();
-  journal_.batch.reported_workers.clear();  // marks on the closed round's tasks no longer matter
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1005,15 +729,15 @@ void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
   if (with_leavers && round_) {
     // Jobs whose remaining steps fit in what is left of the round at their estimated speed
     // will most likely have finished when the next round is planned.
-    const double left_s = std::max(0.0, static_cast<double>(round_->end_ms - now) / 1000.0);
-    for (const auto& [job_id, workers] : round_->job_workers) {
+    const double left_s = std::max(0.0, static_cast<double>(round_->end_ms() - now) / 1000.0);
+    for (const auto& [job_id, workers] : round_->jobs()) {
       const Job& job = jobs_.at(job_id);
       if (!IsActive(job)) continue;
-      const double rate = Estimate(job, round_->tasks.at(workers.front()).gpu_type);
+      const double rate = Estimate(job, round_->GpuTypeOf(job_id));
       const double remaining =
           static_cast<double>(job.row.spec.total_steps() - job.row.steps_done);
       // steps_done is last round's checkpoint: count this round's steps so far too.
-      const double this_round = rate * static_cast<double>(now - round_->start_ms) / 1000.0;
+      const double this_round = rate * static_cast<double>(now - round_->start_ms()) / 1000.0;
       if (remaining - this_round <= rate * left_s * 1.1) leaving.push_back(JobId(job_id));
     }
   }

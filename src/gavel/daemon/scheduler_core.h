@@ -5,16 +5,21 @@
 //   AgentRegistry  agents, their GPUs, liveness (agent_registry.h)
 //   Schedule       the seam to the RoundScheduler, which owns the schedule (schedule.h)
 //   Journal        changes staged for the next commit (journal.h)
-// and the open round (tasks, reports, stragglers), kept here.
+//   OpenRound      the round dispatched and not yet closed: tasks, reports, deadlines
+//                  (open_round.h)
+//   AgentExecutor  carries a round plan out on the agents: the mechanism's Executor port,
+//                  as SimExecutor is the simulator's (agent_executor.h)
+// What stays here: the requests, the round flow (Tick), crediting a finished micro-task and
+// the failure policy (retries, backoff, failing a job).
 //
 // Ownership: the core owns the parts and the AllocationService. It borrows the Store, the
-// AgentTransport and the WallClock, which must outlive it. Every change is staged in the
-// Journal; Flush() commits it, and the daemon replies to the requests behind a change only
-// after that commit (durable before the reply).
+// AgentTransport and the Clock (Unix time: SystemClock, a ManualClock in tests), which must
+// outlive it. Every change is staged in the Journal; Flush() commits it, and the daemon
+// replies to the requests behind a change only after that commit (durable before the reply).
 //
 // A round, on the wall clock (docs/runtime.md, "Rounds"):
-//   plan (RoundScheduler::PlanRound) → dispatch one StartRound per live agent (leases to the
-//   round's end) → collect ReportDone per GPU, crediting checkpointed steps and measured
+//   plan (RoundScheduler::PlanRound) → AgentExecutor: one StartRound per live agent (leases
+//   to the round's end) → collect ReportDone per GPU, crediting checkpointed steps and measured
 //   throughputs and feeding the RoundScheduler → close when every task reported, or at
 //   end + grace (stragglers are killed and their micro-tasks fail) → next round.
 // Jobs whose lease ran out wait paused; a job placed on the same GPUs again continues
@@ -37,16 +42,18 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gavel/core/clock.h"
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
+#include "gavel/daemon/agent_executor.h"
 #include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/agent_transport.h"
 #include "gavel/daemon/job_book.h"
 #include "gavel/daemon/journal.h"
+#include "gavel/daemon/open_round.h"
 #include "gavel/daemon/schedule.h"
 #include "gavel/daemon/allocation_service.h"
-#include "gavel/daemon/clock.h"
 #include "gavel/daemon/store.h"
 #include "gavel/mechanism/round_scheduler.h"
 #include "gavel/rpc/auth.h"
@@ -95,6 +102,11 @@ struct CoreOptions {
   bool background_solves = true;
 };
 
+// Errors name the option at fault: a missing table, times out of range, entity weights that are
+// not positive, a policy that shares GPUs (refused: agents run one process per GPU), prices
+// for unknown types or a cost policy without them (core_options.cc).
+Status ValidateCoreOptions(const CoreOptions& options);
+
 // How the core reaches the daemon around it; both may be called from any thread and must
 // only post work to the core's thread. Empty functions are fine (tests drive Tick by hand).
 struct CoreHooks {
@@ -124,7 +136,7 @@ class SchedulerCore {
   // end + grace, but at least one heartbeat timeout from now.
   static Result<std::unique_ptr<SchedulerCore>> Create(CoreOptions options, Store* store,
                                                        AgentTransport* transport,
-                                                       const WallClock* clock,
+                                                       const Clock* clock,
                                                        CoreHooks hooks = {});
   ~SchedulerCore();
   SchedulerCore(const SchedulerCore&) = delete;
@@ -181,52 +193,18 @@ class SchedulerCore {
   bool MechanismHolds(std::uint64_t job_id) const;
 
  private:
-  struct Task {
-    std::uint64_t worker_id = 0;
-    std::uint64_t job_id = 0;
-    std::uint32_t rank = 0;
-    std::uint32_t world_size = 1;
-    std::string gpu_type;
-    bool reported = false;
-    // The report (or what the daemon concluded without one).
-    wire::TaskOutcome outcome = wire::TASK_OUTCOME_UNSPECIFIED;
-    bool checkpoint_known = false;
-    std::uint64_t checkpointed = 0;
-    std::uint64_t steps_trained = 0;
-    double training_s = 0.0;
-    double elapsed_s = 0.0;
-    std::int32_t exit_code = 0;
-    std::string message;
-    bool job_at_fault = true;  // for KILLED: count it as the job's failure
-  };
-
-  struct Round {
-    std::uint64_t id = 0;
-    std::int64_t start_ms = 0;
-    std::int64_t end_ms = 0;
-    std::int64_t deadline_ms = 0;
-    std::int64_t mid_ms = 0;
-    bool mech_backed = false;  // planned by the current RoundScheduler (reports feed it)
-    std::map<std::uint64_t, Task> tasks;                            // by worker id
-    std::map<std::uint64_t, std::vector<std::uint64_t>> job_workers;  // job -> workers by rank
-  };
-
   SchedulerCore(CoreOptions options, Store* store, AgentTransport* transport,
-                const WallClock* clock, CoreHooks hooks);
+                const Clock* clock, CoreHooks hooks);
   Status Recover();
 
-  // Round phases.
+  // Round phases (Tick's flow).
+  void CheckHeartbeats(std::int64_t now);
   bool ShouldStartRound(std::int64_t now) const;
-  // Whether an active job is out of its retry backoff.
-  bool AnyRunnable(std::int64_t now) const;
   void StartRound(std::int64_t now);
   void KillStragglers(std::int64_t now);
-  void CloseRound(std::int64_t now);
+  void CloseRound();
+  // Credits the job's micro-task of the open round once every task of it has ended.
   void FinishJobTasks(std::uint64_t job_id, std::int64_t now);
-  void CheckHeartbeats(std::int64_t now);
-  // Marks the job's unreported tasks of the open round as killed through no fault of the job
-  // (the caller then credits them with FinishJobTasks). Returns whether any was unreported.
-  bool EndTasksWithoutBlame(std::uint64_t job_id, const std::string& message);
   // The agent is gone (dead, or the round could not be delivered): its unreported tasks of the
   // open round end without blame (with `message`), the other ranks of their jobs are told to
   // stop (`kill_reason`) and end too, and the jobs are credited. Returns whether any task was
@@ -243,7 +221,7 @@ class SchedulerCore {
   double Prior(const Job& job, const std::string& gpu_type) const;
   double Estimate(const Job& job, const std::string& gpu_type) const;
   wire::JobInfo Info(const Job& job) const;
-  void HandleCrash(Job& job, const Task& first, std::int64_t now);
+  void HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now);
   void EndJob(Job& job, wire::JobState state, const std::string& message, std::int64_t now);
   // Sends KillJob for the job's processes of the current round (or any round, for a job
   // that leaves for good) to every live agent that may run it, except `spare`.
@@ -258,7 +236,7 @@ class SchedulerCore {
   CoreOptions options_;
   Store* store_;
   AgentTransport* transport_;
-  const WallClock* clock_;
+  const Clock* clock_;
   CoreHooks hooks_;
   Journal journal_;        // changes staged for the next Flush
   AgentRegistry agents_;   // agents, GPUs, liveness
@@ -269,14 +247,15 @@ class SchedulerCore {
   std::int64_t started_ms_ = 0;
 
   std::uint64_t next_round_id_ = 0;
-  std::optional<Round> round_;
-  std::optional<std::uint64_t> last_round_id_;
+  std::optional<OpenRound> round_;  // the open round (tasks, reports, deadlines)
 
   std::shared_ptr<AllocationService> allocation_;
   // The seam to the RoundScheduler (schedule.h); made at recovery, once the epoch is known.
   std::unique_ptr<Schedule> schedule_;
+  // Carries each round's plan out on the agents (the mechanism's Executor port); made with
+  // the Schedule.
+  std::unique_ptr<AgentExecutor> executor_;
   bool jobs_changed_ = false;      // the active job set changed since the last prefetch
-  bool prefetched_this_round_ = false;
 
   CoreCounters counters_;
 };

@@ -1,4 +1,4 @@
-// SchedulerCore on fakes (FakeClock, MemoryStore, FakeAgentTransport): rounds, exact step
+// SchedulerCore on fakes (ManualClock, MemoryStore, FakeAgentTransport): rounds, exact step
 // credit, lease extensions, throughput learning, failures, access and restarts. Every time
 // step is explicit, so these tests are deterministic.
 #include "gavel/daemon/scheduler_core.h"
@@ -135,7 +135,7 @@ class CoreTest : public ::testing::Test {
     return nullptr;
   }
 
-  FakeClock clock_;
+  ManualClock clock_{Seconds(1'700'000'000.0)};  // a Unix time, in 2023
   MemoryStore store_;
   FakeAgentTransport transport_;
   std::unique_ptr<SchedulerCore> core_;

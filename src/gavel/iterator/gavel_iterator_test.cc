@@ -90,7 +90,7 @@ class GavelIteratorTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  agent::testing::FakeClock clock_;
+  ManualClock clock_{agent::testing::kTestClockStart};
   agent::testing::FakeSchedulerClient scheduler_;
   agent::testing::FakeProcessLauncher launcher_;
   std::unique_ptr<agent::Agent> agent_;

@@ -1,37 +1,21 @@
 // The round scheduler's ports to the outside world (design.md habit 4): a Clock it reads the
-// current time from, and an Executor that carries out its round plans. The simulator plugs
-// in a ManualClock it advances itself and an executor that turns plans into completion
-// events; the cluster daemon will plug in a wall clock and an executor that talks to worker
-// agents. Neither port is owned by the scheduler; both must outlive it.
-// Thread-safety: ManualClock is not synchronised (one simulation thread).
+// current time from (gavel::Clock, core/clock.h), and an Executor that carries out its round
+// plans. The simulator plugs in a ManualClock it advances itself and an executor that turns
+// plans into completion events (sim::SimExecutor); the cluster daemon plugs in its wall clock
+// (seconds since the state directory was made) and an executor that sends the plans to
+// worker agents (daemon::AgentExecutor). Neither port is owned by the scheduler; both must
+// outlive it.
 #pragma once
 
 #include <array>
 
+#include "gavel/core/clock.h"
 #include "gavel/core/ids.h"
 #include "gavel/core/status.h"
 #include "gavel/core/units.h"
 #include "gavel/mechanism/round_plan.h"
 
 namespace gavel::mechanism {
-
-class Clock {
- public:
-  virtual ~Clock() = default;
-  // Seconds since the start of the run; never decreases.
-  virtual Seconds Now() const = 0;
-};
-
-// A clock that only moves when told to: the simulator's, and the tests'.
-class ManualClock final : public Clock {
- public:
-  explicit ManualClock(Seconds start = Seconds(0.0)) : now_(start) {}
-  Seconds Now() const override { return now_; }
-  void Set(Seconds now) { now_ = now; }
-
- private:
-  Seconds now_;
-};
 
 // Runs the micro-tasks of a round plan and, as they finish, feeds WorkerReports back to the
 // scheduler (RoundScheduler::OnWorkerDone) through whatever event path its world has.

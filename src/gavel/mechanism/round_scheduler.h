@@ -1,5 +1,5 @@
 // RoundScheduler: Gavel's round-based scheduling mechanism (spec §3), the one component the
-// simulator drives now and the cluster daemon will drive unchanged later.
+// simulator and the cluster daemon both drive, unchanged, through the same ports (ports.h).
 //
 // It owns the job table (every admitted job, under the id its caller gave it), the policy,
 // the current allocation X[combination][GPU type], the per-type time accounting behind the

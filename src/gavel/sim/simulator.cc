@@ -445,7 +445,7 @@ class RoundSimulation {
 
   const SimulationOptions& options_;
   internal::RunSetup setup_;
-  mechanism::ManualClock clock_;
+  ManualClock clock_;
   EventQueue<MicroTaskEnd> queue_;
   std::optional<PhysicsModel> physics_;  // before executor_, which points at it
   SimExecutor executor_;

@@ -1,0 +1,75 @@
+// AgentExecutor: the daemon's mechanism::Executor (mechanism/ports.h), the counterpart of the
+// simulator's SimExecutor — simulator and runtime drive the RoundScheduler through the same
+// seam: PlanRound → Executor::Execute(plan) → reports back to the mechanism.
+//
+// Execute carries a round plan out on the worker agents, in phases:
+//   1. one StartRound request per live agent (an agent with no task stops whatever waits on
+//      its GPUs);
+//   2. each assignment whose job is runnable becomes tasks of the open round and a launch
+//      with a lease on every one of its GPUs (the daemon's worker ids, translated by the
+//      Schedule), the job RUNNING; an assignment whose job cannot start now (backing off,
+//      gone) is skipped and its GPUs idle (the mechanism hears at once that nothing ran);
+//   3. every job not placed waits (QUEUED; a paused process of it is stopped by its agent);
+//   4. the open round's row is staged in the Journal (durable with the next commit);
+//   5. the requests go out, asynchronously; an undeliverable one calls `dispatch_failed`.
+// The reports come back to the core as ReportDone RPCs and reach the mechanism through
+// Schedule::ReportMicroTask — the runtime's event path, as MicroTaskEnd events are the
+// simulator's.
+//
+// The round itself (its id and times) is opened by the core before Execute; the executor
+// fills the round it is pointed at (`round`, which must hold a round when Execute runs).
+// Ownership: borrows every part; all must outlive it. Thread-safety: none (the core thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "gavel/core/status.h"
+#include "gavel/core/units.h"
+#include "gavel/daemon/agent_registry.h"
+#include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/job_book.h"
+#include "gavel/daemon/journal.h"
+#include "gavel/daemon/open_round.h"
+#include "gavel/daemon/schedule.h"
+#include "gavel/mechanism/ports.h"
+
+namespace gavel::daemon {
+
+struct AgentExecutorOptions {
+  Seconds round_length{360.0};  // each lease's duration
+  // Jobs checkpoint to <checkpoint_root>/job-<id> when set; empty = the agents choose.
+  std::string checkpoint_root;
+};
+
+struct AgentExecutorParts {
+  JobBook* jobs = nullptr;
+  const AgentRegistry* agents = nullptr;
+  Schedule* schedule = nullptr;  // translates the plan's workers and GPU types
+  AgentTransport* transport = nullptr;
+  Journal* journal = nullptr;
+  std::optional<OpenRound>* round = nullptr;  // the core's open round, filled by Execute
+  // A StartRound to (agent id, round id) could not be delivered. May be empty.
+  std::function<void(const std::string&, std::uint64_t)> dispatch_failed;
+};
+
+class AgentExecutor final : public mechanism::Executor {
+ public:
+  AgentExecutor(AgentExecutorOptions options, AgentExecutorParts parts);
+  // Never fails on a real cluster's troubles (those come back as dispatch failures or task
+  // reports); OK always, a bug aborts.
+  Status Execute(const mechanism::RoundPlan& plan) override;
+
+ private:
+  // Phase 2 for one runnable assignment: its tasks in the round and its launches.
+  void Launch(const mechanism::Assignment& assignment, Job& job,
+              const std::vector<std::uint64_t>& workers,
+              std::map<std::string, wire::StartRoundRequest>& requests);
+
+  AgentExecutorOptions options_;
+  AgentExecutorParts parts_;
+};
+
+}  // namespace gavel::daemon

@@ -1,0 +1,179 @@
+// AgentExecutor on the real parts (JobBook, AgentRegistry, Schedule) and a fake transport:
+// what reaches the agents is exactly the RoundScheduler's plan, translated to the daemon's
+// worker ids, with the documented lease; the open round and the store see the same tasks.
+#include "gavel/daemon/agent_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "gavel/core/clock.h"
+#include "gavel/core/shipped_table.h"
+#include "gavel/daemon/fake_transport.h"
+#include "gavel/policy/registry.h"
+
+namespace gavel::daemon {
+namespace {
+
+const rpc::Principal kAdmin{"ops", true, "admin-token"};
+constexpr std::int64_t kRoundMs = 10'000;
+
+class AgentExecutorTest : public ::testing::Test {
+ protected:
+  AgentExecutorTest()
+      : jobs_(&journal_, ShippedThroughputTable()),
+        agents_(&journal_, AgentRules{ShippedThroughputTable().get(), nullptr, "p"}) {
+    auto info = policy::FindPolicy("max_min_fairness_perf");
+    auto policy = policy::MakePolicy("max_min_fairness_perf", policy::PolicyOptions{});
+    EXPECT_TRUE(info.ok() && policy.ok());
+    ScheduleOptions options;
+    options.policy = "max_min_fairness_perf";
+    options.throughputs = ShippedThroughputTable();
+    options.round_length = Seconds(kRoundMs / 1000.0);
+    options.traits = (*info)->capabilities;
+    auto allocation = std::make_shared<AllocationService>(*std::move(policy), false, nullptr);
+    schedule_ = std::make_unique<Schedule>(std::move(options), &jobs_, &agents_, &journal_,
+                                           allocation, &clock_, clock_.NowMs());
+    AgentExecutorOptions executor;
+    executor.round_length = Seconds(kRoundMs / 1000.0);
+    executor.checkpoint_root = "/shared/ckpt";
+    executor_ = std::make_unique<AgentExecutor>(
+        executor, AgentExecutorParts{&jobs_, &agents_, schedule_.get(), &transport_, &journal_,
+                                     &round_,
+                                     [this](const std::string& agent, std::uint64_t round) {
+                                       failed_.emplace_back(agent, round);
+                                     }});
+  }
+  void Register(const std::string& id, const std::string& type, std::uint32_t gpus) {
+    wire::RegisterWorkerRequest r;
+    r.set_agent_id(id);
+    r.set_gpu_type(type);
+    r.set_num_gpus(gpus);
+    r.set_address("10.0.0." + std::to_string(agents_.agents().size() + 1) + ":4000");
+    bool changed = false;
+    ASSERT_TRUE(agents_.Register(kAdmin, r, clock_.NowMs(), &changed).ok());
+  }
+  std::uint64_t Submit(std::uint32_t scale_factor) {
+    wire::JobSpec spec;
+    spec.add_command("python3");
+    spec.add_command("train.py");
+    spec.set_total_steps(1000);
+    spec.set_scale_factor(scale_factor);
+    spec.set_job_type("ResNet-18 (batch size 64)");
+    EXPECT_TRUE(jobs_.Validate(spec).ok());
+    Job& job = jobs_.Add(kAdmin, spec, clock_.NowMs(), agents_.LiveGpuTypes());
+    schedule_->Admit(job);
+    return job.row.id;
+  }
+  // Plans a round now and executes it; returns the plan.
+  mechanism::RoundPlan PlanAndExecute(std::uint64_t round_id,
+                                      const std::function<void(const mechanism::RoundPlan&)>&
+                                          before_execute = {}) {
+    std::optional<mechanism::RoundPlan> plan = schedule_->PlanRound(clock_.NowMs());
+    EXPECT_TRUE(plan.has_value());
+    if (!plan) return {};
+    round_.emplace(round_id, clock_.NowMs(), kRoundMs, 2'000, &journal_);
+    if (before_execute) before_execute(*plan);
+    EXPECT_TRUE(executor_->Execute(*plan).ok());
+    return *plan;
+  }
+
+  ManualClock clock_{Seconds(1'700'000'000.0)};
+  Journal journal_;
+  JobBook jobs_;
+  AgentRegistry agents_;
+  std::unique_ptr<Schedule> schedule_;
+  FakeAgentTransport transport_;
+  std::optional<OpenRound> round_;
+  std::vector<std::pair<std::string, std::uint64_t>> failed_;
+  std::unique_ptr<AgentExecutor> executor_;
+};
+
+TEST_F(AgentExecutorTest, EveryAssignmentReachesTheAgentsOfItsWorkersWithTheRoundsLease) {
+  Register("a", "v100", 2);
+  Register("b", "k80", 2);
+  Register("idle", "p100", 1);
+  const std::uint64_t single = Submit(1);
+  const std::uint64_t pair = Submit(2);
+  const mechanism::RoundPlan plan = PlanAndExecute(4);
+  ASSERT_FALSE(plan.assignments.empty());
+
+  // What the plan says, in the daemon's ids: job -> (GPU type, workers by rank).
+  std::map<std::uint64_t, std::pair<std::string, std::vector<std::uint64_t>>> expected;
+  for (const mechanism::Assignment& a : plan.assignments) {
+    expected[a.combination.member(0).value()] = {schedule_->GpuTypeName(a.gpu_type),
+                                                 schedule_->WorkersOf(a)};
+  }
+  // What the agents got.
+  std::map<std::uint64_t, std::pair<std::string, std::vector<std::uint64_t>>> sent;
+  for (const std::string agent : {"a", "b", "idle"}) {
+    ASSERT_EQ(transport_.RoundsSentTo(agent), 1u) << agent;  // everyone, even with no task
+    const wire::StartRoundRequest request = transport_.LastRound(agent);
+    EXPECT_EQ(request.round_id(), 4u);
+    for (const wire::Task& task : request.tasks()) {
+      EXPECT_TRUE(agents_.OwnsWorker(agent, task.worker_id()));
+      const wire::JobLaunch& launch = task.job();
+      auto& [type, workers] = sent[launch.job_id()];
+      type = launch.gpu_type();
+      if (workers.size() < launch.world_size()) workers.resize(launch.world_size());
+      workers[launch.rank()] = task.worker_id();
+      EXPECT_EQ(launch.checkpoint_dir(), "/shared/ckpt/job-" + std::to_string(launch.job_id()));
+      EXPECT_EQ(launch.checkpointed_steps(), 0u);
+      EXPECT_EQ(launch.attempt(), 0u);
+      EXPECT_EQ(task.lease().stop_at_step(), 1000u);
+      EXPECT_EQ(task.lease().max_duration_s(), kRoundMs / 1000.0);
+      EXPECT_EQ(task.lease().round_end_unix_ms(), clock_.NowMs() + kRoundMs);
+      if (launch.world_size() > 1) {
+        EXPECT_FALSE(launch.master_addr().empty());
+      }
+    }
+  }
+  EXPECT_EQ(sent, expected);
+  EXPECT_TRUE(sent.contains(single) || sent.contains(pair));
+
+  // The open round holds the same tasks, and so does the row staged for the store.
+  std::size_t tasks = 0;
+  for (const auto& [job, placement] : expected) {
+    EXPECT_EQ(round_->WorkersOf(job), placement.second);
+    EXPECT_EQ(jobs_.at(job).row.state, wire::RUNNING);
+    EXPECT_EQ(jobs_.at(job).row.attempts, 1u);
+    tasks += placement.second.size();
+  }
+  EXPECT_EQ(round_->num_tasks(), tasks);
+  ASSERT_TRUE(journal_.batch.open_round.has_value());
+  EXPECT_EQ(journal_.batch.open_round->tasks.size(), tasks);
+  std::size_t starts = 0;
+  for (const EventRow& e : journal_.batch.events) starts += e.kind == "start";
+  EXPECT_EQ(starts, expected.size());
+  EXPECT_TRUE(failed_.empty());
+}
+
+TEST_F(AgentExecutorTest, AJobThatCannotStartNowIsSkippedAndUndeliverableRoundsAreReported) {
+  Register("a", "v100", 1);
+  Register("b", "v100", 1);
+  const std::uint64_t first = Submit(1);
+  const std::uint64_t second = Submit(1);
+  transport_.SetUnreachable("b", true);
+  std::uint64_t backing_off = 0;
+  const mechanism::RoundPlan plan = PlanAndExecute(0, [&](const mechanism::RoundPlan& p) {
+    // Between plan and dispatch the first planned job starts backing off (the safety net for
+    // a wall clock that stepped back: the mechanism holds such jobs out of its plans).
+    ASSERT_EQ(p.assignments.size(), 2u);
+    backing_off = p.assignments[0].combination.member(0).value();
+    jobs_.at(backing_off).row.next_retry_ms = clock_.NowMs() + 5'000;
+  });
+  const std::uint64_t running = backing_off == first ? second : first;
+  EXPECT_FALSE(round_->HasJob(backing_off));
+  EXPECT_EQ(jobs_.at(backing_off).row.state, wire::QUEUED);
+  EXPECT_EQ(jobs_.at(backing_off).row.attempts, 0u);
+  EXPECT_TRUE(round_->HasJob(running));
+  EXPECT_EQ(jobs_.at(running).row.state, wire::RUNNING);
+  EXPECT_EQ(round_->num_tasks(), 1u);
+  // Both agents were sent the round; b's could not be delivered, and that came back.
+  EXPECT_EQ(transport_.start_rounds(), 2u);
+  EXPECT_EQ(failed_, (std::vector<std::pair<std::string, std::uint64_t>>{{"b", 0}}));
+}
+
+}  // namespace
+}  // namespace gavel::daemon
