@@ -16,7 +16,7 @@
 namespace gavel::daemon {
 namespace {
 
-const rpc::Principal kAdmin{"ops", true, "admin-token"};
+const rpc::Principal kAdmin{"ops", true, false};
 constexpr std::int64_t kRoundMs = 10'000;
 
 class AgentExecutorTest : public ::testing::Test {
