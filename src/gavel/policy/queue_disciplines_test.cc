@@ -284,6 +284,7 @@ TEST(QueueDisciplinesTest, RandomProblemsNeverExceedCapacityOrLoseAJob) {
 TEST(PolicyOptionsTest, SyntaxAndKeysAreCheckedWithClearErrors) {
   EXPECT_TRUE(FindPolicy("tiresias_2das:queues=3,thresholds=3600;36000,starve=7200").ok());
   EXPECT_TRUE(MakePolicy("tiresias_2das:queues=3,thresholds=3600;36000", {}).ok());
+  EXPECT_TRUE(MakePolicy("tiresias_2das:queues=3:thresholds=3600;36000", {}).ok());  // sweep's
   const auto error = [](const std::string& name) {
     const Result<std::unique_ptr<Policy>> policy = MakePolicy(name, {});
     EXPECT_FALSE(policy.ok()) << name;

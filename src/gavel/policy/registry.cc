@@ -163,7 +163,7 @@ const PolicyInfo kPolicies[] = {
      .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
      .option_keys = "queues,thresholds,starve",
      .make_with_params = &MakeTiresias2das,
-     .make = nullptr},
+     .make = &MakeTiresias2dasWithDefaults},
     {.name = "yarn_cs",
      .description = "YARN capacity scheduler baseline: one FIFO queue, no preemption (a "
                     "started job keeps its GPUs until it finishes)",
@@ -205,7 +205,8 @@ Result<const PolicyInfo*> FindWithParams(std::string_view name,
   if (rest.empty()) return Status::InvalidArgument(where + "no option after ':'");
   std::vector<std::string> seen;
   while (true) {
-    const std::size_t comma = rest.find(',');
+    // ',' or ':' between options: `gavel sweep -p` splits policies at commas.
+    const std::size_t comma = rest.find_first_of(",:");
     const std::string_view item = rest.substr(0, comma);
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {

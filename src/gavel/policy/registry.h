@@ -3,6 +3,7 @@
 // means adding a line to registry.cc. Immutable; thread-safe.
 //
 // Option syntax: `name:key=value,key=value` (e.g. `tiresias_2das:queues=3,thresholds=3600;36000`)
+// (or `name:key=value:key=value`, the spelling for `gavel sweep -p`, whose list is comma-separated)
 // gives options to a policy that declares keys (PolicyInfo::option_keys). The registry checks
 // the syntax and the keys (errors name the key and the policy's known keys) and hands the
 // pairs to the policy in PolicyOptions::params; the policy parses the values (errors name the
@@ -23,7 +24,8 @@ struct PolicyInfo {
   std::string_view description;  // one line, for `gavel policies`
   PolicyCapabilities capabilities = {};
   // Policies with options: their keys, comma-separated (empty = no options), and a factory
-  // that rejects bad values (used instead of `make` when set).
+  // that rejects bad values (used instead of `make` by MakePolicy when set; `make` then gives
+  // the policy with its defaults).
   std::string_view option_keys = {};
   Result<std::unique_ptr<Policy>> (*make_with_params)(const PolicyOptions&) = nullptr;
   // Kept last: entries end with it (a designated initializer may leave out earlier members).

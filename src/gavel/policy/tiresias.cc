@@ -138,4 +138,8 @@ Result<std::unique_ptr<Policy>> MakeTiresias2das(const PolicyOptions& options) {
   return MakeTiresias2das(tiresias);
 }
 
+std::unique_ptr<Policy> MakeTiresias2dasWithDefaults(const PolicyOptions& /*options*/) {
+  return MakeTiresias2das(TiresiasOptions{});
+}
+
 }  // namespace gavel::policy

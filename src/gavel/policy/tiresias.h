@@ -34,5 +34,7 @@ int TiresiasQueueOf(const TiresiasOptions& options, double service);
 
 std::unique_ptr<Policy> MakeTiresias2das(const TiresiasOptions& tiresias);
 Result<std::unique_ptr<Policy>> MakeTiresias2das(const PolicyOptions& options);
+// The policy with its default options (options.params ignored).
+std::unique_ptr<Policy> MakeTiresias2dasWithDefaults(const PolicyOptions& options);
 
 }  // namespace gavel::policy
