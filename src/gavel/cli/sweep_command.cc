@@ -743,6 +743,12 @@ Result<std::vector<Point>> EnumeratePoints(const SweepOptions& o) {
   // Fail before any work (and before the CSV exists) rather than once per point.
   for (const std::string& policy : policies) {
     const Result<const policy::PolicyInfo*> info = policy::FindPolicy(policy);
+    if (!info.ok() && policy.find('=') != std::string::npos &&
+        policy.find(':') == std::string::npos) {
+      return Status::InvalidArgument("--policies: \"" + policy +
+                                     "\" is no policy: commas separate policies here, so "
+                                     "separate a policy's options with ':' (name:k=v:k=v)");
+    }
     if (!info.ok()) return Status::InvalidArgument("--policies: " + info.status().message());
   }
   std::vector<std::uint64_t> seeds;

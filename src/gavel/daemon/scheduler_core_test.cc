@@ -35,7 +35,7 @@ class CoreTest : public ::testing::Test {
  protected:
   CoreOptions Options() {
     CoreOptions options;
-    options.policy = "max_min_fairness_perf";
+    options.policy = policy_;
     options.throughputs = ShippedThroughputTable();
     options.round_length = Seconds(kRoundMs / 1000.0);
     options.report_grace = Seconds(2.0);
@@ -135,6 +135,7 @@ class CoreTest : public ::testing::Test {
     return nullptr;
   }
 
+  std::string policy_ = "max_min_fairness_perf";
   ManualClock clock_{Seconds(1'700'000'000.0)};  // a Unix time, in 2023
   MemoryStore store_;
   FakeAgentTransport transport_;
@@ -226,6 +227,37 @@ TEST_F(CoreTest, AJobRunsRoundAfterRoundWithExactStepsAndLeaseExtensions) {
   EXPECT_NEAR(v100->seconds(), 10.5 + 3.5, 1e-9);
   Tick();
   EXPECT_FALSE(core_->current_round().has_value()) << "nothing left to run";
+}
+
+// The non-LP schedulers reach `gavel serve` through the same registry and mechanism: on one
+// GPU, yarn_cs keeps the running job after its lease (no preemption) while tiresias_2das, with
+// a 5 GPU-second threshold, demotes it after one 10 s round and runs the newcomer.
+class QueueDisciplineCoreTest : public CoreTest {
+ protected:
+  void Check(const std::string& policy, bool first_keeps_the_gpu) {
+    policy_ = policy;
+    Open();  // nothing submitted yet: the same empty store under the new policy
+    const auto workers = Register("a1", "v100");
+    const std::uint64_t first = Submit(Spec(1000));
+    Tick();
+    const wire::StartRoundRequest round = transport_.LastRound("a1");
+    ASSERT_EQ(round.tasks_size(), 1);
+    EXPECT_EQ(round.tasks(0).job().job_id(), first);
+    const std::uint64_t second = Submit(Spec(1000));
+    Advance(kRoundMs, {"a1"});
+    ASSERT_TRUE(
+        Report("a1", workers[0], first, round.round_id(), wire::LEASE_EXPIRED, 40, 40, 10.0).ok());
+    Tick();
+    const wire::StartRoundRequest next = transport_.LastRound("a1");
+    ASSERT_EQ(next.tasks_size(), 1);
+    EXPECT_EQ(next.tasks(0).job().job_id(), first_keeps_the_gpu ? first : second);
+  }
+};
+
+TEST_F(QueueDisciplineCoreTest, YarnCapacitySchedulerKeepsTheRunningJob) { Check("yarn_cs", true); }
+
+TEST_F(QueueDisciplineCoreTest, TiresiasDemotesAfterItsThreshold) {
+  Check("tiresias_2das:thresholds=5", false);
 }
 
 TEST_F(CoreTest, MeasuredThroughputReplacesThePriorAndIsSmoothed) {

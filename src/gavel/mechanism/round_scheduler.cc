@@ -190,6 +190,7 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   active.id = id;
   active.table_key = *key;
   active.scale_factor = job.type.scale_factor;
+  active.last_ran_until = job.arrival;
 
   // The job itself first, then its pairs with every earlier active job of the same scale
   // factor: the original's insertion order, which breaks ties in the per-type queues.
@@ -453,6 +454,9 @@ ReportOutcome RoundScheduler::BookMicroTask(ComboState& c, const MicroTaskResult
     elapsed[static_cast<std::size_t>(i)] = result.elapsed[static_cast<std::size_t>(i)].value();
   }
   const Seconds finished_at = result.finished_at;
+  for (int i = 0; i < members; ++i) {
+    if (is_active[static_cast<std::size_t>(i)]) active_.at(id.member(i)).last_ran_until = finished_at;
+  }
 
   std::array<JobId, 2> to_remove;
   int num_to_remove = 0;
@@ -726,6 +730,8 @@ Result<RoundPlan> RoundScheduler::PlanRound() {
   GAVEL_CHECK_MSG(num_running_ == 0, "PlanRound while micro-tasks of the last round still run");
   const Seconds now = clock_->Now();
   std::erase_if(held_, [&](const auto& hold) { return hold.second <= now; });
+  // Queue disciplines (Tiresias) move jobs as their service grows: a fresh allocation each round.
+  if (traits_.reallocates_every_round && !active_.empty()) need_reallocation_ = true;
   GAVEL_ASSIGN_OR_RETURN(const bool recomputed, MaybeRecomputeAllocation(now));
   UpdatePriorities();
   const std::vector<int> type_order = RoundTypeOrder();
@@ -810,7 +816,28 @@ policy::PolicyInput RoundScheduler::PolicyInputAt(Seconds now,
   policy::PolicyInput input =
       BuildPolicyInputForJobs(layout_, *throughputs_, table_types_, jobs, now, input_options);
   AddEntities(input);
+  AddHistory(input, now);
   return input;
+}
+
+// What the queue-discipline policies read (attained service, who runs, how long each waits)
+// and DRF's host resources. Plain facts of the job table; the LP policies ignore them.
+void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
+  const HostResources& host = layout_.host_resources();
+  const int servers = layout_.num_servers();
+  input.host_cpus = host.cpus_per_server * servers;
+  input.host_mem_gb = host.mem_gb_per_server * servers;
+  for (policy::PolicyJob& row : input.jobs) {
+    const ActiveJob& job = active_.at(row.id);
+    const JobRecord& record = records_[Index(row.id)];
+    for (int t = 0; t < num_types_; ++t) row.attained_gpu_seconds += gpu_seconds(row.id, t);
+    const ComboState& single = combo(job.single_slot);
+    const bool ran_last_round = single.last_round >= 0 && single.last_round == stats_.rounds - 1;
+    row.running_type = ran_last_round && single.last_type < num_types_ ? single.last_type : -1;
+    row.waiting = row.running_type >= 0 ? Seconds(0.0) : now - job.last_ran_until;
+    row.cpus_per_gpu = record.cpus_per_gpu;
+    row.mem_gb_per_gpu = record.mem_gb_per_gpu;
+  }
 }
 
 // The hierarchical policies' entities: those of the jobs in the problem, sorted, with the

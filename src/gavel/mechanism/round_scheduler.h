@@ -318,6 +318,7 @@ class RoundScheduler {
     std::vector<int> pair_slots;  // pairs containing this job
     // UpdateThroughput's estimates by layout type; NaN = none (the table's value applies).
     std::vector<double> tput_estimate;
+    Seconds last_ran_until{0.0};  // end of its last micro-task (arrival before the first)
   };
 
   // A single job or a pair, with its per-type state (spec §3.2). Vectors are indexed by layout
@@ -355,6 +356,7 @@ class RoundScheduler {
   Result<ReportOutcome> CompleteMicroTask(ComboState& c, std::span<const WorkerReport> reports);
   ReportOutcome BookMicroTask(ComboState& c, const MicroTaskResult& result, bool succeeded);
   void AddEntities(policy::PolicyInput& input) const;
+  void AddHistory(policy::PolicyInput& input, Seconds now) const;
   // Dense position of an admitted job in records_ (admission order).
   std::size_t Index(JobId job) const { return index_of_.at(job); }
 

@@ -13,6 +13,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gavel/core/matrix.h"
 #include "gavel/core/status.h"
@@ -58,6 +60,9 @@ struct PolicyOptions {
   std::shared_ptr<lp::Solver> lp_solver;
   std::shared_ptr<lp::Solver> milp_solver;
   SolvePath solve_path = SolvePath::kFast;
+  // The `name:key=value,...` options of the policy name, keys checked against the policy's
+  // declared keys (registry.h); each policy parses its own values.
+  std::vector<std::pair<std::string, std::string>> params;
 };
 
 // What the code around a policy must know about it beyond its factory: the problem it needs
@@ -70,6 +75,9 @@ struct PolicyCapabilities {
   bool skips_zero_priority = false;      // FIFO-like: never runs a job whose priority is 0
   bool needs_steps_remaining = false;    // every job must give its remaining steps
   bool needs_instance_costs = false;     // every GPU type must have a price
+  // The allocation depends on time as well as on the job set (attained service, waiting
+  // time): the mechanism recomputes it at every round, not only when something changed.
+  bool reallocates_every_round = false;
 };
 
 // The problem a policy with these capabilities needs built (BuildPolicyInput). Under

@@ -29,6 +29,13 @@ struct PolicyJob {
   Seconds time_since_start{0.0};  // now − arrival
   std::optional<Seconds> slo_time_left;  // deadline − now
   int entity = -1;                // index into PolicyInput::entities; -1 = none
+  // What the round mechanism knows about the job's history (the queue-discipline policies
+  // read it; 0 / -1 where the caller does not know, e.g. `gavel allocate` and the fluid mode):
+  double attained_gpu_seconds = 0.0;  // GPUs × seconds run so far, over all types
+  int running_type = -1;              // GPU type it ran on in the last round; -1 = not running
+  Seconds waiting{0.0};               // now − the end of its last run (− arrival if never ran)
+  double cpus_per_gpu = 0.0;          // host demands per GPU (0 = none)
+  double mem_gb_per_gpu = 0.0;
 };
 
 // Two jobs that may share the same GPU(s) (space sharing). `first < second` (job indices).
@@ -53,6 +60,9 @@ struct PolicyInput {
   std::vector<std::string> entities;   // sorted
   std::vector<double> entity_weights;  // parallel to entities (1.0 where not given)
   std::vector<double> instance_costs;  // $/GPU-hour per type; empty when not given
+  // The cluster's host CPU cores and memory in total (every server's); 0 = not limited.
+  double host_cpus = 0.0;
+  double host_mem_gb = 0.0;
 
   std::size_t num_jobs() const { return jobs.size(); }
   std::size_t num_types() const { return gpu_types.size(); }

@@ -1,10 +1,14 @@
 #include "gavel/policy/registry.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gavel/policy/allox.h"
+#include "gavel/policy/drf.h"
 #include "gavel/policy/fifo.h"
 #include "gavel/policy/finish_time_fairness.h"
 #include "gavel/policy/gandiva.h"
@@ -14,7 +18,9 @@
 #include "gavel/policy/min_total_duration.h"
 #include "gavel/policy/proportional.h"
 #include "gavel/policy/shortest_job_first.h"
+#include "gavel/policy/tiresias.h"
 #include "gavel/policy/water_filling.h"
+#include "gavel/policy/yarn_capacity.h"
 
 namespace gavel::policy {
 namespace {
@@ -49,6 +55,10 @@ const PolicyInfo kPolicies[] = {
                     "time (single-GPU jobs; allox_alpha=<a> sets alpha)",
      .capabilities = {.needs_steps_remaining = true},
      .make = &MakeAllox},
+    {.name = "drf",
+     .description = "Dominant resource fairness over GPUs (and host CPU/memory where given) by "
+                    "progressive filling of time shares",
+     .make = &MakeDrf},
     {.name = "fifo",
      .description = "First in, first out; heterogeneity-agnostic type choice",
      .capabilities = {.shuffles_gpu_type_order = true, .skips_zero_priority = true},
@@ -146,6 +156,19 @@ const PolicyInfo kPolicies[] = {
      .description = "Shortest remaining time first on each job's fastest GPU types",
      .capabilities = {.skips_zero_priority = true, .needs_steps_remaining = true},
      .make = &Sjf<kPerf>},
+    {.name = "tiresias_2das",
+     .description = "Tiresias: discretized 2D least attained service (GPUs x time) in K "
+                    "priority queues, FIFO within a queue, preemptive "
+                    "(options queues=, thresholds=, starve=)",
+     .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
+     .option_keys = "queues,thresholds,starve",
+     .make_with_params = &MakeTiresias2das,
+     .make = &MakeTiresias2dasWithDefaults},
+    {.name = "yarn_cs",
+     .description = "YARN capacity scheduler baseline: one FIFO queue, no preemption (a "
+                    "started job keeps its GPUs until it finishes)",
+     .capabilities = {.skips_zero_priority = true},
+     .make = &MakeYarnCapacity},
 };
 
 constexpr std::string_view kAlloxAlphaPrefix = "allox_alpha=";
@@ -154,13 +177,70 @@ constexpr std::string_view kAlloxAlphaPrefix = "allox_alpha=";
 
 std::span<const PolicyInfo> AllPolicies() { return kPolicies; }
 
+namespace {
+
+const PolicyInfo* FindBase(std::string_view base) {
+  for (const PolicyInfo& info : kPolicies) {
+    if (info.name == base) return &info;
+  }
+  return nullptr;
+}
+
+// Splits `name:key=value,...` and checks the options against the policy's keys.
+Result<const PolicyInfo*> FindWithParams(std::string_view name,
+                                         std::vector<std::pair<std::string, std::string>>* params) {
+  const std::size_t colon = name.find(':');
+  const std::string_view base = name.substr(0, colon);
+  const PolicyInfo* info = FindBase(base);
+  if (info == nullptr) {
+    return Status::NotFound("unknown policy \"" + std::string(base) +
+                            "\" (`gavel policies` lists them)");
+  }
+  if (colon == std::string_view::npos) return info;
+  const std::string where = "policy \"" + std::string(name) + "\": ";
+  if (info->option_keys.empty()) {
+    return Status::InvalidArgument(where + std::string(base) + " takes no options");
+  }
+  std::string_view rest = name.substr(colon + 1);
+  if (rest.empty()) return Status::InvalidArgument(where + "no option after ':'");
+  std::vector<std::string> seen;
+  while (true) {
+    // ',' or ':' between options: `gavel sweep -p` splits policies at commas.
+    const std::size_t comma = rest.find_first_of(",:");
+    const std::string_view item = rest.substr(0, comma);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
+      return Status::InvalidArgument(where + "option \"" + std::string(item) +
+                                     "\" is not key=value");
+    }
+    const std::string key(item.substr(0, eq));
+    bool known = false;
+    for (std::string_view keys = info->option_keys; !keys.empty();) {
+      const std::size_t k = keys.find(',');
+      known = known || keys.substr(0, k) == key;
+      keys = k == std::string_view::npos ? std::string_view() : keys.substr(k + 1);
+    }
+    if (!known) {
+      return Status::InvalidArgument(where + "unknown option \"" + key + "\" (" +
+                                     std::string(base) + " knows " +
+                                     std::string(info->option_keys) + ")");
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return Status::InvalidArgument(where + "option \"" + key + "\" given twice");
+    }
+    seen.push_back(key);
+    if (params != nullptr) params->emplace_back(key, std::string(item.substr(eq + 1)));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return info;
+}
+
+}  // namespace
+
 Result<const PolicyInfo*> FindPolicy(std::string_view name) {
   if (name.starts_with(kAlloxAlphaPrefix)) name = "allox";
-  for (const PolicyInfo& info : kPolicies) {
-    if (info.name == name) return &info;
-  }
-  return Status::NotFound("unknown policy \"" + std::string(name) +
-                          "\" (`gavel policies` lists them)");
+  return FindWithParams(name, nullptr);
 }
 
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, PolicyOptions options) {
@@ -175,7 +255,16 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, PolicyOptions 
     }
     options.allox_alpha = alpha;
   }
-  GAVEL_ASSIGN_OR_RETURN(const PolicyInfo* info, FindPolicy(name));
+  if (name.starts_with(kAlloxAlphaPrefix)) name = "allox";
+  options.params.clear();
+  GAVEL_ASSIGN_OR_RETURN(const PolicyInfo* info, FindWithParams(name, &options.params));
+  if (info->make_with_params != nullptr) {
+    Result<std::unique_ptr<Policy>> policy = info->make_with_params(options);
+    if (!policy.ok()) {
+      return policy.status().WithContext("policy \"" + std::string(name) + "\"");
+    }
+    return policy;
+  }
   return info->make(options);
 }
 

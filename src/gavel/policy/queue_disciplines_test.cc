@@ -1,0 +1,308 @@
+// tiresias_2das, yarn_cs and drf against hand-worked cases (the DRF paper's two-resource
+// example, queue boundaries, promotion, head-of-line blocking) and invariants on random
+// problems (capacity never exceeded, every job keeps its row, whole-GPU decisions).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gavel/policy/drf.h"
+#include "gavel/policy/registry.h"
+#include "gavel/policy/tiresias.h"
+
+namespace gavel::policy {
+namespace {
+
+struct Job {
+  int scale_factor = 1;
+  double arrival = 0.0;  // seconds; `now` is 100,000
+  double attained = 0.0;
+  int running_type = -1;
+  double waiting = 0.0;
+  double cpus_per_gpu = 0.0;
+  double mem_gb_per_gpu = 0.0;
+};
+
+constexpr double kNow = 100000.0;
+
+// One GPU type per count, every job able to run everywhere at 1 step/s.
+PolicyInput Input(std::vector<double> counts, const std::vector<Job>& jobs) {
+  PolicyInput input;
+  const char* const names[] = {"a", "b", "c", "d"};
+  for (std::size_t j = 0; j < counts.size(); ++j) input.gpu_types.push_back(names[j]);
+  input.gpu_counts = counts;
+  input.gpus_per_server.assign(counts.size(), 1);
+  input.throughput = Matrix(jobs.size(), counts.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    PolicyJob row;
+    row.id = JobId(i);
+    row.scale_factor = jobs[i].scale_factor;
+    row.time_since_start = Seconds(kNow - jobs[i].arrival);
+    row.attained_gpu_seconds = jobs[i].attained;
+    row.running_type = jobs[i].running_type;
+    row.waiting = Seconds(jobs[i].waiting);
+    row.cpus_per_gpu = jobs[i].cpus_per_gpu;
+    row.mem_gb_per_gpu = jobs[i].mem_gb_per_gpu;
+    input.jobs.push_back(row);
+    for (std::size_t j = 0; j < counts.size(); ++j) input.throughput(i, j) = 1.0;
+  }
+  input.pair_throughput_first = Matrix(0, counts.size());
+  input.pair_throughput_second = Matrix(0, counts.size());
+  return input;
+}
+
+std::unique_ptr<Policy> Make(const std::string& name) {
+  Result<std::unique_ptr<Policy>> policy = MakePolicy(name, PolicyOptions{});
+  EXPECT_TRUE(policy.ok()) << policy.status().ToString();
+  return policy.ok() ? std::move(*policy) : nullptr;
+}
+
+// Row sums: 1 where the job runs (on one type), 0 where it waits.
+std::vector<double> Runs(const PolicyInput& input, const std::string& name) {
+  const Result<PolicyOutput> out = Make(name)->Allocate(input);
+  EXPECT_TRUE(out.ok());
+  std::vector<double> runs;
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    double sum = 0.0;
+    for (std::size_t j = 0; j < input.num_types(); ++j) sum += out->allocation(i, j);
+    runs.push_back(sum);
+  }
+  return runs;
+}
+
+TEST(TiresiasTest, QueueBoundariesAreAtTheThresholds) {
+  const TiresiasOptions two;  // the default: one threshold at 3,600 GPU-seconds
+  EXPECT_EQ(TiresiasQueueOf(two, 0.0), 0);
+  EXPECT_EQ(TiresiasQueueOf(two, 3599.999), 0);
+  EXPECT_EQ(TiresiasQueueOf(two, 3600.0), 1);  // reaching the threshold demotes
+  EXPECT_EQ(TiresiasQueueOf(two, 1e12), 1);
+  TiresiasOptions three;
+  three.thresholds = {100.0, 1000.0};
+  EXPECT_EQ(TiresiasQueueOf(three, 99.0), 0);
+  EXPECT_EQ(TiresiasQueueOf(three, 100.0), 1);
+  EXPECT_EQ(TiresiasQueueOf(three, 999.0), 1);
+  EXPECT_EQ(TiresiasQueueOf(three, 1000.0), 2);
+}
+
+TEST(TiresiasTest, HigherQueueFirstFifoInsideAQueueSkippingWhatDoesNotFit) {
+  // 4 GPUs. A arrived first but attained 5,000 GPU-s (queue 2); B, C, D in queue 1 in arrival
+  // order. B takes 1 GPU, C 2, D (2) no longer fits and is skipped, A (1) takes the last one.
+  const PolicyInput input = Input({4}, {{.scale_factor = 1, .arrival = 0, .attained = 5000},
+                                        {.scale_factor = 1, .arrival = 10},
+                                        {.scale_factor = 2, .arrival = 20, .attained = 100},
+                                        {.scale_factor = 2, .arrival = 30}});
+  EXPECT_EQ(Runs(input, "tiresias_2das"), (std::vector<double>{1, 1, 1, 0}));
+  // With the threshold above A's service all four share queue 1: FIFO gives A, B, C.
+  EXPECT_EQ(Runs(input, "tiresias_2das:thresholds=6000"), (std::vector<double>{1, 1, 1, 0}));
+  const PolicyInput later = Input({4}, {{.scale_factor = 2, .arrival = 0},
+                                        {.scale_factor = 2, .arrival = 10},
+                                        {.scale_factor = 2, .arrival = 5, .attained = 4000}});
+  // Job 2 arrived before job 1 but is demoted: jobs 0 and 1 run.
+  EXPECT_EQ(Runs(later, "tiresias_2das"), (std::vector<double>{1, 1, 0}));
+  // One queue only: plain FIFO by arrival, jobs 0 and 2.
+  EXPECT_EQ(Runs(later, "tiresias_2das:queues=1"), (std::vector<double>{1, 0, 1}));
+}
+
+TEST(TiresiasTest, StarvedJobIsPromotedAndDemotedAgainAfterAThresholdMore) {
+  // One GPU. A (demoted, waiting 1,500 s) and B (new, queue 1).
+  std::vector<Job> jobs = {{.arrival = 0, .attained = 5000, .waiting = 1500},
+                           {.arrival = 50}};
+  EXPECT_EQ(Runs(Input({1}, jobs), "tiresias_2das"), (std::vector<double>{0, 1}));
+  const std::unique_ptr<Policy> policy = Make("tiresias_2das:starve=1000");
+  const auto runs = [&](const std::vector<Job>& now) {
+    const Result<PolicyOutput> out = policy->Allocate(Input({1}, now));
+    return std::vector<double>{out->allocation(0, 0), out->allocation(1, 0)};
+  };
+  EXPECT_EQ(runs(jobs), (std::vector<double>{1, 0}));  // promoted: first in queue 1 by arrival
+  // Running now, 3,599 GPU-s after its promotion: still queue 1.
+  jobs[0] = {.arrival = 0, .attained = 8599, .running_type = 0};
+  jobs[1].waiting = 900;
+  EXPECT_EQ(runs(jobs), (std::vector<double>{1, 0}));
+  // 3,600 GPU-s after its promotion: demoted, B runs.
+  jobs[0].attained = 8600;
+  jobs[1].waiting = 1000 - 1;
+  EXPECT_EQ(runs(jobs), (std::vector<double>{0, 1}));
+}
+
+TEST(YarnCapacityTest, RunningJobsKeepTheirGpusAndTheQueueBlocksAtItsHead) {
+  // 4 GPUs: R (2 GPUs, arrived last) runs; H (4 GPUs, first in the queue) does not fit, and S
+  // (1 GPU) behind it must not start although a GPU pair is free.
+  const PolicyInput input = Input({4}, {{.scale_factor = 4, .arrival = 0},
+                                        {.scale_factor = 1, .arrival = 10},
+                                        {.scale_factor = 2, .arrival = 20, .running_type = 0}});
+  EXPECT_EQ(Runs(input, "yarn_cs"), (std::vector<double>{0, 0, 1}));
+  // Nothing running: arrival order, H takes all four GPUs, S waits.
+  const PolicyInput idle = Input({4}, {{.scale_factor = 4, .arrival = 0},
+                                       {.scale_factor = 1, .arrival = 10},
+                                       {.scale_factor = 2, .arrival = 20}});
+  EXPECT_EQ(Runs(idle, "yarn_cs"), (std::vector<double>{1, 0, 0}));
+  // Tiresias on the first case preempts nobody's turn by arrival: H first, all GPUs.
+  EXPECT_EQ(Runs(input, "tiresias_2das"), (std::vector<double>{1, 0, 0}));
+}
+
+TEST(DrfTest, PaperExampleNineCpusEighteenGigabytes) {
+  // DRF paper §4: <1 CPU, 4 GB> and <3 CPUs, 1 GB> on <9 CPUs, 18 GB> → 3 and 2 tasks.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> tasks =
+      ProgressiveFilling({{1, 4}, {3, 1}}, {9, 18}, {inf, inf}, {1, 1});
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_NEAR(tasks[0], 3.0, 1e-9);
+  EXPECT_NEAR(tasks[1], 2.0, 1e-9);
+  // Weighted: B weighs 2 → equal weighted dominant shares x_A·4/18 = x_B·(3/9)/2, CPU full.
+  const std::vector<double> weighted =
+      ProgressiveFilling({{1, 4}, {3, 1}}, {9, 18}, {inf, inf}, {1, 2});
+  EXPECT_NEAR(weighted[0] + 3 * weighted[1], 9.0, 1e-9);
+  EXPECT_NEAR(weighted[0] * 4.0 / 18.0, weighted[1] * (3.0 / 9.0) / 2.0, 1e-9);
+}
+
+TEST(DrfTest, GpusOnlyEqualisesSharesUntilAJobIsFull) {
+  // 4 GPUs; jobs of 1, 2 and 4 GPUs. The 1-GPU job reaches x = 1 at level 1/4; the others
+  // continue to x = 3/4 and 3/8 (1 + 1.5 + 1.5 = 4 GPUs).
+  const PolicyInput input =
+      Input({4}, {{.scale_factor = 1}, {.scale_factor = 2}, {.scale_factor = 4}});
+  EXPECT_EQ(Runs(input, "drf").size(), 3u);
+  const std::vector<double> x = Runs(input, "drf");
+  EXPECT_NEAR(x[0], 1.0, 1e-9);
+  EXPECT_NEAR(x[1], 0.75, 1e-9);
+  EXPECT_NEAR(x[2], 0.375, 1e-9);
+}
+
+TEST(DrfTest, HostResourcesLimitTheCpuHeavyJobs) {
+  // 10 GPUs of one type, 8 host CPUs and 18 GB. Three jobs like the paper's user A (1 GPU,
+  // 1 CPU, 4 GB: dominant share memory 4/18) and two like user B (1 GPU, 3 CPUs, 1 GB:
+  // dominant share CPU 3/8). At level L, x_A = L·18/4 and x_B = L·8/3. The A-jobs reach x = 1
+  // at L = 2/9 (CPU used 3 + 2·3·16/27 = 6.56); the B-jobs then fill the CPU alone:
+  // 3 + 2·3·x_B = 8 → x_B = 5/6. Memory (12 + 2·5/6) and GPUs stay below capacity.
+  PolicyInput input = Input({10}, {{.cpus_per_gpu = 1, .mem_gb_per_gpu = 4},
+                                   {.cpus_per_gpu = 1, .mem_gb_per_gpu = 4},
+                                   {.cpus_per_gpu = 1, .mem_gb_per_gpu = 4},
+                                   {.cpus_per_gpu = 3, .mem_gb_per_gpu = 1},
+                                   {.cpus_per_gpu = 3, .mem_gb_per_gpu = 1}});
+  input.host_cpus = 8;
+  input.host_mem_gb = 18;
+  const std::vector<double> x = Runs(input, "drf");
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(x[static_cast<std::size_t>(i)], 1.0, 1e-9);
+  EXPECT_NEAR(x[3], 5.0 / 6.0, 1e-9);
+  EXPECT_NEAR(x[4], 5.0 / 6.0, 1e-9);
+  // Without host limits the 10 GPUs let all five jobs run all the time.
+  input.host_cpus = 0;
+  input.host_mem_gb = 0;
+  for (double v : Runs(input, "drf")) EXPECT_NEAR(v, 1.0, 1e-9);
+}
+
+TEST(QueueDisciplinesTest, RandomProblemsNeverExceedCapacityOrLoseAJob) {
+  std::mt19937_64 rng(12);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t types = 1 + rng() % 3;
+    std::vector<double> counts;
+    for (std::size_t j = 0; j < types; ++j) counts.push_back(static_cast<double>(1 + rng() % 8));
+    std::vector<Job> jobs;
+    const std::size_t m = rng() % 12;
+    for (std::size_t i = 0; i < m; ++i) {
+      Job job;
+      job.scale_factor = 1 << (rng() % 3);
+      job.arrival = static_cast<double>(rng() % 1000);
+      job.attained = static_cast<double>(rng() % 10000);
+      job.running_type = static_cast<int>(rng() % (types + 1)) - 1;
+      job.waiting = static_cast<double>(rng() % 5000);
+      job.cpus_per_gpu = static_cast<double>(rng() % 4);
+      job.mem_gb_per_gpu = static_cast<double>(rng() % 8);
+      jobs.push_back(job);
+    }
+    PolicyInput input = Input(counts, jobs);
+    for (std::size_t i = 0; i < m; ++i) {  // some jobs cannot run on some types
+      for (std::size_t j = 0; j < types; ++j) {
+        if (rng() % 4 == 0 || jobs[i].scale_factor > counts[j]) input.throughput(i, j) = 0.0;
+      }
+    }
+    input.host_cpus = static_cast<double>(rng() % 20);
+    input.host_mem_gb = static_cast<double>(rng() % 40);
+    for (const std::string name :
+         {"tiresias_2das", "tiresias_2das:queues=3,thresholds=100;1000,starve=2000", "yarn_cs",
+          "drf"}) {
+      const Result<PolicyOutput> out = Make(name)->Allocate(input);
+      ASSERT_TRUE(out.ok()) << name;
+      ASSERT_EQ(out->allocation.rows(), m) << name;  // no job lost
+      double cpus = 0.0;
+      double mem = 0.0;
+      for (std::size_t j = 0; j < types; ++j) {
+        double used = 0.0;
+        for (std::size_t i = 0; i < m; ++i) {
+          const double x = out->allocation(i, j);
+          EXPECT_GE(x, 0.0);
+          EXPECT_LE(x, 1.0 + 1e-12);
+          if (input.throughput(i, j) <= 0.0) {
+            EXPECT_EQ(x, 0.0) << name;
+          }
+          if (name != "drf") {
+            EXPECT_TRUE(x == 0.0 || x == 1.0) << name;
+          }
+          used += jobs[i].scale_factor * x;
+          cpus += jobs[i].scale_factor * jobs[i].cpus_per_gpu * x;
+          mem += jobs[i].scale_factor * jobs[i].mem_gb_per_gpu * x;
+        }
+        EXPECT_LE(used, counts[j] + 1e-9) << name << " type " << j;
+      }
+      for (std::size_t i = 0; i < m; ++i) {
+        double row = 0.0;
+        for (std::size_t j = 0; j < types; ++j) row += out->allocation(i, j);
+        EXPECT_LE(row, 1.0 + 1e-9) << name;
+      }
+      if (name == "drf") {
+        if (input.host_cpus > 0) {
+          EXPECT_LE(cpus, input.host_cpus + 1e-6);
+        }
+        if (input.host_mem_gb > 0) {
+          EXPECT_LE(mem, input.host_mem_gb + 1e-6);
+        }
+      }
+      if (name == "yarn_cs") {
+        // Where the running jobs of each type fit there together (as after any real round),
+        // every one of them keeps its type: no preemption.
+        std::vector<double> running(types, 0.0);
+        bool consistent = true;
+        for (std::size_t i = 0; i < m; ++i) {
+          const int t = jobs[i].running_type;
+          if (t < 0) continue;
+          running[static_cast<std::size_t>(t)] += jobs[i].scale_factor;
+          consistent = consistent && input.throughput(i, static_cast<std::size_t>(t)) > 0.0;
+        }
+        for (std::size_t j = 0; j < types; ++j) consistent = consistent && running[j] <= counts[j];
+        for (std::size_t i = 0; consistent && i < m; ++i) {
+          if (jobs[i].running_type < 0) continue;
+          EXPECT_EQ(out->allocation(i, static_cast<std::size_t>(jobs[i].running_type)), 1.0);
+        }
+      }
+    }
+  }
+}
+
+TEST(PolicyOptionsTest, SyntaxAndKeysAreCheckedWithClearErrors) {
+  EXPECT_TRUE(FindPolicy("tiresias_2das:queues=3,thresholds=3600;36000,starve=7200").ok());
+  EXPECT_TRUE(MakePolicy("tiresias_2das:queues=3,thresholds=3600;36000", {}).ok());
+  EXPECT_TRUE(MakePolicy("tiresias_2das:queues=3:thresholds=3600;36000", {}).ok());  // sweep's
+  const auto error = [](const std::string& name) {
+    const Result<std::unique_ptr<Policy>> policy = MakePolicy(name, {});
+    EXPECT_FALSE(policy.ok()) << name;
+    return policy.ok() ? std::string() : policy.status().ToString();
+  };
+  EXPECT_NE(error("tiresias_2das:colour=red").find("colour"), std::string::npos);
+  EXPECT_NE(error("tiresias_2das:colour=red").find("queues,thresholds,starve"), std::string::npos);
+  EXPECT_NE(error("tiresias_2das:queues=3").find("thresholds"), std::string::npos);
+  EXPECT_NE(error("tiresias_2das:thresholds=50;40").find("thresholds"), std::string::npos);
+  EXPECT_NE(error("tiresias_2das:queues=2,thresholds=1;2").find("queues=2"), std::string::npos);
+  EXPECT_NE(error("tiresias_2das:starve=-1").find("starve"), std::string::npos);
+  EXPECT_NE(error("tiresias_2das:queues=0").find("queues"), std::string::npos);
+  EXPECT_NE(error("tiresias_2das:queues").find("key=value"), std::string::npos);
+  EXPECT_NE(error("tiresias_2das:starve=1,starve=2").find("twice"), std::string::npos);
+  EXPECT_NE(error("drf:x=1").find("takes no options"), std::string::npos);
+  EXPECT_FALSE(FindPolicy("nosuch:queues=1").ok());
+  EXPECT_TRUE(MakePolicy("allox_alpha=0.5", {}).ok());  // the older spelling still works
+}
+
+}  // namespace
+}  // namespace gavel::policy

@@ -1,0 +1,64 @@
+// Whole simulations of the non-LP schedulers (tiresias_2das, yarn_cs, drf) on the Philly-like
+// workload: every window job finishes (none lost, none stuck behind a scheduler that forgets
+// it), the cluster is never over-committed, and Tiresias' headline direction holds: with
+// heavy-tailed durations the scheduler does not know, least attained service beats the
+// capacity scheduler's FIFO without preemption on average JCT by a wide margin.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "gavel/core/shipped_table.h"
+#include "gavel/sim/sim_test_support.h"
+#include "gavel/workload/philly_workload.h"
+
+namespace gavel::sim {
+namespace {
+
+SimulationOptions PhillyRun(const std::string& policy, std::uint64_t seed) {
+  SimulationOptions o;
+  o.cluster = {{"v100", 8, 8}, {"p100", 8, 8}, {"k80", 8, 8}};
+  o.throughputs = ShippedThroughputTable();
+  o.policy = policy;
+  o.seed = seed;
+  workload::GeneratorOptions g;
+  g.seed = seed;
+  g.mean_interarrival = Seconds(3600.0);  // 1 job/hour: loaded, not saturated
+  auto table = workload::PhillyJobDistribution::LoadCsv(workload::DefaultPhillyDistributionFile());
+  GAVEL_CHECK_MSG(table.ok(), table.status().ToString().c_str());
+  auto philly = std::make_shared<workload::PhillyWorkloadOptions>();
+  philly->distribution = std::make_shared<const workload::PhillyJobDistribution>(std::move(*table));
+  g.philly_workload = std::move(philly);
+  g.max_jobs = 60;  // arrivals stop: under fair sharing the heavy tail otherwise never drains
+  o.generator = g;
+  o.window_start = 0;
+  o.window_end = 60;
+  o.saturation_limit = Seconds(1e8);  // a guard: every run here ends far sooner
+  return o;
+}
+
+TEST(QueueDisciplinesSimTest, EveryJobFinishesAndTiresiasBeatsTheCapacityScheduler) {
+  double tiresias = 0.0;
+  double yarn = 0.0;
+  for (std::uint64_t seed : {0, 1, 2, 3, 4, 5}) {
+    double tiresias_seed = 0.0;
+    double yarn_seed = 0.0;
+    for (const std::string policy : {"tiresias_2das", "yarn_cs", "drf"}) {
+      const SimulationResult r = simtest::MustSimulate(PhillyRun(policy, seed));
+      EXPECT_FALSE(r.saturated) << policy;
+      EXPECT_EQ(r.window_jobs_completed, 60u) << policy << " seed " << seed;
+      EXPECT_LE(r.utilization, 1.0 + 1e-9) << policy;
+      if (policy == "tiresias_2das") tiresias_seed = r.average_jct_seconds;
+      if (policy == "yarn_cs") yarn_seed = r.average_jct_seconds;
+    }
+    EXPECT_LT(tiresias_seed, yarn_seed) << "seed " << seed;
+    tiresias += tiresias_seed;
+    yarn += yarn_seed;
+  }
+  // Measured: 2.11e6 against 3.96e6 s summed over the six seeds (ratio 0.53; per seed 0.34 to
+  // 0.70); drf, for scale, 0.96e6.
+  EXPECT_LT(tiresias, 0.6 * yarn) << "tiresias " << tiresias / 2 << " s, yarn_cs " << yarn / 2;
+}
+
+}  // namespace
+}  // namespace gavel::sim
