@@ -17,8 +17,8 @@ run: build
 	@scripts/headline.sh
 
 # Every test, from two builds: the optimised one (gcc) with every test, then the `debug` preset
-# (clang++: ASan, UBSan, -Wthread-safety over every target, and the libFuzzer targets built in
-# the same tree) with the tests not labelled slow, then a short run of every parser's fuzz
+# (clang++ -O1: ASan, UBSan, -Wthread-safety over every target, and the libFuzzer targets built
+# in the same tree) with the tests not labelled slow, then a short run of every parser's fuzz
 # target (docs/formats.md, "Fuzzing").
 #
 # CI time (.ci/run = make test on a fresh clone, no ccache, the shared 2-core machine): with
