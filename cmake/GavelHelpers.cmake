@@ -12,11 +12,6 @@ function(gavel_apply_warnings target)
     # core/mutex.h's annotations: what each mutex guards, checked at compile time.
     target_compile_options(${target} PRIVATE -Wthread-safety -Wthread-safety-beta)
   endif()
-  if(GAVEL_SANITIZE)
-    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
-      -fno-sanitize-recover=undefined)
-    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
-  endif()
 endfunction()
 
 # gavel_library(NAME <target> SRCS <files...> DEPS <targets...> [PRIVATE_DEPS <targets...>])

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (the `fuzz` preset: clang, ASan, UBSan) and runs each briefly
-# from its seed corpus in fuzz/corpus/<name>/: FUZZ_SECONDS each (default 20), one per folder of fuzz/corpus/.
-# Measured in a fresh clone without ccache on a 2-core machine (`time scripts/fuzz-smoke.sh`):
-# 592 s, of which ~430 s building the fuzz preset and 160 s of runs (`make test` uses 5 s per
-# target, `make fuzz` the default). New inputs go to a scratch copy of the corpus, not into
-# the tree.
-# A crash leaves its input in build/fuzz/artifacts/ and fails the script: keep that input as
-# a regression test (a unit test beside the parser, and a file in fuzz/corpus/<name>/).
+# Runs each libFuzzer target briefly from its seed corpus in fuzz/corpus/<name>/: FUZZ_SECONDS
+# each (default 20), one target per folder of fuzz/corpus/. The targets live in the `debug`
+# preset's tree (clang, ASan, UBSan, every unit instrumented for coverage), built beside the
+# tests: after `make test-debug` the build
+# step below has nothing to do; alone, it builds only the `fuzzers` target and what it links.
+# New inputs go to a scratch copy of the corpus, not into the tree.
+# A crash leaves its input in build/debug/fuzz-artifacts/ and fails the script: keep that
+# input as a regression test (a unit test beside the parser, and a file in
+# fuzz/corpus/<name>/).
 #
 #   scripts/fuzz-smoke.sh              every target
 #   scripts/fuzz-smoke.sh snapshot     only these targets
@@ -15,12 +16,12 @@ cd "$(dirname "$0")/.."
 
 seconds="${FUZZ_SECONDS:-20}"
 jobs="${JOBS:-$(nproc)}"
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$jobs"
+cmake --preset debug >/dev/null
+cmake --build --preset debug -j "$jobs" --target fuzzers
 
-bin=build/fuzz/fuzz
-artifacts=build/fuzz/artifacts
-scratch=build/fuzz/scratch-corpus
+bin=build/debug/fuzz
+artifacts=build/debug/fuzz-artifacts
+scratch=build/debug/fuzz-scratch-corpus
 mkdir -p "$artifacts"
 if [ $# -gt 0 ]; then
   targets=("$@")

@@ -15,7 +15,8 @@ packages=(
   # Tests only: ECOS itself (inside Debian's R package for it), the reference that
   # src/gavel/lp/ecos_lp_test.cc compares our ECOS-faithful LP solver against.
   r-cran-ecosolver
-  # The fuzz targets (fuzz/, scripts/fuzz-smoke.sh): clang with libFuzzer and its sanitizers.
+  # The `debug` preset (clang++ with ASan, UBSan, -Wthread-safety, and libFuzzer for the fuzz
+  # targets built in it: fuzz/, scripts/fuzz-smoke.sh).
   clang libclang-rt-14-dev
 )
 

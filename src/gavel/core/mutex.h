@@ -1,6 +1,6 @@
 // Mutex, MutexLock, UniqueLock: std::mutex with clang's thread-safety annotations, and the
 // macros to say what a mutex guards (GAVEL_GUARDED_BY) and which functions need it held
-// (GAVEL_REQUIRES). Under clang with -Wthread-safety (the `tsa` preset) the compiler checks
+// (GAVEL_REQUIRES). Under clang with -Wthread-safety (the `debug` preset) the compiler checks
 // every access; under gcc the macros expand to nothing.
 //
 // Condition variables wait on UniqueLock::native() (a std::unique_lock<std::mutex>); write

@@ -218,8 +218,10 @@ TEST(AlloxTest, InvariantsOverRandomCallSequences) {
         }
       }
       for (const auto& [id, type] : held) {
-        const bool still_here = std::any_of(snapshot.begin(), snapshot.end(),
-                                            [&](const TestJob& j) { return j.id == id; });
+        // An init-capture: clang 14 cannot capture a structured binding.
+        const bool still_here =
+            std::any_of(snapshot.begin(), snapshot.end(),
+                        [job_id = id](const TestJob& j) { return j.id == job_id; });
         if (still_here) {
           EXPECT_TRUE(now_held.contains(id)) << "job " << id << " lost its GPU";
         }
