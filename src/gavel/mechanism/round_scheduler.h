@@ -420,7 +420,6 @@ class RoundScheduler {
   double sentinel_last_reset_ = 0.0;  // compat.reset_at_zero_means_never: 0 = "never"
   std::optional<Seconds> last_reset_;
   bool force_reset_ = false;  // OpenResetGate() without the sentinel
-  bool allocation_ever_computed_ = false;
 
   // Micro-tasks of the current round, and last round's combinations (for lease statistics;
   // a pair's slot may be gone by the next round while a member is still active).
