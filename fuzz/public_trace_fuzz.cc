@@ -17,6 +17,7 @@
 namespace {
 
 using gavel::workload::PublicTraceFormat;
+constexpr PublicTraceFormat kFormat = PublicTraceFormat::GAVEL_PUBLIC_FORMAT;
 
 void CheckImported(const gavel::workload::ImportedTrace& trace) {
   double previous = 0.0;
@@ -42,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   std::string_view text = input;
   std::string_view tasks;
-  if (PublicTraceFormat::GAVEL_PUBLIC_FORMAT == PublicTraceFormat::kPai) {
+  if constexpr (kFormat == PublicTraceFormat::kPai) {
     const std::size_t split = input.find("\n--tasks--\n");
     if (split != std::string_view::npos) {
       text = input.substr(0, split + 1);
@@ -53,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     gavel::workload::ImportOptions options;
     options.skip_bad_rows = skip;
     const auto imported = gavel::workload::ImportPublicTrace(
-        text, PublicTraceFormat::GAVEL_PUBLIC_FORMAT, options, *gavel::ShippedThroughputTable(),
+        text, kFormat, options, *gavel::ShippedThroughputTable(),
         "fuzz", tasks, "fuzz-tasks");
     if (imported.ok()) CheckImported(*imported);
   }
