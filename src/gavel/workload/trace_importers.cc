@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "gavel/core/bounds.h"
 #include "gavel/workload/job_table.h"
 
 namespace gavel::workload {
@@ -290,7 +291,13 @@ Status ReadHelios(std::string_view text, const std::string& source, Collector& c
   GAVEL_RETURN_IF_ERROR(ForEachCsvLine(text, [&](int line, const std::vector<std::string>& f) {
     if (!saw_header) {
       saw_header = true;
-      for (std::size_t i = 0; i < f.size(); ++i) column[std::string(Trim(f[i]))] = i;
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        // A name given twice would leave fewer names than fields (found by trace_helios_fuzz).
+        if (!column.emplace(std::string(Trim(f[i])), i).second) {
+          return Status::InvalidArgument(Where(source, line, std::string(Trim(f[i])).c_str()) +
+                                         "appears twice in the header line");
+        }
+      }
       for (const char* name : kRequired) {
         if (!column.contains(name)) {
           return Status::InvalidArgument(Where(source, line, name) +
@@ -519,6 +526,16 @@ Result<std::vector<TraceJob>> MapJobs(std::vector<ObservedJob> observed,
     job.total_steps = std::max(1.0, std::ceil(duration * *tput));
     job.duration = Seconds(duration);
     job.arrival_time = Seconds(o.submit - origin);
+    // Held to the bounds every trace is held to (core/bounds.h), so that an imported trace
+    // can be written and read back (found by trace_philly_fuzz: dates centuries apart).
+    const std::string where = source + ": job " + Quoted(o.id) + ": ";
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(job.total_steps, 1.0, bounds::kMaxSteps,
+                                             where + "total_steps (run time x throughput)"));
+    GAVEL_RETURN_IF_ERROR(
+        bounds::CheckRange(duration, 0.0, bounds::kMaxSeconds, where + "run time", " s"));
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(job.arrival_time.value(), 0.0, bounds::kMaxSeconds,
+                                             where + "arrival since the first submission",
+                                             " s"));
     job.outcome = JobOutcome{o.kind, 1.0};
     jobs.push_back(std::move(job));
   }

@@ -118,6 +118,28 @@ TEST(TraceImportersTest, PaiJobAndTaskTables) {
   ExpectMapped(jobs[2], 4, 4400.0, 3500.0, OutcomeKind::kCompleted);
 }
 
+// Found by the fuzz targets (fuzz/corpus/trace_helios, trace_philly regression files): a header
+// naming a column twice read past a row's fields; jobs whose dates lie centuries apart gave
+// traces that could not be written back. Both are errors naming what is wrong.
+TEST(TraceImportersTest, DuplicateColumnsAndOutOfBoundsTimesAreErrors) {
+  const std::string twice =
+      "job_id,gpu_num,state,state,submit_time,start_time,end_time\n"
+      "1,1,COMPLETED,COMPLETED,2020-01-01 00:00:00,2020-01-01 00:00:00,2020-01-01 01:00:00\n";
+  const auto dup = ImportPublicTrace(twice, PublicTraceFormat::kHelios, {}, Table(), "h.csv");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("h.csv:1: state: appears twice"), std::string::npos)
+      << dup.status().message();
+  const std::string far =
+      "job_id,gpu_num,state,submit_time,start_time,end_time\n"
+      "1,1,COMPLETED,1970-01-01 00:00:00,1970-01-01 00:00:00,1970-01-01 01:00:00\n"
+      "2,1,COMPLETED,2990-01-01 00:00:00,2990-01-01 00:00:00,2990-01-01 01:00:00\n";
+  const auto bounded = ImportPublicTrace(far, PublicTraceFormat::kHelios, {}, Table(), "f.csv");
+  ASSERT_FALSE(bounded.ok());
+  EXPECT_NE(bounded.status().message().find("job '2': arrival since the first submission"),
+            std::string::npos)
+      << bounded.status().message();
+}
+
 TEST(TraceImportersTest, JobTypeFollowsTheJobIdAndSeed) {
   // A job keeps its type when other rows disappear: import the Helios file and a copy
   // without its first two data rows.
