@@ -324,13 +324,17 @@ void RoundScheduler::CompactOrder() {
   dead_in_order_ = 0;
 }
 
-Result<ReportOutcome> RoundScheduler::OnWorkerDone(const WorkerReport& report) {
-  const int slot = SlotOf(report.combination);
+Result<RoundScheduler::ComboState*> RoundScheduler::RunningCombo(const Combination& c) {
+  const int slot = SlotOf(c);
   if (slot < 0 || !combo(slot).running) {
-    return Status::FailedPrecondition("no micro-task of " + report.combination.ToString() +
-                                      " is running");
+    return Status::FailedPrecondition("no micro-task of " + c.ToString() + " is running");
   }
-  ComboState& c = combo(slot);
+  return &combo(slot);
+}
+
+Result<ReportOutcome> RoundScheduler::OnWorkerDone(const WorkerReport& report) {
+  GAVEL_ASSIGN_OR_RETURN(ComboState* const running, RunningCombo(report.combination));
+  ComboState& c = *running;
   const int members = report.combination.size();
   if (std::find(c.last_workers.begin(), c.last_workers.end(), report.worker) ==
       c.last_workers.end()) {
@@ -361,11 +365,8 @@ Result<ReportOutcome> RoundScheduler::OnWorkerDone(const WorkerReport& report) {
 
 Result<ReportOutcome> RoundScheduler::OnMicroTaskFailed(const Combination& combination,
                                                         Seconds at) {
-  const int slot = SlotOf(combination);
-  if (slot < 0 || !combo(slot).running) {
-    return Status::FailedPrecondition("no micro-task of " + combination.ToString() + " is running");
-  }
-  ComboState& c = combo(slot);
+  GAVEL_ASSIGN_OR_RETURN(ComboState* const running, RunningCombo(combination));
+  ComboState& c = *running;
   c.reports.clear();
   std::vector<WorkerReport> reports(c.last_workers.size());
   for (std::size_t g = 0; g < reports.size(); ++g) {
@@ -379,12 +380,8 @@ Result<ReportOutcome> RoundScheduler::OnMicroTaskFailed(const Combination& combi
 }
 
 Result<ReportOutcome> RoundScheduler::OnMicroTaskDone(const MicroTaskResult& result) {
-  const int slot = SlotOf(result.combination);
-  if (slot < 0 || !combo(slot).running) {
-    return Status::FailedPrecondition("no micro-task of " + result.combination.ToString() +
-                                      " is running");
-  }
-  ComboState& c = combo(slot);
+  GAVEL_ASSIGN_OR_RETURN(ComboState* const running, RunningCombo(result.combination));
+  ComboState& c = *running;
   const auto members = static_cast<std::size_t>(result.combination.size());
   if (!c.reports.empty()) {
     return Status::FailedPrecondition("a GPU of " + result.combination.ToString() +

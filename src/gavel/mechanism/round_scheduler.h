@@ -390,6 +390,9 @@ class RoundScheduler {
   const ComboState& combo(int slot) const;
   ActiveJob* FindActive(JobId job);
   int SlotOf(const Combination& c) const;
+  // The state of `c`'s running micro-task; FailedPrecondition when none runs (a report for a
+  // micro-task that ended, was never started, or belongs to another combination).
+  Result<ComboState*> RunningCombo(const Combination& c);
   double ComboThroughput(const ComboState& c, int member, int type) const;
 
   ClusterLayout layout_;

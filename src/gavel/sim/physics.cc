@@ -341,6 +341,7 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
   Outcome out;
   out.steps.assign(a.max_steps.begin(), a.max_steps.end());
   out.finish = start;
+  double first_throughput = 0.0;  // member 0's, placement penalty included
   for (std::size_t i = 0; i < members; ++i) {
     JobState& s = jobs_[Index(a.combination.member(static_cast<int>(i)))];
     if (!a.lease_extended && s.started && options_.restart_overhead) ++stats_.restarts;
@@ -349,6 +350,7 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
                               ? options_.placement_penalty->Factor(s.job_type, servers, racks)
                               : 1.0;
     const double tput = a.expected_throughput[i] * factor;
+    if (i == 0) first_throughput = tput;
     const double compute = a.max_steps[i] / tput;
     double duration;
     if (restart + compute <= lease) {
@@ -364,50 +366,42 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
   }
 
   // Failures strike single jobs (pairs only run under packing policies; docs/simulator.md).
-  if (options_.failures && members == 1 && jobs_[Index(a.combination.member(0))].planned_failure !=
-                                                Failure::kNone) {
-    JobState& s = jobs_[Index(a.combination.member(0))];
-    if (s.steps_done + out.steps[0] >= s.planned_at_steps) {
-      // It fails as its progress reaches the planned point; this lease's work is lost.
-      const double tput = out.steps[0] / std::max((out.finish - start).value() - restart, 1e-12);
-      const double t = std::min((out.finish - start).value(),
-                                restart + std::max(0.0, s.planned_at_steps - s.steps_done) / tput);
-      out.finish = start + Seconds(t);
-      out.steps[0] = 0.0;
-      stats_.wasted_gpu_seconds += t * gpus;
-      out.failure = s.planned_failure;
-      if (s.planned_failure == Failure::kUser) {
-        ++stats_.user_errors;
-      } else {
-        ++stats_.infra_failures;
-      }
-      s.planned_failure = Failure::kNone;  // an infrastructure failure strikes once
-      s.planned_at_steps = std::numeric_limits<double>::infinity();
-    } else {
-      s.steps_done += out.steps[0];
-    }
-  } else if (options_.failures && members == 1) {
+  if (options_.failures && members == 1) {
     JobState& s = jobs_[Index(a.combination.member(0))];
     const double ran = (out.finish - start).value();
-    const double fail_at = std::min(s.user_error_at, s.infra_failure_at);
-    if (s.run_seconds + ran > fail_at) {
-      const double t = fail_at - s.run_seconds;
+    // The micro-task fails `t` seconds in: the lease's work is lost.
+    const auto strike = [&](double t, Failure kind) {
       out.finish = start + Seconds(t);
       out.steps[0] = 0.0;
       stats_.wasted_gpu_seconds += t * gpus;
-      s.run_seconds = fail_at;
-      if (s.user_error_at <= s.infra_failure_at) {
-        out.failure = Failure::kUser;
-        ++stats_.user_errors;
+      out.failure = kind;
+      ++(kind == Failure::kUser ? stats_.user_errors : stats_.infra_failures);
+    };
+    if (s.planned_failure != Failure::kNone) {
+      // The workload's plan (AdmitJob): it fails as its progress reaches the planned point.
+      if (s.steps_done + out.steps[0] < s.planned_at_steps) {
+        s.steps_done += out.steps[0];
       } else {
-        out.failure = Failure::kInfra;
-        ++stats_.infra_failures;
-        s.infra_failure_at =
-            s.run_seconds +
-            Exponential(s, 3600.0 / (options_.failures->infra_failures_per_gpu_hour * gpus));
+        strike(std::min(ran, restart + std::max(0.0, s.planned_at_steps - s.steps_done) /
+                                           first_throughput),
+               s.planned_failure);
+        s.planned_failure = Failure::kNone;  // an infrastructure failure strikes once
+        s.planned_at_steps = std::numeric_limits<double>::infinity();
       }
     } else {
-      s.run_seconds += ran;
+      const double fail_at = std::min(s.user_error_at, s.infra_failure_at);
+      if (s.run_seconds + ran <= fail_at) {
+        s.run_seconds += ran;
+      } else {
+        const bool user_error = s.user_error_at <= s.infra_failure_at;
+        strike(fail_at - s.run_seconds, user_error ? Failure::kUser : Failure::kInfra);
+        s.run_seconds = fail_at;
+        if (!user_error) {
+          s.infra_failure_at =
+              s.run_seconds +
+              Exponential(s, 3600.0 / (options_.failures->infra_failures_per_gpu_hour * gpus));
+        }
+      }
     }
   }
   return out;
