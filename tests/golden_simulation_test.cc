@@ -49,16 +49,20 @@ struct ContinuousRun {
   const char* policy;
   double lam;
   double expected_average_jct;  // reference-runs/README.md
+  // Relative. Max-min fairness solves its LPs by ECOS's iterations (docs/differences.md,
+  // "Fidelity"): its four runs agree to 0.03%, so 0.2% catches a step back to another
+  // optimal point (0.6% with Clp's central point).
+  double tolerance = 0.01;
 };
 
 class ContinuousGoldenTest : public ::testing::TestWithParam<ContinuousRun> {};
 
-TEST_P(ContinuousGoldenTest, AverageJctWithinOnePercentOfTheOriginal) {
+TEST_P(ContinuousGoldenTest, AverageJctMatchesTheOriginal) {
   const ContinuousRun& run = GetParam();
   const auto result = Simulate(ReferenceOptions(run.policy, run.lam, 200, 400));
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_NEAR(result->average_jct_seconds, run.expected_average_jct,
-              0.01 * run.expected_average_jct);
+              run.tolerance * run.expected_average_jct);
   EXPECT_EQ(result->window_jobs_completed, 200u);
   // Rounds and the end time come from the reference runs' summaries.
   if (!std::filesystem::exists(ReferenceDir())) GTEST_SKIP() << "no shared/reference-runs";
@@ -72,10 +76,10 @@ TEST_P(ContinuousGoldenTest, AverageJctWithinOnePercentOfTheOriginal) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceRuns, ContinuousGoldenTest,
-                         ::testing::Values(ContinuousRun{"max_min_fairness_perf", 7200, 51586.449},
-                                           ContinuousRun{"max_min_fairness_perf", 3600, 50879.961},
-                                           ContinuousRun{"max_min_fairness", 7200, 70203.301},
-                                           ContinuousRun{"max_min_fairness", 3600, 71613.434},
+                         ::testing::Values(ContinuousRun{"max_min_fairness_perf", 7200, 51586.449, 0.002},
+                                           ContinuousRun{"max_min_fairness_perf", 3600, 50879.961, 0.002},
+                                           ContinuousRun{"max_min_fairness", 7200, 70203.301, 0.002},
+                                           ContinuousRun{"max_min_fairness", 3600, 71613.434, 0.002},
                                            ContinuousRun{"fifo_perf", 7200, 47015.247},
                                            ContinuousRun{"fifo_perf", 3600, 52224.149},
                                            ContinuousRun{"fifo", 7200, 56183.725},

@@ -139,13 +139,33 @@ void CholeskySolve(const std::vector<double>& l, int n, double* b) {
 // The normal equations M = σI + G' diag(d) G, factored by structure: rows with few entries
 // couple the columns into independent groups (for a scheduling LP, one per job), each a
 // small dense block; the few rows with many entries (one capacity row per GPU type) are
-// added back by the Sherman-Morrison-Woodbury formula. Without such structure this is one
-// dense Cholesky.
+// added back by the Sherman-Morrison-Woodbury formula; the few columns with many entries
+// (the level t of a max-min LP, in every job's row) are eliminated by their Schur
+// complement, so that they do not join every job into one group. Without such structure
+// this is one dense Cholesky.
 class NormalEquations {
  public:
   explicit NormalEquations(const InequalityLp& g) : g_(g) {
     const int n = g.num_columns;
     const int dense_threshold = std::max(16, n / 4);
+    std::vector<int> entries_of_column(static_cast<std::size_t>(n), 0);
+    for (int k = 0; k < g.row_start.back(); ++k) ++entries_of_column[g.column[k]];
+    local_index_.assign(static_cast<std::size_t>(n), -1);
+    for (int col = 0; col < n; ++col) {
+      if (entries_of_column[col] > dense_threshold) dense_columns_.push_back(col);
+    }
+    if (2 * dense_columns_.size() > static_cast<std::size_t>(n)) dense_columns_.clear();
+    is_dense_column_.assign(static_cast<std::size_t>(n), 0);
+    for (int col : dense_columns_) is_dense_column_[col] = 1;
+    for (int r = 0; r < g.num_rows(); ++r) {
+      for (int k = g.row_start[r]; k < g.row_start[r + 1]; ++k) {
+        if (is_dense_column_[g.column[k]]) {
+          rows_with_dense_columns_.push_back(r);
+          break;
+        }
+      }
+    }
+
     std::vector<int> parent(static_cast<std::size_t>(n));
     std::iota(parent.begin(), parent.end(), 0);
     auto find = [&](int a) {
@@ -154,7 +174,7 @@ class NormalEquations {
     };
     std::vector<int> dense;
     for (int r = 0; r < g.num_rows(); ++r) {
-      if (g.row_start[r + 1] - g.row_start[r] > dense_threshold) dense.push_back(r);
+      if (SparseEntries(r) > dense_threshold) dense.push_back(r);
     }
     std::vector<char> is_dense_row(static_cast<std::size_t>(g.num_rows()), 0);
     for (int r : dense) is_dense_row[r] = 1;
@@ -165,23 +185,31 @@ class NormalEquations {
       if (is_dense_row[r]) continue;
       for (int k = g.row_start[r]; k < g.row_start[r + 1]; ++k) in_sparse_row[g.column[k]] = 1;
     }
-    if (2 * dense.size() > static_cast<std::size_t>(n) ||
-        std::find(in_sparse_row.begin(), in_sparse_row.end(), 0) != in_sparse_row.end()) {
+    bool every_column_in_a_sparse_row = true;
+    for (int col = 0; col < n; ++col) {
+      if (!is_dense_column_[col] && !in_sparse_row[col]) every_column_in_a_sparse_row = false;
+    }
+    if (2 * dense.size() > static_cast<std::size_t>(n) || !every_column_in_a_sparse_row) {
       dense.clear();
       std::fill(is_dense_row.begin(), is_dense_row.end(), 0);
     }
     dense_rows_ = std::move(dense);
     for (int r = 0; r < g.num_rows(); ++r) {
-      if (is_dense_row[r] || g.row_start[r] == g.row_start[r + 1]) continue;
-      const int first = find(g.column[g.row_start[r]]);
-      for (int k = g.row_start[r] + 1; k < g.row_start[r + 1]; ++k) {
-        parent[find(g.column[k])] = first;
+      if (is_dense_row[r]) continue;
+      int first = -1;
+      for (int k = g.row_start[r]; k < g.row_start[r + 1]; ++k) {
+        if (is_dense_column_[g.column[k]]) continue;
+        if (first < 0) {
+          first = find(g.column[k]);
+        } else {
+          parent[find(g.column[k])] = first;
+        }
       }
     }
     std::vector<int> group_of(static_cast<std::size_t>(n), -1);
-    local_index_.assign(static_cast<std::size_t>(n), 0);
     std::vector<int> group_of_root(static_cast<std::size_t>(n), -1);
     for (int col = 0; col < n; ++col) {
+      if (is_dense_column_[col]) continue;
       const int root = find(col);
       if (group_of_root[root] < 0) {
         group_of_root[root] = static_cast<int>(groups_.size());
@@ -193,8 +221,12 @@ class NormalEquations {
       group.columns.push_back(col);
     }
     for (int r = 0; r < g.num_rows(); ++r) {
-      if (is_dense_row[r] || g.row_start[r] == g.row_start[r + 1]) continue;
-      groups_[group_of[g.column[g.row_start[r]]]].rows.push_back(r);
+      if (is_dense_row[r]) continue;
+      for (int k = g.row_start[r]; k < g.row_start[r + 1]; ++k) {
+        if (is_dense_column_[g.column[k]]) continue;
+        groups_[group_of[g.column[k]]].rows.push_back(r);
+        break;
+      }
     }
     for (Group& group : groups_) {
       const std::size_t size = group.columns.size();
@@ -210,18 +242,69 @@ class NormalEquations {
       for (int r : group.rows) {
         for (int a = g_.row_start[r]; a < g_.row_start[r + 1]; ++a) {
           const int la = local_index_[g_.column[a]];
+          if (la < 0) continue;  // a dense column
           const double scaled = d[r] * g_.value[a];
           for (int b = g_.row_start[r]; b < g_.row_start[r + 1]; ++b) {
             const int lb = local_index_[g_.column[b]];
-            if (lb <= la) group.factor[la * size + lb] += scaled * g_.value[b];
+            if (lb >= 0 && lb <= la) group.factor[la * size + lb] += scaled * g_.value[b];
           }
         }
       }
       for (int i = 0; i < size; ++i) group.factor[i * size + i] += shift;
       Cholesky(group.factor, size);
     }
-    // Woodbury: M = Ms + U' E U with U the dense rows, E their weights;
-    // M⁻¹ = Ms⁻¹ − Ms⁻¹ U' (E⁻¹ + U Ms⁻¹ U')⁻¹ U Ms⁻¹.
+    FactorDenseRows(d);
+    FactorDenseColumns(d, shift);
+  }
+
+  // x := M⁻¹ x
+  void Solve(std::vector<double>& x) const {
+    const int k = static_cast<int>(dense_columns_.size());
+    if (k == 0) {
+      SolveWithoutDenseColumns(x);
+      return;
+    }
+    // M = [A B'; B C] over (dense columns, the others): with z = C⁻¹ r_x,
+    // y_d = S⁻¹ (r_d − B' z) where S = A − B' C⁻¹ B, and y_x = z − C⁻¹ B y_d.
+    std::vector<double> y(static_cast<std::size_t>(k));
+    for (int i = 0; i < k; ++i) {
+      y[i] = x[dense_columns_[i]];
+      x[dense_columns_[i]] = 0.0;
+    }
+    SolveWithoutDenseColumns(x);
+    const int n = g_.num_columns;
+    for (int i = 0; i < k; ++i) {
+      const double* b = coupling_.data() + static_cast<std::size_t>(i) * n;
+      double sum = 0.0;
+      for (int col = 0; col < n; ++col) sum += b[col] * x[col];
+      y[i] -= sum;
+    }
+    CholeskySolve(schur_, k, y.data());
+    for (int i = 0; i < k; ++i) {
+      const double* w = solved_coupling_.data() + static_cast<std::size_t>(i) * n;
+      for (int col = 0; col < n; ++col) x[col] -= w[col] * y[i];
+    }
+    for (int i = 0; i < k; ++i) x[dense_columns_[i]] = y[i];
+  }
+
+ private:
+  struct Group {
+    std::vector<int> columns;
+    std::vector<int> rows;
+    std::vector<double> factor;
+  };
+
+  int SparseEntries(int r) const {
+    int count = 0;
+    for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) {
+      count += is_dense_column_[g_.column[k]] ? 0 : 1;
+    }
+    return count;
+  }
+
+  // Woodbury: C = Cs + U' E U with U the dense rows (without the dense columns), E their
+  // weights; C⁻¹ = Cs⁻¹ − Cs⁻¹ U' (E⁻¹ + U Cs⁻¹ U')⁻¹ U Cs⁻¹.
+  void FactorDenseRows(const std::vector<double>& d) {
     const int q = static_cast<int>(dense_rows_.size());
     const int n = g_.num_columns;
     solved_dense_.assign(static_cast<std::size_t>(q) * n, 0.0);
@@ -231,7 +314,7 @@ class NormalEquations {
       const int r = dense_rows_[i];
       std::fill(column.begin(), column.end(), 0.0);
       for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) {
-        column[g_.column[k]] = g_.value[k];
+        if (!is_dense_column_[g_.column[k]]) column[g_.column[k]] = g_.value[k];
       }
       SolveSparsePart(column);
       std::copy(column.begin(), column.end(), solved_dense_.begin() + static_cast<long>(i) * n);
@@ -250,8 +333,54 @@ class NormalEquations {
     Cholesky(capacitance_, q);
   }
 
-  // x := M⁻¹ x
-  void Solve(std::vector<double>& x) const {
+  // The dense columns' blocks: B (their coupling to the others, one row of n per dense
+  // column, zero at the dense columns), C⁻¹ B, and the Schur complement S = A − B' C⁻¹ B.
+  void FactorDenseColumns(const std::vector<double>& d, double shift) {
+    const int k = static_cast<int>(dense_columns_.size());
+    if (k == 0) return;
+    const int n = g_.num_columns;
+    std::vector<int> position(static_cast<std::size_t>(n), -1);
+    for (int i = 0; i < k; ++i) position[dense_columns_[i]] = i;
+    coupling_.assign(static_cast<std::size_t>(k) * n, 0.0);
+    schur_.assign(static_cast<std::size_t>(k) * k, 0.0);
+    for (int r : rows_with_dense_columns_) {
+      for (int a = g_.row_start[r]; a < g_.row_start[r + 1]; ++a) {
+        const int pa = position[g_.column[a]];
+        if (pa < 0) continue;
+        const double scaled = d[r] * g_.value[a];
+        for (int b = g_.row_start[r]; b < g_.row_start[r + 1]; ++b) {
+          const int pb = position[g_.column[b]];
+          if (pb < 0) {
+            coupling_[static_cast<std::size_t>(pa) * n + g_.column[b]] += scaled * g_.value[b];
+          } else if (pb <= pa) {
+            schur_[pa * k + pb] += scaled * g_.value[b];
+          }
+        }
+      }
+    }
+    solved_coupling_ = coupling_;
+    std::vector<double> column(static_cast<std::size_t>(n));
+    for (int i = 0; i < k; ++i) {
+      std::copy(coupling_.begin() + static_cast<long>(i) * n,
+                coupling_.begin() + static_cast<long>(i + 1) * n, column.begin());
+      SolveWithoutDenseColumns(column);
+      std::copy(column.begin(), column.end(), solved_coupling_.begin() + static_cast<long>(i) * n);
+    }
+    for (int i = 0; i < k; ++i) {
+      schur_[i * k + i] += shift;
+      for (int j = 0; j <= i; ++j) {
+        const double* b = coupling_.data() + static_cast<std::size_t>(i) * n;
+        const double* w = solved_coupling_.data() + static_cast<std::size_t>(j) * n;
+        double sum = 0.0;
+        for (int col = 0; col < n; ++col) sum += b[col] * w[col];
+        schur_[i * k + j] -= sum;
+      }
+    }
+    Cholesky(schur_, k);
+  }
+
+  // x := C⁻¹ x over the columns that are not dense (their entries of x are left as they are).
+  void SolveWithoutDenseColumns(std::vector<double>& x) const {
     SolveSparsePart(x);
     const int q = static_cast<int>(dense_rows_.size());
     if (q == 0) return;
@@ -261,7 +390,7 @@ class NormalEquations {
       const int r = dense_rows_[i];
       double sum = 0.0;
       for (int k = g_.row_start[r]; k < g_.row_start[r + 1]; ++k) {
-        sum += g_.value[k] * x[g_.column[k]];
+        if (!is_dense_column_[g_.column[k]]) sum += g_.value[k] * x[g_.column[k]];
       }
       t[i] = sum;
     }
@@ -271,13 +400,6 @@ class NormalEquations {
       for (int col = 0; col < n; ++col) x[col] -= y[col] * t[i];
     }
   }
-
- private:
-  struct Group {
-    std::vector<int> columns;
-    std::vector<int> rows;
-    std::vector<double> factor;
-  };
 
   void SolveSparsePart(std::vector<double>& x) const {
     std::vector<double> local;
@@ -291,11 +413,17 @@ class NormalEquations {
   }
 
   const InequalityLp& g_;
+  std::vector<int> dense_columns_;
+  std::vector<char> is_dense_column_;
+  std::vector<int> rows_with_dense_columns_;
   std::vector<int> dense_rows_;
   std::vector<Group> groups_;
-  std::vector<int> local_index_;
-  std::vector<double> solved_dense_;  // Ms⁻¹ U', one row of n per dense row
-  std::vector<double> capacitance_;   // E⁻¹ + U Ms⁻¹ U', factored
+  std::vector<int> local_index_;      // a column's place in its group; -1 for a dense column
+  std::vector<double> solved_dense_;  // Cs⁻¹ U', one row of n per dense row
+  std::vector<double> capacitance_;   // E⁻¹ + U Cs⁻¹ U', factored
+  std::vector<double> coupling_;          // B, one row of n per dense column
+  std::vector<double> solved_coupling_;   // C⁻¹ B, likewise
+  std::vector<double> schur_;             // A − B' C⁻¹ B, factored
 };
 
 // The KKT system ECOS solves each step (inequality rows only):

@@ -197,6 +197,53 @@ InequalityLp RandomMakespan(std::mt19937& rng) {
   return MakespanFeasibility(throughput, sf, capacity, remaining, makespan);
 }
 
+// A max-min fairness LP of 1-80 jobs as cvxpy 1.1 hands the original's to ECOS
+// (policy/max_min_fairness.cc, SolveAsTheOriginal): minimise t over [t, X column-major] with
+// −Σ_j C[i][j] X[i][j] − t <= 0 per job, −X <= 0, capacity per type, time per job. From 17
+// jobs on, t is in more rows than the normal equations' dense threshold: the Schur
+// complement path.
+InequalityLp RandomMaxMin(std::mt19937& rng) {
+  std::uniform_int_distribution<int> jobs(1, 80);
+  std::uniform_real_distribution<double> gain(0.05, 3.0);
+  std::uniform_int_distribution<int> sf_pick(0, 3);
+  std::uniform_real_distribution<double> count(1.0, 12.0);
+  const int m = jobs(rng);
+  const int k = 3;
+  auto var = [&](int i, int j) { return 1 + i + j * m; };
+  InequalityLp lp;
+  lp.num_columns = 1 + m * k;
+  lp.c = {1.0};  // minimise t
+  lp.c.resize(static_cast<std::size_t>(lp.num_columns), 0.0);
+  std::vector<int> sf(static_cast<std::size_t>(m));
+  for (int i = 0; i < m; ++i) {
+    const int pick = sf_pick(rng);
+    sf[i] = pick == 3 ? 4 : (pick == 2 ? 2 : 1);
+    std::vector<int> cols = {0};
+    std::vector<double> coefs = {-1.0};
+    for (int j = 0; j < k; ++j) {
+      cols.push_back(var(i, j));
+      coefs.push_back(-gain(rng) * sf[i]);
+    }
+    lp.AddRow(cols, coefs, 0.0);
+  }
+  for (int v = 1; v < lp.num_columns; ++v) lp.AddRow({v}, {-1.0}, 0.0);
+  for (int j = 0; j < k; ++j) {
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (int i = 0; i < m; ++i) {
+      cols.push_back(var(i, j));
+      coefs.push_back(sf[i]);
+    }
+    lp.AddRow(cols, coefs, std::floor(count(rng)));
+  }
+  for (int i = 0; i < m; ++i) {
+    std::vector<int> cols;
+    for (int j = 0; j < k; ++j) cols.push_back(var(i, j));
+    lp.AddRow(cols, std::vector<double>(static_cast<std::size_t>(k), 1.0), 1.0);
+  }
+  return lp;
+}
+
 // A bounded random LP with an objective: box rows 0 <= x <= u plus random dense rows.
 InequalityLp RandomBoundedLp(std::mt19937& rng, bool make_infeasible) {
   std::uniform_int_distribution<int> size(1, 12);
@@ -329,6 +376,53 @@ TEST(EcosLpTest, TakesEcossStepsOnLpsWithObjectives) {
   EXPECT_GT(agreement.optimal_both, 250);
   EXPECT_GT(agreement.infeasible_both, 60);
   EXPECT_LT(agreement.worst_relative_difference, 1e-3);
+}
+
+// The max-min LPs' optimal faces are wide (every job above the minimum has room), and ECOS's
+// LDL' rounding moves its stopping point along them a little more than on the makespan LPs:
+// most points agree to 1e-3, all to 0.1 (relative to max(|x|, 0.01)).
+TEST(EcosLpTest, TakesEcossStepsOnMaxMinFairnessProblems) {
+  const RealEcos* ecos = RealEcos::Get();
+  if (ecos == nullptr) GTEST_SKIP() << "ECOS (r-cran-ecosolver) is not installed";
+  std::mt19937 rng(13);
+  Agreement agreement;
+  int close = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    const InequalityLp lp = RandomMaxMin(rng);
+    const RealEcos::Answer theirs = ecos->Solve(lp);
+    ASSERT_NE(theirs.exit, RealEcos::kLayoutMismatch) << "unexpected ECOS workspace layout";
+    Agreement one;
+    const EcosResult ours = SolveEcosLp(lp);
+    one.Add(ours, theirs);
+    agreement.Add(ours, theirs);
+    if (one.optimal_both == 1 && one.worst_relative_difference < 1e-3) ++close;
+  }
+  SCOPED_TRACE(agreement.Summary() + ", " + std::to_string(close) + " within 1e-3");
+  EXPECT_GE(agreement.same_exit, 147);
+  EXPECT_GE(agreement.optimal_both, 140);
+  EXPECT_GE(close, 135);
+  EXPECT_LT(agreement.worst_relative_difference, 0.1);
+}
+
+// Every max-min LP is feasible and bounded: ECOS's optimum is Clp's, on both sides of the
+// dense-column threshold.
+TEST(EcosLpTest, MaxMinFairnessOptimaMatchClp) {
+  std::unique_ptr<Solver> clp = MakeClpSolver();
+  std::mt19937 rng(17);
+  int dense_column_cases = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const InequalityLp lp = RandomMaxMin(rng);
+    const EcosResult ours = SolveEcosLp(lp);
+    const auto reference = clp->Solve(ToModel(lp));
+    ASSERT_TRUE(reference.ok());
+    ASSERT_EQ(reference->outcome, Outcome::kOptimal);
+    ASSERT_EQ(ours.exit, EcosExit::kOptimal) << "trial " << trial;
+    EXPECT_NEAR(ours.x[0], reference->objective, 1e-6 * std::max(1.0, std::fabs(ours.x[0])))
+        << "trial " << trial;
+    EXPECT_LT(MaxRowViolation(lp, ours.x), 1e-7) << "trial " << trial;
+    if ((lp.num_columns - 1) / 3 > 16) ++dense_column_cases;
+  }
+  EXPECT_GT(dense_column_cases, 60);
 }
 
 TEST(EcosLpTest, AgreesWithClpOnOptimaAndInfeasibility) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gavel/lp/ecos_lp.h"
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
 #include "gavel/policy/packed_classes.h"
@@ -47,6 +48,12 @@ class MaxMinFairness final : public Policy {
     if (packed && m > 0 && UsesColumnGeneration(options_)) {
       if (const std::optional<JobClasses> classes = FindInterchangeableJobs(input, throughput)) {
         return AllocateByClasses(input, throughput, prop, *classes);
+      }
+    }
+
+    if (options_.compat_gavel && !packed && m > 0) {  // builds its own LP, in the original's form
+      if (std::optional<PolicyOutput> output = SolveAsTheOriginal(input, throughput, prop)) {
+        return std::move(*output);
       }
     }
 
@@ -150,6 +157,77 @@ class MaxMinFairness final : public Policy {
   }
 
  private:
+  // The original's LP (max_min_fairness.py) as cvxpy 1.1 hands it to ECOS, solved by ECOS's
+  // iterations (lp/ecos_lp.h): where the optimum is not unique, and under load almost every
+  // job's share above the minimum is free, the original scheduled by the point where ECOS
+  // stopped, which the mechanism turns into a different schedule than any other optimal
+  // point (docs/differences.md, S1 and "Fidelity"). cvxpy's form: Maximize(min(v)) becomes
+  // Minimize(t) with −v <= t (max_canon of −v), over the columns [t, X flattened
+  // column-major] (the objective's variable first); rows in cvxpy's order, the objective's
+  // epigraph rows first: −Σ_j C[i][j] X[i][j] − t <= 0 per job; −X <= 0; Σ_i s_i X[i][j] <=
+  // c_j per type; Σ_j X[i][j] <= 1 per job. C[i][j] = T[i][j] s_i / (w_i prop_i). Empty when
+  // ECOS ends without an answer cvxpy would hand back (the caller then solves the LP as we
+  // do without --compat); "optimal_inaccurate" is an answer, as it was there.
+  std::optional<PolicyOutput> SolveAsTheOriginal(const PolicyInput& input, const Matrix& throughput,
+                                                 const std::vector<double>& prop) const {
+    const int m = static_cast<int>(input.num_jobs());
+    const int n = static_cast<int>(input.num_types());
+    const int t = 0;
+    const auto var = [m](int i, int j) { return 1 + i + j * m; };
+    lp::InequalityLp lp;
+    lp.num_columns = 1 + m * n;
+    lp.c.assign(static_cast<std::size_t>(lp.num_columns), 0.0);
+    lp.c[static_cast<std::size_t>(t)] = 1.0;
+    std::vector<int> columns;
+    std::vector<double> coefficients;
+    bool any = false;
+    for (int i = 0; i < m; ++i) {
+      const PolicyJob& job = input.jobs[static_cast<std::size_t>(i)];
+      // A job that can run nowhere is left out of the minimum, as on every other path.
+      if (prop[static_cast<std::size_t>(i)] <= 0.0) continue;
+      any = true;
+      const double scale = job.scale_factor / (job.priority_weight * prop[static_cast<std::size_t>(i)]);
+      columns.assign({t});
+      coefficients.assign({-1.0});
+      for (int j = 0; j < n; ++j) {
+        columns.push_back(var(i, j));
+        coefficients.push_back(-throughput(static_cast<std::size_t>(i), static_cast<std::size_t>(j)) *
+                               scale);
+      }
+      lp.AddRow(columns, coefficients, 0.0);
+    }
+    if (!any) return std::nullopt;
+    for (int v = 1; v < lp.num_columns; ++v) lp.AddRow({v}, {-1.0}, 0.0);
+    for (int j = 0; j < n; ++j) {
+      columns.clear();
+      coefficients.clear();
+      for (int i = 0; i < m; ++i) {
+        columns.push_back(var(i, j));
+        coefficients.push_back(input.jobs[static_cast<std::size_t>(i)].scale_factor);
+      }
+      lp.AddRow(columns, coefficients, input.gpu_counts[static_cast<std::size_t>(j)]);
+    }
+    for (int i = 0; i < m; ++i) {
+      columns.clear();
+      for (int j = 0; j < n; ++j) columns.push_back(var(i, j));
+      lp.AddRow(columns, std::vector<double>(static_cast<std::size_t>(n), 1.0), 1.0);
+    }
+    const lp::EcosResult solved = lp::SolveEcosLp(lp);
+    if (solved.exit != lp::EcosExit::kOptimal && solved.exit != lp::EcosExit::kOptimalInaccurate) {
+      return std::nullopt;
+    }
+    PolicyOutput output;
+    output.allocation = Matrix(input.num_jobs(), input.num_types());
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        output.allocation(static_cast<std::size_t>(i), static_cast<std::size_t>(j)) =
+            std::clamp(solved.x[static_cast<std::size_t>(var(i, j))], 0.0, 1.0);
+      }
+    }
+    output.objective = -solved.x[static_cast<std::size_t>(t)];  // t bounds −v from above
+    return output;
+  }
+
   // The packed LP over classes of interchangeable jobs (packed_classes.h): x[a][j] is each
   // member's time on type j alone, y[q][j] the total time of class pair q's job pairs on j.
   //   capacity j:  Σ_a |a| s_a x[a][j] + Σ_q s_q y[q][j] <= c_j
