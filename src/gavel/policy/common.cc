@@ -388,4 +388,27 @@ Status UnexpectedOutcome(const char* policy, lp::Outcome outcome) {
                           ", which its formulation cannot produce");
 }
 
+void AppendOriginalBaseRows(const PolicyInput& input, int first_x, lp::InequalityLp& lp) {
+  const int m = static_cast<int>(input.num_jobs());
+  const int n = static_cast<int>(input.num_types());
+  const auto var = [m, first_x](int i, int j) { return first_x + i + j * m; };
+  for (int v = first_x; v < first_x + m * n; ++v) lp.AddRow({v}, {-1.0}, 0.0);
+  std::vector<int> columns;
+  std::vector<double> coefficients;
+  for (int j = 0; j < n; ++j) {
+    columns.clear();
+    coefficients.clear();
+    for (int i = 0; i < m; ++i) {
+      columns.push_back(var(i, j));
+      coefficients.push_back(input.jobs[static_cast<std::size_t>(i)].scale_factor);
+    }
+    lp.AddRow(columns, coefficients, input.gpu_counts[static_cast<std::size_t>(j)]);
+  }
+  for (int i = 0; i < m; ++i) {
+    columns.clear();
+    for (int j = 0; j < n; ++j) columns.push_back(var(i, j));
+    lp.AddRow(columns, std::vector<double>(static_cast<std::size_t>(n), 1.0), 1.0);
+  }
+}
+
 }  // namespace gavel::policy

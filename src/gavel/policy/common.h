@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gavel/core/matrix.h"
+#include "gavel/lp/ecos_lp.h"
 #include "gavel/lp/model.h"
 #include "gavel/lp/solver.h"
 #include "gavel/policy/policy.h"
@@ -139,5 +140,11 @@ struct PolicySolvers {
 
 // An error for a solve that worked but ended neither optimal nor in a case the policy handles.
 Status UnexpectedOutcome(const char* policy, lp::Outcome outcome);
+
+// The original's base constraints (policy.py's get_base_constraints) appended to `lp` in the
+// order cvxpy 1.1 hands them to ECOS, over X flattened column-major from column `first_x`
+// (X[i][j] is column first_x + i + j·m): −X <= 0; Σ_i s_i X[i][j] <= c_j per type;
+// Σ_j X[i][j] <= 1 per job. For the policies that --compat gavel solves by ECOS's iterations.
+void AppendOriginalBaseRows(const PolicyInput& input, int first_x, lp::InequalityLp& lp);
 
 }  // namespace gavel::policy

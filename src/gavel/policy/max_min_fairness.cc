@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "gavel/lp/ecos_lp.h"
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
 #include "gavel/policy/packed_classes.h"
@@ -197,21 +196,7 @@ class MaxMinFairness final : public Policy {
       lp.AddRow(columns, coefficients, 0.0);
     }
     if (!any) return std::nullopt;
-    for (int v = 1; v < lp.num_columns; ++v) lp.AddRow({v}, {-1.0}, 0.0);
-    for (int j = 0; j < n; ++j) {
-      columns.clear();
-      coefficients.clear();
-      for (int i = 0; i < m; ++i) {
-        columns.push_back(var(i, j));
-        coefficients.push_back(input.jobs[static_cast<std::size_t>(i)].scale_factor);
-      }
-      lp.AddRow(columns, coefficients, input.gpu_counts[static_cast<std::size_t>(j)]);
-    }
-    for (int i = 0; i < m; ++i) {
-      columns.clear();
-      for (int j = 0; j < n; ++j) columns.push_back(var(i, j));
-      lp.AddRow(columns, std::vector<double>(static_cast<std::size_t>(n), 1.0), 1.0);
-    }
+    AppendOriginalBaseRows(input, /*first_x=*/1, lp);
     const lp::EcosResult solved = lp::SolveEcosLp(lp);
     if (solved.exit != lp::EcosExit::kOptimal && solved.exit != lp::EcosExit::kOptimalInaccurate) {
       return std::nullopt;

@@ -282,23 +282,9 @@ class MinTotalDuration final : public Policy {
     lp::InequalityLp lp;
     lp.num_columns = m * n;
     lp.c.assign(static_cast<std::size_t>(m * n), 0.0);  // Maximize(1): no objective
-    for (int v = 0; v < m * n; ++v) lp.AddRow({v}, {-1.0}, 0.0);
+    AppendOriginalBaseRows(input, /*first_x=*/0, lp);
     std::vector<int> columns;
     std::vector<double> coefficients;
-    for (int j = 0; j < n; ++j) {
-      columns.clear();
-      coefficients.clear();
-      for (int i = 0; i < m; ++i) {
-        columns.push_back(var(i, j));
-        coefficients.push_back(input.jobs[static_cast<std::size_t>(i)].scale_factor);
-      }
-      lp.AddRow(columns, coefficients, input.gpu_counts[static_cast<std::size_t>(j)]);
-    }
-    for (int i = 0; i < m; ++i) {
-      columns.clear();
-      for (int j = 0; j < n; ++j) columns.push_back(var(i, j));
-      lp.AddRow(columns, std::vector<double>(static_cast<std::size_t>(n), 1.0), 1.0);
-    }
     const int first_demand_row = lp.num_rows();
     for (const DemandRow& d : demands) {
       columns.clear();
