@@ -416,6 +416,8 @@ class FinishTimeFairness final : public Policy {
     }
 
     bool first_solve = true;
+    double last_r = start;        // the last solve's r
+    double last_tau_value = 0.0;  // and its τ
     auto solve_at = [&](double r) -> Result<RatioStep<lp::Solution>> {
       if (!first_solve) {
         session->SetColumnBounds(tau, 0.0, 0.0);
@@ -429,6 +431,8 @@ class FinishTimeFairness final : public Policy {
                                 std::string(lp::OutcomeName(solution.outcome)));
       }
       const double t = solution.values[static_cast<std::size_t>(tau)];
+      last_r = r;
+      last_tau_value = t;
       const double reached =
           MaxRho(rows, terms, solution.values,
                  oracle.has_value() ? oracle->PairThroughputs(solution.values)
@@ -439,15 +443,22 @@ class FinishTimeFairness final : public Policy {
     const double hi = found.first;
     const lp::Solution& best = found.second;
 
-    // Secondary objective among the allocations with max_k ρ_k <= hi (best meets it).
-    session->SetColumnBounds(tau, 0.0, 0.0);
+    // Secondary objective among the allocations with max_k ρ_k <= hi (best meets it). The
+    // last τ stays, fixed at its value, and each row's bound moves by its τ term instead
+    // (the same LP: thr_k / thr_max_k >= L_k(hi)): the last solve's basis then stays
+    // primal feasible when that solve reached hi, and the primal simplex starts from it
+    // rather than from an infeasible point (half the iterations at 2,048 jobs).
+    session->SetColumnBounds(tau, last_tau_value, last_tau_value);
     session->SetObjective(tau, 0.0);
     for (const auto& [column, coefficient] : secondary) session->SetObjective(column, coefficient);
     if (oracle.has_value()) {
       for (const FairnessRow& f : rows) oracle->SetJobObjective(f.job, 1.0 / f.max_raw_throughput);
       oracle->UpdateObjectives(*session);
     }
-    for (const FairnessRow& f : rows) session->SetRowBounds(f.row, *RowLowerBound(f, hi), lp::kInfinity);
+    for (const FairnessRow& f : rows) {
+      session->SetRowBounds(f.row, *RowLowerBound(f, hi) - last_tau_value * *RowLowerBound(f, last_r),
+                            lp::kInfinity);
+    }
     GAVEL_ASSIGN_OR_RETURN(lp::Solution spread, session->Solve());
     const lp::Solution& chosen = spread.outcome == lp::Outcome::kOptimal ? spread : best;
     PolicyOutput output = ExtractAllocation(input, problem, chosen);
