@@ -392,6 +392,19 @@ class ColumnGenerationSession final : public Session {
     if (oracle_ == nullptr) return 0;
     ColumnBatch batch;
     oracle_->Price(y, in_phase1_, BatchSize(), batch);
+    return LoadOracleColumns(std::move(batch));
+  }
+
+  // Loads the oracle's seed columns, once, before the first solve.
+  void SeedOracle() {
+    if (oracle_ == nullptr || seeded_) return;
+    seeded_ = true;
+    ColumnBatch batch;
+    oracle_->Seed(batch);
+    LoadOracleColumns(std::move(batch));
+  }
+
+  int LoadOracleColumns(ColumnBatch batch) {
     if (batch.size() == 0) return 0;
     const std::vector<double> objective = batch.objective;
     if (in_phase1_) std::fill(batch.objective.begin(), batch.objective.end(), 0.0);
@@ -470,6 +483,7 @@ class ColumnGenerationSession final : public Session {
   SolveOptions options_;
   ColumnGenerationOptions cg_;
   ColumnOracle* oracle_;  // may be null
+  bool seeded_ = false;
   std::unique_ptr<Session> inner_;
 
   std::vector<FullColumn> columns_;
@@ -499,6 +513,7 @@ Result<Solution> ColumnGenerationSession::Solve() {
                options_.time_limit_seconds;
   };
   if (in_phase1_) LeavePhase1();  // an earlier Solve() failed half-way
+  SeedOracle();
   long iterations = 0;
   // Ends the solve with `solution`'s outcome; a phase-1 point is no point of the whole LP.
   const auto finish = [&](Solution solution, std::vector<double> reduced_costs) {

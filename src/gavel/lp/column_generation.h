@@ -69,8 +69,12 @@ class ColumnOracle {
   // included). The batch carries the columns' real objective coefficients, phase 1 or not.
   virtual void Price(std::span<const double> row_duals, bool phase1, std::size_t max_columns,
                      ColumnBatch& batch) = 0;
-  // The session's indices of the columns of the last batch: first_column, first_column + 1, ...
+  // The session's indices of the columns of the last batch (of Price or Seed):
+  // first_column, first_column + 1, ...
   virtual void Added(int first_column) = 0;
+  // Columns likely to be in an optimum, loaded before the first solve (a warm start for the
+  // restricted LP; none by default). Same contract as Price's batch otherwise.
+  virtual void Seed(ColumnBatch& batch) { (void)batch; }
 };
 
 // A column-generation session over `model` (lazy columns as above) and the columns `oracle`

@@ -409,6 +409,7 @@ class FinishTimeFairness final : public Policy {
       for (const FairnessRow& f : rows) {
         oracle->SetThroughputRow(f.job, f.row, 1.0 / f.max_raw_throughput);
       }
+      oracle->EnableSeed();
       GAVEL_ASSIGN_OR_RETURN(session,
                              lp::LoadWithColumnOracle(*solvers_.master, problem.model, *oracle));
     } else {

@@ -221,6 +221,63 @@ void PairOracle::Price(std::span<const double> y, bool phase1, std::size_t max_c
   }
 }
 
+void PairOracle::Seed(lp::ColumnBatch& batch) {
+  pending_.clear();
+  if (!seed_) return;
+  const std::size_t n = input_.num_types();
+  std::vector<double> best(classes_.size(), 0.0);  // a member's best steps/s, pairs included
+  for (std::size_t q = 0; q < classes_.pairs.size(); ++q) {
+    const JobClasses::ClassPair& pair = classes_.pairs[q];
+    for (std::size_t j = 0; j < n; ++j) {
+      best[pair.a] = std::max(best[pair.a], pair.first[j]);
+      best[pair.b] = std::max(best[pair.b], pair.second[j]);
+    }
+  }
+  for (std::size_t c = 0; c < classes_.size(); ++c) {
+    for (std::size_t j = 0; j < n; ++j) {
+      best[c] = std::max(best[c], input_.throughput(classes_.members[c].front(), j));
+    }
+  }
+  std::vector<std::size_t> next(classes_.size(), 0);  // the next member of each class to deal
+  std::vector<char> seeded(input_.num_jobs(), 0);
+  const auto deal = [&](std::size_t c) -> int {
+    const std::vector<std::size_t>& members = classes_.members[c];
+    while (next[c] < members.size() && seeded[members[next[c]]] != 0) ++next[c];
+    return next[c] < members.size() ? static_cast<int>(members[next[c]]) : -1;
+  };
+  for (std::size_t a = 0; a < classes_.size(); ++a) {
+    // The class pair and type where a member of a and its partner progress most together.
+    int best_q = -1;
+    int best_type = 0;
+    double best_score = 0.0;
+    for (const JobClasses::PairShare& share : classes_.pairs_of_class[a]) {
+      const JobClasses::ClassPair& pair = classes_.pairs[share.q];
+      for (std::size_t j = 0; j < n; ++j) {
+        const double score = (best[pair.a] > 0.0 ? pair.first[j] / best[pair.a] : 0.0) +
+                             (best[pair.b] > 0.0 ? pair.second[j] / best[pair.b] : 0.0);
+        if (score > best_score) {
+          best_score = score;
+          best_q = static_cast<int>(share.q);
+          best_type = static_cast<int>(j);
+        }
+      }
+    }
+    if (best_q < 0) continue;
+    const JobClasses::ClassPair& pair = classes_.pairs[static_cast<std::size_t>(best_q)];
+    const std::size_t other = pair.a == a ? pair.b : pair.a;
+    for (int x = deal(a); x >= 0; x = deal(a)) {
+      seeded[static_cast<std::size_t>(x)] = 1;
+      const int z = deal(other);
+      if (z < 0) break;
+      seeded[static_cast<std::size_t>(z)] = 1;
+      // Oriented as the class pair: `a` of PairColumn is the member of pair.a.
+      const bool x_first = pair.a == a;
+      pending_.push_back(PairColumn{x_first ? x : z, x_first ? z : x, best_type, best_q, -1});
+      AddColumnTo(pending_.back(), batch);
+    }
+  }
+}
+
 void PairOracle::Added(int first_column) {
   for (std::size_t s = 0; s < pending_.size(); ++s) {
     PairColumn c = pending_[s];
