@@ -46,8 +46,8 @@ bool ContainsZero(double lower, double upper) { return lower <= 0.0 && upper >= 
 class ColumnGenerationSession final : public Session {
  public:
   ColumnGenerationSession(const Model& model, const SolveOptions& options,
-                          const ColumnGenerationOptions& cg)
-      : sense_(model.sense()), options_(options), cg_(cg) {
+                          const ColumnGenerationOptions& cg, ColumnOracle* oracle = nullptr)
+      : sense_(model.sense()), options_(options), cg_(cg), oracle_(oracle) {
     CopyColumnMajor(model);
   }
 
@@ -317,8 +317,7 @@ class ColumnGenerationSession final : public Session {
         }
       }
     }
-    const auto batch = static_cast<std::size_t>(
-        std::max<double>(cg_.min_batch, cg_.batch_per_row * num_rows()));
+    const std::size_t batch = BatchSize();
     // Partial pricing: a round may stop early, once it has looked at a good share of the
     // columns and found plenty of candidates; the next round goes on from there. Only a
     // round that has looked at every column can end the solve.
@@ -383,6 +382,44 @@ class ColumnGenerationSession final : public Session {
     return static_cast<int>(load.size());
   }
 
+  std::size_t BatchSize() const {
+    return static_cast<std::size_t>(std::max<double>(cg_.min_batch, cg_.batch_per_row * num_rows()));
+  }
+
+  // Asks the oracle for improving columns and loads them (with a zero objective in phase 1).
+  // Returns how many.
+  int PriceOracle(std::span<const double> y) {
+    if (oracle_ == nullptr) return 0;
+    ColumnBatch batch;
+    oracle_->Price(y, in_phase1_, BatchSize(), batch);
+    return LoadOracleColumns(std::move(batch));
+  }
+
+  // Loads the oracle's seed columns, once, before the first solve.
+  void SeedOracle() {
+    if (oracle_ == nullptr || seeded_) return;
+    seeded_ = true;
+    ColumnBatch batch;
+    oracle_->Seed(batch);
+    LoadOracleColumns(std::move(batch));
+  }
+
+  int LoadOracleColumns(ColumnBatch batch) {
+    if (batch.size() == 0) return 0;
+    const std::vector<double> objective = batch.objective;
+    if (in_phase1_) std::fill(batch.objective.begin(), batch.objective.end(), 0.0);
+    const int first = inner_->AddColumns(batch);
+    const int first_full = static_cast<int>(columns_.size());
+    for (std::size_t s = 0; s < batch.size(); ++s) {
+      columns_.push_back(FullColumn{batch.lower[s], batch.upper[s], objective[s], kLeftOut});
+      column_start_.push_back(column_start_.back());
+      columns_.back().inner = first + static_cast<int>(s);
+      MapInner(columns_.back().inner, first_full + static_cast<int>(s));
+    }
+    oracle_->Added(first_full);
+    return static_cast<int>(batch.size());
+  }
+
   // The inner solution as a solution over the whole model.
   Solution Expand(const Solution& inner, std::vector<double> reduced_costs, long iterations) const {
     Solution full;
@@ -445,6 +482,8 @@ class ColumnGenerationSession final : public Session {
   Sense sense_;
   SolveOptions options_;
   ColumnGenerationOptions cg_;
+  ColumnOracle* oracle_;  // may be null
+  bool seeded_ = false;
   std::unique_ptr<Session> inner_;
 
   std::vector<FullColumn> columns_;
@@ -474,6 +513,7 @@ Result<Solution> ColumnGenerationSession::Solve() {
                options_.time_limit_seconds;
   };
   if (in_phase1_) LeavePhase1();  // an earlier Solve() failed half-way
+  SeedOracle();
   long iterations = 0;
   // Ends the solve with `solution`'s outcome; a phase-1 point is no point of the whole LP.
   const auto finish = [&](Solution solution, std::vector<double> reduced_costs) {
@@ -523,13 +563,19 @@ Result<Solution> ColumnGenerationSession::Solve() {
         return finish(std::move(solution), {});
     }
     if (solution.row_duals.size() != static_cast<std::size_t>(num_rows())) {
+      if (oracle_ != nullptr) {
+        return Status::Internal("column generation: the inner solver gave no duals to price "
+                                "the oracle's columns with");
+      }
       // Nothing to price with: load everything and let the inner solver finish.
       const std::vector<int> left_out = LeftOutColumns();
       if (!left_out.empty()) {
         LoadColumns(left_out);
         continue;
       }
-    } else if (PriceAndLoad(solution.row_duals, reduced_costs) > 0) {
+    } else if (PriceAndLoad(solution.row_duals, reduced_costs) +
+                   PriceOracle(solution.row_duals) >
+               0) {
       if (!out_of_time()) continue;
       // Out of time: in phase 2 the restricted optimum is still a feasible point of the whole
       // LP, just perhaps not an optimal one.
@@ -583,6 +629,18 @@ class ColumnGenerationSolver final : public Solver {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<Session>> LoadWithColumnOracle(Solver& inner, const Model& model,
+                                                      ColumnOracle& oracle,
+                                                      const SolveOptions& options,
+                                                      ColumnGenerationOptions cg) {
+  if (options.algorithm == Algorithm::kCentral || model.HasIntegers()) {
+    return Status::InvalidArgument("a column oracle needs a simplex solve of an LP");
+  }
+  auto session = std::make_unique<ColumnGenerationSession>(model, options, cg, &oracle);
+  GAVEL_RETURN_IF_ERROR(session->LoadInner(inner, model));
+  return std::unique_ptr<Session>(std::move(session));
+}
 
 std::unique_ptr<Solver> MakeColumnGenerationSolver(std::shared_ptr<Solver> inner,
                                                    ColumnGenerationOptions options) {

@@ -28,7 +28,9 @@
 // single-threaded. Errors: those of the inner solver, passed on unchanged.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <span>
 
 #include "gavel/lp/solver.h"
 
@@ -50,5 +52,36 @@ struct ColumnGenerationOptions {
 // The wrapped solver; name() is inner's name followed by "+column-generation".
 std::unique_ptr<Solver> MakeColumnGenerationSolver(std::shared_ptr<Solver> inner,
                                                    ColumnGenerationOptions options = {});
+
+// Columns of the whole LP that are in no Model at all: too many to list (millions of
+// space-sharing pairs), but the best of them can be found from the duals without looking at
+// each one (policy/pair_pricing.h). The session asks the oracle after each restricted solve,
+// together with its own lazy columns; the solve ends when neither has an improving column.
+// Exactness rests on the oracle: when it returns nothing, no column it stands for may have a
+// reduced cost that improves the objective by more than the pricing tolerance
+// (ColumnGenerationOptions).
+class ColumnOracle {
+ public:
+  virtual ~ColumnOracle() = default;
+  // Appends to `batch` at most `max_columns` columns not added before whose reduced cost
+  // c_j − Σ_i y_i a_ij (c_j = 0 when `phase1`: the objective is then the total elastic slack)
+  // improves the objective, with entries in every row of the session (rows added later
+  // included). The batch carries the columns' real objective coefficients, phase 1 or not.
+  virtual void Price(std::span<const double> row_duals, bool phase1, std::size_t max_columns,
+                     ColumnBatch& batch) = 0;
+  // The session's indices of the columns of the last batch (of Price or Seed):
+  // first_column, first_column + 1, ...
+  virtual void Added(int first_column) = 0;
+  // Columns likely to be in an optimum, loaded before the first solve (a warm start for the
+  // restricted LP; none by default). Same contract as Price's batch otherwise.
+  virtual void Seed(ColumnBatch& batch) { (void)batch; }
+};
+
+// A column-generation session over `model` (lazy columns as above) and the columns `oracle`
+// prices; `oracle` must outlive the session. Simplex only (the oracle needs duals).
+Result<std::unique_ptr<Session>> LoadWithColumnOracle(Solver& inner, const Model& model,
+                                                      ColumnOracle& oracle,
+                                                      const SolveOptions& options = {},
+                                                      ColumnGenerationOptions cg = {});
 
 }  // namespace gavel::lp

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gavel/lp/glpk_solver.h"
@@ -221,6 +223,124 @@ TEST(ColumnGenerationTest, MatchesClpAndGlpkOnRandomModels) {
   EXPECT_EQ(optimal, 300);
   EXPECT_GE(lazy_used, 300);
   EXPECT_GE(lazy_unused, 300);
+}
+
+// Columns that only an oracle knows: a random model's lazy columns whose bounds start at 0 are
+// taken out of it and priced by brute force over their entries; the session over the rest
+// must reach the whole model's optimum (Clp), a phase one included where the rest alone is
+// infeasible.
+class ListOracle final : public ColumnOracle {
+ public:
+  ListOracle(const Model& whole, std::vector<int> hidden) : whole_(whole), hidden_(std::move(hidden)) {
+    entries_.resize(hidden_.size());
+    for (int i = 0; i < whole.num_rows(); ++i) {
+      for (int k = whole.row_start()[static_cast<std::size_t>(i)];
+           k < whole.row_start()[static_cast<std::size_t>(i) + 1]; ++k) {
+        const int column = whole.entry_column()[static_cast<std::size_t>(k)];
+        const auto at = std::find(hidden_.begin(), hidden_.end(), column);
+        if (at == hidden_.end()) continue;
+        entries_[static_cast<std::size_t>(at - hidden_.begin())].emplace_back(
+            i, whole.entry_value()[static_cast<std::size_t>(k)]);
+      }
+    }
+    added_.assign(hidden_.size(), false);
+  }
+  void Price(std::span<const double> y, bool phase1, std::size_t max_columns,
+             ColumnBatch& batch) override {
+    pending_.clear();
+    const double direction = whole_.sense() == Sense::kMaximize ? 1.0 : -1.0;
+    for (std::size_t h = 0; h < hidden_.size() && pending_.size() < max_columns; ++h) {
+      if (added_[h]) continue;
+      const Column& c = whole_.columns()[static_cast<std::size_t>(hidden_[h])];
+      double reduced = phase1 ? 0.0 : c.objective;
+      for (const auto& [row, value] : entries_[h]) reduced -= y[static_cast<std::size_t>(row)] * value;
+      if (direction * reduced <= 1e-9) continue;
+      std::vector<int> rows;
+      std::vector<double> values;
+      for (const auto& [row, value] : entries_[h]) {
+        rows.push_back(row);
+        values.push_back(value);
+      }
+      batch.Add(c.lower, c.upper, c.objective, rows, values);
+      pending_.push_back(h);
+    }
+  }
+  void Added(int first_column) override {
+    for (std::size_t s = 0; s < pending_.size(); ++s) {
+      added_[pending_[s]] = true;
+      column_of_.emplace_back(hidden_[pending_[s]], first_column + static_cast<int>(s));
+    }
+    pending_.clear();
+  }
+  // (whole model's column, session's column) of every column added.
+  const std::vector<std::pair<int, int>>& column_of() const { return column_of_; }
+
+ private:
+  const Model& whole_;
+  std::vector<int> hidden_;
+  std::vector<std::vector<std::pair<int, double>>> entries_;
+  std::vector<bool> added_;
+  std::vector<std::size_t> pending_;
+  std::vector<std::pair<int, int>> column_of_;
+};
+
+TEST(ColumnGenerationTest, OracleColumnsReachTheWholeModelsOptimum) {
+  std::mt19937 rng(4242);
+  const auto clp = std::shared_ptr<Solver>(MakeClpSolver());
+  int optimal = 0;
+  int oracle_used = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const Model whole = RandomModel(rng, {.columns = 10 + trial % 40, .rows = 4 + trial % 13});
+    std::vector<int> hidden;
+    std::vector<int> kept_index(static_cast<std::size_t>(whole.num_columns()), -1);
+    Model kept(whole.sense());
+    for (int j = 0; j < whole.num_columns(); ++j) {
+      const Column& c = whole.columns()[static_cast<std::size_t>(j)];
+      if (c.lazy && c.lower == 0.0 && c.upper > 0.0) {
+        hidden.push_back(j);
+      } else {
+        kept_index[static_cast<std::size_t>(j)] = kept.AddColumn(c.lower, c.upper, c.objective);
+      }
+    }
+    for (int i = 0; i < whole.num_rows(); ++i) {
+      std::vector<int> cols;
+      std::vector<double> coefs;
+      for (int k = whole.row_start()[static_cast<std::size_t>(i)];
+           k < whole.row_start()[static_cast<std::size_t>(i) + 1]; ++k) {
+        const int index = kept_index[static_cast<std::size_t>(whole.entry_column()[static_cast<std::size_t>(k)])];
+        if (index < 0) continue;
+        cols.push_back(index);
+        coefs.push_back(whole.entry_value()[static_cast<std::size_t>(k)]);
+      }
+      kept.AddRow(whole.row_lower()[static_cast<std::size_t>(i)],
+                  whole.row_upper()[static_cast<std::size_t>(i)], cols, coefs);
+    }
+    ListOracle oracle(whole, hidden);
+    auto session = LoadWithColumnOracle(*clp, kept, oracle, {}, {.min_batch = 2, .batch_per_row = 0.0});
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    const auto generated = (*session)->Solve();
+    const auto reference = clp->Solve(whole);
+    ASSERT_TRUE(generated.ok() && reference.ok());
+    ASSERT_EQ(OutcomeName(generated->outcome), std::string(OutcomeName(reference->outcome)));
+    if (reference->outcome != Outcome::kOptimal) continue;
+    ++optimal;
+    EXPECT_LE(RelativeGap(generated->objective, reference->objective), kObjectiveTolerance)
+        << generated->objective << " vs " << reference->objective;
+    // The point, read back into the whole model's columns, is feasible there.
+    std::vector<double> values(static_cast<std::size_t>(whole.num_columns()), 0.0);
+    for (int j = 0; j < whole.num_columns(); ++j) {
+      const int index = kept_index[static_cast<std::size_t>(j)];
+      if (index >= 0) values[static_cast<std::size_t>(j)] = generated->values[static_cast<std::size_t>(index)];
+    }
+    for (const auto& [column, at] : oracle.column_of()) {
+      values[static_cast<std::size_t>(column)] = generated->values[static_cast<std::size_t>(at)];
+    }
+    EXPECT_LE(whole.MaxViolation(values), kFeasibilityTolerance);
+    if (!oracle.column_of().empty()) ++oracle_used;
+  }
+  EXPECT_GE(optimal, 190);
+  EXPECT_GE(oracle_used, 150);
 }
 
 TEST(ColumnGenerationTest, WorksOverGlpkToo) {

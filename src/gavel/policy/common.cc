@@ -232,7 +232,7 @@ std::vector<std::vector<ThroughputTerm>> ThroughputTerms(const PolicyInput& inpu
 
 double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
                           std::span<const int> pairs, std::size_t job) {
-  std::vector<std::pair<double, double>> speed_and_time;
+  std::vector<double> best_per_type(input.num_types());
   for (std::size_t j = 0; j < input.num_types(); ++j) {
     double best = throughput(job, j);
     for (int p : pairs) {
@@ -242,8 +242,17 @@ double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
                                  : input.pair_throughput_second;
       best = std::max(best, member(pair, j));
     }
+    best_per_type[j] = best;
+  }
+  return MaxThroughputAtSpeeds(input, best_per_type, job);
+}
+
+double MaxThroughputAtSpeeds(const PolicyInput& input, std::span<const double> best_per_type,
+                             std::size_t job) {
+  std::vector<std::pair<double, double>> speed_and_time;
+  for (std::size_t j = 0; j < input.num_types(); ++j) {
     speed_and_time.emplace_back(
-        best, input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));
+        best_per_type[j], input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));
   }
   std::sort(speed_and_time.begin(), speed_and_time.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });

@@ -93,6 +93,9 @@ std::vector<std::vector<ThroughputTerm>> ThroughputTerms(const PolicyInput& inpu
 // O(1).
 double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
                           std::span<const int> pairs, std::size_t job);
+// The same bound from job k's best steps/s on each type (alone or in any of its pairs).
+double MaxThroughputAtSpeeds(const PolicyInput& input, std::span<const double> best_per_type,
+                             std::size_t job);
 
 // Sets to 0 every cell where the job (or pair) cannot run: T[i][j] = 0 (both members' shared
 // throughputs 0 for a pair). Rule-based policies that split time evenly use it by default, so

@@ -12,6 +12,7 @@
 
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
+#include "gavel/policy/pair_pricing.h"
 
 namespace gavel::policy {
 namespace {
@@ -62,13 +63,14 @@ std::optional<double> RowLowerBound(const FairnessRow& f, double r) {
   return f.remaining * f.weight / (slack * f.max_raw_throughput);
 }
 
-// max_k ρ_k of an LP solution (values clipped to [0, 1] as the allocation will be).
+// max_k ρ_k of an LP solution (values clipped to [0, 1] as the allocation will be);
+// `pair_throughput`, when given, adds each job's steps/s from pair columns not in `terms`.
 double MaxRho(const std::vector<FairnessRow>& rows,
               const std::vector<std::vector<ThroughputTerm>>& terms,
-              const std::vector<double>& values) {
+              const std::vector<double>& values, std::span<const double> pair_throughput = {}) {
   double worst = 0.0;
   for (const FairnessRow& f : rows) {
-    double raw = 0.0;
+    double raw = pair_throughput.empty() ? 0.0 : pair_throughput[f.job];
     for (const ThroughputTerm& t : terms[f.job]) {
       raw += t.steps_per_second * std::clamp(values[static_cast<std::size_t>(t.column)], 0.0, 1.0);
     }
@@ -191,7 +193,15 @@ class FinishTimeFairness final : public Policy {
       terms = ThroughputTerms(input, *problem, throughput, packed);
       return Status::Ok();
     };
-    if (!fast) GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/true));
+    // Space sharing on the column-generation path, when the co-located throughputs depend
+    // only on classes of jobs: the pairs are priced, never built (pair_pricing.h).
+    const std::optional<JobClasses> classes =
+        packed && m > 0 && UsesColumnGeneration(options_) ? FindPairClasses(input, throughput)
+                                                         : std::nullopt;
+    const std::vector<double> most_by_classes =
+        classes.has_value() ? MaxThroughputsAloneByClasses(input, throughput, *classes)
+                            : std::vector<double>();
+    if (!fast && !classes.has_value()) GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/true));
     if (m == 0) {
       previous_remaining_.clear();
       previous_isolated_throughput_.clear();
@@ -210,7 +220,9 @@ class FinishTimeFairness final : public Policy {
       const PolicyJob& job = input.jobs[k];
       // A job with nothing left, or that can run nowhere (no isolated share, so no finish
       // time to be fair about), is left out of the max.
-      const bool runs_somewhere = fast ? throughput.RowSum(k) > 0.0 : !terms[k].empty();
+      const bool runs_somewhere = fast                  ? throughput.RowSum(k) > 0.0
+                                  : classes.has_value() ? most_by_classes[k] > 0.0
+                                                        : !terms[k].empty();
       if (job.steps_remaining <= 0.0 || isolated[k] <= 0.0 || !runs_somewhere) continue;
       FairnessRow f;
       f.job = k;
@@ -219,9 +231,13 @@ class FinishTimeFairness final : public Policy {
       f.weight = use_weights ? job.priority_weight : 1.0;
       f.isolated_time = cumulative[k] + job.steps_remaining / isolated[k];
       f.isolated_throughput = isolated[k];
-      // (A packed variant never takes the fast path, so its problem is built.)
-      f.max_raw_throughput = MaxThroughputAlone(
-          input, throughput, packed ? problem->pairs_of_job[k] : std::span<const int>(), k);
+      // (A packed variant never takes the fast path, so its problem is built, or it has
+      // classes.)
+      f.max_raw_throughput =
+          classes.has_value()
+              ? most_by_classes[k]
+              : MaxThroughputAlone(input, throughput,
+                                   packed ? problem->pairs_of_job[k] : std::span<const int>(), k);
       rows.push_back(f);
     }
     if (rows.empty()) {
@@ -232,7 +248,18 @@ class FinishTimeFairness final : public Policy {
       return output;
     }
     std::string fast_path_note;
-    if (fast) {
+    if (classes.has_value()) {
+      // The jobs' columns and rows only; the oracle prices the pairs.
+      GAVEL_ASSIGN_OR_RETURN(BaseProblem jobs_only,
+                             BuildJobsOnlyProblem(input, throughput, options_));
+      std::vector<FairnessRow> priced_rows = rows;
+      Result<PolicyOutput> output = SolveByRatioSearch(
+          input, jobs_only, ThroughputTerms(input, jobs_only, throughput, /*packed=*/false),
+          priced_rows, &*classes);
+      if (output.ok()) return output;
+      fast_path_note = FastPathFailureNote(output.status());
+      GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
+    } else if (fast) {
       Result<PolicyOutput> output = SolveByDecomposition(input, throughput, rows);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
@@ -355,9 +382,13 @@ class FinishTimeFairness final : public Policy {
   // the base constraints, L_k(r) the row lower bound of ρ_k <= r. τ >= 1 iff r is feasible;
   // a new τ column carries the coefficients of each new r (the old one is fixed at 0). Then
   // the secondary objective among the allocations with max_k ρ_k <= the ratio found.
+  // With `classes` (pair_pricing.h), `problem` has no pair columns: the pairs are priced per
+  // pair of job classes instead of built, and the secondary objective gives a pair column
+  // each member's T / thr_max.
   Result<PolicyOutput> SolveByRatioSearch(const PolicyInput& input, BaseProblem& problem,
                                           const std::vector<std::vector<ThroughputTerm>>& terms,
-                                          std::vector<FairnessRow>& rows) const {
+                                          std::vector<FairnessRow>& rows,
+                                          const JobClasses* classes = nullptr) const {
     const auto demands = [&](double r) {
       std::vector<double> minus_demand;
       for (const FairnessRow& f : rows) minus_demand.push_back(-*RowLowerBound(f, r));
@@ -368,11 +399,26 @@ class FinishTimeFairness final : public Policy {
     int tau = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
     const std::map<int, double> secondary =
         AddFairnessRows(problem.model, terms, rows, tau, demands(start));
-    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session, solvers_.lp->Load(problem.model));
     std::vector<int> row_index;
     for (const FairnessRow& f : rows) row_index.push_back(f.row);
+    std::optional<PairOracle> oracle;
+    std::unique_ptr<lp::Session> session;
+    if (classes != nullptr) {
+      oracle.emplace(input, *classes, problem.capacity_rows, problem.time_rows,
+                     lp::Sense::kMaximize);
+      for (const FairnessRow& f : rows) {
+        oracle->SetThroughputRow(f.job, f.row, 1.0 / f.max_raw_throughput);
+      }
+      oracle->EnableSeed();
+      GAVEL_ASSIGN_OR_RETURN(session,
+                             lp::LoadWithColumnOracle(*solvers_.master, problem.model, *oracle));
+    } else {
+      GAVEL_ASSIGN_OR_RETURN(session, solvers_.lp->Load(problem.model));
+    }
 
     bool first_solve = true;
+    double last_r = start;        // the last solve's r
+    double last_tau_value = 0.0;  // and its τ
     auto solve_at = [&](double r) -> Result<RatioStep<lp::Solution>> {
       if (!first_solve) {
         session->SetColumnBounds(tau, 0.0, 0.0);
@@ -386,21 +432,38 @@ class FinishTimeFairness final : public Policy {
                                 std::string(lp::OutcomeName(solution.outcome)));
       }
       const double t = solution.values[static_cast<std::size_t>(tau)];
-      const double reached = MaxRho(rows, terms, solution.values);
+      last_r = r;
+      last_tau_value = t;
+      const double reached =
+          MaxRho(rows, terms, solution.values,
+                 oracle.has_value() ? oracle->PairThroughputs(solution.values)
+                                    : std::vector<double>());
       return RatioStep<lp::Solution>{t, reached, std::move(solution)};
     };
     GAVEL_ASSIGN_OR_RETURN(auto found, SearchRatio<lp::Solution>(rows, solve_at));
     const double hi = found.first;
     const lp::Solution& best = found.second;
 
-    // Secondary objective among the allocations with max_k ρ_k <= hi (best meets it).
-    session->SetColumnBounds(tau, 0.0, 0.0);
+    // Secondary objective among the allocations with max_k ρ_k <= hi (best meets it). The
+    // last τ stays, fixed at its value, and each row's bound moves by its τ term instead
+    // (the same LP: thr_k / thr_max_k >= L_k(hi)): the last solve's basis then stays
+    // primal feasible when that solve reached hi, and the primal simplex starts from it
+    // rather than from an infeasible point (half the iterations at 2,048 jobs).
+    session->SetColumnBounds(tau, last_tau_value, last_tau_value);
     session->SetObjective(tau, 0.0);
     for (const auto& [column, coefficient] : secondary) session->SetObjective(column, coefficient);
-    for (const FairnessRow& f : rows) session->SetRowBounds(f.row, *RowLowerBound(f, hi), lp::kInfinity);
+    if (oracle.has_value()) {
+      for (const FairnessRow& f : rows) oracle->SetJobObjective(f.job, 1.0 / f.max_raw_throughput);
+      oracle->UpdateObjectives(*session);
+    }
+    for (const FairnessRow& f : rows) {
+      session->SetRowBounds(f.row, *RowLowerBound(f, hi) - last_tau_value * *RowLowerBound(f, last_r),
+                            lp::kInfinity);
+    }
     GAVEL_ASSIGN_OR_RETURN(lp::Solution spread, session->Solve());
-    PolicyOutput output = ExtractAllocation(
-        input, problem, spread.outcome == lp::Outcome::kOptimal ? spread : best);
+    const lp::Solution& chosen = spread.outcome == lp::Outcome::kOptimal ? spread : best;
+    PolicyOutput output = ExtractAllocation(input, problem, chosen);
+    if (oracle.has_value()) output.pair_allocation = oracle->PairAllocation(chosen.values);
     output.objective = hi;
     return output;
   }

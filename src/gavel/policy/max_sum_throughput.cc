@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
+#include "gavel/policy/pair_pricing.h"
 
 namespace gavel::policy {
 namespace {
@@ -39,6 +41,15 @@ class MaxSumThroughput final : public Policy {
         TryFastPath(variant, options_, m, [&] { return SolveByDecomposition(input, costs); });
     if (fast.output.has_value()) return std::move(*fast.output);
 
+    std::string pricing_note;  // why pair pricing failed, when it did
+    if (variant_.packed && UsesColumnGeneration(options_) && m > 0) {
+      if (const std::optional<JobClasses> classes = FindPairClasses(input, input.throughput)) {
+        Result<PolicyOutput> output = SolveByPairPricing(input, costs, *classes);
+        if (output.ok()) return output;
+        pricing_note = FastPathFailureNote(output.status());
+      }
+    }
+
     const BaseProblemOptions base_options = BaseProblemOptionsFor(variant, options_);
     GAVEL_ASSIGN_OR_RETURN(
         BaseProblem problem,
@@ -47,12 +58,7 @@ class MaxSumThroughput final : public Policy {
 
     // The objective Σ_i thr_i(X) / cost: a column's steps/s (both members' for a pair) per
     // unit cost of its type.
-    for (std::size_t i = 0; i < m; ++i) {
-      for (std::size_t j = 0; j < n; ++j) {
-        problem.model.SetObjective(problem.job_columns[i * n + j],
-                                   input.throughput(i, j) / costs[j]);
-      }
-    }
+    SetJobObjectives(input, costs, problem);
     const std::size_t num_pairs = variant_.packed ? input.pairs.size() : 0;
     for (std::size_t p = 0; p < num_pairs; ++p) {
       for (std::size_t j = 0; j < n; ++j) {
@@ -70,29 +76,17 @@ class MaxSumThroughput final : public Policy {
     lp::Model with_slos = problem.model;
     bool any_slo = false;
     bool unmeetable = false;  // a job with a deadline ahead can run nowhere
-    std::vector<int> cols;
-    std::vector<double> coefs;
     if (variant_.slos) {
       for (std::size_t i = 0; i < m; ++i) {
-        const PolicyJob& job = input.jobs[i];
-        if (!job.slo_time_left.has_value()) continue;
-        const double time_left = job.slo_time_left->value();
-        // A deadline already passed can no longer be met; the original's constraint is
-        // vacuous then too (a negative right-hand side).
-        if (time_left <= 0.0 || job.steps_remaining <= 0.0) continue;
+        const std::optional<double> required = RequiredThroughput(input.jobs[i]);
+        if (!required.has_value()) continue;
         double largest = 0.0;
         for (const ThroughputTerm& t : terms[i]) largest = std::max(largest, t.steps_per_second);
         if (largest <= 0.0) {
           unmeetable = true;
           break;
         }
-        cols.clear();
-        coefs.clear();
-        for (const ThroughputTerm& t : terms[i]) {
-          cols.push_back(t.column);
-          coefs.push_back(t.steps_per_second / largest);
-        }
-        with_slos.AddRow(job.steps_remaining / time_left / largest, lp::kInfinity, cols, coefs);
+        AddSloRow(with_slos, terms[i], *required, largest);
         any_slo = true;
       }
     }
@@ -126,14 +120,121 @@ class MaxSumThroughput final : public Policy {
     PolicyOutput output = ExtractAllocation(input, problem, solution);
     output.status = status;
     output.note = std::move(note);
-    if (!fast.failure_note.empty()) {
-      output.note += (output.note.empty() ? "" : "; ") + fast.failure_note;
+    for (const std::string* failure : {&fast.failure_note, &pricing_note}) {
+      if (!failure->empty()) output.note += (output.note.empty() ? "" : "; ") + *failure;
     }
     output.objective = solution.objective;
     return output;
   }
 
  private:
+  // The steps/s job needs to meet its SLO, R / slo_time_left; nullopt when it has none, or
+  // none still ahead (a deadline already passed can no longer be met; the original's
+  // constraint is vacuous then too, a negative right-hand side).
+  static std::optional<double> RequiredThroughput(const PolicyJob& job) {
+    if (!job.slo_time_left.has_value()) return std::nullopt;
+    const double time_left = job.slo_time_left->value();
+    if (time_left <= 0.0 || job.steps_remaining <= 0.0) return std::nullopt;
+    return job.steps_remaining / time_left;
+  }
+
+  // Adds the SLO row thr(X) >= required over the job's `terms`, scaled by `largest` (its
+  // largest coefficient, pairs included); returns the row.
+  static int AddSloRow(lp::Model& model, const std::vector<ThroughputTerm>& terms,
+                       double required, double largest) {
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (const ThroughputTerm& t : terms) {
+      cols.push_back(t.column);
+      coefs.push_back(t.steps_per_second / largest);
+    }
+    return model.AddRow(required / largest, lp::kInfinity, cols, coefs);
+  }
+
+  // The objective's job columns: steps/s per unit cost of the type.
+  static void SetJobObjectives(const PolicyInput& input, const std::vector<double>& costs,
+                               BaseProblem& problem) {
+    const std::size_t n = input.num_types();
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        problem.model.SetObjective(problem.job_columns[i * n + j],
+                                   input.throughput(i, j) / costs[j]);
+      }
+    }
+  }
+
+  // The packed LP with its pairs priced per pair of job classes (pair_pricing.h) instead of
+  // built: the jobs' columns and rows, plus the pair columns column generation finds. The SLO
+  // rows are scaled as above (a job's largest coefficient, its pairs included); when they
+  // cannot all be met (column generation's phase one proves it over every pair), the LP
+  // without them.
+  Result<PolicyOutput> SolveByPairPricing(const PolicyInput& input, const std::vector<double>& costs,
+                                          const JobClasses& classes) const {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
+                           BuildJobsOnlyProblem(input, input.throughput, options_));
+    SetJobObjectives(input, costs, problem);
+    const std::vector<std::vector<ThroughputTerm>> terms =
+        ThroughputTerms(input, problem, input.throughput, /*packed=*/false);
+    const Matrix best = BestSpeedsByClasses(input, input.throughput, classes);
+    // (job, row, scale) of each SLO row.
+    struct SloRow {
+      std::size_t job;
+      int row;
+      double scale;
+    };
+    std::vector<SloRow> slo_rows;
+    lp::Model with_slos = problem.model;
+    bool unmeetable = false;
+    for (std::size_t i = 0; i < m && variant_.slos; ++i) {
+      const std::optional<double> required = RequiredThroughput(input.jobs[i]);
+      if (!required.has_value()) continue;
+      double largest = 0.0;
+      for (std::size_t j = 0; j < n; ++j) largest = std::max(largest, best(i, j));
+      if (largest <= 0.0) {
+        unmeetable = true;
+        break;
+      }
+      slo_rows.push_back({i, AddSloRow(with_slos, terms[i], *required, largest), 1.0 / largest});
+    }
+    // One solve over `model`, the SLO rows' pair entries given when `slos`.
+    const auto solve = [&](const lp::Model& model, bool slos) -> Result<PolicyOutput> {
+      PairOracle oracle(input, classes, problem.capacity_rows, problem.time_rows,
+                        lp::Sense::kMaximize);
+      for (std::size_t j = 0; j < n; ++j) oracle.SetTypeObjective(j, 1.0 / costs[j]);
+      if (slos) {
+        for (const SloRow& r : slo_rows) oracle.SetThroughputRow(r.job, r.row, r.scale);
+      }
+      GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session,
+                             lp::LoadWithColumnOracle(*solvers_.master, model, oracle));
+      GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, session->Solve());
+      PolicyOutput output;
+      if (solution.outcome == lp::Outcome::kInfeasible && slos) {
+        output.status = AllocationStatus::kFallback;  // tells the caller: infeasible
+        return output;
+      }
+      if (solution.outcome != lp::Outcome::kOptimal) {
+        return UnexpectedOutcome("max_sum_throughput", solution.outcome);
+      }
+      output = ExtractAllocation(input, problem, solution);
+      output.pair_allocation = oracle.PairAllocation(solution.values);
+      output.objective = solution.objective;
+      return output;
+    };
+    const bool any_slo = !slo_rows.empty();
+    if (any_slo && !unmeetable) {
+      GAVEL_ASSIGN_OR_RETURN(PolicyOutput output, solve(with_slos, /*slos=*/true));
+      if (output.status == AllocationStatus::kOptimal) return output;
+    }
+    GAVEL_ASSIGN_OR_RETURN(PolicyOutput output, solve(problem.model, /*slos=*/false));
+    if (any_slo || unmeetable) {
+      output.status = AllocationStatus::kFallback;
+      output.note = "the SLOs cannot all be met; allocated without them";
+    }
+    return output;
+  }
+
   // The same LP by per-job decomposition: profits T / cost, SLO rows as demands (scaled by
   // the job's largest throughput, as above); without them when they cannot all be met.
   Result<PolicyOutput> SolveByDecomposition(const PolicyInput& input,
@@ -150,10 +251,8 @@ class MaxSumThroughput final : public Policy {
     if (variant_.slos) {
       PrepareDemandRows(problem);
       for (std::size_t i = 0; i < m && !unmeetable; ++i) {
-        const PolicyJob& job = input.jobs[i];
-        if (!job.slo_time_left.has_value()) continue;
-        const double time_left = job.slo_time_left->value();
-        if (time_left <= 0.0 || job.steps_remaining <= 0.0) continue;
+        const std::optional<double> required = RequiredThroughput(input.jobs[i]);
+        if (!required.has_value()) continue;
         double largest = 0.0;
         for (std::size_t j = 0; j < n; ++j) largest = std::max(largest, input.throughput(i, j));
         if (largest <= 0.0) {
@@ -162,7 +261,7 @@ class MaxSumThroughput final : public Policy {
         }
         for (std::size_t j = 0; j < n; ++j) problem.gain(i, j) = input.throughput(i, j) / largest;
         problem.has_demand[i] = 1;
-        problem.level[i] = job.steps_remaining / time_left / largest;
+        problem.level[i] = *required / largest;
         any_slo = true;
       }
     }

@@ -11,6 +11,7 @@
 #include "gavel/lp/ecos_lp.h"
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
+#include "gavel/policy/pair_pricing.h"
 
 namespace gavel::policy {
 namespace {
@@ -98,6 +99,15 @@ class MinTotalDuration final : public Policy {
       return BisectAsTheOriginal(input, throughput, demands);
     }
 
+    std::string pricing_note;  // why pair pricing failed, when it did
+    if (packed && UsesColumnGeneration(options_) && m > 0) {
+      if (const std::optional<JobClasses> classes = FindPairClasses(input, throughput)) {
+        Result<PolicyOutput> output = SolveByPairPricing(input, throughput, *classes);
+        if (output.ok()) return output;
+        pricing_note = FastPathFailureNote(output.status());
+      }
+    }
+
     GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
                            BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
                                             BaseProblemOptionsFor(variant_, options_)));
@@ -115,6 +125,7 @@ class MinTotalDuration final : public Policy {
         compat ? BisectWithPairs(input, std::move(problem), terms, demands)
                : SolveExactly(input, std::move(problem), terms, demands);
     if (output.ok() && !fast.failure_note.empty()) output->note = fast.failure_note;
+    if (output.ok() && !pricing_note.empty()) output->note = pricing_note;
     return output;
   }
 
@@ -226,6 +237,45 @@ class MinTotalDuration final : public Policy {
           "every job progresses, which its formulation cannot produce");
     }
     PolicyOutput output = ExtractAllocation(input, problem, solution);
+    output.objective = scale / phi_value;
+    return output;
+  }
+
+  // SolveExactly's LP with space sharing, its pairs priced per pair of job classes
+  // (pair_pricing.h) instead of built: the jobs' columns and rows only, plus the pair columns
+  // column generation finds.
+  Result<PolicyOutput> SolveByPairPricing(const PolicyInput& input, const Matrix& throughput,
+                                          const JobClasses& classes) const {
+    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem, BuildJobsOnlyProblem(input, throughput, options_));
+    const std::vector<std::vector<ThroughputTerm>> terms =
+        ThroughputTerms(input, problem, throughput, /*packed=*/false);
+    const std::vector<double> most = MaxThroughputsAloneByClasses(input, throughput, classes);
+    std::vector<DemandRow> demands;
+    for (std::size_t k = 0; k < input.num_jobs(); ++k) {
+      if (input.jobs[k].steps_remaining <= 0.0 || !(most[k] > 0.0)) continue;
+      demands.push_back({k, -1, input.jobs[k].steps_remaining, most[k]});
+    }
+    if (demands.empty()) return NothingToFinish(input, /*packed=*/true);
+    const double scale = MakespanScale(demands);  // L
+    const int phi = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
+    AddDemandRows(problem, terms, demands, phi, scale);
+    PairOracle oracle(input, classes, problem.capacity_rows, problem.time_rows,
+                      lp::Sense::kMaximize);
+    for (const DemandRow& d : demands) {
+      oracle.SetThroughputRow(d.job, d.row, 1.0 / d.max_raw_throughput);
+    }
+    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session,
+                           lp::LoadWithColumnOracle(*solvers_.master, problem.model, oracle));
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, session->Solve());
+    if (solution.outcome != lp::Outcome::kOptimal) {
+      return UnexpectedOutcome("min_total_duration", solution.outcome);
+    }
+    const double phi_value = solution.values[static_cast<std::size_t>(phi)];
+    if (!(phi_value > 0.0)) {
+      return Status::Internal("min_total_duration: pair pricing found no positive rate");
+    }
+    PolicyOutput output = ExtractAllocation(input, problem, solution);
+    output.pair_allocation = oracle.PairAllocation(solution.values);
     output.objective = scale / phi_value;
     return output;
   }

@@ -22,7 +22,8 @@ std::span<const double> RowSpan(const Matrix& m, std::size_t row) {
 }  // namespace
 
 std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
-                                                  const Matrix& throughput, bool by_entity) {
+                                                  const Matrix& throughput, bool by_entity,
+                                                  bool by_weight) {
   const std::size_t m = input.num_jobs();
   JobClasses classes;
   std::vector<std::size_t> class_of_job(m, 0);
@@ -31,7 +32,7 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < throughput.cols(); ++j) key[j] = throughput(i, j);
     key[throughput.cols()] = input.jobs[i].scale_factor;
-    key[throughput.cols() + 1] = input.jobs[i].priority_weight;
+    key[throughput.cols() + 1] = by_weight ? input.jobs[i].priority_weight : 0.0;
     key[throughput.cols() + 2] = by_entity ? input.jobs[i].entity : 0;
     const auto found = class_of_key.find(key);
     const std::size_t c = found == class_of_key.end() ? class_of_key.size() : found->second;

@@ -47,10 +47,12 @@ struct JobClasses {
 // The classes, or nullopt when they would not pay (more than half as many classes as jobs)
 // or the pairs are not alike within them (a pair missing, different co-located throughputs,
 // a pair within a class whose members get different throughputs). `by_entity`: members must
-// also share their entity (water filling weighs jobs by entity).
+// also share their entity (water filling weighs jobs by entity). `by_weight`: members must
+// share their priority weight; off, the classes only say that co-located throughputs depend
+// on the classes alone (the pair pricing of policy/pair_pricing.h needs no more).
 std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
                                                   const Matrix& throughput,
-                                                  bool by_entity = false);
+                                                  bool by_entity = false, bool by_weight = true);
 
 // The base constraints over classes: job_columns[a·n + j] is x[a][j], each member's time on
 // type j alone (fixed at 0 where it cannot run), pair_columns[q·n + j] is y[q][j], the total

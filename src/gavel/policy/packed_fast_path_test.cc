@@ -18,6 +18,7 @@
 #include "gavel/lp/solver.h"
 #include "gavel/policy/common.h"
 #include "gavel/policy/packed_classes.h"
+#include "gavel/policy/pair_pricing.h"
 #include "gavel/policy/policy_input.h"
 #include "gavel/policy/policy_test_support.h"
 #include "gavel/policy/registry.h"
@@ -163,6 +164,33 @@ std::size_t RunnableCells(const PolicyInput& input) {
   return cells;
 }
 
+// 6-25 jobs of 1-4 table models (scale factors 1 and 2) on a random cluster. `copies`: each
+// job is an exact copy of its model's job (interchangeable jobs); otherwise a random job
+// (remaining steps, age, weight, deadline, entity) given the model and its scale factor.
+ClusterSnapshot FewModelsSnapshot(std::mt19937_64& rng, bool copies) {
+  ClusterSnapshot snapshot = RandomTableCluster(rng, /*max_gpus_per_type=*/6);
+  const int templates = 1 + static_cast<int>(rng() % 4);
+  std::vector<JobSpec> kinds;
+  for (int t = 0; t < templates; ++t) {
+    kinds.push_back(RandomTableJob(rng, JobId(0), rng() % 4 == 0 ? 2 : 1));
+  }
+  const int m = 6 + static_cast<int>(rng() % 20);
+  for (int i = 0; i < m; ++i) {
+    const JobId id(static_cast<std::uint64_t>(i));
+    if (copies) {
+      snapshot.jobs.push_back(kinds[rng() % kinds.size()]);
+      snapshot.jobs.back().id = id;
+      continue;
+    }
+    JobSpec job = RandomTableJob(rng, id, 1);
+    const JobSpec& kind = kinds[rng() % kinds.size()];
+    job.job_type = kind.job_type;
+    job.scale_factor = kind.scale_factor;
+    snapshot.jobs.push_back(std::move(job));
+  }
+  return snapshot;
+}
+
 // Many copies of a few jobs (as when jobs come from a table of models): max-min fairness
 // solves over classes of interchangeable jobs (packed_classes.h). Its optimum must be the
 // whole LP's (Clp and GLPK), and the spread-back allocation valid, with every member of a
@@ -177,18 +205,7 @@ TEST(PackedFastPathTest, MaxMinFairnessOverJobClassesMatchesTheWholeLp) {
   for (int instance = 0; instance < 16; ++instance) {
     SCOPED_TRACE("instance " + std::to_string(instance));
     std::mt19937_64 rng(1300 + static_cast<std::uint64_t>(instance));
-    ClusterSnapshot snapshot = RandomTableCluster(rng, /*max_gpus_per_type=*/6);
-    const int templates = 1 + static_cast<int>(rng() % 4);
-    std::vector<JobSpec> kinds;
-    for (int t = 0; t < templates; ++t) {
-      kinds.push_back(RandomTableJob(rng, JobId(0), rng() % 4 == 0 ? 2 : 1));
-    }
-    const int m = 6 + static_cast<int>(rng() % 20);
-    for (int i = 0; i < m; ++i) {
-      snapshot.jobs.push_back(kinds[rng() % kinds.size()]);
-      snapshot.jobs.back().id = JobId(static_cast<std::uint64_t>(i));
-    }
-    const PolicyInput input = Build(info, snapshot);
+    const PolicyInput input = Build(info, FewModelsSnapshot(rng, /*copies=*/true));
     const std::optional<JobClasses> classes = FindInterchangeableJobs(input, input.throughput);
     const auto counter = std::make_shared<CountingSolver>();
     const auto fast = Allocate(policy, input, SolvePath::kFast, counter);
@@ -356,6 +373,132 @@ TEST(PackedFastPathTest, TheInnerSolverSeesOnlySomePairColumns) {
   EXPECT_GE(static_cast<std::size_t>(general_counter->largest_model()), pair_columns);
   EXPECT_LT(static_cast<std::size_t>(fast_counter->largest_model()), pair_columns / 2);
   EXPECT_NEAR(*fast->objective, *general->objective, 1e-6 * std::abs(*general->objective));
+}
+
+// Many jobs of a few models that differ in remaining steps, time since start, weight and
+// deadline (as in a trace): not interchangeable, but their co-located throughputs depend only
+// on the models, so finish-time fairness, makespan and cost with SLOs price their pairs per
+// pair of classes (pair_pricing.h) instead of building them. Each must reach the whole LP's
+// optimum (Clp and GLPK) and status, with a valid allocation.
+class PairPricingTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PairPricingTest, SameOptimumAsTheWholeLpForJobsOfAFewModels) {
+  const PolicyInfo& info = **FindPolicy(GetParam());
+  int priced = 0;
+  int fallbacks = 0;
+  for (int instance = 0; instance < 16; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(2100 + static_cast<std::uint64_t>(instance));
+    const PolicyInput input = Build(info, FewModelsSnapshot(rng, /*copies=*/false));
+    if (FindPairClasses(input, input.throughput).has_value()) ++priced;
+    const auto fast = Allocate(GetParam(), input, SolvePath::kFast);
+    const auto general = Allocate(GetParam(), input, SolvePath::kGeneral);
+    const auto glpk = Allocate(GetParam(), input, SolvePath::kGeneral, lp::MakeGlpkSolver());
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(general.ok() && glpk.ok());
+    ExpectValidAllocation(input, *fast);
+    EXPECT_EQ(fast->note.find("fast path failed"), std::string::npos) << fast->note;
+    EXPECT_EQ(AllocationStatusName(fast->status), std::string(AllocationStatusName(general->status)));
+    if (general->status == AllocationStatus::kFallback) ++fallbacks;
+    ASSERT_TRUE(fast->objective.has_value() && general->objective.has_value() &&
+                glpk->objective.has_value());
+    const double tolerance = 1e-6 * std::max(1.0, std::abs(*general->objective));
+    EXPECT_NEAR(*fast->objective, *general->objective, tolerance);
+    EXPECT_NEAR(*fast->objective, *glpk->objective, tolerance);
+  }
+  EXPECT_GE(priced, 12);
+  if (GetParam().ends_with("_SLOs")) {
+    EXPECT_GE(fallbacks, 1);  // phase one proved some infeasible over every pair
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PricedPolicies, PairPricingTest,
+                         ::testing::Values("finish_time_fairness_packed",
+                                           "min_total_duration_packed",
+                                           "max_sum_throughput_normalized_by_cost_packed_SLOs"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
+
+// The separability the pricing rests on, against brute force: for random duals and
+// coefficients, the first column the oracle offers is the pair column (over every job pair of
+// the input, read from its pair matrices) with the largest reduced cost, and it offers none
+// exactly when no pair column improves.
+TEST(PairPricingTest, OffersTheBestPairColumnOfAllOrNone) {
+  const PolicyInfo& info = **FindPolicy("min_total_duration_packed");
+  int offered = 0;
+  int none = 0;
+  for (int instance = 0; instance < 40; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(3100 + static_cast<std::uint64_t>(instance));
+    const PolicyInput input = Build(info, FewModelsSnapshot(rng, /*copies=*/false));
+    const std::optional<JobClasses> classes = FindPairClasses(input, input.throughput);
+    if (!classes.has_value()) continue;
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    // Rows: capacity 0..n-1, time n..n+m-1, a throughput row per job after that.
+    std::vector<int> capacity_rows(n);
+    std::vector<int> time_rows(m);
+    for (std::size_t j = 0; j < n; ++j) capacity_rows[j] = static_cast<int>(j);
+    for (std::size_t k = 0; k < m; ++k) time_rows[k] = static_cast<int>(n + k);
+    PairOracle oracle(input, *classes, capacity_rows, time_rows, lp::Sense::kMaximize);
+    std::vector<double> y(n + 2 * m);
+    // Duals of a maximisation: <= rows nonnegative, >= rows nonpositive. Throughput rows are
+    // scaled by 1/(the largest co-located steps/s), so each pair's gain from them is at most
+    // 0.1 per member: with time duals of up to 3 most instances have no improving column.
+    double largest = 0.0;
+    for (const double t : input.pair_throughput_first.data()) largest = std::max(largest, t);
+    for (const double t : input.pair_throughput_second.data()) largest = std::max(largest, t);
+    const double size = instance % 2 == 0 ? 0.05 : 3.0;
+    for (std::size_t i = 0; i < n + m; ++i) y[i] = size * unit(rng);
+    std::vector<double> row_scale(m), job_objective(m), type_objective(n);
+    for (std::size_t k = 0; k < m; ++k) {
+      y[n + m + k] = -0.1 * unit(rng);
+      row_scale[k] = unit(rng) < 0.8 ? unit(rng) / largest : 0.0;
+      job_objective[k] = 0.01 * unit(rng) / largest;
+      oracle.SetThroughputRow(k, row_scale[k] > 0.0 ? static_cast<int>(n + m + k) : -1,
+                              row_scale[k]);
+      oracle.SetJobObjective(k, job_objective[k]);
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      type_objective[j] = 0.01 * unit(rng) / largest;
+      oracle.SetTypeObjective(j, type_objective[j]);
+    }
+    double best = -lp::kInfinity;
+    for (std::size_t p = 0; p < input.pairs.size(); ++p) {
+      const auto a = static_cast<std::size_t>(input.pairs[p].first);
+      const auto b = static_cast<std::size_t>(input.pairs[p].second);
+      for (std::size_t j = 0; j < n; ++j) {
+        const double ta = input.pair_throughput_first(p, j);
+        const double tb = input.pair_throughput_second(p, j);
+        if (ta <= 0.0 && tb <= 0.0) continue;
+        const double objective =
+            type_objective[j] * (ta + tb) + job_objective[a] * ta + job_objective[b] * tb;
+        double activity = input.jobs[a].scale_factor * y[j] + y[n + a] + y[n + b];
+        if (row_scale[a] > 0.0) activity += y[n + m + a] * row_scale[a] * ta;
+        if (row_scale[b] > 0.0) activity += y[n + m + b] * row_scale[b] * tb;
+        best = std::max(best, objective - activity);
+      }
+    }
+    lp::ColumnBatch batch;
+    oracle.Price(y, /*phase1=*/false, 1000, batch);
+    if (best <= 1e-7) {
+      EXPECT_EQ(batch.size(), 0u) << "best " << best;
+      ++none;
+      continue;
+    }
+    ASSERT_GT(batch.size(), 0u) << "best " << best;
+    ++offered;
+    double activity = 0.0;
+    for (int e = batch.starts[0]; e < batch.starts[1]; ++e) {
+      activity += y[static_cast<std::size_t>(batch.rows[static_cast<std::size_t>(e)])] *
+                  batch.coefficients[static_cast<std::size_t>(e)];
+    }
+    EXPECT_NEAR(batch.objective[0] - activity, best, 1e-9 * (1.0 + std::abs(best)));
+  }
+  EXPECT_GE(offered, 8);
+  EXPECT_GE(none, 4);
 }
 
 // Refuses its first Load (finish-time fairness's ratio search), then loads into Clp, counting
