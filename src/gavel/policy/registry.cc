@@ -18,6 +18,7 @@
 #include "gavel/policy/min_total_duration.h"
 #include "gavel/policy/proportional.h"
 #include "gavel/policy/shortest_job_first.h"
+#include "gavel/policy/themis.h"
 #include "gavel/policy/tiresias.h"
 #include "gavel/policy/water_filling.h"
 #include "gavel/policy/yarn_capacity.h"
@@ -156,6 +157,13 @@ const PolicyInfo kPolicies[] = {
      .description = "Shortest remaining time first on each job's fastest GPU types",
      .capabilities = {.skips_zero_priority = true, .needs_steps_remaining = true},
      .make = &Sjf<kPerf>},
+    {.name = "themis",
+     .description = "Themis: finish-time fairness by partial-allocation auctions among the 1-f "
+                    "of apps with the largest rho, leftovers to the rest (option f=, default 0.8)",
+     .capabilities = {.needs_steps_remaining = true, .reallocates_every_round = true},
+     .option_keys = "f",
+     .make_with_params = &MakeThemis,
+     .make = &MakeThemisWithDefaults},
     {.name = "tiresias_2das",
      .description = "Tiresias: discretized 2D least attained service (GPUs x time) in K "
                     "priority queues, FIFO within a queue, preemptive "
