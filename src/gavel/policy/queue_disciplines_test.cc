@@ -1,6 +1,6 @@
-// tiresias_2das, yarn_cs and drf against hand-worked cases (the DRF paper's two-resource
-// example, queue boundaries, promotion, head-of-line blocking) and invariants on random
-// problems (capacity never exceeded, every job keeps its row, whole-GPU decisions).
+// tiresias_2das, tiresias_gittins, yarn_cs, drf and tetris against hand-worked cases (the DRF
+// paper's two-resource example, queue boundaries, promotion, head-of-line blocking, Gittins
+// indices against their definition, Tetris' alignment) and invariants on random problems (capacity never exceeded, every job keeps its row, whole-GPU decisions).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -128,6 +128,97 @@ TEST(TiresiasTest, StarvedJobIsPromotedAndDemotedAgainAfterAThresholdMore) {
   EXPECT_EQ(runs(jobs), (std::vector<double>{0, 1}));
 }
 
+// The Gittins index straight from its definition: each completed job's service a sample of
+// probability 1/n; P(S − a ≤ Δ | S > a) / E[min(S − a, Δ) | S > a] by summing over samples.
+double BruteGittins(const std::vector<double>& samples, double a, double delta) {
+  double alive = 0.0;
+  double finish = 0.0;
+  double spent = 0.0;
+  for (double s : samples) {
+    if (s <= a) continue;
+    alive += 1.0;
+    if (s - a <= delta) finish += 1.0;
+    spent += std::min(s - a, delta);
+  }
+  if (alive == 0.0) return 0.0;
+  return (finish / alive) / (spent / alive);
+}
+
+TEST(TiresiasGittinsTest, IndexMatchesItsDefinitionOnSmallDistributions) {
+  ServiceDistribution hand;
+  for (double s : {10.0, 1.0, 2.0}) hand.Add(s);
+  // a = 0, Δ = 2: two of three finish, spending 1 + 2 + 2 = 5 → (2/3) / (5/3) = 0.4.
+  EXPECT_NEAR(hand.GittinsIndex(0.0, 2.0), 0.4, 1e-12);
+  // a = 2: only the 10 is left; unbounded quantum → 1 / 8.
+  EXPECT_NEAR(hand.GittinsIndex(2.0, std::numeric_limits<double>::infinity()), 0.125, 1e-12);
+  EXPECT_EQ(hand.GittinsIndex(10.0, 5.0), 0.0);  // nobody got further: no information
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 500; ++trial) {
+    ServiceDistribution d;
+    std::vector<double> samples;
+    for (std::size_t k = 0, n = 1 + rng() % 8; k < n; ++k) {
+      samples.push_back(double(1 + rng() % 20));  // integers: ties and boundary hits happen
+      d.Add(samples.back());
+    }
+    const double a = double(rng() % 22);
+    const double delta =
+        rng() % 5 == 0 ? std::numeric_limits<double>::infinity() : double(1 + rng() % 15);
+    EXPECT_NEAR(d.GittinsIndex(a, delta), BruteGittins(samples, a, delta), 1e-12)
+        << "trial " << trial;
+  }
+}
+
+TEST(TiresiasGittinsTest, CompletedJobsServiceOrdersAQueue) {
+  // Four jobs complete with 100, 100, 100 and 10,000 GPU-s. Then on one GPU, A (arrived first,
+  // 150 GPU-s: past the short mode, 1/9,850 by Gittins) and B (50 GPU-s: 4/10,100) wait in one
+  // queue. 2DAS is FIFO and runs A; 2D-Gittins runs B, more likely to finish soon.
+  const std::unique_ptr<Policy> policy = Make("tiresias_gittins:queues=1");
+  ASSERT_TRUE(policy->Allocate(Input({1}, {{.attained = 100},
+                                           {.attained = 100},
+                                           {.attained = 100},
+                                           {.attained = 10000}}))
+                  .ok());
+  PolicyInput waiting = Input({1}, {{.arrival = 0, .attained = 150}, {.arrival = 10, .attained = 50}});
+  waiting.jobs[0].id = JobId(10);
+  waiting.jobs[1].id = JobId(11);
+  const Result<PolicyOutput> out = policy->Allocate(waiting);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->allocation(0, 0), 0.0);
+  EXPECT_EQ(out->allocation(1, 0), 1.0);
+  EXPECT_EQ(Runs(waiting, "tiresias_2das:queues=1"), (std::vector<double>{1, 0}));
+  // Without history (a fresh policy) 2D-Gittins is 2DAS: FIFO.
+  EXPECT_EQ(Runs(waiting, "tiresias_gittins:queues=1"), (std::vector<double>{1, 0}));
+}
+
+TEST(TetrisTest, AlignmentPacksTheJobThatFillsTheFreeResources) {
+  // 4 GPUs, nothing else limited; srtf=0: packing alone. A (1 GPU): alignment (1/4)·(4/4) =
+  // 0.25; B (4 GPUs): 1·1 = 1. B starts and fills the cluster, A waits (FIFO would do the
+  // opposite: A first, then B no longer fits).
+  const PolicyInput input = Input({4}, {{.scale_factor = 1}, {.scale_factor = 4}});
+  EXPECT_EQ(Runs(input, "tetris:srtf=0"), (std::vector<double>{0, 1}));
+  // Host CPUs: 4 GPUs, 4 CPUs. A (2 GPUs × 2 CPUs): 0.5·1 + 1·1 = 1.5; B and C (2 GPUs, no
+  // CPU): 0.5. A first; then 2 GPUs and no CPU are free: B (2/4 · 2/4 = 0.25) before C (same
+  // score, later id). C no longer fits.
+  PolicyInput host = Input({4}, {{.scale_factor = 2, .cpus_per_gpu = 0},
+                                 {.scale_factor = 2, .cpus_per_gpu = 0},
+                                 {.scale_factor = 2, .cpus_per_gpu = 2}});
+  host.host_cpus = 4;
+  EXPECT_EQ(Runs(host, "tetris:srtf=0"), (std::vector<double>{1, 0, 1}));
+}
+
+TEST(TetrisTest, ShortestRemainingWorkBreaksEqualAlignment) {
+  // One GPU, two one-GPU jobs of equal alignment; B has 10 steps left, A 1,000: B starts.
+  PolicyInput input = Input({1}, {{}, {}});
+  input.jobs[0].steps_remaining = 1000;
+  input.jobs[1].steps_remaining = 10;
+  EXPECT_EQ(Runs(input, "tetris"), (std::vector<double>{0, 1}));
+  EXPECT_EQ(Runs(input, "tetris:srtf=0"), (std::vector<double>{1, 0}));  // tie: earlier id
+  // Not preemptive: A running keeps its GPU.
+  input.jobs[0].running_type = 0;
+  EXPECT_EQ(Runs(input, "tetris"), (std::vector<double>{1, 0}));
+  EXPECT_FALSE(MakePolicy("tetris:srtf=-1", PolicyOptions{}).ok());
+}
+
 TEST(YarnCapacityTest, RunningJobsKeepTheirGpusAndTheQueueBlocksAtItsHead) {
   // 4 GPUs: R (2 GPUs, arrived last) runs; H (4 GPUs, first in the queue) does not fit, and S
   // (1 GPU) behind it must not start although a GPU pair is free.
@@ -223,7 +314,7 @@ TEST(QueueDisciplinesTest, RandomProblemsNeverExceedCapacityOrLoseAJob) {
     input.host_mem_gb = static_cast<double>(rng() % 40);
     for (const std::string name :
          {"tiresias_2das", "tiresias_2das:queues=3,thresholds=100;1000,starve=2000", "yarn_cs",
-          "drf"}) {
+          "drf", "tiresias_gittins", "tetris"}) {
       const Result<PolicyOutput> out = Make(name)->Allocate(input);
       ASSERT_TRUE(out.ok()) << name;
       ASSERT_EQ(out->allocation.rows(), m) << name;  // no job lost
