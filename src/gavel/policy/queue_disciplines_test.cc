@@ -219,6 +219,119 @@ TEST(TetrisTest, ShortestRemainingWorkBreaksEqualAlignment) {
   EXPECT_FALSE(MakePolicy("tetris:srtf=-1", PolicyOptions{}).ok());
 }
 
+// Tetris by its definition: running jobs keep their type, then a full scan of every (waiting
+// job, type) pair per pick, the largest alignment + ε·shortness first (ties: earlier job, type).
+std::vector<int> TetrisByFullScan(const PolicyInput& in, double srtf) {
+  const std::size_t m = in.num_jobs();
+  const std::size_t n = in.num_types();
+  std::vector<double> gpus(in.gpu_counts);
+  double cpus = in.host_cpus;
+  double mem = in.host_mem_gb;
+  std::vector<int> type(m, -1);
+  const auto s = [&](std::size_t i) { return double(in.jobs[i].scale_factor); };
+  const auto fits = [&](std::size_t i, std::size_t j) {
+    return in.throughput(i, j) > 0.0 && gpus[j] >= s(i) &&
+           (in.host_cpus <= 0 || cpus >= s(i) * in.jobs[i].cpus_per_gpu) &&
+           (in.host_mem_gb <= 0 || mem >= s(i) * in.jobs[i].mem_gb_per_gpu);
+  };
+  const auto take = [&](std::size_t i, std::size_t j) {
+    type[i] = static_cast<int>(j);
+    gpus[j] -= s(i);
+    cpus -= s(i) * in.jobs[i].cpus_per_gpu;
+    mem -= s(i) * in.jobs[i].mem_gb_per_gpu;
+  };
+  for (std::size_t i = 0; i < m; ++i) {
+    const int r = in.jobs[i].running_type;
+    if (r >= 0 && fits(i, static_cast<std::size_t>(r))) take(i, static_cast<std::size_t>(r));
+  }
+  double longest = 0.0;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (type[i] < 0 && in.throughput(i, j) > 0) {
+        longest = std::max(longest, s(i) * in.jobs[i].steps_remaining / in.throughput(i, j));
+      }
+    }
+  }
+  const auto shortness = [&](std::size_t i, std::size_t j) {
+    return longest > 0 ? 1.0 - s(i) * in.jobs[i].steps_remaining / in.throughput(i, j) / longest
+                       : 0.0;
+  };
+  const auto alignment = [&](std::size_t i, std::size_t j) {
+    double a = s(i) / in.gpu_counts[j] * gpus[j] / in.gpu_counts[j];
+    if (in.host_cpus > 0) a += s(i) * in.jobs[i].cpus_per_gpu / in.host_cpus * cpus / in.host_cpus;
+    if (in.host_mem_gb > 0) {
+      a += s(i) * in.jobs[i].mem_gb_per_gpu / in.host_mem_gb * mem / in.host_mem_gb;
+    }
+    return a;
+  };
+  const std::vector<int> running = type;
+  double sum_a = 0.0;
+  double sum_s = 0.0;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (running[i] < 0 && fits(i, j)) {
+        sum_a += alignment(i, j);
+        sum_s += shortness(i, j);
+      }
+    }
+  }
+  const double epsilon = sum_s > 0 ? srtf * sum_a / sum_s : 0.0;
+  while (true) {
+    std::size_t bi = m, bj = n;
+    double best = 0.0;
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        if (type[i] >= 0 || !fits(i, j)) continue;
+        const double score = alignment(i, j) + epsilon * shortness(i, j);
+        if (bi == m || score > best) {
+          bi = i;
+          bj = j;
+          best = score;
+        }
+      }
+    }
+    if (bi == m) break;
+    take(bi, bj);
+  }
+  return type;
+}
+
+TEST(TetrisTest, MatchesAFullScanOnRandomProblems) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t types = 1 + rng() % 3;
+    std::vector<double> counts;
+    for (std::size_t j = 0; j < types; ++j) counts.push_back(double(1 + rng() % 8));
+    std::vector<Job> jobs(1 + rng() % 14);
+    for (Job& job : jobs) {
+      job.scale_factor = 1 << (rng() % 3);
+      job.running_type = rng() % 4 == 0 ? static_cast<int>(rng() % types) : -1;
+      job.cpus_per_gpu = double(rng() % 3);
+      job.mem_gb_per_gpu = double(rng() % 3);
+    }
+    PolicyInput input = Input(counts, jobs);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      input.jobs[i].steps_remaining = double(1 + rng() % 50);
+      for (std::size_t j = 0; j < types; ++j) {
+        input.throughput(i, j) = rng() % 4 == 0 ? 0.0 : double(1 + rng() % 3);
+      }
+    }
+    input.host_cpus = rng() % 2 == 0 ? 0.0 : double(rng() % 20);
+    input.host_mem_gb = rng() % 2 == 0 ? 0.0 : double(rng() % 20);
+    const double srtf = double(rng() % 3);
+    const std::vector<int> want = TetrisByFullScan(input, srtf);
+    const Result<PolicyOutput> out =
+        Make("tetris:srtf=" + std::to_string(srtf))->Allocate(input);
+    ASSERT_TRUE(out.ok());
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      for (std::size_t j = 0; j < types; ++j) {
+        EXPECT_EQ(out->allocation(i, j), want[i] == static_cast<int>(j) ? 1.0 : 0.0)
+            << "trial " << trial << " job " << i;
+      }
+    }
+  }
+}
+
 TEST(YarnCapacityTest, RunningJobsKeepTheirGpusAndTheQueueBlocksAtItsHead) {
   // 4 GPUs: R (2 GPUs, arrived last) runs; H (4 GPUs, first in the queue) does not fit, and S
   // (1 GPU) behind it must not start although a GPU pair is free.

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gavel/core/parse_number.h"
@@ -74,40 +76,64 @@ class Tetris final : public Policy {
       }
       return a;
     };
-    std::optional<double> epsilon;
+    // ε from the candidates of the first pick.
+    double sum_alignment = 0.0;
+    double sum_shortness = 0.0;
+    for (std::size_t i : waiting) {
+      for (std::size_t j = 0; j < n; ++j) {
+        if (!fits(i, j)) continue;
+        sum_alignment += alignment(i, j);
+        sum_shortness += shortness(i, j);
+      }
+    }
+    const double epsilon =
+        sum_shortness > 0.0 ? options_.srtf * sum_alignment / sum_shortness : 0.0;
+    const auto score = [&](std::size_t i, std::size_t j) {
+      return alignment(i, j) + epsilon * shortness(i, j);
+    };
+    // Jobs with the same demand (scale factor, CPUs and memory per GPU) have the same alignment
+    // on a type, so the best of them there is the one with the largest shortness: one list per
+    // (demand profile, type), sorted by (ε·shortness desc, id), and each pick compares the heads
+    // of the lists (a few dozen profiles) instead of every waiting job. Ties go to the earlier
+    // job, then the earlier type, as a full scan's would.
+    std::map<std::tuple<int, double, double>, std::size_t> profile_of;
+    std::vector<std::vector<std::size_t>> lists;  // [profile * n + type]
+    for (std::size_t i : waiting) {
+      const PolicyJob& job = input.jobs[i];
+      const auto [it, added] = profile_of.emplace(
+          std::make_tuple(job.scale_factor, job.cpus_per_gpu, job.mem_gb_per_gpu),
+          profile_of.size());
+      if (added) lists.resize(lists.size() + n);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (input.throughput(i, j) > 0.0) lists[it->second * n + j].push_back(i);
+      }
+    }
+    for (std::size_t l = 0; l < lists.size(); ++l) {
+      const std::size_t j = l % n;
+      std::stable_sort(lists[l].begin(), lists[l].end(), [&](std::size_t a, std::size_t b) {
+        return epsilon * shortness(a, j) > epsilon * shortness(b, j);
+      });
+    }
+    std::vector<std::size_t> head(lists.size(), 0);
     std::vector<bool> started(m, false);
     while (true) {
-      double sum_alignment = 0.0;
-      double sum_shortness = 0.0;
-      if (!epsilon) {
-        for (std::size_t i : waiting) {
-          for (std::size_t j = 0; j < n; ++j) {
-            if (!fits(i, j)) continue;
-            sum_alignment += alignment(i, j);
-            sum_shortness += shortness(i, j);
-          }
+      std::optional<std::tuple<double, long, long>> best;
+      for (std::size_t l = 0; l < lists.size(); ++l) {
+        const std::size_t j = l % n;
+        while (head[l] < lists[l].size() && started[lists[l][head[l]]]) ++head[l];
+        if (head[l] == lists[l].size()) continue;
+        const std::size_t i = lists[l][head[l]];
+        if (!fits(i, j)) {  // nor will any job of this profile here: capacity only shrinks
+          head[l] = lists[l].size();
+          continue;
         }
-        epsilon = sum_shortness > 0.0 ? options_.srtf * sum_alignment / sum_shortness : 0.0;
+        const std::tuple<double, long, long> key{score(i, j), -long(i), -long(j)};
+        if (!best || key > *best) best = key;
       }
-      std::size_t best_job = m;
-      std::size_t best_type = n;
-      double best_score = 0.0;
-      for (std::size_t i : waiting) {
-        if (started[i]) continue;
-        for (std::size_t j = 0; j < n; ++j) {
-          if (!fits(i, j)) continue;
-          const double score = alignment(i, j) + *epsilon * shortness(i, j);
-          // Strict >: ties keep the earlier job (by id) and the earlier type.
-          if (best_job == m || score > best_score) {
-            best_job = i;
-            best_type = j;
-            best_score = score;
-          }
-        }
-      }
-      if (best_job == m) break;
-      take(best_job, best_type);
-      started[best_job] = true;
+      if (!best) break;
+      const auto i = static_cast<std::size_t>(-std::get<1>(*best));
+      take(i, static_cast<std::size_t>(-std::get<2>(*best)));
+      started[i] = true;
     }
     PolicyOutput output;
     output.allocation = std::move(allocation);

@@ -26,15 +26,20 @@ struct Move {
   double rate = 0.0;
 };
 
+// `constrained` is set when a gang the app could use did not fit the free GPUs.
 std::optional<Move> BestMove(const AuctionApp& app, const std::vector<int>& type_of, double rate,
-                             const std::vector<int>& free) {
+                             const std::vector<int>& free, bool& constrained) {
   std::optional<Move> best;
   const double now = rate > 0.0 ? std::log(AuctionValuation(app, rate)) : 0.0;
   for (std::size_t k = 0; k < app.jobs.size(); ++k) {
     if (type_of[k] >= 0) continue;
     const AuctionJob& job = app.jobs[k];
     for (std::size_t j = 0; j < free.size(); ++j) {
-      if (job.rate[j] <= 0.0 || free[j] < job.scale_factor) continue;
+      if (job.rate[j] <= 0.0) continue;
+      if (free[j] < job.scale_factor) {
+        constrained = true;
+        continue;
+      }
       const double after = std::log(AuctionValuation(app, rate + job.rate[j]));
       const Move move{
           .key = rate > 0.0 ? std::make_tuple(0, (after - now) / job.scale_factor, 0.0)
@@ -49,10 +54,12 @@ std::optional<Move> BestMove(const AuctionApp& app, const std::vector<int>& type
 }
 
 // The greedy proportionally fair allocation over the apps not excluded; returns each app's
-// job types and fills `rates` with each app's total rate.
+// job types and fills `rates` with each app's total rate. `constrained` is set when capacity
+// ever kept an app from a gang it could use: when it stays false, no app's choices depended on
+// the others, so removing one changes nobody else's allocation.
 std::vector<std::vector<int>> Greedy(const std::vector<AuctionApp>& apps, std::vector<int> free,
                                      std::optional<std::size_t> excluded,
-                                     std::vector<double>& rates) {
+                                     std::vector<double>& rates, bool& constrained) {
   std::vector<std::vector<int>> type_of(apps.size());
   rates.assign(apps.size(), 0.0);
   // Max-heap on (key, −app): ties go to the lower app index.
@@ -64,7 +71,7 @@ std::vector<std::vector<int>> Greedy(const std::vector<AuctionApp>& apps, std::v
   for (std::size_t a = 0; a < apps.size(); ++a) {
     type_of[a].assign(apps[a].jobs.size(), -1);
     if (excluded == a) continue;
-    if (auto move = BestMove(apps[a], type_of[a], 0.0, free)) {
+    if (auto move = BestMove(apps[a], type_of[a], 0.0, free, constrained)) {
       heap.emplace(move->key, -static_cast<long>(a), *move);
     }
   }
@@ -78,8 +85,10 @@ std::vector<std::vector<int>> Greedy(const std::vector<AuctionApp>& apps, std::v
       free[static_cast<std::size_t>(move.type)] -= need;
       type_of[a][move.job] = move.type;
       rates[a] += move.rate;
+    } else {
+      constrained = true;
     }
-    if (auto next = BestMove(apps[a], type_of[a], rates[a], free)) {
+    if (auto next = BestMove(apps[a], type_of[a], rates[a], free, constrained)) {
       heap.emplace(next->key, neg_app, *next);
     }
   }
@@ -213,14 +222,18 @@ AuctionResult PartialAllocationAuction(const std::vector<AuctionApp>& apps,
                                        const std::vector<int>& free_gpus) {
   AuctionResult result;
   std::vector<double> rates;
-  result.type_of = Greedy(apps, free_gpus, std::nullopt, rates);
+  bool constrained = false;
+  result.type_of = Greedy(apps, free_gpus, std::nullopt, rates, constrained);
   result.keep.assign(apps.size(), 1.0);
+  // Uncongested: every c_i is exactly 1 (the others get the same without i).
+  if (!constrained) return result;
   std::vector<double> without;
   for (std::size_t i = 0; i < apps.size(); ++i) {
     if (rates[i] <= 0.0) continue;
     // c_i = Π_{j≠i} v_j(with i) / Π_{j≠i} v_j(without i), over the apps served in both (an app
     // served only without i would make the ratio 0: i would lose everything for one GPU).
-    Greedy(apps, free_gpus, i, without);
+    bool unused = false;
+    Greedy(apps, free_gpus, i, without, unused);
     double log_ratio = 0.0;
     for (std::size_t j = 0; j < apps.size(); ++j) {
       if (j == i || rates[j] <= 0.0 || without[j] <= 0.0) continue;
