@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <map>
 #include <optional>
-#include <queue>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -26,8 +25,9 @@ struct Move {
   double rate = 0.0;
 };
 
-// `constrained` is set when a gang the app could use did not fit the free GPUs.
-std::optional<Move> BestMove(const AuctionApp& app, const std::vector<int>& type_of, double rate,
+// `constrained` is set when a gang the app could use did not fit the free GPUs. `type_of`:
+// the app's jobs' types so far (-1 = none).
+std::optional<Move> BestMove(const AuctionApp& app, const int* type_of, double rate,
                              const std::vector<int>& free, bool& constrained) {
   std::optional<Move> best;
   const double now = rate > 0.0 ? std::log(AuctionValuation(app, rate)) : 0.0;
@@ -53,43 +53,72 @@ std::optional<Move> BestMove(const AuctionApp& app, const std::vector<int>& type
   return best;
 }
 
-// The greedy proportionally fair allocation over the apps not excluded; returns each app's
-// job types and fills `rates` with each app's total rate. `constrained` is set when capacity
-// ever kept an app from a gang it could use: when it stays false, no app's choices depended on
-// the others, so removing one changes nobody else's allocation.
-std::vector<std::vector<int>> Greedy(const std::vector<AuctionApp>& apps, std::vector<int> free,
-                                     std::optional<std::size_t> excluded,
-                                     std::vector<double>& rates, bool& constrained) {
-  std::vector<std::vector<int>> type_of(apps.size());
-  rates.assign(apps.size(), 0.0);
-  // Max-heap on (key, −app): ties go to the lower app index.
-  using Entry = std::tuple<std::tuple<int, double, double>, long, Move>;
-  const auto less = [](const Entry& a, const Entry& b) {
-    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
-  };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(less)> heap(less);
+// A heap entry: an app's best move, keyed (key, −app) so that ties go to the lower app index.
+struct Entry {
+  Move move;
+  long neg_app = 0;
+  friend bool operator<(const Entry& a, const Entry& b) {
+    return std::tie(a.move.key, a.neg_app) < std::tie(b.move.key, b.neg_app);
+  }
+};
+
+// The state the greedy starts from (nothing allocated, every GPU free), computed once and
+// shared by the payment reruns: every app's first move, and where each app's jobs start in
+// the flat per-job type vector.
+struct GreedyStart {
+  std::vector<Entry> first_moves;
+  std::vector<std::size_t> offset;  // apps.size() + 1 entries
+  bool constrained = false;         // some app's first choice was cut by capacity already
+};
+
+GreedyStart Start(const std::vector<AuctionApp>& apps, const std::vector<int>& free) {
+  GreedyStart start;
+  start.offset.push_back(0);
+  for (const AuctionApp& app : apps) start.offset.push_back(start.offset.back() + app.jobs.size());
+  const std::vector<int> none(start.offset.back(), -1);
   for (std::size_t a = 0; a < apps.size(); ++a) {
-    type_of[a].assign(apps[a].jobs.size(), -1);
-    if (excluded == a) continue;
-    if (auto move = BestMove(apps[a], type_of[a], 0.0, free, constrained)) {
-      heap.emplace(move->key, -static_cast<long>(a), *move);
+    if (auto move = BestMove(apps[a], none.data() + start.offset[a], 0.0, free,
+                             start.constrained)) {
+      start.first_moves.push_back(Entry{*move, -static_cast<long>(a)});
     }
   }
+  return start;
+}
+
+// The greedy proportionally fair allocation over the apps not excluded; returns the type of
+// every job (flat, by start.offset) and fills `rates` with each app's total rate. `constrained`
+// is set when capacity ever kept an app from a gang it could use: when it stays false, no app's
+// choices depended on the others, so removing one changes nobody else's allocation.
+std::vector<int> Greedy(const std::vector<AuctionApp>& apps, std::vector<int> free,
+                        const GreedyStart& start, std::optional<std::size_t> excluded,
+                        std::vector<double>& rates, bool& constrained) {
+  std::vector<int> type_of(start.offset.back(), -1);
+  rates.assign(apps.size(), 0.0);
+  std::vector<Entry> heap;
+  heap.reserve(start.first_moves.size());
+  for (const Entry& entry : start.first_moves) {
+    if (excluded != static_cast<std::size_t>(-entry.neg_app)) heap.push_back(entry);
+  }
+  std::make_heap(heap.begin(), heap.end());
   while (!heap.empty()) {
-    auto [key, neg_app, move] = heap.top();
-    heap.pop();
-    const auto a = static_cast<std::size_t>(-neg_app);
+    std::pop_heap(heap.begin(), heap.end());
+    const Entry top = heap.back();
+    heap.pop_back();
+    const auto a = static_cast<std::size_t>(-top.neg_app);
+    int* types = type_of.data() + start.offset[a];
+    const Move& move = top.move;
     const int need = apps[a].jobs[move.job].scale_factor;
     // Capacity only shrinks, so a stored best move that still fits is still the app's best.
     if (free[static_cast<std::size_t>(move.type)] >= need) {
       free[static_cast<std::size_t>(move.type)] -= need;
-      type_of[a][move.job] = move.type;
+      types[move.job] = move.type;
       rates[a] += move.rate;
     } else {
       constrained = true;
     }
-    if (auto next = BestMove(apps[a], type_of[a], rates[a], free, constrained)) {
-      heap.emplace(next->key, neg_app, *next);
+    if (auto next = BestMove(apps[a], types, rates[a], free, constrained)) {
+      heap.push_back(Entry{*next, top.neg_app});
+      std::push_heap(heap.begin(), heap.end());
     }
   }
   return type_of;
@@ -222,8 +251,13 @@ AuctionResult PartialAllocationAuction(const std::vector<AuctionApp>& apps,
                                        const std::vector<int>& free_gpus) {
   AuctionResult result;
   std::vector<double> rates;
-  bool constrained = false;
-  result.type_of = Greedy(apps, free_gpus, std::nullopt, rates, constrained);
+  const GreedyStart start = Start(apps, free_gpus);
+  bool constrained = start.constrained;
+  const std::vector<int> types = Greedy(apps, free_gpus, start, std::nullopt, rates, constrained);
+  for (std::size_t a = 0; a < apps.size(); ++a) {
+    result.type_of.emplace_back(types.begin() + static_cast<long>(start.offset[a]),
+                                types.begin() + static_cast<long>(start.offset[a + 1]));
+  }
   result.keep.assign(apps.size(), 1.0);
   // Uncongested: every c_i is exactly 1 (the others get the same without i).
   if (!constrained) return result;
@@ -233,10 +267,11 @@ AuctionResult PartialAllocationAuction(const std::vector<AuctionApp>& apps,
     // c_i = Π_{j≠i} v_j(with i) / Π_{j≠i} v_j(without i), over the apps served in both (an app
     // served only without i would make the ratio 0: i would lose everything for one GPU).
     bool unused = false;
-    Greedy(apps, free_gpus, i, without, unused);
+    Greedy(apps, free_gpus, start, i, without, unused);
     double log_ratio = 0.0;
     for (std::size_t j = 0; j < apps.size(); ++j) {
-      if (j == i || rates[j] <= 0.0 || without[j] <= 0.0) continue;
+      // An app whose rate is the same either way adds log 1 = 0.
+      if (j == i || rates[j] <= 0.0 || without[j] <= 0.0 || without[j] == rates[j]) continue;
       log_ratio += std::log(AuctionValuation(apps[j], rates[j])) -
                    std::log(AuctionValuation(apps[j], without[j]));
     }
