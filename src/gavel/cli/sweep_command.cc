@@ -69,7 +69,10 @@ const std::vector<std::string>& CsvColumns() {
                                                    "queueing_delay_p90_seconds",
                                                    "restarts",
                                                    "failed_jobs",
-                                                   "wasted_gpu_seconds"};
+                                                   "wasted_gpu_seconds",
+                                                   "jct_p99_seconds",
+                                                   "max_rho",
+                                                   "mean_rho"};
   return columns;
 }
 constexpr std::size_t kKeyColumns = 8;
@@ -266,6 +269,7 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   // The original's sweep forwards both (its single-run driver ignores K; RunSimulate's rule).
   s.profiling_percentage = p.profiling_percentage;
   s.num_reference_models = p.num_reference_models;
+  s.fairness = o.fairness;
   if (p.jobs_per_hour > 0.0) {
     s.jobs_per_hour = p.jobs_per_hour;
     const double slack = o.workload == "philly"
@@ -318,6 +322,11 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   row["restarts"] = FormatNumber(static_cast<double>(r.physics.restarts));
   row["failed_jobs"] = FormatNumber(static_cast<double>(r.failed_jobs));
   row["wasted_gpu_seconds"] = FormatNumber(r.physics.wasted_gpu_seconds);
+  row["jct_p99_seconds"] = FormatNumber(r.jct_p99_seconds);
+  if (r.fairness) {
+    row["max_rho"] = FormatNumber(r.fairness->max_rho);
+    row["mean_rho"] = FormatNumber(r.fairness->mean_rho);
+  }
   GAVEL_RETURN_IF_ERROR(WritePointFile(PointFile(o.out_dir, key), r));
   return row;
 }
@@ -447,6 +456,100 @@ void PrintTable(const Aggregate& a, std::ostream& out) {
       }
     }
   }
+}
+
+// ---- Rankings: every metric, which scheduler wins where ----
+
+struct RankedMetric {
+  const char* column;  // a CsvColumns() name; metrics whose column this version lacks are skipped
+  const char* label;
+  bool higher_is_better;
+  double scale;  // shown value = mean / scale
+  const char* unit;
+};
+
+// The metrics the report ranks, in its order. Utility joins when the CSV carries it.
+const std::vector<RankedMetric>& RankedMetrics() {
+  static const std::vector<RankedMetric> metrics = {
+      {"average_jct_seconds", "average JCT", false, 3600.0, " h"},
+      {"jct_p99_seconds", "p99 JCT", false, 3600.0, " h"},
+      {"makespan_seconds", "makespan", false, 3600.0, " h"},
+      {"max_rho", "max rho", false, 1.0, ""},
+      {"mean_rho", "mean rho", false, 1.0, ""},
+      {"total_utility", "total utility", true, 1.0, ""},
+      {"utilization", "utilisation", true, 1.0, ""},
+      {"queueing_delay_p50_seconds", "queueing delay p50", false, 3600.0, " h"},
+      {"queueing_delay_p90_seconds", "queueing delay p90", false, 3600.0, " h"},
+      {"restarts", "restarts", false, 1.0, ""},
+  };
+  return metrics;
+}
+
+// Per (cluster, rate) and metric: the policies in rank order by their mean over the seeds that
+// finished (saturated runs and empty cells left out; ties keep the user's order), then, per
+// policy, the metrics it wins. Returns false when no metric had two policies to compare.
+bool PrintRankings(const std::vector<CsvRow>& rows, const std::vector<std::string>& policies,
+                   std::ostream& out) {
+  using Means = std::map<std::string, std::pair<double, int>>;  // policy -> (sum, count)
+  std::map<std::pair<std::string, double>, std::map<std::string, Means>> sums;
+  const std::vector<std::string>& columns = CsvColumns();
+  for (const CsvRow& row : rows) {
+    if (row.saturated) continue;
+    const std::string policy = PolicyLabel(row.cells.at("policy"), row.profiling_percentage,
+                                           row.num_reference_models);
+    for (const RankedMetric& metric : RankedMetrics()) {
+      if (std::find(columns.begin(), columns.end(), metric.column) == columns.end()) continue;
+      const std::optional<double> value = ParseFiniteDouble(row.cells.at(metric.column));
+      if (!value) continue;
+      auto& [sum, count] =
+          sums[{row.cells.at("cluster"), row.jobs_per_hour}][metric.column][policy];
+      sum += *value;
+      ++count;
+    }
+  }
+  bool any = false;
+  for (const auto& [where, by_metric] : sums) {
+    std::ostringstream block;
+    std::map<std::string, std::vector<std::string>> wins;
+    for (const RankedMetric& metric : RankedMetrics()) {
+      const auto it = by_metric.find(metric.column);
+      if (it == by_metric.end() || it->second.size() < 2) continue;
+      std::vector<std::pair<double, std::string>> ranked;
+      for (const std::string& policy : policies) {
+        const auto p = it->second.find(policy);
+        if (p != it->second.end()) ranked.emplace_back(p->second.first / p->second.second, policy);
+      }
+      std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+        return metric.higher_is_better ? a.first > b.first : a.first < b.first;
+      });
+      block << "  " << std::left << std::setw(20) << metric.label << std::right;
+      for (std::size_t k = 0; k < ranked.size(); ++k) {
+        block << (k == 0 ? "" : " > ") << k + 1 << ". " << ranked[k].second << " ("
+              << FormatNumber(std::round(ranked[k].first / metric.scale * 1000.0) / 1000.0)
+              << metric.unit << ")";
+      }
+      block << "\n";
+      // Every policy tied with the best wins the metric.
+      for (const auto& [value, policy] : ranked) {
+        if (value == ranked.front().first) wins[policy].push_back(metric.label);
+      }
+    }
+    if (block.str().empty()) continue;
+    any = true;
+    out << "Rankings, cluster " << EscapeForDisplay(where.first) << ", "
+        << (where.second > 0.0 ? FormatNumber(where.second) + " jobs/h" : std::string("static"))
+        << " (best first, means over seeds):\n"
+        << block.str() << "  wins:";
+    for (const std::string& policy : policies) {
+      const auto w = wins.find(policy);
+      if (w == wins.end()) continue;
+      out << " " << policy << " (";
+      for (std::size_t k = 0; k < w->second.size(); ++k) out << (k ? ", " : "") << w->second[k];
+      out << ")";
+    }
+    out << "\n";
+  }
+  return any;
 }
 
 // ---- HTML report: self-contained, inline SVG, no scripts or fonts from the network ----
@@ -720,7 +823,12 @@ Status WriteReport(const std::filesystem::path& path, const std::vector<CsvRow>&
   html << "<h2>Comparison (means over seeds)</h2>\n<pre>";
   std::ostringstream table;
   PrintTable(a, table);
-  html << Escape(table.str()) << "</pre>\n<h2>Every point</h2>\n<table>\n<tr>";
+  html << Escape(table.str()) << "</pre>\n";
+  std::ostringstream rankings;
+  if (PrintRankings(rows, a.policies, rankings)) {
+    html << "<h2>Rankings per metric</h2>\n<pre>" << Escape(rankings.str()) << "</pre>\n";
+  }
+  html << "<h2>Every point</h2>\n<table>\n<tr>";
   for (const std::string& column : CsvColumns()) html << "<th>" << Escape(column) << "</th>";
   html << "</tr>\n";
   for (const CsvRow& row : rows) {
@@ -885,6 +993,7 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
   GAVEL_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, LoadCsv(csv_path));
   const Aggregate aggregate = AggregateRows(rows, Split(o.policies, ','));
   PrintTable(aggregate, out);
+  PrintRankings(rows, aggregate.policies, out);
   const std::filesystem::path report_path = dir / OutputName("report", ".html", o);
   GAVEL_RETURN_IF_ERROR(WriteReport(report_path, rows, aggregate));
   out << "CSV: " << csv_path.string() << "\nReport: " << report_path.string() << "\n";
@@ -924,6 +1033,9 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
       ->check(BoundedInteger(0, bounds::kMaxJobs));
   sweep_cmd->add_flag("-m,--generate-multi-gpu-jobs", line->options.multi_gpu,
                       "Generate multi-GPU jobs (1/2/4/8 GPUs)");
+  sweep_cmd->add_flag("--fairness", line->options.fairness,
+                      "Also run `isolated` per point and report finish-time fairness (max_rho, "
+                      "mean_rho; doubles the work)");
   sweep_cmd
       ->add_option("--workload", line->options.workload,
                    "Generated jobs: gavel (default) or philly (Philly-like; writes "

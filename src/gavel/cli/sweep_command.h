@@ -62,6 +62,9 @@ struct SweepOptions {
   std::size_t threads = 0;    // 0 = all cores
   std::string out_dir;        // sweep.csv and report.html land here
   bool progress_bar = false;  // true: redraw one bar line (stderr is a terminal)
+  // Also run `isolated` at every point for finish-time fairness (the max_rho and mean_rho
+  // columns, ranked in the report); empty cells without it.
+  bool fairness = false;
   // The cluster physics of every point (docs/simulator.md); not part of a point's key, so use
   // one --out directory per physics setting.
   PhysicsFlags physics;

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gavel/cli/simulate_command.h"
@@ -116,6 +118,61 @@ TEST_F(SweepTest, EachPointEqualsADirectSimulateRun) {
   EXPECT_EQ(progress.str().find('\r'), std::string::npos);
   EXPECT_NE(progress.str().find("[4/4]"), std::string::npos);
   EXPECT_NE(out.str().find("max_min_fairness"), std::string::npos);
+}
+
+TEST_F(SweepTest, RankingsOrderEveryMetricByTheSeedMeansOfTheCsv) {
+  SweepOptions o = Small();
+  o.policies = "fifo,max_min_fairness_perf,themis";
+  o.fairness = true;
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(o, out, progress).ok()) << progress.str();
+  // The expected order, recomputed here from the CSV's cells.
+  // Saturated points (here the `isolated` reference run of seed 0 passes the time limit) are
+  // left out of the means, as the rankings leave them out.
+  std::map<std::string, std::map<std::string, double>> means;  // column -> policy -> mean
+  std::map<std::string, int> finished;
+  for (const auto& row : Rows()) {
+    if (row.at("saturated") == "1") continue;
+    ASSERT_FALSE(row.at("max_rho").empty());  // --fairness fills the rho columns
+    ++finished[row.at("policy")];
+    for (const char* column : {"average_jct_seconds", "max_rho", "utilization"}) {
+      means[column][row.at("policy")] += std::stod(row.at(column));
+    }
+  }
+  ASSERT_EQ(finished.size(), 3u);
+  for (auto& [column, by_policy] : means) {
+    for (auto& [policy, sum] : by_policy) sum /= finished[policy];
+  }
+  const auto order = [&](const char* column, bool higher_is_better) {
+    std::vector<std::pair<double, std::string>> ranked;
+    for (const std::string policy : {"fifo", "max_min_fairness_perf", "themis"}) {
+      ranked.emplace_back(means[column][policy], policy);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+      return higher_is_better ? a.first > b.first : a.first < b.first;
+    });
+    return ranked;
+  };
+  const std::string text = out.str();
+  ASSERT_NE(text.find("Rankings, cluster 4:4:4, 1 jobs/h"), std::string::npos) << text;
+  for (const auto& [column, label, higher] :
+       {std::tuple{"average_jct_seconds", "average JCT", false},
+        std::tuple{"max_rho", "max rho", false}, std::tuple{"utilization", "utilisation", true}}) {
+    const std::size_t line_start = text.find(std::string("  ") + label + " ");
+    ASSERT_NE(line_start, std::string::npos) << label;
+    const std::string line = text.substr(line_start, text.find('\n', line_start) - line_start);
+    const auto ranked = order(column, higher);
+    // "1. first (...) > 2. second (...) > 3. third (...)", in that order.
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < ranked.size(); ++k) {
+      const std::string item = std::to_string(k + 1) + ". " + ranked[k].second + " (";
+      const std::size_t found = line.find(item, at);
+      ASSERT_NE(found, std::string::npos) << line << " lacks " << item;
+      at = found;
+    }
+  }
+  EXPECT_NE(text.find("  wins:"), std::string::npos);
+  EXPECT_NE(Read(dir_ / "report.html").find("Rankings per metric"), std::string::npos);
 }
 
 TEST_F(SweepTest, RerunSkipsFinishedPoints) {

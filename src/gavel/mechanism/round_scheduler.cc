@@ -172,6 +172,7 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   record.entity = job.entity;
   record.cpus_per_gpu = job.cpus_per_gpu;
   record.mem_gb_per_gpu = job.mem_gb_per_gpu;
+  record.app = job.app;
   if (const auto known = index_of_.find(id); known != index_of_.end()) {
     // Back after leaving: a fresh record in the same place.
     const std::size_t index = known->second;
@@ -834,6 +835,7 @@ void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
     row.waiting = row.running_type >= 0 ? Seconds(0.0) : now - job.last_ran_until;
     row.cpus_per_gpu = record.cpus_per_gpu;
     row.mem_gb_per_gpu = record.mem_gb_per_gpu;
+    row.app = record.app;
   }
 }
 

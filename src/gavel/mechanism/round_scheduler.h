@@ -116,6 +116,7 @@ struct JobDescription {
   // Host resources per GPU (worker), for topology-aware placement; 0 = none.
   double cpus_per_gpu = 0.0;
   double mem_gb_per_gpu = 0.0;
+  int app = -1;  // Themis' app (policy::PolicyJob::app); -1 = an app of its own
 };
 
 // Everything the scheduler remembers about a job, finished or not (for metrics).
@@ -135,6 +136,7 @@ struct JobRecord {
   double cost = 0.0;                   // $ (only with instance costs)
   double cpus_per_gpu = 0.0;           // host demands (JobDescription)
   double mem_gb_per_gpu = 0.0;
+  int app = -1;                        // JobDescription::app
   bool done() const { return finish.has_value() || dropped || removed; }
   std::optional<Seconds> jct() const {
     if (!finish || dropped || removed) return std::nullopt;

@@ -29,6 +29,9 @@ struct PolicyJob {
   Seconds time_since_start{0.0};  // now − arrival
   std::optional<Seconds> slo_time_left;  // deadline − now
   int entity = -1;                // index into PolicyInput::entities; -1 = none
+  // Themis' app (a group of jobs such as one hyper-parameter search); jobs with the same
+  // non-negative value form one app, -1 = the job is an app on its own.
+  int app = -1;
   // What the round mechanism knows about the job's history (the queue-discipline policies
   // read it; 0 / -1 where the caller does not know, e.g. `gavel allocate` and the fluid mode):
   double attained_gpu_seconds = 0.0;  // GPUs × seconds run so far, over all types

@@ -1,6 +1,6 @@
-// tiresias_2das, yarn_cs and drf against hand-worked cases (the DRF paper's two-resource
-// example, queue boundaries, promotion, head-of-line blocking) and invariants on random
-// problems (capacity never exceeded, every job keeps its row, whole-GPU decisions).
+// tiresias_2das, tiresias_gittins, yarn_cs, drf and tetris against hand-worked cases (the DRF
+// paper's two-resource example, queue boundaries, promotion, head-of-line blocking, Gittins
+// indices against their definition, Tetris' alignment) and invariants on random problems (capacity never exceeded, every job keeps its row, whole-GPU decisions).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -128,6 +128,210 @@ TEST(TiresiasTest, StarvedJobIsPromotedAndDemotedAgainAfterAThresholdMore) {
   EXPECT_EQ(runs(jobs), (std::vector<double>{0, 1}));
 }
 
+// The Gittins index straight from its definition: each completed job's service a sample of
+// probability 1/n; P(S − a ≤ Δ | S > a) / E[min(S − a, Δ) | S > a] by summing over samples.
+double BruteGittins(const std::vector<double>& samples, double a, double delta) {
+  double alive = 0.0;
+  double finish = 0.0;
+  double spent = 0.0;
+  for (double s : samples) {
+    if (s <= a) continue;
+    alive += 1.0;
+    if (s - a <= delta) finish += 1.0;
+    spent += std::min(s - a, delta);
+  }
+  if (alive == 0.0) return 0.0;
+  return (finish / alive) / (spent / alive);
+}
+
+TEST(TiresiasGittinsTest, IndexMatchesItsDefinitionOnSmallDistributions) {
+  ServiceDistribution hand;
+  for (double s : {10.0, 1.0, 2.0}) hand.Add(s);
+  // a = 0, Δ = 2: two of three finish, spending 1 + 2 + 2 = 5 → (2/3) / (5/3) = 0.4.
+  EXPECT_NEAR(hand.GittinsIndex(0.0, 2.0), 0.4, 1e-12);
+  // a = 2: only the 10 is left; unbounded quantum → 1 / 8.
+  EXPECT_NEAR(hand.GittinsIndex(2.0, std::numeric_limits<double>::infinity()), 0.125, 1e-12);
+  EXPECT_EQ(hand.GittinsIndex(10.0, 5.0), 0.0);  // nobody got further: no information
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 500; ++trial) {
+    ServiceDistribution d;
+    std::vector<double> samples;
+    for (std::size_t k = 0, n = 1 + rng() % 8; k < n; ++k) {
+      samples.push_back(double(1 + rng() % 20));  // integers: ties and boundary hits happen
+      d.Add(samples.back());
+    }
+    const double a = double(rng() % 22);
+    const double delta =
+        rng() % 5 == 0 ? std::numeric_limits<double>::infinity() : double(1 + rng() % 15);
+    EXPECT_NEAR(d.GittinsIndex(a, delta), BruteGittins(samples, a, delta), 1e-12)
+        << "trial " << trial;
+  }
+}
+
+TEST(TiresiasGittinsTest, CompletedJobsServiceOrdersAQueue) {
+  // Four jobs complete with 100, 100, 100 and 10,000 GPU-s. Then on one GPU, A (arrived first,
+  // 150 GPU-s: past the short mode, 1/9,850 by Gittins) and B (50 GPU-s: 4/10,100) wait in one
+  // queue. 2DAS is FIFO and runs A; 2D-Gittins runs B, more likely to finish soon.
+  const std::unique_ptr<Policy> policy = Make("tiresias_gittins:queues=1");
+  ASSERT_TRUE(policy->Allocate(Input({1}, {{.attained = 100},
+                                           {.attained = 100},
+                                           {.attained = 100},
+                                           {.attained = 10000}}))
+                  .ok());
+  PolicyInput waiting = Input({1}, {{.arrival = 0, .attained = 150}, {.arrival = 10, .attained = 50}});
+  waiting.jobs[0].id = JobId(10);
+  waiting.jobs[1].id = JobId(11);
+  const Result<PolicyOutput> out = policy->Allocate(waiting);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->allocation(0, 0), 0.0);
+  EXPECT_EQ(out->allocation(1, 0), 1.0);
+  EXPECT_EQ(Runs(waiting, "tiresias_2das:queues=1"), (std::vector<double>{1, 0}));
+  // Without history (a fresh policy) 2D-Gittins is 2DAS: FIFO.
+  EXPECT_EQ(Runs(waiting, "tiresias_gittins:queues=1"), (std::vector<double>{1, 0}));
+}
+
+TEST(TetrisTest, AlignmentPacksTheJobThatFillsTheFreeResources) {
+  // 4 GPUs, nothing else limited; srtf=0: packing alone. A (1 GPU): alignment (1/4)·(4/4) =
+  // 0.25; B (4 GPUs): 1·1 = 1. B starts and fills the cluster, A waits (FIFO would do the
+  // opposite: A first, then B no longer fits).
+  const PolicyInput input = Input({4}, {{.scale_factor = 1}, {.scale_factor = 4}});
+  EXPECT_EQ(Runs(input, "tetris:srtf=0"), (std::vector<double>{0, 1}));
+  // Host CPUs: 4 GPUs, 4 CPUs. A (2 GPUs × 2 CPUs): 0.5·1 + 1·1 = 1.5; B and C (2 GPUs, no
+  // CPU): 0.5. A first; then 2 GPUs and no CPU are free: B (2/4 · 2/4 = 0.25) before C (same
+  // score, later id). C no longer fits.
+  PolicyInput host = Input({4}, {{.scale_factor = 2, .cpus_per_gpu = 0},
+                                 {.scale_factor = 2, .cpus_per_gpu = 0},
+                                 {.scale_factor = 2, .cpus_per_gpu = 2}});
+  host.host_cpus = 4;
+  EXPECT_EQ(Runs(host, "tetris:srtf=0"), (std::vector<double>{1, 0, 1}));
+}
+
+TEST(TetrisTest, ShortestRemainingWorkBreaksEqualAlignment) {
+  // One GPU, two one-GPU jobs of equal alignment; B has 10 steps left, A 1,000: B starts.
+  PolicyInput input = Input({1}, {{}, {}});
+  input.jobs[0].steps_remaining = 1000;
+  input.jobs[1].steps_remaining = 10;
+  EXPECT_EQ(Runs(input, "tetris"), (std::vector<double>{0, 1}));
+  EXPECT_EQ(Runs(input, "tetris:srtf=0"), (std::vector<double>{1, 0}));  // tie: earlier id
+  // Not preemptive: A running keeps its GPU.
+  input.jobs[0].running_type = 0;
+  EXPECT_EQ(Runs(input, "tetris"), (std::vector<double>{1, 0}));
+  EXPECT_FALSE(MakePolicy("tetris:srtf=-1", PolicyOptions{}).ok());
+}
+
+// Tetris by its definition: running jobs keep their type, then a full scan of every (waiting
+// job, type) pair per pick, the largest alignment + ε·shortness first (ties: earlier job, type).
+std::vector<int> TetrisByFullScan(const PolicyInput& in, double srtf) {
+  const std::size_t m = in.num_jobs();
+  const std::size_t n = in.num_types();
+  std::vector<double> gpus(in.gpu_counts);
+  double cpus = in.host_cpus;
+  double mem = in.host_mem_gb;
+  std::vector<int> type(m, -1);
+  const auto s = [&](std::size_t i) { return double(in.jobs[i].scale_factor); };
+  const auto fits = [&](std::size_t i, std::size_t j) {
+    return in.throughput(i, j) > 0.0 && gpus[j] >= s(i) &&
+           (in.host_cpus <= 0 || cpus >= s(i) * in.jobs[i].cpus_per_gpu) &&
+           (in.host_mem_gb <= 0 || mem >= s(i) * in.jobs[i].mem_gb_per_gpu);
+  };
+  const auto take = [&](std::size_t i, std::size_t j) {
+    type[i] = static_cast<int>(j);
+    gpus[j] -= s(i);
+    cpus -= s(i) * in.jobs[i].cpus_per_gpu;
+    mem -= s(i) * in.jobs[i].mem_gb_per_gpu;
+  };
+  for (std::size_t i = 0; i < m; ++i) {
+    const int r = in.jobs[i].running_type;
+    if (r >= 0 && fits(i, static_cast<std::size_t>(r))) take(i, static_cast<std::size_t>(r));
+  }
+  double longest = 0.0;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (type[i] < 0 && in.throughput(i, j) > 0) {
+        longest = std::max(longest, s(i) * in.jobs[i].steps_remaining / in.throughput(i, j));
+      }
+    }
+  }
+  const auto shortness = [&](std::size_t i, std::size_t j) {
+    return longest > 0 ? 1.0 - s(i) * in.jobs[i].steps_remaining / in.throughput(i, j) / longest
+                       : 0.0;
+  };
+  const auto alignment = [&](std::size_t i, std::size_t j) {
+    double a = s(i) / in.gpu_counts[j] * gpus[j] / in.gpu_counts[j];
+    if (in.host_cpus > 0) a += s(i) * in.jobs[i].cpus_per_gpu / in.host_cpus * cpus / in.host_cpus;
+    if (in.host_mem_gb > 0) {
+      a += s(i) * in.jobs[i].mem_gb_per_gpu / in.host_mem_gb * mem / in.host_mem_gb;
+    }
+    return a;
+  };
+  const std::vector<int> running = type;
+  double sum_a = 0.0;
+  double sum_s = 0.0;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (running[i] < 0 && fits(i, j)) {
+        sum_a += alignment(i, j);
+        sum_s += shortness(i, j);
+      }
+    }
+  }
+  const double epsilon = sum_s > 0 ? srtf * sum_a / sum_s : 0.0;
+  while (true) {
+    std::size_t bi = m, bj = n;
+    double best = 0.0;
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        if (type[i] >= 0 || !fits(i, j)) continue;
+        const double score = alignment(i, j) + epsilon * shortness(i, j);
+        if (bi == m || score > best) {
+          bi = i;
+          bj = j;
+          best = score;
+        }
+      }
+    }
+    if (bi == m) break;
+    take(bi, bj);
+  }
+  return type;
+}
+
+TEST(TetrisTest, MatchesAFullScanOnRandomProblems) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t types = 1 + rng() % 3;
+    std::vector<double> counts;
+    for (std::size_t j = 0; j < types; ++j) counts.push_back(double(1 + rng() % 8));
+    std::vector<Job> jobs(1 + rng() % 14);
+    for (Job& job : jobs) {
+      job.scale_factor = 1 << (rng() % 3);
+      job.running_type = rng() % 4 == 0 ? static_cast<int>(rng() % types) : -1;
+      job.cpus_per_gpu = double(rng() % 3);
+      job.mem_gb_per_gpu = double(rng() % 3);
+    }
+    PolicyInput input = Input(counts, jobs);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      input.jobs[i].steps_remaining = double(1 + rng() % 50);
+      for (std::size_t j = 0; j < types; ++j) {
+        input.throughput(i, j) = rng() % 4 == 0 ? 0.0 : double(1 + rng() % 3);
+      }
+    }
+    input.host_cpus = rng() % 2 == 0 ? 0.0 : double(rng() % 20);
+    input.host_mem_gb = rng() % 2 == 0 ? 0.0 : double(rng() % 20);
+    const double srtf = double(rng() % 3);
+    const std::vector<int> want = TetrisByFullScan(input, srtf);
+    const Result<PolicyOutput> out =
+        Make("tetris:srtf=" + std::to_string(srtf))->Allocate(input);
+    ASSERT_TRUE(out.ok());
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      for (std::size_t j = 0; j < types; ++j) {
+        EXPECT_EQ(out->allocation(i, j), want[i] == static_cast<int>(j) ? 1.0 : 0.0)
+            << "trial " << trial << " job " << i;
+      }
+    }
+  }
+}
+
 TEST(YarnCapacityTest, RunningJobsKeepTheirGpusAndTheQueueBlocksAtItsHead) {
   // 4 GPUs: R (2 GPUs, arrived last) runs; H (4 GPUs, first in the queue) does not fit, and S
   // (1 GPU) behind it must not start although a GPU pair is free.
@@ -223,7 +427,7 @@ TEST(QueueDisciplinesTest, RandomProblemsNeverExceedCapacityOrLoseAJob) {
     input.host_mem_gb = static_cast<double>(rng() % 40);
     for (const std::string name :
          {"tiresias_2das", "tiresias_2das:queues=3,thresholds=100;1000,starve=2000", "yarn_cs",
-          "drf"}) {
+          "drf", "tiresias_gittins", "tetris"}) {
       const Result<PolicyOutput> out = Make(name)->Allocate(input);
       ASSERT_TRUE(out.ok()) << name;
       ASSERT_EQ(out->allocation.rows(), m) << name;  // no job lost

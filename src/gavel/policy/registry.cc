@@ -18,6 +18,8 @@
 #include "gavel/policy/min_total_duration.h"
 #include "gavel/policy/proportional.h"
 #include "gavel/policy/shortest_job_first.h"
+#include "gavel/policy/tetris.h"
+#include "gavel/policy/themis.h"
 #include "gavel/policy/tiresias.h"
 #include "gavel/policy/water_filling.h"
 #include "gavel/policy/yarn_capacity.h"
@@ -156,6 +158,20 @@ const PolicyInfo kPolicies[] = {
      .description = "Shortest remaining time first on each job's fastest GPU types",
      .capabilities = {.skips_zero_priority = true, .needs_steps_remaining = true},
      .make = &Sjf<kPerf>},
+    {.name = "tetris",
+     .description = "Tetris: multi-resource packing (GPUs, host CPU/memory) by alignment score "
+                    "plus a shortest-remaining-work term, no preemption (option srtf=)",
+     .capabilities = {.skips_zero_priority = true, .needs_steps_remaining = true},
+     .option_keys = "srtf",
+     .make_with_params = &MakeTetris,
+     .make = &MakeTetrisWithDefaults},
+    {.name = "themis",
+     .description = "Themis: finish-time fairness by partial-allocation auctions among the 1-f "
+                    "of apps with the largest rho, leftovers to the rest (option f=, default 0.8)",
+     .capabilities = {.needs_steps_remaining = true, .reallocates_every_round = true},
+     .option_keys = "f",
+     .make_with_params = &MakeThemis,
+     .make = &MakeThemisWithDefaults},
     {.name = "tiresias_2das",
      .description = "Tiresias: discretized 2D least attained service (GPUs x time) in K "
                     "priority queues, FIFO within a queue, preemptive "
@@ -164,6 +180,14 @@ const PolicyInfo kPolicies[] = {
      .option_keys = "queues,thresholds,starve",
      .make_with_params = &MakeTiresias2das,
      .make = &MakeTiresias2dasWithDefaults},
+    {.name = "tiresias_gittins",
+     .description = "Tiresias: discretized 2D-Gittins index (from completed jobs' GPU-time) "
+                    "within K priority queues, preemptive (options queues=, thresholds=, "
+                    "starve=)",
+     .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
+     .option_keys = "queues,thresholds,starve",
+     .make_with_params = &MakeTiresiasGittins,
+     .make = &MakeTiresiasGittinsWithDefaults},
     {.name = "yarn_cs",
      .description = "YARN capacity scheduler baseline: one FIFO queue, no preemption (a "
                     "started job keeps its GPUs until it finishes)",

@@ -1,6 +1,8 @@
 #include "gavel/policy/tiresias.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstddef>
 #include <map>
 #include <string>
@@ -17,9 +19,20 @@ constexpr int kMaxQueues = 64;
 
 class Tiresias2das final : public Policy {
  public:
-  explicit Tiresias2das(TiresiasOptions options) : options_(std::move(options)) {}
+  Tiresias2das(TiresiasOptions options, bool gittins)
+      : options_(std::move(options)), gittins_(gittins) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    // Phase 0 (2D-Gittins): the jobs that left completed with the service they last had.
+    if (gittins_) {
+      std::map<JobId, double> last;
+      for (const PolicyJob& job : input.jobs) last[job.id] = job.attained_gpu_seconds;
+      for (const auto& [id, service] : last_service_) {
+        if (!last.contains(id)) completed_.Add(service);
+      }
+      last_service_ = std::move(last);
+    }
+
     // Phase 1: promote the starved and forget the jobs that left.
     std::map<JobId, double> baseline;
     for (const PolicyJob& job : input.jobs) {
@@ -33,27 +46,39 @@ class Tiresias2das final : public Policy {
     }
     baseline_ = std::move(baseline);
 
-    // Phase 2: order by (queue, arrival, id).
-    std::vector<std::tuple<int, double, std::size_t>> order;
+    // Phase 2: order by (queue, −Gittins index (0 under 2DAS), arrival, id).
+    std::vector<std::tuple<int, double, double, std::size_t>> order;
     order.reserve(input.num_jobs());
     for (std::size_t i = 0; i < input.num_jobs(); ++i) {
       const PolicyJob& job = input.jobs[i];
       const auto it = baseline_.find(job.id);
       const double service =
           job.attained_gpu_seconds - (it == baseline_.end() ? 0.0 : it->second);
-      order.emplace_back(TiresiasQueueOf(options_, service), -job.time_since_start.value(), i);
+      const int queue = TiresiasQueueOf(options_, service);
+      double index = 0.0;
+      if (gittins_) {
+        const auto q = static_cast<std::size_t>(queue);
+        const double delta = q < options_.thresholds.size()
+                                 ? options_.thresholds[q] - service
+                                 : std::numeric_limits<double>::infinity();
+        index = completed_.GittinsIndex(job.attained_gpu_seconds, delta);
+      }
+      order.emplace_back(queue, -index, -job.time_since_start.value(), i);
     }
     std::sort(order.begin(), order.end());
 
     // Phase 3: hand out GPUs in that order, skipping jobs that fit nowhere.
     GpuPool pool(input);
-    for (const auto& [queue, arrival, job] : order) pool.Take(job);
+    for (const auto& [queue, index, arrival, job] : order) pool.Take(job);
     return pool.Output();
   }
 
  private:
   TiresiasOptions options_;
+  bool gittins_ = false;
   std::map<JobId, double> baseline_;  // attained GPU-seconds at the last promotion (0 = none)
+  std::map<JobId, double> last_service_;  // 2D-Gittins: each job's service at the last call
+  ServiceDistribution completed_;         // 2D-Gittins: the completed jobs' service
 };
 
 Result<double> NonNegative(const std::string& key, const std::string& text) {
@@ -66,6 +91,32 @@ Result<double> NonNegative(const std::string& key, const std::string& text) {
 }
 
 }  // namespace
+
+void ServiceDistribution::Add(double service) {
+  const auto at = std::upper_bound(sorted_.begin(), sorted_.end(), service);
+  const auto k = static_cast<std::size_t>(at - sorted_.begin());
+  sorted_.insert(at, service);
+  prefix_.resize(sorted_.size() + 1);
+  for (std::size_t i = k; i < sorted_.size(); ++i) prefix_[i + 1] = prefix_[i] + sorted_[i];
+}
+
+double ServiceDistribution::GittinsIndex(double attained, double delta) const {
+  const auto begin = std::upper_bound(sorted_.begin(), sorted_.end(), attained);
+  const auto lo = static_cast<std::size_t>(begin - sorted_.begin());
+  const std::size_t alive = sorted_.size() - lo;  // samples with S > a
+  if (alive == 0) return 0.0;
+  // Samples that finish within the quantum: a < S ≤ a + Δ (all of them when Δ is unbounded).
+  const std::size_t hi =
+      std::isinf(delta) ? sorted_.size()
+                        : static_cast<std::size_t>(
+                              std::upper_bound(begin, sorted_.end(), attained + delta) -
+                              sorted_.begin());
+  const std::size_t finish = hi - lo;
+  // n · E[min(S − a, Δ) | S > a]: those that finish spend S − a, the others the whole Δ.
+  double spent = prefix_[hi] - prefix_[lo] - double(finish) * attained;
+  if (alive > finish) spent += double(alive - finish) * delta;
+  return spent > 0.0 ? double(finish) / spent : 0.0;
+}
 
 int TiresiasQueueOf(const TiresiasOptions& options, double service) {
   int queue = 0;
@@ -130,7 +181,20 @@ Result<TiresiasOptions> ParseTiresiasOptions(const PolicyOptions& options) {
 }
 
 std::unique_ptr<Policy> MakeTiresias2das(const TiresiasOptions& tiresias) {
-  return std::make_unique<Tiresias2das>(tiresias);
+  return std::make_unique<Tiresias2das>(tiresias, /*gittins=*/false);
+}
+
+std::unique_ptr<Policy> MakeTiresiasGittins(const TiresiasOptions& tiresias) {
+  return std::make_unique<Tiresias2das>(tiresias, /*gittins=*/true);
+}
+
+Result<std::unique_ptr<Policy>> MakeTiresiasGittins(const PolicyOptions& options) {
+  GAVEL_ASSIGN_OR_RETURN(TiresiasOptions tiresias, ParseTiresiasOptions(options));
+  return MakeTiresiasGittins(tiresias);
+}
+
+std::unique_ptr<Policy> MakeTiresiasGittinsWithDefaults(const PolicyOptions& /*options*/) {
+  return MakeTiresiasGittins(TiresiasOptions{});
 }
 
 Result<std::unique_ptr<Policy>> MakeTiresias2das(const PolicyOptions& options) {

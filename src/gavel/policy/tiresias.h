@@ -10,6 +10,7 @@
 // Stateful (each job's service at its last promotion); single-threaded.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -32,9 +33,37 @@ Result<TiresiasOptions> ParseTiresiasOptions(const PolicyOptions& options);
 // The queue (0 = highest) of a job with `service` GPU-seconds since its last promotion.
 int TiresiasQueueOf(const TiresiasOptions& options, double service);
 
+// The service (GPU-seconds) that completed jobs attained, the distribution Tiresias' 2D-Gittins
+// index is computed from. Plain data; single-threaded.
+class ServiceDistribution {
+ public:
+  void Add(double service);
+  std::size_t size() const { return sorted_.size(); }
+  // The Gittins index of a job that has attained `attained` GPU-seconds, for a quantum of
+  // `delta` more (may be +infinity): P(S − a ≤ Δ | S > a) / E[min(S − a, Δ) | S > a], the
+  // chance to finish within the quantum per GPU-second spent on it. 0 where no completed job
+  // attained more than `attained` (nothing to go by: the lowest index). O(log n).
+  double GittinsIndex(double attained, double delta) const;
+
+ private:
+  std::vector<double> sorted_;
+  std::vector<double> prefix_ = {0.0};  // prefix_[k] = the sum of sorted_[0..k)
+};
+
 std::unique_ptr<Policy> MakeTiresias2das(const TiresiasOptions& tiresias);
 Result<std::unique_ptr<Policy>> MakeTiresias2das(const PolicyOptions& options);
 // The policy with its default options (options.params ignored).
 std::unique_ptr<Policy> MakeTiresias2dasWithDefaults(const PolicyOptions& options);
+
+// Tiresias' discretized 2D-Gittins (docs/policies.md, "Tiresias"): the same K queues by
+// service, but within a queue jobs go by their Gittins index (highest first; ties FIFO) from
+// the distribution of the service of the jobs that completed so far (a job that leaves the
+// input is taken to have completed with the service it last reported). The quantum Δ is the
+// service left before the job's next threshold, unbounded in the last queue. With no completed
+// job yet every index is 0 and the order is 2DAS's. Stateful (the distribution, the
+// promotions); single-threaded.
+std::unique_ptr<Policy> MakeTiresiasGittins(const TiresiasOptions& tiresias);
+Result<std::unique_ptr<Policy>> MakeTiresiasGittins(const PolicyOptions& options);
+std::unique_ptr<Policy> MakeTiresiasGittinsWithDefaults(const PolicyOptions& options);
 
 }  // namespace gavel::policy

@@ -81,6 +81,7 @@ mechanism::JobDescription ToDescription(const workload::TraceJob& job, Seconds a
   d.total_steps = job.total_steps;
   d.priority_weight = job.priority_weight;
   d.arrival = job.arrival_time;
+  d.app = job.app.value_or(-1);
   if (job.slo_multiplier && job.duration) {
     const double base = compat.slo_quirks ? admitted_at.value() : job.arrival_time.value();
     d.deadline = Seconds(*job.slo_multiplier * job.duration->value() + base);

@@ -23,7 +23,9 @@ constexpr const char* kCsvColumns[] = {
     "job_type", "scale_factor", "total_steps",       "arrival_time",  "priority_weight", "slo",
     "duration", "command",      "working_directory", "num_steps_arg", "needs_data_dir"};
 constexpr const char* kOptionalCsvColumns[] = {"cpus_per_gpu", "mem_gb_per_gpu", "outcome",
-                                               "outcome_at_progress"};
+                                               "outcome_at_progress", "app"};
+// Enough ids for any trace; keeps an app id an int.
+constexpr long long kMaxAppId = 1'000'000'000;
 
 std::string_view TrimView(std::string_view s) {
   const auto begin = s.find_first_not_of(" \t\r\n");
@@ -310,6 +312,14 @@ Result<TraceJob> ParseCsvLine(const FieldParser& p, const CsvHeader& header,
                                     cpus ? " cores" : " GB"));
     (cpus ? job.cpus_per_gpu : job.mem_gb_per_gpu) = value;
   }
+  if (const std::string* app = get("app"); app != nullptr && !TrimView(*app).empty()) {
+    GAVEL_ASSIGN_OR_RETURN(const long long id, p.Int("app", *app));
+    if (id < 0 || id > kMaxAppId) {
+      return p.Error("app", Quote(*app) + " is not an app id in [0, " +
+                                std::to_string(kMaxAppId) + "]");
+    }
+    job.app = static_cast<int>(id);
+  }
   const std::string* outcome = get("outcome");
   const std::string* at = get("outcome_at_progress");
   const bool has_outcome = outcome != nullptr && !TrimView(*outcome).empty();
@@ -527,6 +537,8 @@ Result<std::string> FormatTrace(const std::vector<TraceJob>& jobs, TraceFormat f
   });
   const bool with_outcomes = std::any_of(jobs.begin(), jobs.end(),
                                          [](const TraceJob& j) { return j.outcome.has_value(); });
+  const bool with_apps = std::any_of(jobs.begin(), jobs.end(),
+                                     [](const TraceJob& j) { return j.app.has_value(); });
   bool first = true;
   for (const char* column : kCsvColumns) {
     if (!first) out += ',';
@@ -535,6 +547,7 @@ Result<std::string> FormatTrace(const std::vector<TraceJob>& jobs, TraceFormat f
   }
   if (with_demands) out += ",cpus_per_gpu,mem_gb_per_gpu";
   if (with_outcomes) out += ",outcome,outcome_at_progress";
+  if (with_apps) out += ",app";
   out += '\n';
   const auto optional = [](const std::optional<double>& v) {
     return v.has_value() ? FormatRoundTrip(*v) : std::string();
@@ -569,6 +582,10 @@ Result<std::string> FormatTrace(const std::vector<TraceJob>& jobs, TraceFormat f
       } else {
         out += ",";
       }
+    }
+    if (with_apps) {
+      out += ',';
+      if (job.app) out += std::to_string(*job.app);
     }
     out += '\n';
   }

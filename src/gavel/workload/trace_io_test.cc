@@ -133,6 +133,32 @@ TEST(TraceIoTest, CsvMayGiveHostDemandsPerGpu) {
   EXPECT_NE(bad.status().message().find("cpus_per_gpu"), std::string::npos);
 }
 
+// Themis' app ids: an optional integer column, read, written back, checked.
+TEST(TraceIoTest, CsvMayGroupJobsIntoApps) {
+  auto jobs = ParseTrace(
+      "job_type,scale_factor,total_steps,arrival_time,app\n"
+      "A3C,1,100,0,7\n"
+      "A3C,1,100,0,\n"
+      "A3C,1,50,1,7\n",
+      TraceFormat::kCsv, "apps.csv");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  EXPECT_EQ((*jobs)[0].app, 7);
+  EXPECT_FALSE((*jobs)[1].app.has_value());
+  EXPECT_EQ((*jobs)[2].app, 7);
+  const Result<std::string> text = FormatTrace(*jobs, TraceFormat::kCsv);
+  ASSERT_TRUE(text.ok());
+  const auto back = ParseTrace(*text, TraceFormat::kCsv, "again.csv");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *jobs);
+  for (const char* bad_id : {"-1", "x", "1.5", "2000000000"}) {
+    auto bad = ParseTrace(std::string("job_type,scale_factor,total_steps,arrival_time,app\n"
+                                      "A3C,1,100,0,") + bad_id + "\n",
+                          TraceFormat::kCsv, "apps.csv");
+    ASSERT_FALSE(bad.ok()) << bad_id;
+    EXPECT_NE(bad.status().message().find("app"), std::string::npos) << bad_id;
+  }
+}
+
 // The optional columns (host demands, planned outcomes) are written when a job has them and
 // read back to the same jobs; a plain trace keeps the plain header.
 TEST(TraceIoTest, CsvCarriesDemandsAndPlannedOutcomesBothWays) {

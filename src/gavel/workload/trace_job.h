@@ -35,6 +35,9 @@ struct TraceJob {
   // How the workload says the job ends (job_outcome.h); nullopt = it says nothing. Set by the
   // Philly workload and the public-trace importers; inert without a failure model.
   std::optional<JobOutcome> outcome;
+  // Themis' app (docs/policies.md, "Themis"): jobs with the same id form one app, e.g. the
+  // trials of one hyper-parameter search; nullopt = an app of its own. Inert elsewhere.
+  std::optional<int> app;
 
   // The throughput-table key (job_type, scale_factor).
   JobTypeKey key() const { return JobTypeKey{job_type, scale_factor}; }
