@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "gavel/core/elastic.h"
 #include "gavel/core/throughput_table.h"
+#include "gavel/core/utility.h"
 #include "gavel/core/units.h"
 #include "gavel/workload/job_outcome.h"
 
@@ -35,6 +37,11 @@ struct TraceJob {
   // How the workload says the job ends (job_outcome.h); nullopt = it says nothing. Set by the
   // Philly workload and the public-trace importers; inert without a failure model.
   std::optional<JobOutcome> outcome;
+  // An elastic job's worker range and scaling curve (core/elastic.h); nullopt = fixed size.
+  std::optional<ElasticSpec> elastic;
+  // What the job is worth as a function of its completion time (core/utility.h); nullopt =
+  // none (the run reports total_utility only when some job has one).
+  std::optional<UtilityFunction> utility;
 
   // The throughput-table key (job_type, scale_factor).
   JobTypeKey key() const { return JobTypeKey{job_type, scale_factor}; }
