@@ -114,6 +114,26 @@ class Oasis final : public Policy {
       free[best_type] -= best_k;
       output.allocation(i, best_type) = 1.0;
       output.workers[i] = best_k;
+      chosen[i] = 1;
+    }
+    // GPUs still free: elastic jobs that run grow into them while that speeds them up (the
+    // plan is a floor, not a ceiling, when nobody else can use the GPUs this round).
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (std::size_t i : order) {
+        const PolicyJob& job = input.jobs[i];
+        if (chosen[i] == 0 || !job.elastic()) continue;
+        for (std::size_t j = 0; j < n; ++j) {
+          const int k = output.workers[i];
+          if (output.allocation(i, j) == 0.0 || free[j] == 0 || k >= job.max_workers ||
+              Throughput(input, i, k + 1, j) <= Throughput(input, i, k, j)) {
+            continue;
+          }
+          ++output.workers[i];
+          --free[j];
+          grew = true;
+        }
+      }
     }
     return output;
   }
