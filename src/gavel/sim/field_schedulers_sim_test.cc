@@ -63,34 +63,12 @@ TEST(FieldSchedulersSimTest, OasisEarnsMoreUtilityThanFifoAndDrf) {
   }
 }
 
-SimulationOptions PhillyRun(const std::string& policy, std::uint64_t seed) {
-  SimulationOptions o;
-  o.cluster = {{"v100", 8, 8}, {"p100", 8, 8}, {"k80", 8, 8}};
-  o.throughputs = ShippedThroughputTable();
-  o.policy = policy;
-  o.seed = seed;
-  workload::GeneratorOptions g;
-  g.seed = seed;
-  g.mean_interarrival = Seconds(3600.0);
-  auto table = workload::PhillyJobDistribution::LoadCsv(workload::DefaultPhillyDistributionFile());
-  GAVEL_CHECK_MSG(table.ok(), table.status().ToString().c_str());
-  auto philly = std::make_shared<workload::PhillyWorkloadOptions>();
-  philly->distribution = std::make_shared<const workload::PhillyJobDistribution>(std::move(*table));
-  g.philly_workload = std::move(philly);
-  g.max_jobs = 60;
-  o.generator = g;
-  o.window_start = 0;
-  o.window_end = 60;
-  o.saturation_limit = Seconds(1e8);
-  return o;
-}
-
 TEST(FieldSchedulersSimTest, IntrospectiveGandivaBeatsTheCapacityScheduler) {
   double gandiva = 0.0;
   double yarn = 0.0;
   for (std::uint64_t seed : {0, 1, 2}) {
-    const SimulationResult g = simtest::MustSimulate(PhillyRun("gandiva_introspective", seed));
-    const SimulationResult y = simtest::MustSimulate(PhillyRun("yarn_cs", seed));
+    const SimulationResult g = simtest::MustSimulate(simtest::PhillyRun("gandiva_introspective", seed));
+    const SimulationResult y = simtest::MustSimulate(simtest::PhillyRun("yarn_cs", seed));
     EXPECT_EQ(g.window_jobs_completed, 60u) << "seed " << seed;
     EXPECT_LE(g.utilization, 1.0 + 1e-9);
     gandiva += g.average_jct_seconds;
