@@ -425,6 +425,15 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,
     g.generate_multi_gpu_jobs = o.multi_gpu;
     g.generate_multi_priority_jobs = o.multi_priority;
     g.assign_slos = o.assign_slos;
+    if (!(o.elastic_fraction >= 0.0 && o.elastic_fraction <= 1.0)) {
+      return Status::InvalidArgument("--elastic-fraction must be in [0, 1]");
+    }
+    g.elastic_fraction = o.elastic_fraction;
+    if (!o.utility.empty()) {
+      Result<UtilityFamily> family = ParseUtilityFamily(o.utility);
+      if (!family.ok()) return family.status().WithContext("--utility");
+      g.utility = *family;
+    }
     if (o.fixed_duration) {
       if (!(*o.fixed_duration >= 0.0)) {
         return Status::InvalidArgument("--fixed-job-duration must be >= 0 seconds");
@@ -548,6 +557,12 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
                          "Give 20% of generated jobs priority weight 5");
   simulate_cmd->add_flag("--assign-slos", options->assign_slos,
                          "Give generated jobs SLO deadlines");
+  simulate_cmd->add_option("--elastic-fraction", options->elastic_fraction,
+                           "Fraction of generated jobs that are elastic (workers 1 to 2x their "
+                           "GPUs, at most 8; default 0)");
+  simulate_cmd->add_option("--utility", options->utility,
+                           "Give generated jobs a utility of completion time: sigmoid|linear "
+                           "(reports total_utility and jobs_rejected)");
   simulate_cmd
       ->add_option("-f,--fixed-job-duration", options->fixed_duration,
                    "Every generated job runs this long on a V100")

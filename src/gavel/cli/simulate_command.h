@@ -57,6 +57,8 @@ struct SimulateOptions {
   bool assign_slos = false;
   std::optional<double> fixed_duration;  // -f, seconds on one V100
   bool steady_state = false;
+  double elastic_fraction = 0.0;  // generated jobs: fraction elastic (core/elastic.h)
+  std::string utility;            // generated jobs: "", "sigmoid" or "linear" (core/utility.h)
   std::string throughputs_file;        // empty = the shipped simulation table
   std::string trace_file;              // a trace instead of generated jobs
   std::string trace_format = "gavel";  // gavel | csv | msr | philly | pai | helios

@@ -25,6 +25,42 @@ std::vector<double> IsolatedThroughputs(const ThroughputTable& table,
   return result;
 }
 
+std::vector<std::vector<double>> ElasticThroughputs(const ThroughputTable& table,
+                                                    const std::vector<int>& table_types,
+                                                    int table_key, const ElasticSpec& spec) {
+  const JobTypeKey& key = table.job_types()[static_cast<std::size_t>(table_key)];
+  const std::vector<double> declared = IsolatedThroughputs(table, table_types, table_key);
+  const auto counts = static_cast<std::size_t>(spec.max_workers - spec.min_workers + 1);
+  std::vector<std::vector<double>> result(counts, std::vector<double>(table_types.size(), 0.0));
+  // The table's points: every key of the same model with a positive throughput on the type.
+  std::vector<int> same_model;
+  for (std::size_t k = 0; k < table.job_types().size(); ++k) {
+    if (table.job_types()[k].model == key.model) same_model.push_back(static_cast<int>(k));
+  }
+  const double own_base =
+      spec.scaling.empty() ? 0.0 : InterpolateCurve(spec.scaling, key.scale_factor);
+  for (std::size_t t = 0; t < table_types.size(); ++t) {
+    std::vector<ScalingPoint> points;
+    if (spec.scaling.empty()) {
+      for (int k : same_model) {
+        const double v = table.Isolated(table_types[t], k).value_or(0.0);
+        if (v > 0.0) points.push_back(ScalingPoint{table.job_types()[static_cast<std::size_t>(k)].scale_factor, v});
+      }
+    }
+    for (std::size_t c = 0; c < counts; ++c) {
+      const int workers = spec.min_workers + static_cast<int>(c);
+      if (workers == key.scale_factor) {
+        result[c][t] = declared[t];  // exactly the table's value at the declared count
+      } else if (!spec.scaling.empty()) {
+        result[c][t] = declared[t] * InterpolateCurve(spec.scaling, workers) / own_base;
+      } else {
+        result[c][t] = InterpolateCurve(points, workers);
+      }
+    }
+  }
+  return result;
+}
+
 std::vector<std::array<double, 2>> ColocatedThroughputs(const ThroughputTable& table,
                                                         const std::vector<int>& table_types,
                                                         int key_a, int key_b) {
@@ -82,6 +118,7 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
         policy::PairOptions{.keep_unusable = options.keep_unusable_pairs,
                             .zero_oversized = options.zero_oversized},
         [&](std::size_t a, std::size_t b, std::span<std::array<double, 2>> per_type) {
+          if (jobs[a].unpairable || jobs[b].unpairable) return false;
           if (options.colocated) {  // the caller's estimates (ports.h), not the table
             const std::vector<std::array<double, 2>> co = options.colocated(a, b);
             for (std::size_t j = 0; j < n; ++j) per_type[j] = co[j];

@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "gavel/core/elastic.h"
 #include "gavel/core/ids.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
@@ -32,6 +33,8 @@ struct ActiveJobInfo {
   // Isolated steps/s on each layout type where the caller knows better than the table (e.g.
   // online estimates); empty = the table's.
   std::span<const double> throughputs;
+  // Never a space-sharing pair member (elastic jobs: a pair needs one fixed count).
+  bool unpairable = false;
 };
 
 struct PolicyInputOptions {
@@ -61,6 +64,14 @@ std::vector<double> IsolatedThroughputs(const ThroughputTable& table,
 std::vector<std::array<double, 2>> ColocatedThroughputs(const ThroughputTable& table,
                                                         const std::vector<int>& table_types,
                                                         int key_a, int key_b);
+
+// An elastic job's isolated steps/s at every worker count of its range: row k − min_workers,
+// one entry per layout type (core/elastic.h: its own curve scaled from the declared count's
+// throughput, or the table's entries of the same model at other scale factors, per type).
+// Oversized counts are not zeroed here (the caller knows the layout).
+std::vector<std::vector<double>> ElasticThroughputs(const ThroughputTable& table,
+                                                    const std::vector<int>& table_types,
+                                                    int table_key, const ElasticSpec& spec);
 
 // `jobs` must be sorted by id. Times are measured at `now`.
 policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,

@@ -36,6 +36,9 @@ struct RoundPlan {
   std::vector<Assignment> assignments;
   // The allocation was recomputed by the policy before this round was planned.
   bool allocation_recomputed = false;
+  // Jobs the policy's admission control rejected while planning this round: they left for
+  // good (JobRecord::rejected) and are in no assignment.
+  std::vector<JobId> rejected;
 };
 
 struct WorkerReport {

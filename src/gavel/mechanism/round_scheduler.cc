@@ -142,6 +142,10 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
     return Status::InvalidArgument("job " + id.ToString() +
                                    ": steps done must be in [0, total steps)");
   }
+  if (job.elastic) {
+    const Status elastic = ValidateElastic(*job.elastic, job.type.scale_factor);
+    if (!elastic.ok()) return elastic.WithContext("job " + id.ToString());
+  }
   if (!std::isfinite(job.priority_weight) || !(job.priority_weight > 0.0)) {
     return Status::InvalidArgument("job of type " + job.type.ToString() +
                                    ": priority weight must be a positive number");
@@ -173,6 +177,7 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   record.cpus_per_gpu = job.cpus_per_gpu;
   record.mem_gb_per_gpu = job.mem_gb_per_gpu;
   record.app = job.app;
+  record.utility = job.utility;
   if (const auto known = index_of_.find(id); known != index_of_.end()) {
     // Back after leaving: a fresh record in the same place.
     const std::size_t index = known->second;
@@ -192,6 +197,14 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   active.table_key = *key;
   active.scale_factor = job.type.scale_factor;
   active.last_ran_until = job.arrival;
+  active.workers = job.type.scale_factor;
+  active.min_workers = job.elastic ? job.elastic->min_workers : job.type.scale_factor;
+  active.max_workers = job.elastic ? job.elastic->max_workers : job.type.scale_factor;
+  active.elastic_tput.clear();
+  if (job.elastic) {
+    active.elastic_tput = ElasticThroughputs(*throughputs_, table_types_, *key, *job.elastic);
+  }
+  active.utility = job.utility;
 
   // The job itself first, then its pairs with every earlier active job of the same scale
   // factor: the original's insertion order, which breaks ties in the per-type queues.
@@ -203,9 +216,9 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   ComboState& s = combo(single);
   std::fill(s.job_time.begin(), s.job_time.end(), HalfRound(options_));
 
-  if (traits_.packing) {
+  if (traits_.packing && !active.elastic()) {
     for (auto& [other_id, other] : active_) {
-      if (other_id == id || other.scale_factor != active.scale_factor) continue;
+      if (other_id == id || other.scale_factor != active.scale_factor || other.elastic()) continue;
       const Combination pair = Combination::Pair(other_id, id);
       const int slot = NewCombo(pair, active.scale_factor);
       RefreshPairThroughputs(combo(slot));
@@ -250,11 +263,15 @@ int RoundScheduler::NewCombo(const Combination& id, int scale_factor) {
 
 void RoundScheduler::RefreshThroughputs(const ActiveJob& job) {
   ComboState& s = combo(job.single_slot);
-  s.tput_a = IsolatedThroughputs(*throughputs_, table_types_, job.table_key);
+  const bool resized = job.workers != job.scale_factor;
+  s.scale_factor = job.workers;
+  s.tput_a = resized ? job.elastic_tput[static_cast<std::size_t>(job.workers - job.min_workers)]
+                     : IsolatedThroughputs(*throughputs_, table_types_, job.table_key);
   for (int t = 0; t < num_types_; ++t) {
     const auto ut = static_cast<std::size_t>(t);
-    if (!std::isnan(job.tput_estimate[ut])) s.tput_a[ut] = job.tput_estimate[ut];
-    if (!options_.compat.raw_policy_input && job.scale_factor > layout_.gpu_count(t)) {
+    // Online estimates are of the declared count.
+    if (!resized && !std::isnan(job.tput_estimate[ut])) s.tput_a[ut] = job.tput_estimate[ut];
+    if (!options_.compat.raw_policy_input && job.workers > layout_.gpu_count(t)) {
       s.tput_a[ut] = 0.0;
     }
   }
@@ -791,9 +808,10 @@ policy::PolicyInput RoundScheduler::PolicyInputAt(Seconds now,
     if (std::find(without.begin(), without.end(), id) != without.end()) continue;
     const JobRecord& record = records_[Index(id)];
     // The single's throughputs: the table's, or UpdateThroughput's estimates.
-    jobs.push_back(ActiveJobInfo{id, job.table_key, job.scale_factor, record.priority_weight,
+    jobs.push_back(ActiveJobInfo{id, job.table_key, job.workers, record.priority_weight,
                                  record.total_steps - record.steps_run, record.arrival,
-                                 record.deadline, combo(job.single_slot).tput_a});
+                                 record.deadline, combo(job.single_slot).tput_a,
+                                 /*unpairable=*/job.elastic()});
   }
   PolicyInputOptions input_options;
   input_options.pairs = traits_.packing;
@@ -825,8 +843,23 @@ void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
   const int servers = layout_.num_servers();
   input.host_cpus = host.cpus_per_server * servers;
   input.host_mem_gb = host.mem_gb_per_server * servers;
+  input.now_seconds = now.value();
   for (policy::PolicyJob& row : input.jobs) {
     const ActiveJob& job = active_.at(row.id);
+    row.min_workers = job.min_workers;
+    row.max_workers = job.max_workers;
+    row.utility = job.utility;
+    if (job.elastic()) {
+      row.throughput_by_workers = Matrix(job.elastic_tput.size(), static_cast<std::size_t>(num_types_));
+      for (std::size_t c = 0; c < job.elastic_tput.size(); ++c) {
+        const int workers = job.min_workers + static_cast<int>(c);
+        for (int t = 0; t < num_types_; ++t) {
+          const bool fits = options_.compat.raw_policy_input || workers <= layout_.gpu_count(t);
+          row.throughput_by_workers(c, static_cast<std::size_t>(t)) =
+              fits ? job.elastic_tput[c][static_cast<std::size_t>(t)] : 0.0;
+        }
+      }
+    }
     const JobRecord& record = records_[Index(row.id)];
     for (int t = 0; t < num_types_; ++t) row.attained_gpu_seconds += gpu_seconds(row.id, t);
     const ComboState& single = combo(job.single_slot);
@@ -907,6 +940,37 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
     ComboState& c = combo(pair_slots_.at(id));
     c.in_allocation = true;
     for (std::size_t j = 0; j < n; ++j) c.allocation[j] = has_pairs ? xp(p, j) : 0.0;
+  }
+  return ApplyResizingAndAdmission(input, *output);
+}
+
+Status RoundScheduler::ApplyResizingAndAdmission(const policy::PolicyInput& input,
+                                                 const policy::PolicyOutput& output) {
+  const std::size_t m = input.num_jobs();
+  if ((!output.workers.empty() && output.workers.size() != m) ||
+      (!output.rejected.empty() && output.rejected.size() != m)) {
+    return Status::Internal("policy " + options_.policy +
+                            " returned worker counts or rejections for the wrong number of jobs");
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    ActiveJob& job = active_.at(input.jobs[i].id);
+    const int workers = output.workers.empty() ? job.scale_factor : output.workers[i];
+    if (workers == job.workers) continue;
+    if (workers < job.min_workers || workers > job.max_workers) {
+      return Status::Internal("policy " + options_.policy + " runs job " + job.id.ToString() +
+                              " on " + std::to_string(workers) + " workers, outside [" +
+                              std::to_string(job.min_workers) + ", " +
+                              std::to_string(job.max_workers) + "]");
+    }
+    job.workers = workers;
+    RefreshThroughputs(job);
+  }
+  for (std::size_t i = 0; i < output.rejected.size(); ++i) {
+    if (output.rejected[i] == 0) continue;
+    const JobId id = input.jobs[i].id;
+    records_[Index(id)].rejected = true;
+    EraseJob(id, /*dropped=*/false);
+    rejected_.push_back(id);
   }
   return Status::Ok();
 }
@@ -1048,6 +1112,8 @@ Result<std::vector<RoundScheduler::Placed>> RoundScheduler::PlaceOnGpus(
       for (std::size_t k = begin; k < end; ++k) {
         ComboState& c = combo(list[k].slot);
         if (c.last_round < 0 || c.last_round != round - 1 || c.last_type != t) continue;
+        // An elastic job resized since: its old GPUs are the wrong number.
+        if (static_cast<int>(c.last_workers.size()) != c.scale_factor) continue;
         if (std::any_of(c.last_workers.begin(), c.last_workers.end(), is_assigned)) continue;
         for (WorkerId w : c.last_workers) mark(w);
         c.placed_round = round;
@@ -1116,6 +1182,8 @@ std::vector<RoundScheduler::Placed> RoundScheduler::PlaceByTopology(
       for (std::size_t k = begin; k < end; ++k) {
         ComboState& c = combo(list[k].slot);
         if (c.last_round < 0 || c.last_round != round - 1 || c.last_type != t) continue;
+        // An elastic job resized since: its old GPUs are the wrong number.
+        if (static_cast<int>(c.last_workers.size()) != c.scale_factor) continue;
         if (!pool.TryTake(c.last_workers, demand_of(c))) continue;
         c.placed_round = round;
         placed.push_back(Placed{list[k].slot, t, c.last_workers});
@@ -1150,6 +1218,8 @@ RoundPlan RoundScheduler::EmitPlan(Seconds now, std::vector<Placed> placed, bool
   RoundPlan plan;
   plan.start = now;
   plan.allocation_recomputed = recomputed;
+  plan.rejected = std::move(rejected_);
+  rejected_.clear();
   plan.assignments.reserve(placed.size());
   const double round_seconds = options_.round_length.value();
   for (Placed& p : placed) {

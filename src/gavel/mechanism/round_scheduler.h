@@ -52,11 +52,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gavel/core/elastic.h"
 #include "gavel/core/ids.h"
 #include "gavel/core/py_random.h"
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
+#include "gavel/core/utility.h"
 #include "gavel/mechanism/cluster_layout.h"
 #include "gavel/mechanism/combination.h"
 #include "gavel/mechanism/compat.h"
@@ -117,6 +119,12 @@ struct JobDescription {
   double cpus_per_gpu = 0.0;
   double mem_gb_per_gpu = 0.0;
   int app = -1;  // Themis' app (policy::PolicyJob::app); -1 = an app of its own
+  // An elastic job (core/elastic.h): it runs at its declared scale factor until a policy with
+  // the resizes_elastic_jobs capability picks another count in the range. Elastic jobs are
+  // never space-sharing pair members. nullopt = fixed size.
+  std::optional<ElasticSpec> elastic;
+  // Its utility of completion time, handed to the policy (admission control reads it).
+  std::optional<UtilityFunction> utility;
 };
 
 // Everything the scheduler remembers about a job, finished or not (for metrics).
@@ -133,13 +141,15 @@ struct JobRecord {
   std::optional<Seconds> finish;       // end of the micro-task that completed it
   bool dropped = false;                // removed after too many failed micro-tasks
   bool removed = false;                // removed by RemoveJob (cancelled, failed by the caller)
+  bool rejected = false;               // refused by the policy's admission control
+  std::optional<UtilityFunction> utility;  // JobDescription::utility
   double cost = 0.0;                   // $ (only with instance costs)
   double cpus_per_gpu = 0.0;           // host demands (JobDescription)
   double mem_gb_per_gpu = 0.0;
   int app = -1;                        // JobDescription::app
-  bool done() const { return finish.has_value() || dropped || removed; }
+  bool done() const { return finish.has_value() || dropped || removed || rejected; }
   std::optional<Seconds> jct() const {
-    if (!finish || dropped || removed) return std::nullopt;
+    if (!finish || dropped || removed || rejected) return std::nullopt;
     return *finish - arrival;
   }
 };
@@ -321,6 +331,14 @@ class RoundScheduler {
     // UpdateThroughput's estimates by layout type; NaN = none (the table's value applies).
     std::vector<double> tput_estimate;
     Seconds last_ran_until{0.0};  // end of its last micro-task (arrival before the first)
+    // Elastic jobs: the range, the count it runs at now (= scale_factor for fixed jobs) and
+    // its throughput per count (row workers − min_workers) and layout type, unzeroed.
+    int min_workers = 1;
+    int max_workers = 1;
+    int workers = 1;
+    std::vector<std::vector<double>> elastic_tput;
+    std::optional<UtilityFunction> utility;
+    bool elastic() const { return max_workers > min_workers; }
   };
 
   // A single job or a pair, with its per-type state (spec §3.2). Vectors are indexed by layout
@@ -359,6 +377,9 @@ class RoundScheduler {
   ReportOutcome BookMicroTask(ComboState& c, const MicroTaskResult& result, bool succeeded);
   void AddEntities(policy::PolicyInput& input) const;
   void AddHistory(policy::PolicyInput& input, Seconds now) const;
+  // Applies the policy's PolicyOutput::workers and ::rejected (elastic counts, admission).
+  Status ApplyResizingAndAdmission(const policy::PolicyInput& input,
+                                   const policy::PolicyOutput& output);
   // Dense position of an admitted job in records_ (admission order).
   std::size_t Index(JobId job) const { return index_of_.at(job); }
 
@@ -417,6 +438,8 @@ class RoundScheduler {
   std::size_t dead_in_order_ = 0;
   std::unordered_map<Combination, int> pair_slots_;
 
+  // Jobs the policy rejected since the last plan (RoundPlan::rejected).
+  std::vector<JobId> rejected_;
   // Jobs held out of the plans, with the time they come back (HoldJob).
   std::map<JobId, Seconds> held_;
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "gavel/core/elastic.h"
 #include "gavel/core/py_random.h"
 #include "gavel/core/snapshot.h"
 
@@ -907,6 +908,135 @@ TEST(RoundSchedulerCallerIdsTest, EntitiesAndTheirWeightsReachThePolicy) {
                                                   std::make_unique<FakePolicy>(Share(1.0), &calls),
                                                   PolicyTraits{});
   EXPECT_THAT(refused.status().message(), HasSubstr("weight of \"lab\""));
+}
+
+
+// ---- Elastic jobs (core/elastic.h) and admission (PolicyOutput::workers, ::rejected) ----
+
+// Every job gets all of the first type; elastic ones at `workers(job)` workers.
+FakePolicy::Rule ResizeTo(std::function<int(const policy::PolicyJob&)> workers) {
+  return [workers](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    out.workers.resize(in.num_jobs());
+    for (std::size_t i = 0; i < in.num_jobs(); ++i) {
+      out.allocation(i, 0) = 1.0;
+      out.workers[i] = in.jobs[i].elastic() ? workers(in.jobs[i]) : in.jobs[i].scale_factor;
+    }
+  };
+}
+
+JobId AddElastic(Fixture& f, int min, int max, std::vector<ScalingPoint> curve) {
+  JobDescription d;
+  d.type = JobTypeKey{"A", 1};
+  d.total_steps = 1e7;
+  d.elastic = ElasticSpec{min, max, std::move(curve)};
+  const JobId id(f.scheduler->num_jobs());
+  const Status added = f.scheduler->AddJob(id, d);
+  GAVEL_CHECK_MSG(added.ok(), added.ToString().c_str());
+  return id;
+}
+
+TEST(RoundSchedulerElasticTest, RunsAtThePolicysCountWithItsCurvesThroughput) {
+  // Own curve 1:1;2:1.8;4:3 scales A's 2.0 steps/s at 1 worker: k workers run at 2·S(k).
+  std::vector<policy::PolicyJob> seen;
+  Fixture f({{"v100", 4, 4}}, [&](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    seen = in.jobs;
+    ResizeTo([](const policy::PolicyJob& j) { return j.max_workers; })(in, out);
+  });
+  const JobId job = AddElastic(f, 1, 4, {{1, 1.0}, {2, 1.8}, {4, 3.0}});
+  RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].min_workers, 1);
+  EXPECT_EQ(seen[0].max_workers, 4);
+  const double expected[] = {2.0, 3.6, 4.8, 6.0};
+  for (int k = 1; k <= 4; ++k) EXPECT_DOUBLE_EQ(seen[0].ElasticThroughput(k, 0), expected[k - 1]);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].workers.size(), 4u);
+  EXPECT_DOUBLE_EQ(plan.assignments[0].expected_throughput[0], 6.0);
+  f.Finish(plan, 360.0);
+  EXPECT_EQ(f.scheduler->record(job).steps_run, std::trunc(6.0 * 360.0));
+  EXPECT_DOUBLE_EQ(f.scheduler->gpu_seconds(job, 0), 4 * 360.0);
+  // A policy that picks 2 workers: that count's throughput.
+  Fixture g({{"v100", 4, 4}}, ResizeTo([](const policy::PolicyJob&) { return 2; }));
+  AddElastic(g, 1, 4, {{1, 1.0}, {2, 1.8}, {4, 3.0}});
+  plan = g.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].workers.size(), 2u);
+  EXPECT_DOUBLE_EQ(plan.assignments[0].expected_throughput[0], 3.6);
+}
+
+TEST(RoundSchedulerElasticTest, WithoutACurveTheTablesOtherScaleFactorsAreThePoints) {
+  // The table has A at 1 (2.0) and 2 (3.0) GPUs on v100: 2 workers run at 3.0, 3 and 4 gain
+  // nothing past the last point.
+  int workers = 2;
+  Fixture f({{"v100", 4, 4}}, ResizeTo([&](const policy::PolicyJob&) { return workers; }));
+  AddElastic(f, 1, 4, {});
+  RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].workers.size(), 2u);
+  EXPECT_DOUBLE_EQ(plan.assignments[0].expected_throughput[0], 3.0);
+  f.Finish(plan, 360.0);
+  workers = 3;
+  f.scheduler->RequestReallocation();
+  plan = f.Plan(360.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].workers.size(), 3u);
+  EXPECT_DOUBLE_EQ(plan.assignments[0].expected_throughput[0], 3.0);
+  EXPECT_FALSE(plan.assignments[0].lease_extended);
+}
+
+TEST(RoundSchedulerElasticTest, PoliciesThatDoNotResizeRunTheDeclaredCount) {
+  Fixture f({{"v100", 4, 4}}, Share(1.0));
+  AddElastic(f, 1, 4, {{1, 1.0}, {4, 3.0}});
+  const RoundPlan plan = f.Plan(0.0);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].workers.size(), 1u);
+  EXPECT_DOUBLE_EQ(plan.assignments[0].expected_throughput[0], 2.0);
+}
+
+TEST(RoundSchedulerElasticTest, BadRangesAndCountsAreErrors) {
+  Fixture f({{"v100", 4, 4}}, ResizeTo([](const policy::PolicyJob&) { return 5; }));
+  JobDescription d;
+  d.type = JobTypeKey{"A", 1};
+  d.total_steps = 10.0;
+  d.elastic = ElasticSpec{2, 4, {}};  // min above the declared 1
+  EXPECT_THAT(f.scheduler->AddJob(JobId(0), d).ToString(), HasSubstr("min_workers"));
+  AddElastic(f, 1, 4, {});
+  auto plan = f.scheduler->PlanRound();
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().ToString(), HasSubstr("outside [1, 4]"));
+}
+
+TEST(RoundSchedulerElasticTest, ElasticJobsAreNeverPaired) {
+  std::size_t pairs = 99;
+  PolicyTraits traits;
+  traits.packing = true;
+  Fixture f({{"v100", 2, 1}},
+            [&](const policy::PolicyInput& in, policy::PolicyOutput&) { pairs = in.pairs.size(); },
+            {}, traits);
+  f.Add("A", 1, 100.0, 0.0);
+  f.Add("B", 1, 100.0, 0.0);
+  AddElastic(f, 1, 2, {});
+  f.Plan(0.0);
+  EXPECT_EQ(pairs, 1u);  // A with B only
+}
+
+TEST(RoundSchedulerAdmissionTest, RejectedJobsLeaveForGoodAndThePlanSaysSo) {
+  Fixture f({{"v100", 2, 1}}, [](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    out.rejected.assign(in.num_jobs(), 0);
+    for (std::size_t i = 0; i < in.num_jobs(); ++i) {
+      out.allocation(i, 0) = 1.0;
+      if (in.jobs[i].id == JobId(1)) out.rejected[i] = 1;
+    }
+  });
+  const JobId kept = f.Add("A", 1, 100.0, 0.0);
+  const JobId refused = f.Add("B", 1, 100.0, 0.0);
+  const RoundPlan plan = f.Plan(0.0);
+  EXPECT_THAT(plan.rejected, ElementsAre(refused));
+  EXPECT_THAT(RunningJobs(plan), ElementsAre(kept));
+  EXPECT_FALSE(f.scheduler->IsActive(refused));
+  EXPECT_TRUE(f.scheduler->record(refused).rejected);
+  EXPECT_TRUE(f.scheduler->record(refused).done());
+  EXPECT_FALSE(f.scheduler->record(refused).jct().has_value());
 }
 
 }  // namespace

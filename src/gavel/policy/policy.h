@@ -36,6 +36,13 @@ struct PolicyOutput {
   AllocationStatus status = AllocationStatus::kOptimal;
   std::optional<double> objective;  // the formulation's optimal value, where it has one
   std::string note;                 // why a fallback was taken, etc.
+  // Elastic resizing: the worker count each job (row) runs at from now on, within its
+  // [min_workers, max_workers]. Empty = every job at its declared scale factor (the LP
+  // policies). Only policies with the `resizes_elastic_jobs` capability fill it.
+  std::vector<int> workers;
+  // Admission control: rows the policy refuses (1 = rejected); the mechanism removes those
+  // jobs for good (JobRecord::rejected). Empty = none.
+  std::vector<char> rejected;
 };
 
 // Which way an LP policy solves its formulation. Both return an optimum of the same
@@ -78,6 +85,8 @@ struct PolicyCapabilities {
   // The allocation depends on time as well as on the job set (attained service, waiting
   // time): the mechanism recomputes it at every round, not only when something changed.
   bool reallocates_every_round = false;
+  // Sets PolicyOutput::workers: elastic jobs run at the counts it chooses.
+  bool resizes_elastic_jobs = false;
 };
 
 // The problem a policy with these capabilities needs built (BuildPolicyInput). Under

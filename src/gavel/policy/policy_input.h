@@ -18,6 +18,7 @@
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
+#include "gavel/core/utility.h"
 
 namespace gavel::policy {
 
@@ -39,6 +40,21 @@ struct PolicyJob {
   Seconds waiting{0.0};               // now − the end of its last run (− arrival if never ran)
   double cpus_per_gpu = 0.0;          // host demands per GPU (0 = none)
   double mem_gb_per_gpu = 0.0;
+  // Elastic jobs (core/elastic.h): the range of worker counts it may run at, and its
+  // throughput at each count, row k − min_workers, one column per GPU type (0 where the type
+  // has fewer GPUs). Fixed-size jobs: min = max = scale_factor and no rows. scale_factor is
+  // the count it runs at now (its declared one unless a policy resized it).
+  int min_workers = 1;
+  int max_workers = 1;
+  Matrix throughput_by_workers;
+  bool elastic() const { return max_workers > min_workers; }
+  // Throughput at `workers` on type `type` (the job's whole throughput for elastic jobs; the
+  // caller passes input.throughput for its current count otherwise).
+  double ElasticThroughput(int workers, std::size_t type) const {
+    return throughput_by_workers(static_cast<std::size_t>(workers - min_workers), type);
+  }
+  // Utility of the job as a function of its completion time (core/utility.h), if it has one.
+  std::optional<UtilityFunction> utility;
 };
 
 // Two jobs that may share the same GPU(s) (space sharing). `first < second` (job indices).
@@ -66,6 +82,9 @@ struct PolicyInput {
   // The cluster's host CPU cores and memory in total (every server's); 0 = not limited.
   double host_cpus = 0.0;
   double host_mem_gb = 0.0;
+  // Seconds since the start of the run (the round mechanism's clock; 0 where unknown). Only
+  // policies that plan in absolute time slots (oasis) read it.
+  double now_seconds = 0.0;
 
   std::size_t num_jobs() const { return jobs.size(); }
   std::size_t num_types() const { return gpu_types.size(); }

@@ -12,10 +12,12 @@
 #include "gavel/policy/fifo.h"
 #include "gavel/policy/finish_time_fairness.h"
 #include "gavel/policy/gandiva.h"
+#include "gavel/policy/gandiva_introspective.h"
 #include "gavel/policy/isolated.h"
 #include "gavel/policy/max_min_fairness.h"
 #include "gavel/policy/max_sum_throughput.h"
 #include "gavel/policy/min_total_duration.h"
+#include "gavel/policy/oasis.h"
 #include "gavel/policy/proportional.h"
 #include "gavel/policy/shortest_job_first.h"
 #include "gavel/policy/tetris.h"
@@ -90,6 +92,17 @@ const PolicyInfo kPolicies[] = {
      .description = "Gandiva: equal time shares with random space-sharing pairs",
      .capabilities = {.packing = true},
      .make = &MakeGandiva},
+    {.name = "gandiva_introspective",
+     .description = "Gandiva's introspective scheduler: time slicing by longest wait, packing "
+                    "by measurement (pairs slower than apart are unpacked), grow-shrink of "
+                    "elastic jobs, migration by re-consolidation (option keep=)",
+     .capabilities = {.packing = true,
+                      .skips_zero_priority = true,
+                      .reallocates_every_round = true,
+                      .resizes_elastic_jobs = true},
+     .option_keys = "keep",
+     .make_with_params = &MakeGandivaIntrospective,
+     .make = &MakeGandivaIntrospectiveWithDefaults},
     {.name = "isolated",
      .description = "Each job gets an equal 1/n share of every GPU type",
      .capabilities = {.shuffles_gpu_type_order = true},
@@ -145,6 +158,17 @@ const PolicyInfo kPolicies[] = {
      .description = "Minimise the time until every job finishes (makespan)",
      .capabilities = {.needs_steps_remaining = true},
      .make = &Makespan<kPerf>},
+    {.name = "oasis",
+     .description = "OASiS: online primal-dual admission by job utility; admitted jobs run "
+                    "their best schedule's worker counts per slot "
+                    "(options slot=, horizon=, units=, steps=, ps_ratio=, ps_cpus=)",
+     .capabilities = {.skips_zero_priority = true,
+                      .needs_steps_remaining = true,
+                      .reallocates_every_round = true,
+                      .resizes_elastic_jobs = true},
+     .option_keys = "slot,horizon,units,steps,ps_ratio,ps_cpus",
+     .make_with_params = &MakeOasis,
+     .make = &MakeOasisWithDefaults},
     {.name = "proportional",
      .description = "Each job gets time on each type in proportion to the type's GPU count",
      .make = &MakeProportional},

@@ -74,6 +74,7 @@ class FluidSimulation {
           record.total_steps = job.total_steps;
           record.arrival = job.arrival_time;
           record.deadline = d.deadline;
+          record.utility = d.utility;
           if (records_.size() == setup_.window_start) window_start_time_ = job.arrival_time;
           active_.push_back(records_.size());
           records_.push_back(record);
@@ -94,7 +95,7 @@ class FluidSimulation {
       const JobRecord& r = records_[id];
       jobs.push_back(ActiveJobInfo{JobId(id), r.table_key, r.scale_factor, r.priority_weight,
                                    r.total_steps - r.steps_run, r.arrival, r.deadline,
-                                   /*throughputs=*/{}});
+                                   /*throughputs=*/{}, /*unpairable=*/false});
     }
     mechanism::PolicyInputOptions input_options;
     input_options.pairs = packing_;

@@ -17,28 +17,6 @@
 namespace gavel::sim {
 namespace {
 
-SimulationOptions PhillyRun(const std::string& policy, std::uint64_t seed) {
-  SimulationOptions o;
-  o.cluster = {{"v100", 8, 8}, {"p100", 8, 8}, {"k80", 8, 8}};
-  o.throughputs = ShippedThroughputTable();
-  o.policy = policy;
-  o.seed = seed;
-  workload::GeneratorOptions g;
-  g.seed = seed;
-  g.mean_interarrival = Seconds(3600.0);  // 1 job/hour: loaded, not saturated
-  auto table = workload::PhillyJobDistribution::LoadCsv(workload::DefaultPhillyDistributionFile());
-  GAVEL_CHECK_MSG(table.ok(), table.status().ToString().c_str());
-  auto philly = std::make_shared<workload::PhillyWorkloadOptions>();
-  philly->distribution = std::make_shared<const workload::PhillyJobDistribution>(std::move(*table));
-  g.philly_workload = std::move(philly);
-  g.max_jobs = 60;  // arrivals stop: under fair sharing the heavy tail otherwise never drains
-  o.generator = g;
-  o.window_start = 0;
-  o.window_end = 60;
-  o.saturation_limit = Seconds(1e8);  // a guard: every run here ends far sooner
-  return o;
-}
-
 TEST(QueueDisciplinesSimTest, EveryJobFinishesAndTiresiasBeatsTheCapacityScheduler) {
   double tiresias = 0.0;
   double yarn = 0.0;
@@ -46,7 +24,7 @@ TEST(QueueDisciplinesSimTest, EveryJobFinishesAndTiresiasBeatsTheCapacitySchedul
     double tiresias_seed = 0.0;
     double yarn_seed = 0.0;
     for (const std::string policy : {"tiresias_2das", "yarn_cs", "drf"}) {
-      const SimulationResult r = simtest::MustSimulate(PhillyRun(policy, seed));
+      const SimulationResult r = simtest::MustSimulate(simtest::PhillyRun(policy, seed));
       EXPECT_FALSE(r.saturated) << policy;
       EXPECT_EQ(r.window_jobs_completed, 60u) << policy << " seed " << seed;
       EXPECT_LE(r.utilization, 1.0 + 1e-9) << policy;

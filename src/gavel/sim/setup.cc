@@ -82,6 +82,8 @@ mechanism::JobDescription ToDescription(const workload::TraceJob& job, Seconds a
   d.priority_weight = job.priority_weight;
   d.arrival = job.arrival_time;
   d.app = job.app.value_or(-1);
+  d.elastic = job.elastic;
+  d.utility = job.utility;
   if (job.slo_multiplier && job.duration) {
     const double base = compat.slo_quirks ? admitted_at.value() : job.arrival_time.value();
     d.deadline = Seconds(*job.slo_multiplier * job.duration->value() + base);
@@ -140,9 +142,16 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
     job.cost = r.cost;
     result.total_cost += r.cost;
     if (r.dropped) ++result.jobs_dropped;
+    job.rejected = r.rejected;
+    if (r.utility) {
+      result.has_utility = true;
+      if (job.jct) job.utility = r.utility->At(job.jct->value());
+    }
     if (job.jct) ++result.jobs_completed;
     if (job.in_window) {
       if (r.dropped) ++result.window_jobs_dropped;
+      if (r.rejected) ++result.jobs_rejected;
+      if (job.utility) result.total_utility += *job.utility;
       if (job.jct) {
         ++result.window_jobs_completed;
         window_jcts.push_back(job.jct->value());

@@ -2,11 +2,13 @@
 // throughput of a job type, and a simulation that must succeed.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "gavel/core/check.h"
 #include "gavel/core/shipped_table.h"
 #include "gavel/sim/simulator.h"
+#include "gavel/workload/philly_workload.h"
 
 namespace gavel::sim::simtest {
 
@@ -27,6 +29,29 @@ inline SimulationResult MustSimulate(const SimulationOptions& options) {
   auto result = Simulate(options);
   GAVEL_CHECK_MSG(result.ok(), result.status().ToString().c_str());
   return *result;
+}
+
+// The Philly-like workload (60 jobs at 1/hour, then arrivals stop) on 8:8:8 servers of 8.
+inline SimulationOptions PhillyRun(const std::string& policy, std::uint64_t seed) {
+  SimulationOptions o;
+  o.cluster = {{"v100", 8, 8}, {"p100", 8, 8}, {"k80", 8, 8}};
+  o.throughputs = ShippedThroughputTable();
+  o.policy = policy;
+  o.seed = seed;
+  workload::GeneratorOptions g;
+  g.seed = seed;
+  g.mean_interarrival = Seconds(3600.0);  // 1 job/hour: loaded, not saturated
+  auto table = workload::PhillyJobDistribution::LoadCsv(workload::DefaultPhillyDistributionFile());
+  GAVEL_CHECK_MSG(table.ok(), table.status().ToString().c_str());
+  auto philly = std::make_shared<workload::PhillyWorkloadOptions>();
+  philly->distribution = std::make_shared<const workload::PhillyJobDistribution>(std::move(*table));
+  g.philly_workload = std::move(philly);
+  g.max_jobs = 60;  // arrivals stop: under fair sharing the heavy tail otherwise never drains
+  o.generator = g;
+  o.window_start = 0;
+  o.window_end = 60;
+  o.saturation_limit = Seconds(1e8);  // a guard: every run here ends far sooner
+  return o;
 }
 
 }  // namespace gavel::sim::simtest

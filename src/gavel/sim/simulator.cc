@@ -192,6 +192,7 @@ class RoundSimulation {
     GAVEL_ASSIGN_OR_RETURN(mechanism::RoundPlan plan, scheduler_->PlanRound());
     if (estimation_) estimation_->ApplyTruth(plan, *scheduler_);
     GAVEL_RETURN_IF_ERROR(executor_.Execute(plan));
+    for (JobId rejected : plan.rejected) CountIfInWindow(rejected);
     // The queue holds exactly this round's micro-task ends.
     round_end_ = executor_.plan_end();
     ClassifyWaiting(plan);
@@ -598,6 +599,10 @@ std::string ResultToJson(const SimulationResult& r) {
   j["infra_failures"] = r.physics.infra_failures;
   j["failed_jobs"] = r.failed_jobs;
   j["wasted_gpu_seconds"] = r.physics.wasted_gpu_seconds;
+  if (r.has_utility) {
+    j["total_utility"] = r.total_utility;
+    j["jobs_rejected"] = r.jobs_rejected;
+  }
   j["queueing_delay_mean_seconds"] = r.queueing_delay_mean_seconds;
   j["queueing_delay_p50_seconds"] = r.queueing_delay_p50_seconds;
   j["queueing_delay_p90_seconds"] = r.queueing_delay_p90_seconds;

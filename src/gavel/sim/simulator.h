@@ -144,6 +144,8 @@ struct JobResult {
   std::optional<Seconds> queueing_delay;
   double fair_share_delay_seconds = 0.0;
   double fragmentation_delay_seconds = 0.0;
+  bool rejected = false;           // refused by the policy's admission control (oasis)
+  std::optional<double> utility;   // its utility at its JCT, when it has a utility and finished
 };
 
 // JCT statistics of the window's completed jobs of one size class (physics.h SizeClass).
@@ -209,6 +211,13 @@ struct SimulationResult {
   double wall_seconds = 0.0;
 
   std::optional<FairnessSummary> fairness;
+
+  // Utilities (core/utility.h): reported when any job has one. total_utility sums the window's
+  // completed jobs' utility at their JCT; jobs_rejected counts window jobs refused by
+  // admission control (0 for every scheduler without it).
+  bool has_utility = false;
+  double total_utility = 0.0;
+  std::size_t jobs_rejected = 0;
 
   // The run stopped at options.saturation_limit with window jobs unfinished.
   bool saturated = false;

@@ -1,5 +1,6 @@
 #include "gavel/workload/generator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -230,7 +231,35 @@ std::optional<Seconds> GeneratedJobStream::PeekArrival() const {
   return next_arrival_;
 }
 
+namespace {
+
+// A uniform number in [0, 1) from (seed, n) alone (splitmix64), for choices that must not
+// consume the original's random streams.
+double HashUniform(std::uint64_t seed, std::uint64_t n) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + n + 0x632BE59BD9B4E019ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
 TraceJob GeneratedJobStream::Pop() {
+  TraceJob job = PopPlain();
+  // The elastic and utility options decorate the job after every original draw.
+  const std::uint64_t n = num_generated_ - 1;
+  if (options_.elastic_fraction > 0.0 &&
+      HashUniform(options_.seed, n) < options_.elastic_fraction) {
+    job.elastic = ElasticSpec{1, std::max(job.scale_factor, std::min(2 * job.scale_factor, 8)), {}};
+  }
+  if (options_.utility && job.duration) {
+    job.utility = DefaultUtility(*options_.utility, job.duration->value(), job.scale_factor);
+  }
+  return job;
+}
+
+TraceJob GeneratedJobStream::PopPlain() {
   GAVEL_CHECK_MSG(PeekArrival().has_value(), "Pop() on an exhausted GeneratedJobStream");
   if (philly_ != nullptr) {
     ++num_generated_;

@@ -97,6 +97,14 @@ struct GeneratorOptions {
   // mean_interarrival, max_jobs and reference_gpu_type from these options (the other
   // options above do not apply to it and steady-state pre-generation is off).
   std::shared_ptr<const PhillyWorkloadOptions> philly_workload;
+  // --elastic-fraction: this fraction of generated jobs is elastic (core/elastic.h) with
+  // workers in [1, min(2 × scale factor, 8)] and the table's scaling curve. Which jobs are
+  // drawn from a hash of (seed, job number), so the other draws (and the original's streams)
+  // do not change. 0 = every job fixed-size (the default).
+  double elastic_fraction = 0.0;
+  // --utility: every generated job gets DefaultUtility(family, duration, scale factor)
+  // (core/utility.h); nullopt = none.
+  std::optional<UtilityFamily> utility;
 };
 
 // Draws jobs one at a time (arrival times are the stream's business, see GeneratedJobStream).
@@ -136,6 +144,7 @@ class GeneratedJobStream final : public JobStream {
 
  private:
   GeneratedJobStream(const GeneratorOptions& options, JobGenerator generator);
+  TraceJob PopPlain();  // the job as the original (or the Philly workload) draws it
 
   GeneratorOptions options_;
   JobGenerator generator_;

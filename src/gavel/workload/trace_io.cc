@@ -23,7 +23,9 @@ constexpr const char* kCsvColumns[] = {
     "job_type", "scale_factor", "total_steps",       "arrival_time",  "priority_weight", "slo",
     "duration", "command",      "working_directory", "num_steps_arg", "needs_data_dir"};
 constexpr const char* kOptionalCsvColumns[] = {"cpus_per_gpu", "mem_gb_per_gpu", "outcome",
-                                               "outcome_at_progress", "app"};
+                                               "outcome_at_progress", "app",
+                                               "min_workers", "max_workers", "scaling",
+                                               "utility"};
 // Enough ids for any trace; keeps an app id an int.
 constexpr long long kMaxAppId = 1'000'000'000;
 
@@ -267,6 +269,49 @@ Result<CsvHeader> ParseCsvHeader(const FieldParser& p, std::string_view line) {
   return header;
 }
 
+// The elastic columns (min_workers and max_workers together, scaling only with them) and the
+// utility column (core/elastic.h, core/utility.h); empty cells = fixed size / no utility.
+template <class Get>
+Status ParseElasticAndUtility(const FieldParser& p, const Get& get, TraceJob& job) {
+  const auto cell = [&](const char* column) -> std::optional<std::string_view> {
+    const std::string* v = get(column);
+    if (v == nullptr || TrimView(*v).empty()) return std::nullopt;
+    return TrimView(*v);
+  };
+  const std::optional<std::string_view> min = cell("min_workers");
+  const std::optional<std::string_view> max = cell("max_workers");
+  const std::optional<std::string_view> scaling = cell("scaling");
+  if (min.has_value() != max.has_value()) {
+    return p.Error(min ? "max_workers" : "min_workers",
+                   "missing (an elastic job gives both min_workers and max_workers)");
+  }
+  if (scaling && !min) return p.Error("scaling", "given without min_workers and max_workers");
+  if (min) {
+    ElasticSpec spec;
+    GAVEL_ASSIGN_OR_RETURN(const long long lo, p.Int("min_workers", *min));
+    GAVEL_ASSIGN_OR_RETURN(const long long hi, p.Int("max_workers", *max));
+    GAVEL_RETURN_IF_ERROR(p.InRange("min_workers", static_cast<double>(lo), 1.0,
+                                    static_cast<double>(job.scale_factor), ""));
+    GAVEL_RETURN_IF_ERROR(p.InRange("max_workers", static_cast<double>(hi),
+                                    static_cast<double>(job.scale_factor),
+                                    static_cast<double>(kMaxElasticWorkers), ""));
+    spec.min_workers = static_cast<int>(lo);
+    spec.max_workers = static_cast<int>(hi);
+    if (scaling) {
+      Result<std::vector<ScalingPoint>> curve = ParseScalingCurve(*scaling);
+      if (!curve.ok()) return p.Error("scaling", curve.status().message());
+      spec.scaling = std::move(*curve);
+    }
+    job.elastic = std::move(spec);
+  }
+  if (const std::optional<std::string_view> u = cell("utility")) {
+    Result<UtilityFunction> utility = ParseUtility(*u);
+    if (!utility.ok()) return p.Error("utility", utility.status().message());
+    job.utility = *utility;
+  }
+  return Status::Ok();
+}
+
 Result<TraceJob> ParseCsvLine(const FieldParser& p, const CsvHeader& header,
                               std::string_view line) {
   GAVEL_ASSIGN_OR_RETURN(std::vector<std::string> f, SplitCsv(p, line));
@@ -338,6 +383,7 @@ Result<TraceJob> ParseCsvLine(const FieldParser& p, const CsvHeader& header,
   } else if (has_at) {
     return p.Error("outcome_at_progress", "given without an outcome");
   }
+  GAVEL_RETURN_IF_ERROR(ParseElasticAndUtility(p, get, job));
   if (const std::string* c = get("command"); c != nullptr) job.command = *c;
   if (const std::string* w = get("working_directory"); w != nullptr) job.working_directory = *w;
   if (const std::string* n = get("num_steps_arg"); n != nullptr) job.num_steps_arg = *n;
@@ -539,6 +585,10 @@ Result<std::string> FormatTrace(const std::vector<TraceJob>& jobs, TraceFormat f
                                          [](const TraceJob& j) { return j.outcome.has_value(); });
   const bool with_apps = std::any_of(jobs.begin(), jobs.end(),
                                      [](const TraceJob& j) { return j.app.has_value(); });
+  const bool with_elastic = std::any_of(jobs.begin(), jobs.end(),
+                                        [](const TraceJob& j) { return j.elastic.has_value(); });
+  const bool with_utility = std::any_of(jobs.begin(), jobs.end(),
+                                        [](const TraceJob& j) { return j.utility.has_value(); });
   bool first = true;
   for (const char* column : kCsvColumns) {
     if (!first) out += ',';
@@ -548,6 +598,8 @@ Result<std::string> FormatTrace(const std::vector<TraceJob>& jobs, TraceFormat f
   if (with_demands) out += ",cpus_per_gpu,mem_gb_per_gpu";
   if (with_outcomes) out += ",outcome,outcome_at_progress";
   if (with_apps) out += ",app";
+  if (with_elastic) out += ",min_workers,max_workers,scaling";
+  if (with_utility) out += ",utility";
   out += '\n';
   const auto optional = [](const std::optional<double>& v) {
     return v.has_value() ? FormatRoundTrip(*v) : std::string();
@@ -586,6 +638,22 @@ Result<std::string> FormatTrace(const std::vector<TraceJob>& jobs, TraceFormat f
     if (with_apps) {
       out += ',';
       if (job.app) out += std::to_string(*job.app);
+    }
+    if (with_elastic) {
+      out += ',';
+      if (job.elastic) {
+        out += std::to_string(job.elastic->min_workers);
+        out += ',';
+        out += std::to_string(job.elastic->max_workers);
+        out += ',';
+        out += FormatScalingCurve(job.elastic->scaling);
+      } else {
+        out += ",,";
+      }
+    }
+    if (with_utility) {
+      out += ',';
+      if (job.utility) out += FormatUtility(*job.utility);
     }
     out += '\n';
   }

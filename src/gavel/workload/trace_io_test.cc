@@ -195,6 +195,42 @@ TEST(TraceIoTest, CsvCarriesDemandsAndPlannedOutcomesBothWays) {
   EXPECT_FALSE(huge.ok());
 }
 
+// Elastic ranges, scaling curves and utilities (core/elastic.h, core/utility.h) are optional
+// columns too: written when a job has them, read back to the same jobs, bad cells named.
+TEST(TraceIoTest, CsvCarriesElasticRangesAndUtilitiesBothWays) {
+  std::vector<TraceJob> jobs = SampleJobs();
+  const Result<std::string> plain = FormatTrace(jobs, TraceFormat::kCsv);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->find("min_workers"), std::string::npos);
+  EXPECT_EQ(plain->find("utility"), std::string::npos);
+  jobs[0].elastic = ElasticSpec{1, 2 * jobs[0].scale_factor, {{1, 1.0}, {2, 1.75}, {8, 5.5}}};
+  jobs[1].elastic = ElasticSpec{jobs[1].scale_factor, jobs[1].scale_factor + 3, {}};
+  jobs[1].utility = UtilityFunction{UtilityFamily::kSigmoid, 12.5, 7200.0, 1.0 / 3600.0};
+  jobs[2].utility = UtilityFunction{UtilityFamily::kLinear, 3.0, 86400.0, 1.0};
+  const Result<std::string> text = FormatTrace(jobs, TraceFormat::kCsv);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const Result<std::vector<TraceJob>> back = ParseTrace(*text, TraceFormat::kCsv, "out.csv");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, jobs);
+  const std::string header =
+      "job_type,scale_factor,total_steps,arrival_time,min_workers,max_workers,scaling,utility\n";
+  for (const auto& [row, column] : std::vector<std::pair<std::string, std::string>>{
+           {"A3C,2,9,0,3,4,,", "min_workers"},          // above the scale factor
+           {"A3C,2,9,0,1,1,,", "max_workers"},          // below it
+           {"A3C,2,9,0,1,,,", "max_workers"},           // one without the other
+           {"A3C,2,9,0,,,1:1,", "scaling"},             // a curve without a range
+           {"A3C,2,9,0,1,4,2:1;1:2,", "scaling"},       // workers not increasing
+           {"A3C,2,9,0,1,4,1:0,", "scaling"},           // speedup not > 0
+           {"A3C,2,9,0,,,,cubic:1:2", "utility"},       // unknown family
+           {"A3C,2,9,0,,,,sigmoid:1:2", "utility"},     // a number missing
+           {"A3C,2,9,0,,,,linear:1:-5", "utility"}}) {  // not > 0
+    const auto bad = ParseTrace(header + row + "\n", TraceFormat::kCsv, "e.csv");
+    ASSERT_FALSE(bad.ok()) << row;
+    EXPECT_NE(bad.status().message().find("e.csv:2"), std::string::npos) << bad.status().message();
+    EXPECT_NE(bad.status().message().find(column), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST(TraceIoTest, ReadsTheOriginalsPhysicalClusterTraces) {
   const std::string dir = kSharedDir + "data/traces/physical_cluster/";
   if (!std::filesystem::exists(dir)) {

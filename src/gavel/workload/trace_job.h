@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "gavel/core/elastic.h"
 #include "gavel/core/throughput_table.h"
+#include "gavel/core/utility.h"
 #include "gavel/core/units.h"
 #include "gavel/workload/job_outcome.h"
 
@@ -38,6 +40,11 @@ struct TraceJob {
   // Themis' app (docs/policies.md, "Themis"): jobs with the same id form one app, e.g. the
   // trials of one hyper-parameter search; nullopt = an app of its own. Inert elsewhere.
   std::optional<int> app;
+  // An elastic job's worker range and scaling curve (core/elastic.h); nullopt = fixed size.
+  std::optional<ElasticSpec> elastic;
+  // What the job is worth as a function of its completion time (core/utility.h); nullopt =
+  // none (the run reports total_utility only when some job has one).
+  std::optional<UtilityFunction> utility;
 
   // The throughput-table key (job_type, scale_factor).
   JobTypeKey key() const { return JobTypeKey{job_type, scale_factor}; }

@@ -1,0 +1,501 @@
+#include "gavel/policy/oasis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "gavel/core/parse_number.h"
+
+namespace gavel::policy {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Promised resources of one time slot, per server.
+struct SlotUse {
+  std::vector<int> gpus;
+  std::vector<double> cpus;
+};
+
+// What a schedule holds in one slot: the choice and the per-server amounts it promised.
+struct PlanEntry {
+  int type = -1;
+  int workers = 0;
+  std::vector<std::pair<std::size_t, int>> gpus;     // (server, GPUs)
+  std::vector<std::pair<std::size_t, double>> cpus;  // (server, cores)
+};
+
+struct Server {
+  int type = 0;
+  int gpus = 0;
+  double cpus = 0.0;  // 0 = CPU not limited
+};
+
+class Oasis final : public Policy {
+ public:
+  explicit Oasis(OasisOptions options) : o_(options) {}
+
+  Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    // Phase 1: the cluster's servers, the current slot, forget what is past or gone.
+    BuildServers(input);
+    const auto now_slot = static_cast<std::int64_t>(std::floor(input.now_seconds / o_.slot_seconds));
+    use_.erase(use_.begin(), use_.lower_bound(now_slot));
+    std::map<JobId, std::size_t> rows;
+    for (std::size_t i = 0; i < m; ++i) rows[input.jobs[i].id] = i;
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (rows.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      Release(it->second, now_slot);  // finished early: its later promises are free again
+      it = jobs_.erase(it);
+    }
+
+    // Phase 2: admission of the jobs seen for the first time, oldest first.
+    std::vector<std::size_t> order(m);
+    for (std::size_t i = 0; i < m; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return input.jobs[a].time_since_start > input.jobs[b].time_since_start;
+    });
+    PolicyOutput output;
+    output.allocation = Matrix(m, n);
+    output.pair_allocation = Matrix(0, n);
+    output.status = AllocationStatus::kHeuristic;
+    output.rejected.assign(m, 0);
+    output.workers.resize(m);
+    for (std::size_t i = 0; i < m; ++i) output.workers[i] = input.jobs[i].scale_factor;
+    for (std::size_t i : order) {
+      const PolicyJob& job = input.jobs[i];
+      if (jobs_.contains(job.id)) continue;
+      if (!Admit(input, i, now_slot)) output.rejected[i] = 1;
+    }
+
+    // Phase 3: this slot's planned workers, then free GPUs to admitted jobs, oldest first.
+    std::vector<int> free(n);
+    for (std::size_t j = 0; j < n; ++j) free[j] = static_cast<int>(input.gpu_counts[j]);
+    std::vector<char> chosen(m, 0);
+    for (std::size_t i : order) {
+      if (output.rejected[i] != 0) continue;
+      const auto& plan = jobs_.at(input.jobs[i].id).plan;
+      const auto entry = plan.find(now_slot);
+      if (entry == plan.end()) continue;
+      const auto type = static_cast<std::size_t>(entry->second.type);
+      const int k = entry->second.workers;
+      if (free[type] < k || Throughput(input, i, k, type) <= 0.0) continue;
+      free[type] -= k;
+      output.allocation(i, type) = 1.0;
+      output.workers[i] = k;
+      chosen[i] = 1;
+    }
+    for (std::size_t i : order) {
+      if (output.rejected[i] != 0 || chosen[i] != 0) continue;
+      const PolicyJob& job = input.jobs[i];
+      int best_k = 0;
+      std::size_t best_type = 0;
+      double best = 0.0;
+      for (std::size_t j = 0; j < n; ++j) {
+        for (int k = MinWorkers(job); k <= MaxWorkers(job) && k <= free[j]; ++k) {
+          const double tput = Throughput(input, i, k, j);
+          if (tput > best * (1.0 + 1e-9)) {
+            best = tput;
+            best_k = k;
+            best_type = j;
+          }
+        }
+      }
+      if (best_k == 0) continue;
+      free[best_type] -= best_k;
+      output.allocation(i, best_type) = 1.0;
+      output.workers[i] = best_k;
+      chosen[i] = 1;
+    }
+    // GPUs still free: elastic jobs that run grow into them while that speeds them up (the
+    // plan is a floor, not a ceiling, when nobody else can use the GPUs this round).
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (std::size_t i : order) {
+        const PolicyJob& job = input.jobs[i];
+        if (chosen[i] == 0 || !job.elastic()) continue;
+        for (std::size_t j = 0; j < n; ++j) {
+          const int k = output.workers[i];
+          if (output.allocation(i, j) == 0.0 || free[j] == 0 || k >= job.max_workers ||
+              Throughput(input, i, k + 1, j) <= Throughput(input, i, k, j)) {
+            continue;
+          }
+          ++output.workers[i];
+          --free[j];
+          grew = true;
+        }
+      }
+    }
+    return output;
+  }
+
+ private:
+  struct JobState {
+    std::map<std::int64_t, PlanEntry> plan;  // by absolute slot
+  };
+
+  static int MinWorkers(const PolicyJob& job) {
+    return job.elastic() ? job.min_workers : job.scale_factor;
+  }
+  static int MaxWorkers(const PolicyJob& job) {
+    return job.elastic() ? job.max_workers : job.scale_factor;
+  }
+  static double Throughput(const PolicyInput& input, std::size_t i, int k, std::size_t type) {
+    const PolicyJob& job = input.jobs[i];
+    if (job.elastic()) return job.ElasticThroughput(k, type);
+    return k == job.scale_factor ? input.throughput(i, type) : 0.0;
+  }
+
+  void BuildServers(const PolicyInput& input) {
+    std::vector<Server> servers;
+    std::size_t total = 0;
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      const int per = std::max(1, j < input.gpus_per_server.size() ? input.gpus_per_server[j] : 1);
+      total += static_cast<std::size_t>(std::ceil(input.gpu_counts[j] / per));
+    }
+    const double cpus = input.host_cpus > 0.0 && total > 0 ? input.host_cpus / static_cast<double>(total) : 0.0;
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      const int per = std::max(1, j < input.gpus_per_server.size() ? input.gpus_per_server[j] : 1);
+      for (int left = static_cast<int>(input.gpu_counts[j]); left > 0; left -= per) {
+        servers.push_back(Server{static_cast<int>(j), std::min(per, left), cpus});
+      }
+    }
+    if (servers.size() == servers_.size() &&
+        std::equal(servers.begin(), servers.end(), servers_.begin(), [](const Server& a, const Server& b) {
+          return a.type == b.type && a.gpus == b.gpus && a.cpus == b.cpus;
+        })) {
+      return;
+    }
+    // The cluster changed: the promises refer to servers that may be gone; start afresh.
+    servers_ = std::move(servers);
+    use_.clear();
+    for (auto& [id, state] : jobs_) state.plan.clear();
+  }
+
+  double Price(double used, double capacity) const {
+    if (capacity <= 0.0) return kInf;
+    const double upper = std::max(upper_, lower_);
+    return lower_ * std::pow(upper / lower_, std::min(1.0, used / capacity));
+  }
+
+  const SlotUse* UseAt(std::int64_t slot) const {
+    const auto it = use_.find(slot);
+    return it == use_.end() ? nullptr : &it->second;
+  }
+
+  // The greedy of the subroutine: the cheapest `k` workers of `type` (each a GPU plus its
+  // CPU cores) and the job's parameter servers, at this slot's prices. nullopt when they do
+  // not fit.
+  std::optional<std::pair<double, PlanEntry>> Greedy(const SlotUse* use, const PolicyJob& job,
+                                                     std::size_t type, int k) const {
+    const bool cpu_limited = !servers_.empty() && servers_[0].cpus > 0.0;
+    std::vector<std::pair<double, std::size_t>> by_price;  // (price per worker, server)
+    std::vector<double> cpu_room(servers_.size(), 0.0);
+    for (std::size_t s = 0; s < servers_.size(); ++s) {
+      const Server& server = servers_[s];
+      const int used = use != nullptr ? use->gpus[s] : 0;
+      const double used_cpu = use != nullptr ? use->cpus[s] : 0.0;
+      cpu_room[s] = server.cpus - used_cpu;
+      if (server.type != static_cast<int>(type) || used >= server.gpus) continue;
+      double price = Price(used, server.gpus);
+      if (cpu_limited) price += job.cpus_per_gpu * Price(used_cpu, server.cpus) * server.gpus / server.cpus;
+      by_price.emplace_back(price, s);
+    }
+    std::sort(by_price.begin(), by_price.end());
+    PlanEntry entry;
+    entry.type = static_cast<int>(type);
+    entry.workers = k;
+    double cost = 0.0;
+    int left = k;
+    for (const auto& [price, s] : by_price) {
+      if (left == 0) break;
+      const int used = use != nullptr ? use->gpus[s] : 0;
+      int take = std::min(left, servers_[s].gpus - used);
+      if (cpu_limited && job.cpus_per_gpu > 0.0) {
+        take = std::min(take, static_cast<int>(std::floor(cpu_room[s] / job.cpus_per_gpu)));
+      }
+      if (take <= 0) continue;
+      left -= take;
+      cost += take * price;
+      entry.gpus.emplace_back(s, take);
+      if (cpu_limited && job.cpus_per_gpu > 0.0) {
+        cpu_room[s] -= take * job.cpus_per_gpu;
+        entry.cpus.emplace_back(s, take * job.cpus_per_gpu);
+      }
+    }
+    if (left > 0) return std::nullopt;
+    // Parameter servers: CPU cores only, on the servers whose cores are cheapest.
+    const int ps = static_cast<int>(std::ceil(k * o_.ps_ratio - 1e-9));
+    if (cpu_limited && ps > 0 && o_.ps_cpus > 0.0) {
+      std::vector<std::pair<double, std::size_t>> cpu_price;
+      for (std::size_t s = 0; s < servers_.size(); ++s) {
+        const double used_cpu = servers_[s].cpus - cpu_room[s];
+        cpu_price.emplace_back(Price(used_cpu, servers_[s].cpus) * servers_[s].gpus / servers_[s].cpus, s);
+      }
+      std::sort(cpu_price.begin(), cpu_price.end());
+      int ps_left = ps;
+      for (const auto& [price, s] : cpu_price) {
+        while (ps_left > 0 && cpu_room[s] >= o_.ps_cpus) {
+          cpu_room[s] -= o_.ps_cpus;
+          cost += price * o_.ps_cpus;
+          entry.cpus.emplace_back(s, o_.ps_cpus);
+          --ps_left;
+        }
+      }
+      if (ps_left > 0) return std::nullopt;
+    }
+    return std::make_pair(cost, std::move(entry));
+  }
+
+  // Primal-dual admission of row i: true = admitted (its schedule promised).
+  bool Admit(const PolicyInput& input, std::size_t i, std::int64_t now_slot) {
+    const PolicyJob& job = input.jobs[i];
+    if (!job.utility || job.steps_remaining <= 0.0) {
+      jobs_[job.id] = JobState{};  // nothing to value it by: admitted, runs on free GPUs
+      return true;
+    }
+    const double slot = o_.slot_seconds;
+    const double since = job.time_since_start.value();
+    const double now = input.now_seconds;
+    const double slot_start = static_cast<double>(now_slot) * slot;
+    // The bounds L and U from what this job offers at best.
+    double best_time = kInf;
+    double least_gpu_slots = kInf;
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      for (int k = MinWorkers(job); k <= MaxWorkers(job); ++k) {
+        const double tput = Throughput(input, i, k, j);
+        if (tput <= 0.0) continue;
+        best_time = std::min(best_time, job.steps_remaining / tput);
+        least_gpu_slots = std::min(least_gpu_slots, k * std::ceil(job.steps_remaining / (tput * slot)));
+      }
+    }
+    if (!std::isfinite(best_time)) return false;
+    const double value = job.utility->At(since + best_time);
+    if (!(value > 0.0)) return false;
+    // Utility density: what one GPU for one slot is worth to this job at best.
+    const double density = value / least_gpu_slots;
+    upper_ = std::max(upper_, density);
+    lower_ = std::min(lower_, density / 4.0);
+
+    // The horizon: until the utility is (all but) gone, at most `horizon` slots.
+    const UtilityFunction& u = *job.utility;
+    const double worthless_at =
+        u.family == UtilityFamily::kLinear ? u.midpoint : u.midpoint + 40.0 / u.steepness;
+    const double until = (now - since) + worthless_at;  // absolute time
+    const int slots = static_cast<int>(std::clamp(std::ceil((until - slot_start) / slot), 1.0,
+                                                  static_cast<double>(o_.horizon_slots)));
+    // The dynamic programme's steps: `group` consecutive slots each (one choice for all of
+    // them), at most o_.steps steps, so that long horizons stay cheap and a step does work.
+    const int group = (slots + o_.steps - 1) / o_.steps;
+    const int steps = (slots + group - 1) / group;
+
+    // The problem: E units over the steps, each step's choices at its slots' prices.
+    ScheduleProblem problem;
+    problem.units = o_.units;
+    const double unit_steps = job.steps_remaining / o_.units;
+    problem.utility = [&](int step) {
+      const double end = slot_start + std::min(slots, (step + 1) * group) * slot;
+      return job.utility->At(end - (now - since));
+    };
+    // Greedy cost of (type, k) in a slot nothing is promised in, computed once.
+    std::map<std::pair<std::size_t, int>, std::optional<double>> empty_cost;
+    problem.choices.resize(static_cast<std::size_t>(steps));
+    for (int step = 0; step < steps; ++step) {
+      const int first = step * group;
+      const int last = std::min(slots, first + group);
+      // The current slot has only what is left of it.
+      const double seconds = (last - first) * slot - (first == 0 ? now - slot_start : 0.0);
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        for (int k = MinWorkers(job); k <= MaxWorkers(job); ++k) {
+          const double tput = Throughput(input, i, k, j);
+          if (tput <= 0.0) continue;
+          const int units = static_cast<int>(
+              std::min<double>(o_.units, std::floor(tput * seconds / unit_steps)));
+          if (units <= 0) continue;
+          double cost = 0.0;
+          for (int t = first; t < last && std::isfinite(cost); ++t) {
+            const SlotUse* use = UseAt(now_slot + t);
+            std::optional<double> c;
+            if (use == nullptr) {
+              const auto key = std::make_pair(j, k);
+              auto it = empty_cost.find(key);
+              if (it == empty_cost.end()) {
+                const auto greedy = Greedy(nullptr, job, j, k);
+                it = empty_cost.emplace(key, greedy ? std::optional<double>(greedy->first)
+                                                    : std::nullopt).first;
+              }
+              c = it->second;
+            } else if (const auto greedy = Greedy(use, job, j, k)) {
+              c = greedy->first;
+            }
+            cost = c ? cost + *c : kInf;
+          }
+          if (!std::isfinite(cost)) continue;
+          problem.choices[static_cast<std::size_t>(step)].push_back(
+              SlotChoice{units, cost, static_cast<int>(j), k});
+        }
+      }
+    }
+    const Schedule best = BestSchedule(problem);
+    if (!best.feasible || !(best.payoff > 0.0)) return false;
+
+    // Admitted: promise its resources, slot by slot (prices rise for the next jobs).
+    JobState state;
+    for (std::size_t step = 0; step < best.per_slot.size(); ++step) {
+      const SlotChoice& c = best.per_slot[step];
+      if (c.units == 0) continue;
+      const int first = static_cast<int>(step) * group;
+      for (int t = first; t < std::min(slots, first + group); ++t) {
+        const std::int64_t abs_slot = now_slot + t;
+        SlotUse& use = UseFor(abs_slot);
+        auto greedy = Greedy(&use, job, static_cast<std::size_t>(c.type), c.workers);
+        if (!greedy) continue;  // cannot happen: the same prices and room as when chosen
+        for (const auto& [server, g] : greedy->second.gpus) use.gpus[server] += g;
+        for (const auto& [server, cores] : greedy->second.cpus) use.cpus[server] += cores;
+        state.plan[abs_slot] = std::move(greedy->second);
+      }
+    }
+    jobs_[job.id] = std::move(state);
+    return true;
+  }
+
+  SlotUse& UseFor(std::int64_t slot) {
+    SlotUse& use = use_[slot];
+    if (use.gpus.empty()) {
+      use.gpus.assign(servers_.size(), 0);
+      use.cpus.assign(servers_.size(), 0.0);
+    }
+    return use;
+  }
+
+  void Release(const JobState& state, std::int64_t now_slot) {
+    for (const auto& [slot, entry] : state.plan) {
+      if (slot <= now_slot) continue;  // the current slot's GPUs are in use this round
+      const auto it = use_.find(slot);
+      if (it == use_.end()) continue;
+      for (const auto& [s, g] : entry.gpus) it->second.gpus[s] -= g;
+      for (const auto& [s, cores] : entry.cpus) it->second.cpus[s] -= cores;
+    }
+  }
+
+  OasisOptions o_;
+  std::vector<Server> servers_;
+  std::map<std::int64_t, SlotUse> use_;  // promises by absolute slot
+  std::map<JobId, JobState> jobs_;       // admitted jobs still active
+  double lower_ = kInf;                  // L (set by the first job with a utility)
+  double upper_ = 0.0;                   // U
+};
+
+Result<double> PositiveOption(const std::string& key, const std::string& text, bool zero_ok) {
+  const std::optional<double> value = ParseFiniteDouble(text);
+  if (!value || *value < 0.0 || (!zero_ok && *value == 0.0) || *value > 1e9) {
+    return Status::InvalidArgument("option " + key + "=" + text + ": must be a number " +
+                                   (zero_ok ? ">= 0" : "> 0") + " (at most 1e9)");
+  }
+  return *value;
+}
+
+}  // namespace
+
+Schedule BestSchedule(const ScheduleProblem& problem) {
+  const int slots = static_cast<int>(problem.choices.size());
+  const int units = problem.units;
+  Schedule best;
+  if (units <= 0 || slots == 0) return best;
+  const auto width = static_cast<std::size_t>(units + 1);
+  // cost[t][e]: least cost of e units done by the end of slot t; pick[t][e]: the choice made in
+  // slot t on that path (-1 = idle).
+  std::vector<double> cost(static_cast<std::size_t>(slots) * width, kInf);
+  std::vector<int> pick(static_cast<std::size_t>(slots) * width, -1);
+  std::vector<double> previous(width, kInf);
+  previous[0] = 0.0;
+  for (int t = 0; t < slots; ++t) {
+    double* row = &cost[static_cast<std::size_t>(t) * width];
+    int* picked = &pick[static_cast<std::size_t>(t) * width];
+    const auto& choices = problem.choices[static_cast<std::size_t>(t)];
+    for (int e = 0; e <= units; ++e) {
+      row[e] = previous[static_cast<std::size_t>(e)];
+      for (std::size_t c = 0; c < choices.size(); ++c) {
+        const double before = previous[static_cast<std::size_t>(std::max(0, e - choices[c].units))];
+        if (before + choices[c].cost < row[e]) {
+          row[e] = before + choices[c].cost;
+          picked[e] = static_cast<int>(c);
+        }
+      }
+    }
+    previous.assign(row, row + width);
+  }
+  // Completion at the end of slot t needs E units by t; the utility decides which t is best.
+  for (int t = 0; t < slots; ++t) {
+    const double c = cost[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(units)];
+    if (!std::isfinite(c)) continue;
+    const double payoff = problem.utility(t) - c;
+    if (!best.feasible || payoff > best.payoff) {
+      best.feasible = true;
+      best.payoff = payoff;
+      best.cost = c;
+      best.finish_slot = t;
+    }
+  }
+  if (!best.feasible) return best;
+  best.per_slot.assign(static_cast<std::size_t>(best.finish_slot + 1), SlotChoice{});
+  int e = units;
+  for (int t = best.finish_slot; t >= 0 && e > 0; --t) {
+    const int c = pick[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(e)];
+    if (c < 0) continue;  // idle in slot t on this path
+    const SlotChoice& choice = problem.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)];
+    best.per_slot[static_cast<std::size_t>(t)] = choice;
+    e = std::max(0, e - choice.units);
+  }
+  return best;
+}
+
+Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options) {
+  OasisOptions parsed;
+  for (const auto& [key, text] : options.params) {
+    if (key == "slot") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.slot_seconds, PositiveOption(key, text, false));
+    } else if (key == "horizon" || key == "units" || key == "steps") {
+      const std::optional<int> value = ParseInteger<int>(text);
+      const int most = key == "horizon" ? 100'000 : 1'000;
+      if (!value || *value < 1 || *value > most) {
+        return Status::InvalidArgument("option " + key + "=" + text + ": must be an integer in [1, " +
+                                       std::to_string(most) + "]");
+      }
+      (key == "horizon" ? parsed.horizon_slots
+                         : key == "units" ? parsed.units
+                                          : parsed.steps) = *value;
+    } else if (key == "ps_ratio") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.ps_ratio, PositiveOption(key, text, true));
+    } else if (key == "ps_cpus") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.ps_cpus, PositiveOption(key, text, true));
+    } else {
+      return Status::InvalidArgument("unknown option " + key);
+    }
+  }
+  return parsed;
+}
+
+std::unique_ptr<Policy> MakeOasis(const OasisOptions& options) {
+  return std::make_unique<Oasis>(options);
+}
+
+Result<std::unique_ptr<Policy>> MakeOasis(const PolicyOptions& options) {
+  GAVEL_ASSIGN_OR_RETURN(const OasisOptions parsed, ParseOasisOptions(options));
+  return MakeOasis(parsed);
+}
+
+std::unique_ptr<Policy> MakeOasisWithDefaults(const PolicyOptions& /*options*/) {
+  return MakeOasis(OasisOptions{});
+}
+
+}  // namespace gavel::policy

@@ -1,0 +1,80 @@
+// OASiS (Bao et al., INFOCOM'18; docs/policies.md "oasis"): online admission control by a
+// primal-dual method. Time is cut into slots (`slot` seconds, the round length by default).
+// Every server has a price per resource (its GPUs; its CPU cores where the cluster limits
+// them) and slot, rising with the amount already promised there:
+//     p = L · (U / L)^(used / capacity)
+// between the bounds L and U: a quarter of the least, and the most, utility density (utility
+// per GPU-slot at its best schedule) of the jobs seen so far (the paper's U is per unit of
+// resource alone; docs/policies.md says why we use the density). When a job arrives its best
+// schedule is computed (BestSchedule: dynamic programming over its workload, cut into
+// `units` pieces, across the slots of the horizon; in each slot the cheapest way to run k
+// workers of one GPU type, with ceil(k · ps_ratio) parameter servers of ps_cpus cores, is
+// found greedily by price). The job is admitted only if that schedule's payoff — its utility
+// at the schedule's completion minus the schedule's price — is positive; its resources are
+// then promised (prices rise) and it runs, round by round, with the worker count its schedule
+// gives the current slot. Others are rejected (PolicyOutput::rejected). Jobs without a
+// utility are admitted without a schedule. GPUs the schedules leave free in a round go to
+// admitted jobs that are behind their plan or between planned slots, oldest first (the
+// round mechanism cannot hold GPUs idle for a plan; this keeps them busy).
+//
+// Stateful (the promises and bounds); single-threaded like every Policy.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "gavel/core/status.h"
+#include "gavel/policy/policy.h"
+
+namespace gavel::policy {
+
+struct OasisOptions {
+  double slot_seconds = 360.0;  // a time slot (the default round length)
+  // How far ahead a schedule may reach, at most: each job plans until its utility is gone
+  // (linear: zero_at; sigmoid: midpoint + 40 / steepness), capped here (20000 slots = 83 days).
+  int horizon_slots = 20000;
+  int units = 100;              // the workload's discretisation in the dynamic programme
+  int steps = 250;              // the programme's time steps at most (each groups slots)
+  double ps_ratio = 0.25;       // parameter servers per worker (rounded up; 0 = none)
+  double ps_cpus = 2.0;         // CPU cores per parameter server
+};
+
+Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options);
+
+// ---- The best-schedule subroutine (exposed for tests) ----
+
+// One way to use a slot: `units` of the workload done for `cost` (type and workers say how).
+struct SlotChoice {
+  int units = 0;
+  double cost = 0.0;
+  int type = -1;
+  int workers = 0;
+};
+
+struct ScheduleProblem {
+  int units = 0;  // workload to finish, E
+  // choices[t]: the options of slot t (relative to now); idling is always allowed.
+  std::vector<std::vector<SlotChoice>> choices;
+  // Utility if the job completes at the end of slot t.
+  std::function<double(int slot)> utility;
+};
+
+struct Schedule {
+  bool feasible = false;  // the workload fits in the slots
+  double payoff = 0.0;    // utility − cost of the best schedule
+  double cost = 0.0;
+  int finish_slot = -1;
+  std::vector<SlotChoice> per_slot;  // one per slot up to finish_slot; units 0 = idle
+};
+
+// max over completion slots t of utility(t) − (least cost of finishing E units by slot t),
+// by dynamic programming: cost[t][e] = min(cost[t−1][e], min_c cost[t−1][max(0, e − c.units)]
+// + c.cost). O(slots · E · choices).
+Schedule BestSchedule(const ScheduleProblem& problem);
+
+std::unique_ptr<Policy> MakeOasis(const OasisOptions& options);
+Result<std::unique_ptr<Policy>> MakeOasis(const PolicyOptions& options);
+std::unique_ptr<Policy> MakeOasisWithDefaults(const PolicyOptions& options);
+
+}  // namespace gavel::policy
