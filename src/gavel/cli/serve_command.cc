@@ -72,6 +72,8 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "Start the first round only once this many GPUs registered (default 0)")
       ->check(BoundedInteger(0, bounds::kMaxGpus));
   cmd->add_flag("-q,--quiet", o->quiet, "Do not print the event log");
+  cmd->add_option("--metrics-listen", o->metrics_listen,
+                  "HOST:PORT to serve Prometheus metrics (/metrics) and the dashboard (/) on");
   return cmd;
 }
 
@@ -127,6 +129,7 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.state_dir = o.state_dir;
   options.token_file = o.token_file;
   options.log_events = !o.quiet;
+  options.metrics_listen = o.metrics_listen;
   options.core.policy = o.policy;
   options.core.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
   options.core.round_length = Seconds(o.round_seconds);
@@ -157,6 +160,9 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<daemon::Daemon> daemon,
                          daemon::Daemon::Start(std::move(options)));
   out << "listening on " << daemon->address() << std::endl;
+  if (daemon->metrics_port() != 0) {
+    out << "metrics on " << daemon->metrics_address() << std::endl;
+  }
   if (o.token_file.empty()) {
     std::cerr << "gavel serve: no --token-file: every caller is an admin; keep the address on "
                  "loopback\n";
