@@ -41,6 +41,9 @@ struct ServeOptions {
   int expected_gpus = 0;
   bool quiet = false;
   std::string metrics_listen;  // HOST:PORT of /metrics and the dashboard; empty = none
+  std::string tls_cert;        // PEM files; TLS on the gRPC port when given (docs: "TLS")
+  std::string tls_key;
+  std::string tls_ca;          // CA of the agents' certificates (TLS to the agents)
 };
 
 // Declares the subcommand and its options on `app`, bound to `options`.

@@ -320,7 +320,15 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
     daemon->tokens_ = std::make_unique<rpc::TokenRegistry>(*std::move(tokens));
   }
   daemon->clock_ = clock ? std::move(clock) : std::make_unique<SystemClock>();
-  daemon->transport_ = transport ? std::move(transport) : std::make_unique<GrpcAgentTransport>();
+  if (transport) {
+    daemon->transport_ = std::move(transport);
+  } else {
+    Result<std::shared_ptr<grpc::ChannelCredentials>> to_agents =
+        rpc::MakeChannelCredentials(options.tls_ca);
+    if (!to_agents.ok()) return to_agents.status();
+    daemon->transport_ =
+        std::make_unique<GrpcAgentTransport>(8, Seconds(10.0), *std::move(to_agents));
+  }
   if (store) {
     daemon->store_ = std::move(store);
   } else {
@@ -399,14 +407,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   rpc::ApplyServerLimits(&builder, options.limits);  // SO_REUSEPORT off among them
-  daemon->server_ = builder.BuildAndStart();
-  if (!daemon->server_) return Status::Internal("cannot start the gRPC server");
-  Result<std::unique_ptr<rpc::GuardedListener>> listener = rpc::GuardedListener::Start(
-      listen, daemon->server_.get(),
-      rpc::ListenerOptions{options.limits.handshake_timeout, rpc::ListenerOptions().reserve});
-  if (!listener.ok()) return listener.status().WithContext("--listen");
-  daemon->listener_ = *std::move(listener);
-  daemon->port_ = daemon->listener_->port();
+  Result<rpc::ServingGrpc> serving = rpc::ServeGrpc(builder, listen, options.tls, options.limits);
+  if (!serving.ok()) return serving.status();
+  daemon->server_ = std::move(serving->server);
+  daemon->listener_ = std::move(serving->listener);
+  daemon->port_ = serving->port;
   daemon->loop_->Start();
   if (!options.metrics_listen.empty()) {
     Result<rpc::HostPort> metrics = rpc::ParseAddress(options.metrics_listen);

@@ -34,6 +34,7 @@
 #include "gavel/rpc/grpc_util.h"
 #include "gavel/rpc/http_server.h"
 #include "gavel/rpc/listener.h"
+#include "gavel/rpc/tls.h"
 
 namespace gavel::daemon {
 
@@ -47,6 +48,13 @@ struct DaemonOptions {
   // HOST:PORT of the observation port: /metrics (Prometheus), / (dashboard), /api/state.
   // Empty = none. Any address may be given (Prometheus scrapes from elsewhere).
   std::string metrics_listen;
+  // TLS on the gRPC port (--tls-cert/--tls-key); off when empty. With TLS, gRPC accepts on
+  // its own (Debian's gRPC 1.51 takes handed-over sockets in plaintext only), so the
+  // GuardedListener's idle-connection guard (listener.h) does not apply: docs/runtime.md, "TLS".
+  rpc::ServerTlsFiles tls;
+  // The CA that signed the agents' certificates (--tls-ca): the daemon's calls to agents use
+  // TLS with it; empty = plaintext to agents.
+  std::string tls_ca;
 };
 
 // Runs closures against the core on one thread, with group commit (see the file comment).

@@ -221,7 +221,8 @@ class Cluster {
   void KillDaemon() { daemon_.Kill9(); }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
-  void StartAgent(const std::string& type, const std::string& token_file = "", int gpus = 1) {
+  void StartAgent(const std::string& type, const std::string& token_file = "", int gpus = 1,
+                  const std::vector<std::string>& extra_args = {}) {
     std::vector<std::string> argv = {GAVEL_BINARY, "worker", "--scheduler", address(), "--type",
                                      type, "--gpus", std::to_string(gpus), "--work-dir", dir_ + "/agent-" + type,
                                      "--checkpoint-dir", dir_ + "/ckpt", "--heartbeat-seconds",
@@ -230,6 +231,7 @@ class Cluster {
       argv.push_back("--token-file");
       argv.push_back(token_file);
     }
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     agents_[type] = Process(argv, dir_ + "/agent-" + type + ".out",
                             dir_ + "/agent-" + type + ".err");
   }
@@ -1058,6 +1060,81 @@ TEST(RuntimeEndToEnd, TheDashboardInHeadlessChromiumShowsTheRunningJobs) {
   EXPECT_GE(shown_running, 2) << html;
   EXPECT_NE(html.find("<th>v100 (2)</th>"), std::string::npos) << "allocation matrix header";
   EXPECT_NE(html.find("<polyline"), std::string::npos) << "utilisation chart";
+}
+
+// ------------------------------------------------------------------------------------------
+// TLS (--tls-cert/--tls-key/--tls-ca), with certificates made here by the openssl CLI.
+
+// Makes DIR/ca.pem and DIR/<name>.pem + .key (signed by it, for 127.0.0.1); false on failure.
+bool MakeCertificates(const std::string& dir, const std::string& ca, const std::string& name) {
+  const std::string ext = dir + "/san.ext";
+  std::ofstream(ext) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+  const std::string q = " >>" + dir + "/openssl.log 2>&1";
+  const std::string commands[] = {
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + dir + "/" + ca + ".key -out " + dir +
+          "/" + ca + ".pem -days 1 -subj /CN=" + ca + q,
+      "openssl req -newkey rsa:2048 -nodes -keyout " + dir + "/" + name + ".key -out " + dir +
+          "/" + name + ".csr -subj /CN=127.0.0.1" + q,
+      "openssl x509 -req -in " + dir + "/" + name + ".csr -CA " + dir + "/" + ca + ".pem -CAkey " +
+          dir + "/" + ca + ".key -CAcreateserial -out " + dir + "/" + name + ".pem -days 1 -extfile " +
+          ext + q};
+  for (const std::string& command : commands) {
+    if (std::system(command.c_str()) != 0) return false;
+  }
+  return true;
+}
+
+TEST(RuntimeEndToEnd, WithTlsPlaintextAndForeignCertificatesAreRefusedAndJobsRun) {
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "openssl is absent (Debian package openssl)";
+  }
+  Cluster cluster("tls");
+  const std::string d = cluster.dir();
+  ASSERT_TRUE(MakeCertificates(d, "ca", "node")) << ReadFile(d + "/openssl.log");
+  ASSERT_TRUE(MakeCertificates(d, "other-ca", "impostor")) << ReadFile(d + "/openssl.log");
+  const std::string ca = d + "/ca.pem";
+  // Everything over TLS: the daemon's port, the agent's own service, both directions.
+  cluster.StartDaemon(1, "", "max_min_fairness_perf",
+                      {"--tls-cert", d + "/node.pem", "--tls-key", d + "/node.key", "--tls-ca", ca});
+  cluster.StartAgent("v100", "", 1,
+                     {"--tls-ca", ca, "--tls-cert", d + "/node.pem", "--tls-key", d + "/node.key"});
+  const std::string addr = cluster.address();
+
+  // A plaintext client is refused: the gRPC stub of the test, and the CLI without --tls-ca.
+  auto plain = cluster.Jobs();
+  EXPECT_FALSE(plain.ok());
+  auto [plain_code, plain_out] = cluster.Cli({"status", "--scheduler", addr, "--timeout-seconds", "3"});
+  EXPECT_NE(plain_code, 0) << plain_out;
+  // So is a client that trusts another CA (the daemon is not who it expects).
+  auto [foreign_code, foreign_out] = cluster.Cli(
+      {"status", "--scheduler", addr, "--tls-ca", d + "/other-ca.pem", "--timeout-seconds", "3"});
+  EXPECT_NE(foreign_code, 0) << foreign_out;
+  // A bad --tls-ca names the flag.
+  auto [bad_code, bad_out] = cluster.Cli({"status", "--scheduler", addr, "--tls-ca", d + "/san.ext"});
+  EXPECT_NE(bad_code, 0);
+  EXPECT_NE(bad_out.find("--tls-ca"), std::string::npos) << bad_out;
+
+  // With the CA: a job submitted over TLS runs on the TLS agent to its exact steps.
+  const JobPlan plan{"ResNet-18 (batch size 64)", 60};
+  std::vector<std::string> submit = {"submit", "--scheduler", addr, "--tls-ca", ca, "--steps", "60",
+                                     "--"};
+  for (const std::string& arg : cluster.TrainCommand(plan, 8.0)) submit.push_back(arg);
+  auto [code, out] = cluster.Cli(submit);
+  ASSERT_EQ(code, 0) << out;
+  nlohmann::json jobs;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    auto [list_code, list_out] = cluster.Cli({"jobs", "--scheduler", addr, "--tls-ca", ca, "-o", "json"});
+    ASSERT_EQ(list_code, 0) << list_out;
+    jobs = nlohmann::json::parse(list_out);
+    if (jobs.size() == 1 && jobs[0]["state"] != "queued" && jobs[0]["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["state"], "done") << jobs.dump();
+  EXPECT_EQ(jobs[0]["steps_done"], 60) << jobs.dump();
+  const std::vector<std::uint64_t> executed = ReadExecLog(cluster.ExecLog(plan));
+  EXPECT_EQ(executed.size(), 60u) << "each step once";
 }
 
 }  // namespace
