@@ -18,7 +18,7 @@ packages=(
   # src/gavel/lp/ecos_lp_test.cc compares our ECOS-faithful LP solver against.
   r-cran-ecosolver
   # Tests only: `promtool check metrics` on the daemon's /metrics, headless Chromium loading
-  # the dashboard (src/gavel/cli/observe_test.cc), openssl to make the TLS tests' certificates.
+  # the dashboard, openssl making the TLS certificates (src/gavel/daemon/e2e_test.cc).
   prometheus chromium openssl
   # The `debug` preset (clang++ with ASan, UBSan, -Wthread-safety, and libFuzzer for the fuzz
   # targets built in it: fuzz/, scripts/fuzz-smoke.sh).
