@@ -11,10 +11,15 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
   # SHA-256 of tokens and the CSPRNG for the credentials the runtime issues (libcrypto).
   libssl-dev
+  # The HTTP server of the iterator endpoint, metrics and dashboard (src/gavel/rpc/http_server.h).
+  libcpp-httplib-dev
   python3
   # Tests only: ECOS itself (inside Debian's R package for it), the reference that
   # src/gavel/lp/ecos_lp_test.cc compares our ECOS-faithful LP solver against.
   r-cran-ecosolver
+  # Tests only: `promtool check metrics` on the daemon's /metrics, headless Chromium loading
+  # the dashboard, openssl making the TLS certificates (src/gavel/daemon/e2e_test.cc).
+  prometheus chromium openssl
   # The `debug` preset (clang++ with ASan, UBSan, -Wthread-safety, and libFuzzer for the fuzz
   # targets built in it: fuzz/, scripts/fuzz-smoke.sh).
   clang libclang-rt-14-dev

@@ -59,8 +59,10 @@ class AgentServer::Service final : public wire::WorkerAgent::Service {
 Result<std::unique_ptr<AgentServer>> AgentServer::Start(AgentServerOptions options) {
   auto clock = std::make_unique<SteadyClock>();
   auto launcher = std::make_unique<PosixProcessLauncher>();
-  auto scheduler = std::make_unique<GrpcSchedulerClient>(options.scheduler_address,
-                                                         options.agent.token, options.rpc_timeout);
+  GAVEL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                         rpc::MakeChannelCredentials(options.scheduler_tls_ca));
+  auto scheduler = std::make_unique<GrpcSchedulerClient>(
+      options.scheduler_address, options.agent.token, options.rpc_timeout, std::move(credentials));
   GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<AgentServer> server,
                          Start(std::move(options), scheduler.get(), launcher.get(), clock.get()));
   // The server owns the ports; the agent it made borrows them, and the server destroys the
@@ -88,18 +90,15 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Start(AgentServerOptions optio
   if (options.agent.callback_token.empty()) options.agent.callback_token = rpc::NewSecret();
   server->service_ =
       std::make_unique<Service>(&server->ready_agent_, options.agent.callback_token);
-  // No listening port of gRPC's own: the GuardedListener accepts (rpc/listener.h).
+  // Plaintext behind the GuardedListener, or TLS on gRPC's own port (rpc/tls.h).
   grpc::ServerBuilder builder;
   builder.RegisterService(server->service_.get());
   rpc::ApplyServerLimits(&builder, options.limits);
-  server->grpc_server_ = builder.BuildAndStart();
-  if (server->grpc_server_ == nullptr) return Status::Internal("cannot start the gRPC server");
-  Result<std::unique_ptr<rpc::GuardedListener>> listener = rpc::GuardedListener::Start(
-      listen, server->grpc_server_.get(),
-      rpc::ListenerOptions{options.limits.handshake_timeout, rpc::ListenerOptions().reserve});
-  if (!listener.ok()) return listener.status().WithContext("--listen");
-  server->listener_ = *std::move(listener);
-  server->address_ = rpc::HostPort{listen.host, server->listener_->port()}.ToString();
+  Result<rpc::ServingGrpc> serving = rpc::ServeGrpc(builder, listen, options.tls, options.limits);
+  if (!serving.ok()) return serving.status();
+  server->grpc_server_ = std::move(serving->server);
+  server->listener_ = std::move(serving->listener);
+  server->address_ = rpc::HostPort{listen.host, serving->port}.ToString();
 
   // ---- The iterator endpoint ----
   AgentServer* self = server.get();

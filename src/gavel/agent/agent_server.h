@@ -26,6 +26,7 @@
 #include "gavel/agent/ports.h"
 #include "gavel/rpc/grpc_util.h"
 #include "gavel/rpc/listener.h"
+#include "gavel/rpc/tls.h"
 
 namespace grpc {
 class Server;
@@ -44,6 +45,8 @@ struct AgentServerOptions {
   Seconds tick_interval{0.05};
   Seconds rpc_timeout{5.0};  // deadline of each call to the scheduler
   rpc::ServerLimits limits;  // of the WorkerAgent service (docs/runtime.md, "Connections")
+  rpc::ServerTlsFiles tls;           // TLS on the WorkerAgent service (rpc/tls.h); off if empty
+  std::string scheduler_tls_ca;      // PEM CA of a TLS scheduler; empty = plaintext
 };
 
 class AgentServer {

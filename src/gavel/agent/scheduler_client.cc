@@ -5,11 +5,12 @@
 namespace gavel::agent {
 
 GrpcSchedulerClient::GrpcSchedulerClient(const std::string& address, std::string token,
-                                         Seconds timeout)
+                                         Seconds timeout,
+                                         std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(address),
       token_(std::move(token)),
       timeout_(timeout),
-      stub_(wire::WorkerToScheduler::NewStub(rpc::MakeChannel(address))) {}
+      stub_(wire::WorkerToScheduler::NewStub(rpc::MakeChannel(address, std::move(credentials)))) {}
 
 Result<wire::RegisterWorkerResponse> GrpcSchedulerClient::RegisterWorker(
     const wire::RegisterWorkerRequest& request) {

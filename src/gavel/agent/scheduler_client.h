@@ -14,6 +14,8 @@
 #include <memory>
 #include <string>
 
+#include <grpcpp/security/credentials.h>
+
 #include "gavel/agent/ports.h"
 #include "gavel/wire/worker.grpc.pb.h"
 
@@ -22,8 +24,10 @@ namespace gavel::agent {
 class GrpcSchedulerClient final : public SchedulerClient {
  public:
   // `address` is "host:port" of `gavel serve`.
+  // `credentials`: TLS to the scheduler (rpc/tls.h); null = plaintext.
   GrpcSchedulerClient(const std::string& address, std::string token,
-                      Seconds timeout = Seconds(5.0));
+                      Seconds timeout = Seconds(5.0),
+                      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   Result<wire::RegisterWorkerResponse> RegisterWorker(
       const wire::RegisterWorkerRequest& request) override;

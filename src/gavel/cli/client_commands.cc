@@ -16,6 +16,7 @@
 #include "gavel/core/parse_number.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/tls.h"
 #include "gavel/wire/scheduler.grpc.pb.h"
 
 namespace gavel::cli {
@@ -50,7 +51,10 @@ Result<Connection> Connect(const ClientOptions& client) {
     GAVEL_ASSIGN_OR_RETURN(c.token, rpc::ReadClientToken(client.token_file, &warning));
     if (!warning.empty()) std::cerr << "gavel: warning: " << warning << "\n";
   }
-  auto channel = rpc::MakeChannel(client.scheduler);
+  Result<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      rpc::MakeChannelCredentials(client.tls_ca);
+  if (!credentials.ok()) return credentials.status();
+  auto channel = rpc::MakeChannel(client.scheduler, *std::move(credentials));
   // Fail fast, with a clear message, when nothing answers at the address.
   const double connect_s = std::min(client.timeout_seconds, 5.0);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() +
@@ -456,6 +460,8 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions* o) {
     cmd->add_option("--scheduler", o->client.scheduler,
                     "Scheduler address (default 127.0.0.1:50060)");
     cmd->add_option("--token-file", o->client.token_file, "File holding your token");
+    cmd->add_option("--tls-ca", o->client.tls_ca,
+                    "PEM CA of a scheduler that serves TLS (gavel serve --tls-cert)");
     cmd->add_option("--timeout-seconds", o->client.timeout_seconds,
                     "Give up after this long (default 30)")
         ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxSeconds, " s"));

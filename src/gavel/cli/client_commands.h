@@ -33,6 +33,7 @@ struct ClientOptions {
   std::string scheduler = "127.0.0.1:50060";
   std::string token_file;
   double timeout_seconds = 30.0;
+  std::string tls_ca;  // PEM CA: reach a TLS scheduler (--tls-ca); empty = plaintext
 };
 
 struct SubmitOptions {

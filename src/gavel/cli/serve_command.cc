@@ -72,6 +72,12 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "Start the first round only once this many GPUs registered (default 0)")
       ->check(BoundedInteger(0, bounds::kMaxGpus));
   cmd->add_flag("-q,--quiet", o->quiet, "Do not print the event log");
+  cmd->add_option("--metrics-listen", o->metrics_listen,
+                  "HOST:PORT to serve Prometheus metrics (/metrics) and the dashboard (/) on");
+  cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate: serve gRPC over TLS");
+  cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--tls-ca", o->tls_ca,
+                  "PEM CA that signed the agents' certificates: call agents over TLS");
   return cmd;
 }
 
@@ -127,6 +133,9 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.state_dir = o.state_dir;
   options.token_file = o.token_file;
   options.log_events = !o.quiet;
+  options.metrics_listen = o.metrics_listen;
+  options.tls = rpc::ServerTlsFiles{o.tls_cert, o.tls_key};
+  options.tls_ca = o.tls_ca;
   options.core.policy = o.policy;
   options.core.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
   options.core.round_length = Seconds(o.round_seconds);
@@ -157,6 +166,9 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<daemon::Daemon> daemon,
                          daemon::Daemon::Start(std::move(options)));
   out << "listening on " << daemon->address() << std::endl;
+  if (daemon->metrics_port() != 0) {
+    out << "metrics on " << daemon->metrics_address() << std::endl;
+  }
   if (o.token_file.empty()) {
     std::cerr << "gavel serve: no --token-file: every caller is an admin; keep the address on "
                  "loopback\n";

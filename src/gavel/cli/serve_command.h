@@ -5,7 +5,8 @@
 //               [--token-file F] [--throughputs FILE] [--checkpoint-dir DIR] ...
 //
 // Prints one line `listening on HOST:PORT` on stdout once it serves (with --listen ...:0, the
-// port it picked), then the event log on stderr.
+// port it picked), with --metrics-listen a line `metrics on HOST:PORT`, then the event log on
+// stderr.
 // Thread-safety: RunServeCommand blocks SIGINT/SIGTERM in the calling thread (so in every
 // thread it starts) and waits for them; call it from main.
 #pragma once
@@ -39,6 +40,10 @@ struct ServeOptions {
   std::uint64_t seed = 0;
   int expected_gpus = 0;
   bool quiet = false;
+  std::string metrics_listen;  // HOST:PORT of /metrics and the dashboard; empty = none
+  std::string tls_cert;        // PEM files; TLS on the gRPC port when given (docs: "TLS")
+  std::string tls_key;
+  std::string tls_ca;          // CA of the agents' certificates (TLS to the agents)
 };
 
 // Declares the subcommand and its options on `app`, bound to `options`.

@@ -88,6 +88,12 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerOptions* options) {
   cmd->add_option("--token-file", options->token_file,
                   "File whose first field is this agent's token (role `agent` in the "
                   "scheduler's token file; never a user's)");
+  cmd->add_option("--tls-ca", options->tls_ca,
+                  "PEM CA of a scheduler that serves TLS (gavel serve --tls-cert)");
+  cmd->add_option("--tls-cert", options->tls_cert,
+                  "PEM certificate: serve this agent's service over TLS (the scheduler then "
+                  "needs --tls-ca)");
+  cmd->add_option("--tls-key", options->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--heartbeat-seconds", options->heartbeat_seconds,
                   "Heartbeat interval (default: the scheduler's)")
       ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
@@ -135,6 +141,8 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   agent::AgentServerOptions server;
   server.scheduler_address = scheduler.ToString();
   server.listen = options.listen;
+  server.scheduler_tls_ca = options.tls_ca;
+  server.tls = rpc::ServerTlsFiles{options.tls_cert, options.tls_key};
   server.iterator_http.port = options.iterator_port;
   agent::AgentOptions& agent = server.agent;
   agent.gpu_type = options.gpu_type;

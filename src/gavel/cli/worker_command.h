@@ -27,6 +27,9 @@ struct WorkerOptions {
   int gpus = 1;
   std::string work_dir;
   std::string token_file;
+  std::string tls_ca;    // PEM CA of a TLS scheduler (--tls-ca); empty = plaintext
+  std::string tls_cert;  // TLS on this agent's own service (--tls-cert/--tls-key)
+  std::string tls_key;
   std::optional<double> heartbeat_seconds;
   std::string listen = "127.0.0.1:0";
   int iterator_port = 0;

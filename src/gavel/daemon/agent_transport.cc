@@ -6,7 +6,9 @@
 
 namespace gavel::daemon {
 
-GrpcAgentTransport::GrpcAgentTransport(int threads, Seconds timeout) : timeout_(timeout) {
+GrpcAgentTransport::GrpcAgentTransport(int threads, Seconds timeout,
+                                       std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : timeout_(timeout), credentials_(std::move(credentials)) {
   for (int i = 0; i < std::max(threads, 1); ++i) {
     auto lane = std::make_unique<Lane>();
     lane->thread = std::thread(&GrpcAgentTransport::Loop, lane.get());
@@ -52,7 +54,7 @@ void GrpcAgentTransport::Loop(Lane* lane) {
 std::shared_ptr<wire::WorkerAgent::Stub> GrpcAgentTransport::StubFor(const std::string& address) {
   MutexLock lock(stubs_mutex_);
   auto& stub = stubs_[address];
-  if (!stub) stub = wire::WorkerAgent::NewStub(rpc::MakeChannel(address));
+  if (!stub) stub = wire::WorkerAgent::NewStub(rpc::MakeChannel(address, credentials_));
   return stub;
 }
 

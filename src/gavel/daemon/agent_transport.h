@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/security/credentials.h>
+
 #include "gavel/core/status.h"
 #include "gavel/core/mutex.h"
 #include "gavel/core/units.h"
@@ -46,7 +48,9 @@ class AgentTransport {
 
 class GrpcAgentTransport final : public AgentTransport {
  public:
-  explicit GrpcAgentTransport(int threads = 8, Seconds timeout = Seconds(10.0));
+  // `credentials`: TLS to the agents (rpc/tls.h); null = plaintext.
+  explicit GrpcAgentTransport(int threads = 8, Seconds timeout = Seconds(10.0),
+                              std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
   ~GrpcAgentTransport() override;
   GrpcAgentTransport(const GrpcAgentTransport&) = delete;
   GrpcAgentTransport& operator=(const GrpcAgentTransport&) = delete;
@@ -68,6 +72,7 @@ class GrpcAgentTransport final : public AgentTransport {
   static void Loop(Lane* lane);
 
   const Seconds timeout_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   Mutex stubs_mutex_;
   std::map<std::string, std::shared_ptr<wire::WorkerAgent::Stub>> stubs_
       GAVEL_GUARDED_BY(stubs_mutex_);

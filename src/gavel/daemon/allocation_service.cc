@@ -49,6 +49,11 @@ policy::PolicyOutput AllocationService::Restrict(const Solved& solved,
   return out;
 }
 
+void AllocationService::SetSolveObserver(std::function<void(double)> observer) {
+  MutexLock lock(mutex_);
+  solve_observer_ = std::move(observer);
+}
+
 Result<policy::PolicyOutput> AllocationService::SolveLocked(const policy::PolicyInput& input) {
   const auto start = std::chrono::steady_clock::now();
   Result<policy::PolicyOutput> output = policy_->Allocate(input);
@@ -58,6 +63,7 @@ Result<policy::PolicyOutput> AllocationService::SolveLocked(const policy::Policy
   ++stats_.solves;
   stats_.last_solve_seconds = seconds;
   stats_.max_solve_seconds = std::max(stats_.max_solve_seconds, seconds);
+  if (solve_observer_) solve_observer_(seconds);
   if (!output.ok()) return output;
   if (output->allocation.rows() != input.num_jobs() ||
       output->allocation.cols() != input.num_types()) {

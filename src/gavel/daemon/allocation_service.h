@@ -61,6 +61,9 @@ class AllocationService {
   // Waits until no background solve is pending or running (tests, shutdown).
   void WaitIdle();
   AllocationStats stats() const;
+  // Called with each solve's wall time (on the solving thread, under the service's lock: it
+  // must not call back into the service). For the daemon's metrics (observations.h).
+  void SetSolveObserver(std::function<void(double)> observer);
 
  private:
   struct Solved {
@@ -86,6 +89,7 @@ class AllocationService {
   std::condition_variable cv_;
   std::deque<policy::PolicyInput> pending_ GAVEL_GUARDED_BY(mutex_);
   bool busy_ GAVEL_GUARDED_BY(mutex_) = false;
+  std::function<void(double)> solve_observer_ GAVEL_GUARDED_BY(mutex_);
   bool fresh_ GAVEL_GUARDED_BY(mutex_) = false;
   bool stop_ GAVEL_GUARDED_BY(mutex_) = false;
   // Recent solves, newest first (a few: one per likely job set).

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "gavel/daemon/observe_http.h"
 #include "gavel/daemon/sqlite_store.h"
 #include "gavel/rpc/grpc_util.h"
 #include "gavel/rpc/listener.h"
@@ -134,6 +135,8 @@ void CoreLoop::Run() {
     Status commit = core_->Flush();
     if (!commit.ok()) {
       std::cerr << "gavel serve: FATAL: " << commit.ToString() << "\n";
+    } else if (after_batch_) {
+      after_batch_(*core_);
     }
     for (Item& item : items) {
       if (item.committed) item.committed(commit);
@@ -317,7 +320,15 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
     daemon->tokens_ = std::make_unique<rpc::TokenRegistry>(*std::move(tokens));
   }
   daemon->clock_ = clock ? std::move(clock) : std::make_unique<SystemClock>();
-  daemon->transport_ = transport ? std::move(transport) : std::make_unique<GrpcAgentTransport>();
+  if (transport) {
+    daemon->transport_ = std::move(transport);
+  } else {
+    Result<std::shared_ptr<grpc::ChannelCredentials>> to_agents =
+        rpc::MakeChannelCredentials(options.tls_ca);
+    if (!to_agents.ok()) return to_agents.status();
+    daemon->transport_ =
+        std::make_unique<GrpcAgentTransport>(8, Seconds(10.0), *std::move(to_agents));
+  }
   if (store) {
     daemon->store_ = std::move(store);
   } else {
@@ -331,8 +342,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
   hooks.wake = [target] {
     if (CoreLoop* loop = target->load()) loop->Post([](SchedulerCore&) {});
   };
-  if (options.log_events) {
-    hooks.event = [](const EventRow& event) {
+  daemon->observations_ = std::make_unique<Observations>();
+  Observations* observations = daemon->observations_.get();
+  const bool log_events = options.log_events;
+  hooks.event = [observations, log_events](const EventRow& event) {
+    observations->Event(event);
+    if (log_events) {
       const std::time_t seconds = static_cast<std::time_t>(event.ts_ms / 1000);
       std::tm tm{};
       localtime_r(&seconds, &tm);
@@ -344,8 +359,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
         std::cerr << " worker=" << event.worker_id;
       }
       std::cerr << " " << event.message << "\n";
-    };
-  }
+    }
+  };
   hooks.dispatch_failed = [target](const std::string& agent, std::uint64_t round) {
     if (CoreLoop* loop = target->load()) {
       loop->Post([agent, round](SchedulerCore& core) { core.OnDispatchFailed(agent, round); });
@@ -364,6 +379,23 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
     self->cv_.notify_all();
   });
   target->store(daemon->loop_.get());
+  daemon->core_->allocation_service().SetSolveObserver(
+      [observations](double seconds) { observations->SolveFinished(seconds); });
+  const Clock* core_clock = daemon->clock_.get();
+  daemon->loop_->SetAfterBatch(
+      [observations, core_clock, rounds = std::uint64_t{0}](SchedulerCore& core) mutable {
+        const std::int64_t now = core_clock->NowMs();
+        // A round started in this batch (rounds start in Tick, one at a time).
+        const std::uint64_t started = core.counters().rounds_started;
+        const bool round_started = started != rounds;
+        if (round_started) {
+          rounds = started;
+          observations->RoundStarted(now);
+        }
+        if (round_started || observations->WantsSample(now)) {
+          observations->Sample(Utilisation(core.ListWorkers(), now), round_started);
+        }
+      });
   daemon->scheduler_service_ =
       std::make_unique<SchedulerService>(daemon->loop_.get(), daemon->tokens_.get());
   daemon->worker_service_ = std::make_unique<WorkerService>(daemon->loop_.get(), daemon->tokens_.get());
@@ -375,15 +407,24 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   rpc::ApplyServerLimits(&builder, options.limits);  // SO_REUSEPORT off among them
-  daemon->server_ = builder.BuildAndStart();
-  if (!daemon->server_) return Status::Internal("cannot start the gRPC server");
-  Result<std::unique_ptr<rpc::GuardedListener>> listener = rpc::GuardedListener::Start(
-      listen, daemon->server_.get(),
-      rpc::ListenerOptions{options.limits.handshake_timeout, rpc::ListenerOptions().reserve});
-  if (!listener.ok()) return listener.status().WithContext("--listen");
-  daemon->listener_ = *std::move(listener);
-  daemon->port_ = daemon->listener_->port();
+  Result<rpc::ServingGrpc> serving = rpc::ServeGrpc(builder, listen, options.tls, options.limits);
+  if (!serving.ok()) return serving.status();
+  daemon->server_ = std::move(serving->server);
+  daemon->listener_ = std::move(serving->listener);
+  daemon->port_ = serving->port;
   daemon->loop_->Start();
+  if (!options.metrics_listen.empty()) {
+    Result<rpc::HostPort> metrics = rpc::ParseAddress(options.metrics_listen);
+    if (!metrics.ok()) return metrics.status().WithContext("--metrics-listen");
+    rpc::HttpServerOptions http;
+    http.host = metrics->host;
+    http.port = metrics->port;
+    http.allow_remote = true;
+    Result<std::unique_ptr<rpc::HttpServer>> server = rpc::HttpServer::Start(
+        http, MakeObserveHandler(daemon->loop_.get(), daemon->observations_.get()));
+    if (!server.ok()) return server.status().WithContext("--metrics-listen");
+    daemon->observe_server_ = *std::move(server);
+  }
   return daemon;
 }
 
@@ -395,6 +436,13 @@ std::string Daemon::address() const {
   return hp.ToString();
 }
 
+int Daemon::metrics_port() const { return observe_server_ ? observe_server_->port() : 0; }
+
+std::string Daemon::metrics_address() const {
+  auto listen = rpc::ParseAddress(options_.metrics_listen);
+  return rpc::HostPort{listen.ok() ? listen->host : "127.0.0.1", metrics_port()}.ToString();
+}
+
 void Daemon::Shutdown() {
   {
     MutexLock lock(mutex_);
@@ -402,6 +450,7 @@ void Daemon::Shutdown() {
     shut_down_ = true;
   }
   cv_.notify_all();
+  if (observe_server_) observe_server_->Stop();
   if (listener_) listener_->Stop();  // no new connection reaches the server
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

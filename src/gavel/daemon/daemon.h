@@ -27,11 +27,14 @@
 #include "gavel/core/mutex.h"
 #include "gavel/core/status.h"
 #include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/observations.h"
 #include "gavel/daemon/scheduler_core.h"
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/rpc/http_server.h"
 #include "gavel/rpc/listener.h"
+#include "gavel/rpc/tls.h"
 
 namespace gavel::daemon {
 
@@ -42,6 +45,16 @@ struct DaemonOptions {
   CoreOptions core;
   bool log_events = true;  // print the event log to stderr as it is committed
   rpc::ServerLimits limits;  // connections (docs/runtime.md, "Connections")
+  // HOST:PORT of the observation port: /metrics (Prometheus), / (dashboard), /api/state.
+  // Empty = none. Any address may be given (Prometheus scrapes from elsewhere).
+  std::string metrics_listen;
+  // TLS on the gRPC port (--tls-cert/--tls-key); off when empty. With TLS, gRPC accepts on
+  // its own (Debian's gRPC 1.51 takes handed-over sockets in plaintext only), so the
+  // GuardedListener's idle-connection guard (listener.h) does not apply: docs/runtime.md, "TLS".
+  rpc::ServerTlsFiles tls;
+  // The CA that signed the agents' certificates (--tls-ca): the daemon's calls to agents use
+  // TLS with it; empty = plaintext to agents.
+  std::string tls_ca;
 };
 
 // Runs closures against the core on one thread, with group commit (see the file comment).
@@ -54,6 +67,9 @@ class CoreLoop {
   CoreLoop& operator=(const CoreLoop&) = delete;
 
   void Start();
+  // Runs after every batch once it is committed, on the core thread (the daemon's
+  // observations). Set before Start.
+  void SetAfterBatch(std::function<void(SchedulerCore&)> fn) { after_batch_ = std::move(fn); }
   // Runs `fn` on the core thread; returns its status once the changes it made are durable
   // (INTERNAL if they could not be saved, UNAVAILABLE if the loop has stopped).
   grpc::Status Call(std::function<grpc::Status(SchedulerCore&)> fn);
@@ -80,6 +96,7 @@ class CoreLoop {
   bool stop_ GAVEL_GUARDED_BY(mutex_) = false;
   bool stopped_ GAVEL_GUARDED_BY(mutex_) = false;
   Status fatal_ GAVEL_GUARDED_BY(mutex_);
+  std::function<void(SchedulerCore&)> after_batch_;  // set before the thread starts
   std::thread thread_;
 };
 
@@ -97,6 +114,9 @@ class Daemon {
 
   int port() const { return port_; }
   std::string address() const;
+  // The observation port (--metrics-listen); 0 when there is none.
+  int metrics_port() const;
+  std::string metrics_address() const;  // HOST:PORT of the observation port
   // Stops serving (in-flight requests finish) and the core thread. Idempotent.
   void Shutdown();
   // Blocks until Shutdown is called or a commit fails; returns the failure, if any (call
@@ -120,6 +140,8 @@ class Daemon {
   std::unique_ptr<WorkerService> worker_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<rpc::GuardedListener> listener_;  // after server_: destroyed first
+  std::unique_ptr<Observations> observations_;  // durations, events, utilisation history
+  std::unique_ptr<rpc::HttpServer> observe_server_;  // --metrics-listen
   int port_ = 0;
   Mutex mutex_;
   std::condition_variable cv_;

@@ -221,7 +221,8 @@ class Cluster {
   void KillDaemon() { daemon_.Kill9(); }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
-  void StartAgent(const std::string& type, const std::string& token_file = "", int gpus = 1) {
+  void StartAgent(const std::string& type, const std::string& token_file = "", int gpus = 1,
+                  const std::vector<std::string>& extra_args = {}) {
     std::vector<std::string> argv = {GAVEL_BINARY, "worker", "--scheduler", address(), "--type",
                                      type, "--gpus", std::to_string(gpus), "--work-dir", dir_ + "/agent-" + type,
                                      "--checkpoint-dir", dir_ + "/ckpt", "--heartbeat-seconds",
@@ -230,6 +231,7 @@ class Cluster {
       argv.push_back("--token-file");
       argv.push_back(token_file);
     }
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     agents_[type] = Process(argv, dir_ + "/agent-" + type + ".out",
                             dir_ + "/agent-" + type + ".err");
   }
@@ -871,6 +873,268 @@ TEST(RuntimeEndToEnd, EntityWeightsSplitTheAllocationsBetweenEntities) {
   auto [code, out] = cluster.Cli({"status", "--scheduler", addr, "-o", "json"});
   ASSERT_EQ(code, 0) << out;
   EXPECT_EQ(nlohmann::json::parse(out)["entity_weights"]["prod"], 3.0) << out;
+}
+
+// ------------------------------------------------------------------------------------------
+// The observation port (--metrics-listen): Prometheus metrics and the dashboard.
+
+// A daemon with --metrics-listen, agents with 2 v100 and 1 k80, and three long jobs running
+// on them; returns the metrics address and the jobs' ids.
+std::pair<std::string, std::vector<std::uint64_t>> StartObservedCluster(Cluster& cluster) {
+  cluster.StartDaemon(3, "", "max_min_fairness_perf", {"--metrics-listen", "127.0.0.1:0"});
+  const std::string out = ReadFile(cluster.dir() + "/serve.out");
+  const std::string prefix = "metrics on 127.0.0.1:";
+  const std::size_t at = out.find(prefix);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "no metrics line in: " << out;
+    return {};
+  }
+  const std::string metrics = "127.0.0.1:" + std::to_string(std::stoi(out.substr(at + prefix.size())));
+  cluster.StartAgent("v100", "", 2);
+  cluster.StartAgent("k80", "", 1);
+  std::vector<std::uint64_t> ids;
+  // Jobs under the iterator (they report each round), far from done within the test.
+  for (std::uint64_t steps : {1000000, 1000001, 1000002}) {
+    auto id = cluster.Submit(JobPlan{"ResNet-18 (batch size 64)", steps}, 2.0);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    auto jobs = cluster.Jobs();
+    ids.clear();
+    if (jobs.ok()) {
+      for (const auto& job : jobs->jobs()) {
+        if (job.state() == wire::RUNNING) ids.push_back(job.id());
+      }
+    }
+    if (ids.size() == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(ids.size(), 3u) << "the three jobs never ran together";
+  return {metrics, ids};
+}
+
+// A GET over HTTP/1.1 (Connection: close); the body.
+std::string HttpGet(const std::string& address, const std::string& path) {
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  std::string in;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) > 0) {
+      char buffer[8192];
+      ssize_t n;
+      while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) in.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  const std::size_t body = in.find("\r\n\r\n");
+  return body == std::string::npos ? "" : in.substr(body + 4);
+}
+
+// Exposition lines "name{labels} value" as a map (comments skipped).
+std::map<std::string, double> ParseExposition(const std::string& text) {
+  std::map<std::string, double> samples;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.rfind(' ');
+    samples[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return samples;
+}
+
+TEST(RuntimeEndToEnd, MetricsAgreeWithTheJobListAndPassPromtool) {
+  Cluster cluster("metrics");
+  const auto [metrics, running] = StartObservedCluster(cluster);
+  ASSERT_EQ(running.size(), 3u);
+  // Wait for a few rounds, so that the round histogram has observations.
+  std::map<std::string, double> m;
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    m = ParseExposition(HttpGet(metrics, "/metrics"));
+    if (m["gavel_round_duration_seconds_count"] >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  // The job list (gRPC) just before and just after the scrape, until they agree on who runs
+  // where (a round may start in between): the truth the metrics are checked against.
+  std::string text;
+  Result<wire::ListJobsResponse> jobs = Status::Internal("no list");
+  std::map<std::string, int> running_on;  // GPU type -> running jobs (one GPU each)
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto before = cluster.Jobs();
+    text = HttpGet(metrics, "/metrics");
+    jobs = cluster.Jobs();
+    ASSERT_TRUE(before.ok() && jobs.ok());
+    auto placement = [](const wire::ListJobsResponse& list) {
+      std::map<std::uint64_t, std::string> out;
+      for (const auto& job : list.jobs()) {
+        if (job.state() == wire::RUNNING) out[job.id()] = job.gpu_type();
+      }
+      return out;
+    };
+    if (placement(*before) == placement(*jobs)) {
+      running_on.clear();
+      for (const auto& [id, type] : placement(*jobs)) ++running_on[type];
+      break;
+    }
+  }
+  m = ParseExposition(text);
+  int running_jobs = 0;
+  for (const auto& [type, n] : running_on) running_jobs += n;
+  ASSERT_GE(running_jobs, 1) << text;
+  // Jobs by state, GPUs by type and state: what the job list says (3 GPUs, 2 v100 + 1 k80).
+  EXPECT_EQ(m["gavel_jobs{state=\"running\"}"], running_jobs) << text;
+  EXPECT_EQ(m["gavel_jobs{state=\"running\"}"] + m["gavel_jobs{state=\"queued\"}"], 3) << text;
+  EXPECT_EQ(m["gavel_gpus{gpu_type=\"v100\",state=\"busy\"}"], running_on["v100"]) << text;
+  EXPECT_EQ(m["gavel_gpus{gpu_type=\"k80\",state=\"busy\"}"], running_on["k80"]) << text;
+  EXPECT_EQ(m["gavel_gpus{gpu_type=\"v100\",state=\"idle\"}"], 2 - running_on["v100"]) << text;
+  EXPECT_EQ(m["gavel_gpus{gpu_type=\"k80\",state=\"idle\"}"], 1 - running_on["k80"]) << text;
+  // The allocation matrix: each job's shares are the job list's, and sum to at most 1.
+  for (const auto& job : jobs->jobs()) {
+    double total = 0.0;
+    for (const auto& t : job.per_type()) {
+      const std::string key = "gavel_job_allocation_ratio{job_id=\"" + std::to_string(job.id()) +
+                              "\",gpu_type=\"" + t.gpu_type() + "\"}";
+      ASSERT_TRUE(m.count(key)) << key << "\n" << text;
+      EXPECT_NEAR(m[key], t.allocation(), 1e-9) << key;
+      total += m[key];
+    }
+    EXPECT_LE(total, 1.0 + 1e-6);
+  }
+  // Rounds last --round-seconds (2 s) while every job keeps its GPUs: the histogram's mean
+  // must say so, and its buckets must be cumulative.
+  const double count = m["gavel_round_duration_seconds_count"];
+  ASSERT_GE(count, 2) << text;
+  const double mean = m["gavel_round_duration_seconds_sum"] / count;
+  EXPECT_GT(mean, kRoundSeconds - 0.5) << text;
+  EXPECT_LT(mean, kRoundSeconds + 2.0) << text;
+  EXPECT_EQ(m["gavel_round_duration_seconds_bucket{le=\"+Inf\"}"], count);
+  EXPECT_LE(m["gavel_round_duration_seconds_bucket{le=\"1\"}"],
+            m["gavel_round_duration_seconds_bucket{le=\"5\"}"]);
+  EXPECT_GE(m["gavel_solve_duration_seconds_count"], 1) << text;
+  EXPECT_GE(m["gavel_rounds_started_total"], count) << text;
+
+  // Prometheus' own linter on the live output.
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool is absent (Debian package prometheus): format not linted";
+  }
+  const std::string file = cluster.dir() + "/metrics.txt";
+  std::ofstream(file) << text;
+  const std::string lint = cluster.dir() + "/promtool.out";
+  const int status = std::system(("promtool check metrics < " + file + " > " + lint + " 2>&1").c_str());
+  EXPECT_EQ(status, 0) << ReadFile(lint) << "\n" << text;
+}
+
+TEST(RuntimeEndToEnd, TheDashboardInHeadlessChromiumShowsTheRunningJobs) {
+  if (std::system("command -v chromium >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "chromium is absent (Debian package chromium)";
+  }
+  Cluster cluster("dashboard");
+  const auto [metrics, running] = StartObservedCluster(cluster);
+  ASSERT_EQ(running.size(), 3u);
+  const std::string dom = cluster.dir() + "/dom.html";
+  const std::string command = "timeout 90 chromium --headless --no-sandbox --disable-gpu "
+                              "--user-data-dir=" + cluster.dir() + "/chromium --dump-dom http://" +
+                              metrics + "/ > " + dom + " 2> " + cluster.dir() + "/chromium.err";
+  ASSERT_EQ(std::system(command.c_str()), 0) << ReadFile(cluster.dir() + "/chromium.err");
+  const std::string html = ReadFile(dom);
+  // The rows exist only once the page's script ran (the served table body is empty). The
+  // three jobs share three GPUs of two types, so a round may hold one of them back: each is
+  // active, and most run.
+  int shown_running = 0;
+  for (const std::uint64_t id : running) {
+    const std::string row = "<tr id=\"job-" + std::to_string(id) + "\"";
+    const std::size_t at = html.find(row);
+    ASSERT_NE(at, std::string::npos) << row << " not in the DOM:\n" << html;
+    const std::string tag = html.substr(at, html.find('>', at) - at);
+    const bool is_running = tag.find("data-state=\"running\"") != std::string::npos;
+    EXPECT_TRUE(is_running || tag.find("data-state=\"queued\"") != std::string::npos) << tag;
+    shown_running += is_running ? 1 : 0;
+  }
+  EXPECT_GE(shown_running, 2) << html;
+  EXPECT_NE(html.find("<th>v100 (2)</th>"), std::string::npos) << "allocation matrix header";
+  EXPECT_NE(html.find("<polyline"), std::string::npos) << "utilisation chart";
+}
+
+// ------------------------------------------------------------------------------------------
+// TLS (--tls-cert/--tls-key/--tls-ca), with certificates made here by the openssl CLI.
+
+// Makes DIR/ca.pem and DIR/<name>.pem + .key (signed by it, for 127.0.0.1); false on failure.
+bool MakeCertificates(const std::string& dir, const std::string& ca, const std::string& name) {
+  const std::string ext = dir + "/san.ext";
+  std::ofstream(ext) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+  const std::string q = " >>" + dir + "/openssl.log 2>&1";
+  const std::string commands[] = {
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + dir + "/" + ca + ".key -out " + dir +
+          "/" + ca + ".pem -days 1 -subj /CN=" + ca + q,
+      "openssl req -newkey rsa:2048 -nodes -keyout " + dir + "/" + name + ".key -out " + dir +
+          "/" + name + ".csr -subj /CN=127.0.0.1" + q,
+      "openssl x509 -req -in " + dir + "/" + name + ".csr -CA " + dir + "/" + ca + ".pem -CAkey " +
+          dir + "/" + ca + ".key -CAcreateserial -out " + dir + "/" + name + ".pem -days 1 -extfile " +
+          ext + q};
+  for (const std::string& command : commands) {
+    if (std::system(command.c_str()) != 0) return false;
+  }
+  return true;
+}
+
+TEST(RuntimeEndToEnd, WithTlsPlaintextAndForeignCertificatesAreRefusedAndJobsRun) {
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "openssl is absent (Debian package openssl)";
+  }
+  Cluster cluster("tls");
+  const std::string d = cluster.dir();
+  ASSERT_TRUE(MakeCertificates(d, "ca", "node")) << ReadFile(d + "/openssl.log");
+  ASSERT_TRUE(MakeCertificates(d, "other-ca", "impostor")) << ReadFile(d + "/openssl.log");
+  const std::string ca = d + "/ca.pem";
+  // Everything over TLS: the daemon's port, the agent's own service, both directions.
+  cluster.StartDaemon(1, "", "max_min_fairness_perf",
+                      {"--tls-cert", d + "/node.pem", "--tls-key", d + "/node.key", "--tls-ca", ca});
+  cluster.StartAgent("v100", "", 1,
+                     {"--tls-ca", ca, "--tls-cert", d + "/node.pem", "--tls-key", d + "/node.key"});
+  const std::string addr = cluster.address();
+
+  // A plaintext client is refused: the gRPC stub of the test, and the CLI without --tls-ca.
+  auto plain = cluster.Jobs();
+  EXPECT_FALSE(plain.ok());
+  auto [plain_code, plain_out] = cluster.Cli({"status", "--scheduler", addr, "--timeout-seconds", "3"});
+  EXPECT_NE(plain_code, 0) << plain_out;
+  // So is a client that trusts another CA (the daemon is not who it expects).
+  auto [foreign_code, foreign_out] = cluster.Cli(
+      {"status", "--scheduler", addr, "--tls-ca", d + "/other-ca.pem", "--timeout-seconds", "3"});
+  EXPECT_NE(foreign_code, 0) << foreign_out;
+  // A bad --tls-ca names the flag.
+  auto [bad_code, bad_out] = cluster.Cli({"status", "--scheduler", addr, "--tls-ca", d + "/san.ext"});
+  EXPECT_NE(bad_code, 0);
+  EXPECT_NE(bad_out.find("--tls-ca"), std::string::npos) << bad_out;
+
+  // With the CA: a job submitted over TLS runs on the TLS agent to its exact steps.
+  const JobPlan plan{"ResNet-18 (batch size 64)", 60};
+  std::vector<std::string> submit = {"submit", "--scheduler", addr, "--tls-ca", ca, "--steps", "60",
+                                     "--"};
+  for (const std::string& arg : cluster.TrainCommand(plan, 8.0)) submit.push_back(arg);
+  auto [code, out] = cluster.Cli(submit);
+  ASSERT_EQ(code, 0) << out;
+  nlohmann::json jobs;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    auto [list_code, list_out] = cluster.Cli({"jobs", "--scheduler", addr, "--tls-ca", ca, "-o", "json"});
+    ASSERT_EQ(list_code, 0) << list_out;
+    jobs = nlohmann::json::parse(list_out);
+    if (jobs.size() == 1 && jobs[0]["state"] != "queued" && jobs[0]["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["state"], "done") << jobs.dump();
+  EXPECT_EQ(jobs[0]["steps_done"], 60) << jobs.dump();
+  const std::vector<std::uint64_t> executed = ReadExecLog(cluster.ExecLog(plan));
+  EXPECT_EQ(executed.size(), 60u) << "each step once";
 }
 
 }  // namespace

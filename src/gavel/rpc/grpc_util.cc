@@ -46,14 +46,16 @@ bool IsLoopbackHost(std::string_view host) {
   return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   // A restarted peer is found again within a second or two, not after gRPC's default
   // exponential backoff of up to two minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(
+      address, credentials ? std::move(credentials) : grpc::InsecureChannelCredentials(), args);
 }
 
 void ApplyServerLimits(grpc::ServerBuilder* builder, const ServerLimits& limits) {

@@ -31,9 +31,10 @@ struct HostPort {
 Result<HostPort> ParseAddress(std::string_view text);
 bool IsLoopbackHost(std::string_view host);
 
-// An insecure channel (tokens, not TLS, authenticate; addresses are loopback by default)
-// that reconnects quickly after the peer restarts.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// A channel that reconnects quickly after the peer restarts: plaintext by default (tokens
+// authenticate; addresses are loopback by default), or with `credentials` (tls.h).
+std::shared_ptr<grpc::Channel> MakeChannel(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 // Limits every gRPC server of the runtime (the daemon's and each agent's) applies to the
 // connections its GuardedListener (listener.h) hands over (issue 16; docs/runtime.md,
