@@ -72,6 +72,11 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "Start the first round only once this many GPUs registered (default 0)")
       ->check(BoundedInteger(0, bounds::kMaxGpus));
   cmd->add_flag("-q,--quiet", o->quiet, "Do not print the event log");
+  cmd->add_option("--backend", o->backend,
+                  "agents (default: `gavel worker`s register) or slurm (the nodes and GPU GRES "
+                  "of the Slurm that SLURM_CONF names; docs/slurm.md)")
+      ->check(CLI::IsMember({"agents", "slurm"}));
+  AddSlurmServeOptions(cmd, &o->slurm);
   return cmd;
 }
 
@@ -145,6 +150,18 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.core.seed = o.seed;
   options.core.expected_gpus = o.expected_gpus;
 
+  // The Slurm backend: the cluster Slurm grants, checkpoints where every node sees them.
+  std::unique_ptr<SlurmBackend> slurm;
+  if (o.backend == "slurm") {
+    GAVEL_ASSIGN_OR_RETURN(slurm, SlurmBackend::Discover(o.slurm, o.state_dir,
+                                                         !o.token_file.empty(), std::cerr));
+    if (options.core.expected_gpus == 0) options.core.expected_gpus = slurm->gpus();
+    if (options.core.checkpoint_root.empty()) {
+      options.core.checkpoint_root =
+          (std::filesystem::absolute(o.state_dir) / "checkpoints").string();
+    }
+  }
+
   // Signals go to the waiting thread below, never to gRPC's or the daemon's threads.
   sigset_t signals;
   sigemptyset(&signals);
@@ -157,6 +174,12 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<daemon::Daemon> daemon,
                          daemon::Daemon::Start(std::move(options)));
   out << "listening on " << daemon->address() << std::endl;
+  if (slurm) {
+    if (Status started = slurm->Start(daemon->address()); !started.ok()) {
+      daemon->Shutdown();
+      return started;
+    }
+  }
   if (o.token_file.empty()) {
     std::cerr << "gavel serve: no --token-file: every caller is an admin; keep the address on "
                  "loopback\n";

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gavel/cli/slurm_backend.h"
 #include "gavel/core/status.h"
 
 namespace gavel::cli {
@@ -39,6 +40,10 @@ struct ServeOptions {
   std::uint64_t seed = 0;
   int expected_gpus = 0;
   bool quiet = false;
+  // "agents" (our own `gavel worker`s register) or "slurm" (the cluster from a running Slurm,
+  // agents run as Slurm jobs: slurm_backend.h, docs/slurm.md).
+  std::string backend = "agents";
+  SlurmServeOptions slurm;
 };
 
 // Declares the subcommand and its options on `app`, bound to `options`.

@@ -10,6 +10,8 @@
 
 #include "gavel/slurm/slurm_api.h"
 
+extern char** environ;
+
 namespace gavel::slurm {
 namespace {
 
@@ -116,8 +118,9 @@ class LibSlurmApi final : public SlurmApi {
     std::string name = job.name, script = job.script, partition = job.partition,
                 node = job.node, tres = job.tres_per_node, work_dir = job.work_dir,
                 output = job.output;
-    std::string path_env = "PATH=" + Text(std::getenv("PATH"));
-    char* environment[] = {path_env.data(), nullptr};
+    // The submitter's whole environment, as sbatch's default --export=ALL passes it.
+    std::uint32_t env_size = 0;
+    while (environ[env_size] != nullptr) ++env_size;
     desc.name = name.data();
     desc.script = script.data();
     if (!partition.empty()) desc.partition = partition.data();
@@ -129,8 +132,8 @@ class LibSlurmApi final : public SlurmApi {
     desc.std_out = output.data();
     desc.std_err = output.data();
     desc.requeue = job.requeue ? 1 : 0;
-    desc.environment = environment;
-    desc.env_size = 1;
+    desc.environment = environ;
+    desc.env_size = env_size;
     desc.user_id = ::getuid();
     desc.group_id = ::getgid();
     submit_response_msg_t* response = nullptr;

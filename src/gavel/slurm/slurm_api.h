@@ -38,7 +38,8 @@ struct SlurmJob {
   std::string nodes;   // where it runs ("" while pending)
 };
 
-// A batch job to submit (what sbatch's options would set).
+// A batch job to submit (what sbatch's options would set); it gets the submitter's whole
+// environment, as sbatch's default --export=ALL.
 struct BatchJob {
   std::string name;
   std::string script;         // "#!/bin/sh\n..."
