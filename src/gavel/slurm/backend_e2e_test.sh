@@ -15,10 +15,8 @@
 set -euo pipefail
 gavel=$1
 src=$2
-if [ "$(id -u)" -ne 0 ] || ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-  echo "skipped: needs root, slurm-wlm and munge"; exit 77
-fi
-dir=$(mktemp -d /tmp/gavel_slurm_e2e_XXXXXX)
+. "$(dirname "$0")/test_lib.sh"
+slurm_test_dir e2e
 daemon_pid=""
 cleanup() {
   [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null || true

@@ -6,10 +6,8 @@
 # no daemon behind. Exit 77 (skipped) without root or Slurm.
 set -euo pipefail
 script=$1/scripts/slurm-dev-cluster.sh
-if [ "$(id -u)" -ne 0 ] || ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-  echo "skipped: needs root, slurm-wlm and munge"; exit 77
-fi
-dir=$(mktemp -d /tmp/gavel_slurm_dev_XXXXXX)
+. "$(dirname "$0")/test_lib.sh"
+slurm_test_dir dev
 cleanup() { "$script" stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$dir"/log/*; do echo "== $f" >&2; tail -n 20 "$f" >&2; done; exit 1; }

@@ -105,6 +105,7 @@ class LibSlurmApi final : public SlurmApi {
       job.active = base == JOB_PENDING || base == JOB_RUNNING || base == JOB_SUSPENDED ||
                    (info.job_state & (JOB_COMPLETING | JOB_REQUEUE | JOB_CONFIGURING)) != 0;
       job.nodes = Text(info.nodes);
+      job.array_job_id = info.array_job_id;
       jobs.push_back(std::move(job));
     }
     slurm_free_job_info_msg(message);
@@ -117,14 +118,15 @@ class LibSlurmApi final : public SlurmApi {
     // libslurm takes char*, and copies what it sends: the strings stay ours.
     std::string name = job.name, script = job.script, partition = job.partition,
                 node = job.node, tres = job.tres_per_node, work_dir = job.work_dir,
-                output = job.output;
+                output = job.output, array = job.array;
     // The submitter's whole environment, as sbatch's default --export=ALL passes it.
     std::uint32_t env_size = 0;
     while (environ[env_size] != nullptr) ++env_size;
     desc.name = name.data();
     desc.script = script.data();
     if (!partition.empty()) desc.partition = partition.data();
-    desc.req_nodes = node.data();
+    if (!node.empty()) desc.req_nodes = node.data();
+    if (!array.empty()) desc.array_inx = array.data();
     desc.min_nodes = 1;
     desc.max_nodes = 1;
     if (!tres.empty()) desc.tres_per_node = tres.data();
@@ -138,7 +140,8 @@ class LibSlurmApi final : public SlurmApi {
     desc.group_id = ::getgid();
     submit_response_msg_t* response = nullptr;
     if (slurm_submit_batch_job(&desc, &response) != SLURM_SUCCESS) {
-      return SlurmError("submitting '" + job.name + "' to node " + job.node);
+      return SlurmError("submitting '" + job.name + "'" +
+                        (job.node.empty() ? std::string() : " to node " + job.node));
     }
     const std::uint32_t id = response->job_id;
     slurm_free_submit_response_response_msg(response);

@@ -8,10 +8,7 @@
 #include <set>
 
 namespace gavel::slurm {
-namespace {
-
-// A word for /bin/sh, single-quoted.
-std::string Quote(const std::string& word) {
+std::string ShellQuote(const std::string& word) {
   std::string out = "'";
   for (char c : word) {
     if (c == '\'') {
@@ -22,8 +19,6 @@ std::string Quote(const std::string& word) {
   }
   return out + "'";
 }
-
-}  // namespace
 
 std::string NamePrefixFor(const std::string& state_dir) {
   std::uint32_t hash = 2166136261u;
@@ -69,11 +64,11 @@ BatchJob PilotJob(const Pilot& pilot, const PilotOptions& options) {
       "#!/bin/sh\n"
       "# A gavel pilot (docs/slurm.md): the agent for this allocation's GPUs.\n"
       "set -- " +
-      Quote(options.gavel_binary) + " worker --scheduler " + Quote(options.scheduler_address) +
-      " --type " + Quote(pilot.type) + " --gpus " + std::to_string(pilot.gpus) +
-      " --work-dir " + Quote(dir) + " --kill-grace-seconds " +
+      ShellQuote(options.gavel_binary) + " worker --scheduler " + ShellQuote(options.scheduler_address) +
+      " --type " + ShellQuote(pilot.type) + " --gpus " + std::to_string(pilot.gpus) +
+      " --work-dir " + ShellQuote(dir) + " --kill-grace-seconds " +
       std::to_string(options.kill_grace_seconds) + "\n";
-  if (!options.token_file.empty()) script += "set -- \"$@\" --token-file " + Quote(options.token_file) + "\n";
+  if (!options.token_file.empty()) script += "set -- \"$@\" --token-file " + ShellQuote(options.token_file) + "\n";
   // The devices Slurm bound to this job (absent where GRES carry no device files).
   script +=
       "if [ -n \"${CUDA_VISIBLE_DEVICES:-}\" ]; then\n"

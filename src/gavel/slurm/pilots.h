@@ -65,6 +65,9 @@ std::string PilotName(const std::string& prefix, const std::string& node,
 std::vector<Pilot> PlanPilots(const std::vector<SlurmNode>& nodes, const std::string& partition,
                               const std::string& prefix, std::vector<std::string>* skipped);
 
+// `word` single-quoted for /bin/sh (the batch scripts Gavel writes).
+std::string ShellQuote(const std::string& word);
+
 // The batch job of a pilot: the script exec's `gavel worker` with the GPUs Slurm handed it.
 BatchJob PilotJob(const Pilot& pilot, const PilotOptions& options);
 

@@ -36,6 +36,7 @@ struct SlurmJob {
   std::string state;   // PENDING, RUNNING, COMPLETED, ...
   bool active = false; // pending, running, suspended, configuring, requeued or completing
   std::string nodes;   // where it runs ("" while pending)
+  std::uint32_t array_job_id = 0;  // the array this task belongs to (0 = not an array task)
 };
 
 // A batch job to submit (what sbatch's options would set); it gets the submitter's whole
@@ -44,11 +45,12 @@ struct BatchJob {
   std::string name;
   std::string script;         // "#!/bin/sh\n..."
   std::string partition;      // "" = the default partition
-  std::string node;           // the one node it must run on
+  std::string node;           // the one node it must run on ("" = any)
   std::string tres_per_node;  // "gres:gpu:k80:2"
   std::string work_dir;       // absolute
   std::string output;         // stdout and stderr file, absolute; %j = the job id
   bool requeue = true;        // requeued (not failed) when its node fails
+  std::string array;          // "0-9": a job array of these task ids ("" = one job)
 };
 
 class SlurmApi {
