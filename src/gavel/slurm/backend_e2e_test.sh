@@ -10,7 +10,8 @@
 #   * a node's slurmd killed with -9 mid-run (and restarted) loses no job;
 #   * every job ends with exactly its steps: the daemon's count, and the training program's own
 #     checkpoint (step and the order-sensitive checksum of the steps it ran, each once in order);
-#   * `gavel cancel` ends a job running inside Slurm.
+#   * `gavel cancel` ends a job running inside Slurm; a job submitted with scripts/gavel-sbatch
+#     (a batch script with #SBATCH lines) runs like the others.
 # Usage: backend_e2e_test.sh GAVEL_BINARY SOURCE_DIR. Exit 77 (skipped) without root or Slurm.
 set -euo pipefail
 gavel=$1
@@ -79,11 +80,16 @@ pilots_before=$(squeue -h -o '%i %j %N' | grep ' gavel-' | sort)
 declare -A steps=([1]=300 [2]=120 [3]=600 [4]=250 [5]=400)
 types=("" "ResNet-18 (batch size 64)" "Transformer (batch size 16)" "LM (batch size 20)" \
        "ResNet-18 (batch size 64)" "LM (batch size 20)")
-for i in 1 2 3 4 5; do
+for i in 1 2 3 4; do
   id=$("$gavel" submit --scheduler "$addr" --steps "${steps[$i]}" --job-type "${types[$i]}" \
        -- python3 "$src/examples/training/train.py" --exec-log "$dir/exec-$i.log")
   [ "$id" = "$i" ] || fail "submit gave id '$id', want $i"
 done
+# The fifth as a Slurm user would: a batch script through scripts/gavel-sbatch.
+printf '#!/bin/sh\n#SBATCH -J lm --gres=gpu:1\n#GAVEL --steps %s\nexec python3 %s --exec-log %s\n' \
+  "${steps[5]}" "$src/examples/training/train.py" "$dir/exec-5.log" >"$dir/lm.sh"
+out=$(GAVEL=$gavel "$src/scripts/gavel-sbatch" --scheduler "$addr" --gavel-job-type "${types[5]}" "$dir/lm.sh")
+[ "$out" = "Submitted batch job 5" ] || fail "gavel-sbatch printed '$out'"
 
 # ---- kill -9 of the daemon mid-run ----
 for _ in $(seq 150); do
