@@ -152,6 +152,9 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
 
   // The Slurm backend: the cluster Slurm grants, checkpoints where every node sees them.
   std::unique_ptr<SlurmBackend> slurm;
+  if (o.backend != "slurm" && !o.slurm.partition.empty()) {
+    return Status::InvalidArgument("--slurm-partition: only with --backend slurm");
+  }
   if (o.backend == "slurm") {
     GAVEL_ASSIGN_OR_RETURN(slurm, SlurmBackend::Discover(o.slurm, o.state_dir,
                                                          !o.token_file.empty(), std::cerr));

@@ -874,6 +874,9 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
   std::set<std::vector<std::string>> done;
   for (const CsvRow& row : earlier) done.insert(RowKey(row.cells));
   if (!o.slurm_task_list.empty()) return RunSlurmTask(points, o, dir);
+  if (!o.slurm && !o.slurm_partition.empty()) {
+    return Status::InvalidArgument("--slurm-partition: only with --slurm");
+  }
   std::vector<Point> todo;
   std::vector<std::size_t> todo_index;  // each one's place in `points`
   for (std::size_t i = 0; i < points.size(); ++i) {
