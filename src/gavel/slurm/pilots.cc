@@ -101,15 +101,27 @@ Result<int> PilotKeeper::ReconcileOnce() {
   }
   std::vector<std::string> skipped;
   int submitted = 0;
+  // One pilot refused (a partition limit, a node Slurm will not take) must not keep the
+  // others out: the first error is returned after every pilot was tried.
+  Status first_error = Status::Ok();
   for (const Pilot& pilot : PlanPilots(nodes, options_.partition, options_.name_prefix, &skipped)) {
     if (active.count(pilot.job_name) != 0) continue;
     std::error_code ec;
     const BatchJob job = PilotJob(pilot, options_);
     std::filesystem::create_directories(job.work_dir, ec);
-    if (ec) return Status::IoError("pilot directory '" + job.work_dir + "': " + ec.message());
-    GAVEL_ASSIGN_OR_RETURN(std::uint32_t id, api_->Submit(job));
+    if (ec) {
+      if (first_error.ok()) {
+        first_error = Status::IoError("pilot directory '" + job.work_dir + "': " + ec.message());
+      }
+      continue;
+    }
+    Result<std::uint32_t> id = api_->Submit(job);
+    if (!id.ok()) {
+      if (first_error.ok()) first_error = id.status();
+      continue;
+    }
     if (log_) {
-      log_("slurm: submitted pilot " + pilot.job_name + " (job " + std::to_string(id) + ", " +
+      log_("slurm: submitted pilot " + pilot.job_name + " (job " + std::to_string(*id) + ", " +
            std::to_string(pilot.gpus) + " x " + pilot.type + " on " + pilot.node + ")");
     }
     ++submitted;
@@ -117,6 +129,7 @@ Result<int> PilotKeeper::ReconcileOnce() {
   if (log_) {
     for (const std::string& line : skipped) log_("slurm: no pilot for " + line);
   }
+  if (!first_error.ok()) return first_error;
   return submitted;
 }
 

@@ -80,7 +80,8 @@ class PilotKeeper {
   PilotKeeper& operator=(const PilotKeeper&) = delete;
 
   // One pass: reads nodes and jobs from Slurm and submits every planned pilot that has no
-  // active Slurm job of its name. Returns how many it submitted.
+  // active Slurm job of its name. Returns how many it submitted, or the first refusal (after
+  // trying every pilot: one refused pilot does not keep the others out).
   Result<int> ReconcileOnce();
   // Repeats ReconcileOnce every `interval` on a thread of its own until Stop (errors are
   // logged, never fatal: Slurm may be briefly unreachable).

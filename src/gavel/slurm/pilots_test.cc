@@ -28,7 +28,9 @@ class FakeSlurm final : public SlurmApi {
   std::vector<BatchJob> submitted;
   Result<std::vector<SlurmNode>> Nodes() override { return nodes; }
   Result<std::vector<SlurmJob>> Jobs() override { return jobs; }
+  std::string refuse_node;  // submissions to this node are refused
   Result<std::uint32_t> Submit(const BatchJob& job) override {
+    if (job.node == refuse_node) return Status::IoError("refused: " + job.name);
     submitted.push_back(job);
     jobs.push_back({next_id_, job.name, "PENDING", true, ""});
     return next_id_++;
@@ -126,6 +128,22 @@ TEST(PilotKeeper, SubmitsMissingPilotsOnceAdoptsLiveOnesAndReplacesEndedOnes) {
   EXPECT_EQ(tres.at("a/" + PilotName(options.name_prefix, "a", "k80")), "gres:gpu:k80:2");
   EXPECT_EQ(tres.at("b/" + PilotName(options.name_prefix, "b", "v100")), "gres:gpu:v100:1");
   EXPECT_EQ(tres.at("b/" + PilotName(options.name_prefix, "b", "k80")), "gres:gpu:k80:1");
+}
+
+TEST(PilotKeeper, OneRefusedPilotDoesNotKeepTheOthersOut) {
+  TempDir dir;
+  FakeSlurm slurm;
+  slurm.nodes = {Node("a", "gpu:k80:2"), Node("b", "gpu:v100:1"), Node("c", "gpu:p100:1")};
+  slurm.refuse_node = "a";
+  PilotKeeper keeper(&slurm, Options(dir.path), nullptr);
+  Result<int> pass = keeper.ReconcileOnce();
+  ASSERT_FALSE(pass.ok());
+  EXPECT_NE(pass.status().message().find("refused"), std::string::npos);
+  ASSERT_EQ(slurm.submitted.size(), 2u);
+  EXPECT_EQ(slurm.submitted[0].node, "b");
+  EXPECT_EQ(slurm.submitted[1].node, "c");
+  slurm.refuse_node.clear();  // Slurm takes it on a later pass
+  EXPECT_EQ(*keeper.ReconcileOnce(), 1);
 }
 
 // Runs the pilot's script under /bin/sh with `gavel` (at `binary`) replaced by a script that
