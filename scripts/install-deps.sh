@@ -23,6 +23,10 @@ packages=(
   # The `debug` preset (clang++ with ASan, UBSan, -Wthread-safety, and libFuzzer for the fuzz
   # targets built in it: fuzz/, scripts/fuzz-smoke.sh).
   clang libclang-rt-14-dev
+  # The Slurm backend (docs/slurm.md): libslurm's C API to talk to slurmctld, and the loopback
+  # cluster of scripts/slurm-dev-cluster.sh (munge, slurmctld, slurmd, the client commands)
+  # that its tests and users start.
+  libslurm-dev slurm-wlm slurmrestd munge
 )
 
 missing=()

@@ -78,6 +78,11 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--tls-ca", o->tls_ca,
                   "PEM CA that signed the agents' certificates: call agents over TLS");
+  cmd->add_option("--backend", o->backend,
+                  "agents (default: `gavel worker`s register) or slurm (the nodes and GPU GRES "
+                  "of the Slurm that SLURM_CONF names; docs/slurm.md)")
+      ->check(CLI::IsMember({"agents", "slurm"}));
+  AddSlurmServeOptions(cmd, &o->slurm);
   return cmd;
 }
 
@@ -154,6 +159,21 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.core.seed = o.seed;
   options.core.expected_gpus = o.expected_gpus;
 
+  // The Slurm backend: the cluster Slurm grants, checkpoints where every node sees them.
+  std::unique_ptr<SlurmBackend> slurm;
+  if (o.backend != "slurm" && !o.slurm.partition.empty()) {
+    return Status::InvalidArgument("--slurm-partition: only with --backend slurm");
+  }
+  if (o.backend == "slurm") {
+    GAVEL_ASSIGN_OR_RETURN(slurm, SlurmBackend::Discover(o.slurm, o.state_dir,
+                                                         !o.token_file.empty(), std::cerr));
+    if (options.core.expected_gpus == 0) options.core.expected_gpus = slurm->gpus();
+    if (options.core.checkpoint_root.empty()) {
+      options.core.checkpoint_root =
+          (std::filesystem::absolute(o.state_dir) / "checkpoints").string();
+    }
+  }
+
   // Signals go to the waiting thread below, never to gRPC's or the daemon's threads.
   sigset_t signals;
   sigemptyset(&signals);
@@ -168,6 +188,12 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   out << "listening on " << daemon->address() << std::endl;
   if (daemon->metrics_port() != 0) {
     out << "metrics on " << daemon->metrics_address() << std::endl;
+  }
+  if (slurm) {
+    if (Status started = slurm->Start(daemon->address()); !started.ok()) {
+      daemon->Shutdown();
+      return started;
+    }
   }
   if (o.token_file.empty()) {
     std::cerr << "gavel serve: no --token-file: every caller is an admin; keep the address on "

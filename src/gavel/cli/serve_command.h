@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gavel/cli/slurm_backend.h"
 #include "gavel/core/status.h"
 
 namespace gavel::cli {
@@ -44,6 +45,10 @@ struct ServeOptions {
   std::string tls_cert;        // PEM files; TLS on the gRPC port when given (docs: "TLS")
   std::string tls_key;
   std::string tls_ca;          // CA of the agents' certificates (TLS to the agents)
+  // "agents" (our own `gavel worker`s register) or "slurm" (the cluster from a running Slurm,
+  // agents run as Slurm jobs: slurm_backend.h, docs/slurm.md).
+  std::string backend = "agents";
+  SlurmServeOptions slurm;
 };
 
 // Declares the subcommand and its options on `app`, bound to `options`.

@@ -2,6 +2,7 @@
 
 #include "gavel/cli/display_text.h"
 #include "gavel/cli/flag_bounds.h"
+#include "gavel/cli/sweep_slurm.h"
 #include "gavel/core/bounds.h"
 #include "gavel/core/parse_number.h"
 
@@ -938,6 +939,36 @@ double SaturationLimitSeconds(double jobs_per_hour, std::size_t window_end, doub
   return factor * arrival_span + slack_seconds;
 }
 
+namespace {
+
+// Inside a Slurm array task (--slurm-task-list): the one point of this task, its row written
+// to its own file (atomically: a half-written row is never gathered).
+Status RunSlurmTask(const std::vector<Point>& points, const SweepOptions& o,
+                    const std::filesystem::path& dir) {
+  GAVEL_ASSIGN_OR_RETURN(const std::size_t index, PointOfThisTask(o.slurm_task_list));
+  if (index >= points.size()) {
+    return Status::InvalidArgument("--slurm-task-list: point " + std::to_string(index) +
+                                   " of " + std::to_string(points.size()));
+  }
+  GAVEL_ASSIGN_OR_RETURN(const Row row, RunPoint(points[index], o));
+  std::vector<std::string> cells;
+  for (const std::string& column : CsvColumns()) cells.push_back(row.at(column));
+  const std::string file =
+      SweepRowFile(std::filesystem::absolute(dir / "slurm").string(), index);
+  const std::string temporary = file + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << JoinRow(CsvColumns()) << "\n" << JoinRow(cells) << "\n";
+    if (!out) return Status::IoError(temporary + ": cannot write");
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, file, error);
+  if (error) return Status::IoError(file + ": " + error.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress) {
   // Phase 1: the points, and which of them an earlier run already finished.
   GAVEL_ASSIGN_OR_RETURN(const std::vector<Point> points, EnumeratePoints(o));
@@ -950,9 +981,17 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
   GAVEL_ASSIGN_OR_RETURN(const std::vector<CsvRow> earlier, LoadCsv(csv_path));
   std::set<std::vector<std::string>> done;
   for (const CsvRow& row : earlier) done.insert(RowKey(row.cells));
+  if (!o.slurm_task_list.empty()) return RunSlurmTask(points, o, dir);
+  if (!o.slurm && !o.slurm_partition.empty()) {
+    return Status::InvalidArgument("--slurm-partition: only with --slurm");
+  }
   std::vector<Point> todo;
-  for (const Point& p : points) {
-    if (done.count(p.Key(o)) == 0) todo.push_back(p);
+  std::vector<std::size_t> todo_index;  // each one's place in `points`
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (done.count(points[i].Key(o)) == 0) {
+      todo.push_back(points[i]);
+      todo_index.push_back(i);
+    }
   }
 
   // Phase 2: run the rest on a pool, appending each finished row.
@@ -980,11 +1019,36 @@ Status RunSweep(const SweepOptions& o, std::ostream& out, std::ostream& progress
       bar.Finished(todo[i].Label() + (row->at("saturated") == "1" ? ": saturated" : ""));
     }
   };
-  std::size_t threads = o.threads > 0 ? o.threads : std::thread::hardware_concurrency();
-  threads = std::max<std::size_t>(1, std::min(threads, todo.size()));
-  std::vector<std::thread> pool;
-  for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (std::thread& thread : pool) thread.join();
+  if (o.slurm && !todo.empty()) {
+    // On Slurm: one array task per point, then the rows they wrote, in point order.
+    const std::string slurm_dir = std::filesystem::absolute(dir / "slurm").string();
+    GAVEL_ASSIGN_OR_RETURN(const SweepArrayResult array,
+                           RunSweepArray({o.slurm_partition, slurm_dir, todo_index}, progress));
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      const std::string file = SweepRowFile(slurm_dir, todo_index[i]);
+      std::ifstream in(file);
+      std::string header, row;
+      if (!std::getline(in, header) || !std::getline(in, row) ||
+          header != JoinRow(CsvColumns())) {
+        std::string log = array.log_pattern;
+        log.replace(log.find("%a"), 2, std::to_string(i));
+        failures.push_back(Status::Internal(todo[i].Label() + ": Slurm task " +
+                                            std::to_string(array.job_id) + "_" +
+                                            std::to_string(i) + " wrote no row (log " + log + ")"));
+        bar.Finished(todo[i].Label() + ": FAILED");
+        continue;
+      }
+      csv << row << "\n" << std::flush;
+      bar.Finished(todo[i].Label());
+      std::filesystem::remove(file, error);
+    }
+  } else {
+    std::size_t threads = o.threads > 0 ? o.threads : std::thread::hardware_concurrency();
+    threads = std::max<std::size_t>(1, std::min(threads, todo.size()));
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (std::thread& thread : pool) thread.join();
+  }
   bar.End();
   csv.close();
   if (!csv) return Status::IoError(csv_path.string() + ": write failed");
@@ -1060,6 +1124,14 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
   AddPhysicsFlags(sweep_cmd, &line->options.physics);
   sweep_cmd->add_option("-j,--jobs", line->options.threads, "Threads (default: all cores)")
       ->check(BoundedInteger(1, 4096));
+  sweep_cmd->add_flag("--slurm", line->options.slurm,
+                      "Run the points as a Slurm job array (SLURM_CONF's cluster; "
+                      "docs/slurm.md)");
+  sweep_cmd->add_option("--slurm-partition", line->options.slurm_partition,
+                        "With --slurm: the partition of the array (default: Slurm's)");
+  sweep_cmd->add_option("--slurm-task-list", line->options.slurm_task_list,
+                        "Internal: set by --slurm for its array tasks")
+      ->group("");
   sweep_cmd
       ->add_option("--out", line->options.out_dir,
                    "Directory for sweep.csv and report.html")

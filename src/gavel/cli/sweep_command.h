@@ -68,6 +68,11 @@ struct SweepOptions {
   // The cluster physics of every point (docs/simulator.md); not part of a point's key, so use
   // one --out directory per physics setting.
   PhysicsFlags physics;
+  // Run the points as a Slurm job array (sweep_slurm.h, docs/slurm.md) instead of on threads.
+  bool slurm = false;
+  std::string slurm_partition;
+  // Set only inside an array task: the task list of the array (run the one point it names).
+  std::string slurm_task_list;
 };
 
 // linspace(a, b, n) with zeros dropped (the original's -a/-b/-n).
