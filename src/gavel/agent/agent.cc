@@ -45,7 +45,8 @@ struct Agent::Run {
   wire::Lease launch_lease;
   Seconds launched_at{0.0};
   std::optional<Seconds> ready_at;  // Init received
-  bool startup_reported = false;    // a report carried the start-up time
+  bool startup_reported = false;    // a report carried the whole start-up time
+  bool reported_once = false;       // a micro-task of this process was reported
   int generation = 1;
   int delivered_generation = 0;
   wire::Lease delivered;
@@ -543,6 +544,9 @@ void Agent::Done(const wire::DoneRequest& request, DoneReply reply) {
       if (request.reason() == wire::COMPLETE) {
         run->complete = true;
         run->complete_at = now;
+        // Reported now, not at the exit: the job is done once its final checkpoint is, and a
+        // process slow to exit (a framework's teardown) must not make it a straggler.
+        if (!run->reported) Report(*slot, *run, wire::COMPLETED, 0, "", now);
         deferred.emplace_back(std::move(reply), StopResponse());
       } else if (run->phase == Run::Phase::kStopping) {
         deferred.emplace_back(std::move(reply), StopResponse());
@@ -830,14 +834,16 @@ void Agent::Report(const Slot& slot, Run& run, wire::TaskOutcome outcome, int ex
   report.set_training_seconds(run.training_seconds);
   // Elapsed from the launch for the micro-task that started the process (its start-up is
   // restart overhead the round paid), else from the extension.
-  report.set_elapsed_s((now - (run.startup_reported ? run.granted_at : run.launched_at)).value());
+  report.set_elapsed_s((now - (run.reported_once ? run.granted_at : run.launched_at)).value());
+  run.reported_once = true;
   report.set_exit_code(exit_code);
   report.set_message(Truncate(message, 2000));
   if (!run.startup_reported) {
-    // The first micro-task of a process carries its start-up (until ready, or until now for
-    // one that never became ready).
+    // The first report once the process is ready carries its whole start-up (one that ends
+    // before it was ready: the time it was given). A report while it still starts (its round
+    // ended first) carries the time so far, and the next one the whole.
     report.set_startup_s((run.ready_at.value_or(now) - run.launched_at).value());
-    run.startup_reported = true;
+    run.startup_reported = run.ready_at.has_value() || outcome != wire::LEASE_EXPIRED;
   }
   run.reported = true;
   Log("report: job " + std::to_string(report.job_id()) + " round " +

@@ -160,6 +160,10 @@ AgentExecutor::GangLease AgentExecutor::GangLeaseOf(const Job& job, const std::s
   gang.step_bound_only = true;
   // A process kept from the last round can rejoin its peers only if every rank keeps its GPU.
   gang.restart = job.last_workers != workers;
+  // Kept processes that are still starting have not begun the lease they hold: the agents
+  // extend it by nothing (their next stop is the current stop plus this grant), so the
+  // rounds a slow start spans do not pile up steps for one lease.
+  if (!gang.restart && job.still_starting) gang.stop_at_step = job.row.steps_done;
   return gang;
 }
 

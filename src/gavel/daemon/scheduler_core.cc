@@ -170,6 +170,10 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
     if (starting && round_->EndWithoutBlame(job, "still starting at the round's deadline")) {
       Log(now, "slow-start", job, 0, "still starting at the round's deadline: not blamed");
       FinishJobTasks(job, now);
+      // Its processes wait on those GPUs as a paused job's do: placed there again, they go
+      // on (an extension, no new attempt).
+      Job& spared = jobs_.at(job);
+      if (IsActive(spared)) spared.paused = spared.still_starting = true;
     }
   }
   // A multi-GPU job's lease is a step bound from its throughput estimate: one that outlasts
@@ -643,6 +647,7 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
     }
     job.last_workers = workers;
     job.paused = m.expired && !m.crashed && !m.launch_failed && !m.completed;
+    job.still_starting = false;
     if (delta > 0) job.row.streak = 0;
     if (done >= total) {
       EndJob(job, wire::DONE, "", now);

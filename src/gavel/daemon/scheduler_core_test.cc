@@ -380,6 +380,7 @@ TEST_F(CoreTest, OnlyTheOwnerOrAnAdminMayCancel) {
   auto cancelled = core_->Cancel(kAdmin, job);
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(cancelled->state(), wire::CANCELLED);
+  ASSERT_TRUE(core_->Flush().ok());  // the kill goes out once the cancel is committed
   ASSERT_FALSE(transport_.kills().empty());
   EXPECT_EQ(transport_.kills().back().second, job);
   EXPECT_FALSE(core_->Cancel(kAlice, job).ok()) << "already cancelled";

@@ -220,6 +220,7 @@ TEST(TorchEndToEnd, SingleAndTwoRankDdpJobsSurviveKillsWithExactStepsAndWeights)
   }
   // The host kill ended the 2-rank job's processes: a restart, and no crash for it.
   const wire::JobInfo* ddp_info = Find(*jobs, *ddp);
+  ASSERT_NE(ddp_info, nullptr);
   EXPECT_GE(ddp_info->attempts(), 2u);
 
   // `gavel logs`: the 2-rank job's output from both hosts, launches marked.
