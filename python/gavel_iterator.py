@@ -285,8 +285,9 @@ class GavelIterator:
         self._job_id = int(env.get("GAVEL_JOB_ID", "0"))
         self._worker_id = int(env.get("GAVEL_WORKER_ID", "0"))
         self._round_id = int(env.get("GAVEL_ROUND_ID", "0"))
-        self._rank = int(env.get("GAVEL_RANK", "0"))
-        self._world_size = int(env.get("GAVEL_WORLD_SIZE", "1"))
+        # Outside Gavel (e.g. under torchrun) torchrun's RANK/WORLD_SIZE say who saves.
+        self._rank = int(env.get("GAVEL_RANK", env.get("RANK", "0")))
+        self._world_size = int(env.get("GAVEL_WORLD_SIZE", env.get("WORLD_SIZE", "1")))
         root = checkpoint_dir if checkpoint_dir is not None else env.get("GAVEL_CHECKPOINT_DIR")
         self._store = CheckpointStore(root) if root else None
 
