@@ -878,7 +878,13 @@ wire::GpuState Agent::GpuStateOf(const Slot& slot) const {
     state.set_busy(true);
     state.set_round_id(slot.run->round_id);
     state.set_paused(slot.run->phase == Run::Phase::kPaused);
-    state.set_starting(slot.run->phase == Run::Phase::kRunning && !slot.run->initialized);
+    // Not a straggler: still starting, or (a time lease) inside a lease that began late, at
+    // its Init, so it may end after the round's deadline by its start-up.
+    const Run& run = *slot.run;
+    const bool in_late_lease =
+        run.initialized && !run.lease.step_bound_only() &&
+        clock_->Now() < run.granted_at + Seconds(run.lease.max_duration_s());
+    state.set_starting(run.phase == Run::Phase::kRunning && (!run.initialized || in_late_lease));
   }
   return state;
 }
