@@ -1,5 +1,7 @@
 # The README's commands. Each target installs what it needs first (scripts/install-deps.sh).
-.PHONY: deps build run test test-release test-debug test-fuzz fuzz test-tsan bench clean
+# `make install`: the `gavel` binary, the C++ iterator header and the Python iterator client
+# (importable as `gavel_iterator` by Debian's python3) under PREFIX (cmake/GavelInstall.cmake).
+.PHONY: deps build install run test test-release test-debug test-fuzz fuzz test-tsan bench clean
 
 JOBS ?= $(shell nproc)
 
@@ -9,6 +11,10 @@ deps:
 build: deps
 	@cmake --preset release -DGAVEL_UNIT_TESTS_IN_ALL=ON >/dev/null
 	@cmake --build --preset release -j $(JOBS)
+
+PREFIX ?= /usr/local
+install: build
+	@cmake --install build/release --prefix $(PREFIX)
 
 # The main job: simulate the paper's 36:36:36 cluster at 2 jobs/hour under max_min_fairness vs
 # max_min_fairness_perf and fifo vs fifo_perf; prints the JCT table and writes

@@ -94,14 +94,16 @@ def _as_float(value, field):
 
 class Lease:
     """Permission to train: stop at step `stop_at_step` (absolute) or after `max_duration_s`
-    seconds of training, whichever comes first."""
+    seconds of training, whichever comes first. A gang lease (`step_bound_only`, multi-GPU
+    jobs) stops at `stop_at_step` only: every rank gets the same step, so all stop together."""
 
-    __slots__ = ("stop_at_step", "max_duration_s", "round_end_unix_ms")
+    __slots__ = ("stop_at_step", "max_duration_s", "round_end_unix_ms", "step_bound_only")
 
-    def __init__(self, stop_at_step, max_duration_s, round_end_unix_ms=0):
+    def __init__(self, stop_at_step, max_duration_s, round_end_unix_ms=0, step_bound_only=False):
         self.stop_at_step = stop_at_step
         self.max_duration_s = max_duration_s
         self.round_end_unix_ms = round_end_unix_ms
+        self.step_bound_only = bool(step_bound_only)
 
     @classmethod
     def from_json(cls, value):
@@ -110,16 +112,19 @@ class Lease:
             _as_int(value.get("stopAtStep", 0), "lease.stopAtStep"),
             _as_float(value.get("maxDurationS", 0.0), "lease.maxDurationS"),
             _as_int(value.get("roundEndUnixMs", 0), "lease.roundEndUnixMs"),
+            value.get("stepBoundOnly", False) is True,
         )
 
     def __eq__(self, other):
         return isinstance(other, Lease) and (
-            (self.stop_at_step, self.max_duration_s, self.round_end_unix_ms)
-            == (other.stop_at_step, other.max_duration_s, other.round_end_unix_ms)
+            (self.stop_at_step, self.max_duration_s, self.round_end_unix_ms, self.step_bound_only)
+            == (other.stop_at_step, other.max_duration_s, other.round_end_unix_ms,
+                other.step_bound_only)
         )
 
     def __repr__(self):
-        return "Lease(stop_at_step=%d, max_duration_s=%g)" % (self.stop_at_step, self.max_duration_s)
+        return "Lease(stop_at_step=%d, max_duration_s=%g%s)" % (
+            self.stop_at_step, self.max_duration_s, ", step_bound_only" if self.step_bound_only else "")
 
 
 class _AgentClient:
@@ -280,8 +285,9 @@ class GavelIterator:
         self._job_id = int(env.get("GAVEL_JOB_ID", "0"))
         self._worker_id = int(env.get("GAVEL_WORKER_ID", "0"))
         self._round_id = int(env.get("GAVEL_ROUND_ID", "0"))
-        self._rank = int(env.get("GAVEL_RANK", "0"))
-        self._world_size = int(env.get("GAVEL_WORLD_SIZE", "1"))
+        # Outside Gavel (e.g. under torchrun) torchrun's RANK/WORLD_SIZE say who saves.
+        self._rank = int(env.get("GAVEL_RANK", env.get("RANK", "0")))
+        self._world_size = int(env.get("GAVEL_WORLD_SIZE", env.get("WORLD_SIZE", "1")))
         root = checkpoint_dir if checkpoint_dir is not None else env.get("GAVEL_CHECKPOINT_DIR")
         self._store = CheckpointStore(root) if root else None
 
@@ -391,8 +397,12 @@ class GavelIterator:
                 raise ValueError("GavelIterator: the wrapped iterable yields nothing") from None
 
     def _lease_reached(self, now):
-        return (self._steps >= self._lease.stop_at_step
-                or now - self._lease_start >= self._lease.max_duration_s)
+        if self._steps >= self._lease.stop_at_step:
+            return True
+        # A gang lease ends at its step only: a rank stopping on its own clock would leave the
+        # others blocked in a collective.
+        return (not self._lease.step_bound_only
+                and now - self._lease_start >= self._lease.max_duration_s)
 
     def _end_lease(self, now):
         self._checkpoint()
@@ -443,7 +453,7 @@ class GavelIterator:
             "steps": self._steps, "checkpointedSteps": self._checkpointed,
             "trainingSeconds": self._training_seconds(now)}, timeout=30.0)
         lease = Lease.from_json(response.get("lease"))
-        if lease != self._lease:
+        if lease != self._lease and not self._lease.step_bound_only:
             # A new grant (the scheduler extended the lease into a new round while we ran): its
             # duration counts from now, and a new micro-task begins.
             self._adopt_lease(lease)

@@ -14,6 +14,10 @@ packages=(
   # The HTTP server of the iterator endpoint, metrics and dashboard (src/gavel/rpc/http_server.h).
   libcpp-httplib-dev
   python3
+  # Real training jobs: the PyTorch end-to-end test (runtime_torch_e2e_test, label slow) and
+  # examples/training/ddp_train.py; python3-setuptools lets `pip install ./python` build the
+  # iterator client without a download (in a virtual environment: python3-venv).
+  python3-torch python3-setuptools python3-venv
   # Tests only: ECOS itself (inside Debian's R package for it), the reference that
   # src/gavel/lp/ecos_lp_test.cc compares our ECOS-faithful LP solver against.
   r-cran-ecosolver

@@ -66,9 +66,12 @@ class FakeAgent:
 
     @staticmethod
     def lease_json(lease):
-        stop, duration = lease
-        return {"stopAtStep": str(stop), "maxDurationS": duration if duration != float("inf") else "Infinity",
-                "roundEndUnixMs": "0"}
+        stop, duration = lease[:2]
+        value = {"stopAtStep": str(stop), "maxDurationS": duration if duration != float("inf") else "Infinity",
+                 "roundEndUnixMs": "0"}
+        if len(lease) > 2:
+            value["stepBoundOnly"] = lease[2]  # a gang lease (multi-GPU jobs)
+        return value
 
     def answer(self, method, request):
         if method == "Init":
@@ -263,6 +266,21 @@ class IteratorTest(unittest.TestCase):
         it = self.make(agent, model, clock=clock)
         self.assertEqual(self.run_loop(it, model, clock=clock, step_seconds=0.3), list(range(6)))
         self.assertEqual(it.lease, Lease(6, 100.0))
+
+    def test_a_gang_lease_ends_at_its_step_whatever_the_clock(self):
+        # A rank of a multi-GPU job must stop exactly where the others do: its lease's time
+        # bound (long past here) does not end it, nor does a lease change through Progress;
+        # the next lease comes at its Done.
+        clock = FakeClock()
+        agent = self.agent(1000, [(8, 1.0, True), (12, 1.0, True)])
+        agent.progress_lease = (5, 1.0, True)
+        model = Model()
+        it = self.make(agent, model, clock=clock)
+        self.assertTrue(it.lease.step_bound_only)
+        self.assertEqual(self.run_loop(it, model, clock=clock, step_seconds=0.5), list(range(12)))
+        self.assertEqual([d["checkpointedSteps"] for d in agent.calls_of("Done")], [8, 12])
+        self.assertGreaterEqual(len(agent.calls_of("Progress")), 1)
+        self.assertEqual(it.lease, Lease(12, 1.0, 0, True))
 
     def test_every_step_runs_exactly_once_across_a_crash(self):
         # Lease 1 ends at 5 (checkpoint); the process then crashes at step 8 without saving.

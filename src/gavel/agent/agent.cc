@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "gavel/agent/job_logs.h"
 #include "gavel/agent/process.h"
 
 namespace gavel::agent {
@@ -38,6 +39,14 @@ struct Agent::Run {
   // delivered_generation == generation.
   wire::Lease lease;
   Seconds granted_at{0.0};
+  // The lease of the launch: what a gang process (Lease.step_bound_only) is given at Init
+  // whatever extensions came while it started, so every rank begins at the same stop step
+  // and meets the extensions at its end (Done).
+  wire::Lease launch_lease;
+  Seconds launched_at{0.0};
+  std::optional<Seconds> ready_at;  // Init received
+  bool startup_reported = false;    // a report carried the whole start-up time
+  bool reported_once = false;       // a micro-task of this process was reported
   int generation = 1;
   int delivered_generation = 0;
   wire::Lease delivered;
@@ -75,6 +84,32 @@ namespace {
 
 std::uint32_t WorldSize(const wire::JobLaunch& job) {
   return std::max<std::uint32_t>(1, job.world_size());
+}
+
+// Set per job by the agent; an inherited value would mislead the job's rendezvous.
+bool IsRendezvousVariable(const std::string& key) {
+  return key == "CUDA_VISIBLE_DEVICES" || key == "MASTER_ADDR" || key == "MASTER_PORT" ||
+         key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" ||
+         key == "LOCAL_WORLD_SIZE";
+}
+
+// The lease a kept process continues under. A gang lease grants a round's worth of steps
+// (the scheduler's stop step minus the checkpoint it counted from) beyond the step the process
+// stops at now, so every rank, on whichever agent, computes the same next stop from the same
+// two leases, whether its process had reached its stop yet or not.
+wire::Lease ExtendedLease(const wire::Lease& current, const wire::Task& task) {
+  wire::Lease next = task.lease();
+  if (!next.step_bound_only() || !current.step_bound_only()) return next;
+  const std::uint64_t from = task.job().checkpointed_steps();
+  const std::uint64_t grant = next.stop_at_step() > from ? next.stop_at_step() - from : 0;
+  next.set_stop_at_step(std::min(task.job().total_steps(), current.stop_at_step() + grant));
+  return next;
+}
+
+std::string FormatSeconds(Seconds s) {
+  std::ostringstream out;
+  out << s.value() << " s";
+  return out.str();
 }
 
 bool SameJobAndRank(const wire::JobLaunch& a, const wire::JobLaunch& b) {
@@ -333,7 +368,7 @@ void Agent::ApplyTask(Slot& slot, const wire::Task* task, std::uint64_t round_id
                       Deferred& deferred) {
   Run* run = slot.run.get();
   if (task != nullptr && run != nullptr && run->phase != Run::Phase::kStopping &&
-      SameJobAndRank(run->task.job(), task->job())) {
+      !task->restart() && SameJobAndRank(run->task.job(), task->job())) {
     // ---- Lease extension: the job keeps this GPU, no restart ----
     if (run->phase == Run::Phase::kRunning && !run->reported) {
       // The old round's micro-task ends here; its steps are credited through the absolute
@@ -342,7 +377,7 @@ void Agent::ApplyTask(Slot& slot, const wire::Task* task, std::uint64_t round_id
              "lease extended into round " + std::to_string(round_id) + " while running", now);
     }
     run->task = *task;
-    run->lease = task->lease();
+    run->lease = ExtendedLease(run->lease, *task);
     run->round_id = round_id;
     run->granted_at = now;
     ++run->generation;
@@ -449,10 +484,24 @@ Result<wire::InitResponse> Agent::Init(const wire::InitRequest& request) {
   // The restored checkpoint is the truth about the job's progress.
   run->checkpointed_steps = request.restored_steps();
   run->steps = request.restored_steps();
-  if (!run->initialized) run->steps_base = request.restored_steps();
-  run->initialized = true;
   wire::InitResponse response;
-  *response.mutable_lease() = DeliverLease(*run, now);
+  bool launch_lease = false;
+  if (!run->initialized) {
+    run->steps_base = request.restored_steps();
+    // The lease begins now that the process is ready: start-up is restart overhead, not
+    // training time (ReportDone.startup_s).
+    run->ready_at = now;
+    run->granted_at = now;
+    if (run->lease.step_bound_only() && run->generation > 1) {
+      // A gang process that was extended while it started begins at its launch's stop step
+      // like the ranks that were ready before the extension; Done brings it the extension.
+      run->delivered = run->launch_lease;
+      run->delivered_generation = 1;
+      launch_lease = true;
+    }
+  }
+  run->initialized = true;
+  *response.mutable_lease() = launch_lease ? run->delivered : DeliverLease(*run, now);
   response.set_total_steps(run->task.job().total_steps());
   response.set_hold_timeout_s(HoldTimeout().value());
   return response;
@@ -467,7 +516,10 @@ Result<wire::ProgressResponse> Agent::Progress(const wire::ProgressRequest& requ
   run->steps_trained = request.steps() > run->steps_base ? request.steps() - run->steps_base : 0;
   run->training_seconds = request.training_seconds();
   wire::ProgressResponse response;
-  *response.mutable_lease() = DeliverLease(*run, clock_->Now());
+  // A gang process learns of an extension only at its lease end (Done), so that all ranks
+  // switch leases at the same step whenever each of them last called Progress.
+  *response.mutable_lease() =
+      run->lease.step_bound_only() ? run->delivered : DeliverLease(*run, clock_->Now());
   return response;
 }
 
@@ -492,6 +544,9 @@ void Agent::Done(const wire::DoneRequest& request, DoneReply reply) {
       if (request.reason() == wire::COMPLETE) {
         run->complete = true;
         run->complete_at = now;
+        // Reported now, not at the exit: the job is done once its final checkpoint is, and a
+        // process slow to exit (a framework's teardown) must not make it a straggler.
+        if (!run->reported) Report(*slot, *run, wire::COMPLETED, 0, "", now);
         deferred.emplace_back(std::move(reply), StopResponse());
       } else if (run->phase == Run::Phase::kStopping) {
         deferred.emplace_back(std::move(reply), StopResponse());
@@ -524,13 +579,34 @@ void Agent::Done(const wire::DoneRequest& request, DoneReply reply) {
 // The monitor loop
 // ---------------------------------------------------------------------------------------
 
+Result<wire::ReadLogsResponse> Agent::ReadLogs(const wire::ReadLogsRequest& request) const {
+  return ReadJobLogs(options_.log_dir, request);
+}
+
 void Agent::Tick() {
   Deferred deferred;
+  std::optional<std::set<std::uint64_t>> prune_keeping;
   {
     MutexLock lock(mu_);
     const Seconds now = clock_->Now();
     ReapAndEnforce(now, deferred);
     StartPending(now);
+    if (options_.log_retention && (!last_prune_ || now - *last_prune_ >= Seconds(60.0))) {
+      last_prune_ = now;
+      prune_keeping.emplace();
+      for (const Slot& slot : slots_) {
+        if (slot.run) prune_keeping->insert(slot.run->task.job().job_id());
+        if (slot.pending) prune_keeping->insert(slot.pending->first.job().job_id());
+      }
+    }
+  }
+  if (prune_keeping) {
+    const double now_unix = std::chrono::duration<double>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    const int removed =
+        PruneJobLogs(options_.log_dir, *options_.log_retention, now_unix, *prune_keeping);
+    if (removed > 0) Log("deleted " + std::to_string(removed) + " job log(s) past their retention");
   }
   Invoke(deferred);
   TalkToScheduler();
@@ -585,6 +661,15 @@ void Agent::ReapAndEnforce(Seconds now, Deferred& deferred) {
         }
         break;
       case Run::Phase::kRunning: {
+        if (!run.initialized) {
+          if (now >= run.launched_at + options_.startup_timeout) {
+            StopRun(slot, wire::CRASHED,
+                    "start-up timeout: not ready (no Init) " +
+                        FormatSeconds(options_.startup_timeout) + " after its launch",
+                    now, deferred);
+          }
+          break;  // its lease has not begun
+        }
         const Seconds deadline = run.complete
                                      ? run.complete_at + options_.lease_overrun_grace
                                      : run.granted_at + Seconds(run.lease.max_duration_s()) +
@@ -663,7 +748,7 @@ void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id
   // ---- Environment: the agent's, then the job's, then ours ----
   std::map<std::string, std::string> env;
   for (const auto& [key, value] : options_.base_env) {
-    if (key.rfind("GAVEL_", 0) == 0 || key == "CUDA_VISIBLE_DEVICES") continue;
+    if (key.rfind("GAVEL_", 0) == 0 || IsRendezvousVariable(key)) continue;
     env[key] = value;
   }
   for (const auto& [key, value] : job.env()) env[key] = value;
@@ -679,9 +764,14 @@ void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id
   env["GAVEL_ATTEMPT"] = std::to_string(job.attempt());
   env["GAVEL_RANK"] = std::to_string(job.rank());
   env["GAVEL_WORLD_SIZE"] = std::to_string(WorldSize(job));
-  if (WorldSize(job) > 1) {
-    env["GAVEL_MASTER_ADDR"] = job.master_addr();
-    env["GAVEL_MASTER_PORT"] = std::to_string(job.master_port());
+  // torchrun's environment, so that init_process_group(init_method="env://") works as is.
+  env["RANK"] = env["GAVEL_RANK"];
+  env["WORLD_SIZE"] = env["GAVEL_WORLD_SIZE"];
+  env["LOCAL_RANK"] = std::to_string(job.local_rank());
+  env["LOCAL_WORLD_SIZE"] = std::to_string(std::max<std::uint32_t>(1, job.local_world_size()));
+  if (job.master_port() != 0) {
+    env["GAVEL_MASTER_ADDR"] = env["MASTER_ADDR"] = job.master_addr();
+    env["GAVEL_MASTER_PORT"] = env["MASTER_PORT"] = std::to_string(job.master_port());
   }
   if (!job.job_type().empty()) env["GAVEL_JOB_TYPE"] = job.job_type();
   // The job's only credential: good for its own iterator calls on this agent, nothing else
@@ -719,7 +809,9 @@ void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id
   run->process = std::move(process).value();
   run->stderr_path = spec.stderr_path;
   run->lease = task.lease();
+  run->launch_lease = task.lease();
   run->granted_at = now;
+  run->launched_at = now;
   run->checkpointed_steps = job.checkpointed_steps();
   run->steps = job.checkpointed_steps();
   run->steps_base = job.checkpointed_steps();
@@ -740,9 +832,19 @@ void Agent::Report(const Slot& slot, Run& run, wire::TaskOutcome outcome, int ex
   report.set_checkpointed_steps(run.checkpointed_steps);
   report.set_steps_trained(run.steps_trained);
   report.set_training_seconds(run.training_seconds);
-  report.set_elapsed_s((now - run.granted_at).value());
+  // Elapsed from the launch for the micro-task that started the process (its start-up is
+  // restart overhead the round paid), else from the extension.
+  report.set_elapsed_s((now - (run.reported_once ? run.granted_at : run.launched_at)).value());
+  run.reported_once = true;
   report.set_exit_code(exit_code);
   report.set_message(Truncate(message, 2000));
+  if (!run.startup_reported) {
+    // The first report once the process is ready carries its whole start-up (one that ends
+    // before it was ready: the time it was given). A report while it still starts (its round
+    // ended first) carries the time so far, and the next one the whole.
+    report.set_startup_s((run.ready_at.value_or(now) - run.launched_at).value());
+    run.startup_reported = run.ready_at.has_value() || outcome != wire::LEASE_EXPIRED;
+  }
   run.reported = true;
   Log("report: job " + std::to_string(report.job_id()) + " round " +
       std::to_string(report.round_id()) + " GPU " + std::to_string(report.worker_id()) + " " +
@@ -776,6 +878,13 @@ wire::GpuState Agent::GpuStateOf(const Slot& slot) const {
     state.set_busy(true);
     state.set_round_id(slot.run->round_id);
     state.set_paused(slot.run->phase == Run::Phase::kPaused);
+    // Not a straggler: still starting, or (a time lease) inside a lease that began late, at
+    // its Init, so it may end after the round's deadline by its start-up.
+    const Run& run = *slot.run;
+    const bool in_late_lease =
+        run.initialized && !run.lease.step_bound_only() &&
+        clock_->Now() < run.granted_at + Seconds(run.lease.max_duration_s());
+    state.set_starting(run.phase == Run::Phase::kRunning && (!run.initialized || in_late_lease));
   }
   return state;
 }

@@ -63,6 +63,9 @@ struct AgentOptions {
   std::vector<std::string> visible_devices;
 
   std::string log_dir;          // job logs: <log_dir>/job-<id>.out and .err (appended)
+  // Job logs last written longer ago than this are deleted (checked every minute), except
+  // those of jobs this agent runs; `gavel logs` reads what is left. Unset = kept for ever.
+  std::optional<Seconds> log_retention = Seconds(7 * 24 * 3600.0);
   // Job checkpoints: <checkpoint_root>/job-<id>/, unless the launch names a directory
   // (JobLaunch.checkpoint_dir, `gavel serve --checkpoint-dir`), which wins; either is created
   // if missing and passed to the job as GAVEL_CHECKPOINT_DIR.
@@ -86,6 +89,10 @@ struct AgentOptions {
   std::optional<Seconds> heartbeat_interval;
   Seconds kill_grace{10.0};           // SIGTERM → SIGKILL
   Seconds lease_overrun_grace{30.0};  // a running job is ended this long after its lease
+  // A job's lease begins when its iterator reports ready (Init: after imports and checkpoint
+  // restore), not at launch; a process that is not ready this long after its launch hangs in
+  // start-up and is ended, reported CRASHED (the job's fault, retried as a crash).
+  Seconds startup_timeout{600.0};
   // How long a Done(LEASE_REACHED) is held open waiting for the next round; unset = the
   // round duration from the registration, at least 10 s.
   std::optional<Seconds> hold_timeout;
@@ -150,6 +157,8 @@ class Agent {
   Status StartRound(const wire::StartRoundRequest& request);
   // Ends every process and waiting task of the job (each reported KILLED). Unknown job: OK.
   Status KillJob(const wire::KillJobRequest& request);
+  // The job's output on this host (job_logs.h). Errors name the field.
+  Result<wire::ReadLogsResponse> ReadLogs(const wire::ReadLogsRequest& request) const;
 
   // ---- From the job processes (iterator.proto) ----
   // OK when `key` is the GAVEL_TOKEN this agent gave the process running `job_id` on
@@ -238,6 +247,7 @@ class Agent {
   std::int64_t registrations_ GAVEL_GUARDED_BY(mu_) = 0;
   std::int64_t heartbeats_ GAVEL_GUARDED_BY(mu_) = 0;
   std::int64_t reports_sent_ GAVEL_GUARDED_BY(mu_) = 0;
+  std::optional<Seconds> last_prune_ GAVEL_GUARDED_BY(mu_);  // of the job logs
 };
 
 // Checks options before an Agent is made; errors name the option.

@@ -34,6 +34,16 @@ class AgentServer::Service final : public wire::WorkerAgent::Service {
     return rpc::ToGrpc(agent->KillJob(*request));
   }
 
+  grpc::Status ReadLogs(grpc::ServerContext* context, const wire::ReadLogsRequest* request,
+                        wire::ReadLogsResponse* response) override {
+    Agent* agent = nullptr;
+    if (grpc::Status refused = Admit(*context, &agent); !refused.ok()) return refused;
+    Result<wire::ReadLogsResponse> logs = agent->ReadLogs(*request);
+    if (!logs.ok()) return rpc::ToGrpc(logs.status());
+    *response = *std::move(logs);
+    return grpc::Status::OK;
+  }
+
  private:
   grpc::Status Admit(const grpc::ServerContext& context, Agent** agent) const {
     if (!token_.empty()) {

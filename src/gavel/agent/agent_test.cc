@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "gavel/agent/fakes.h"
+#include "gavel/agent/job_logs.h"
 
 namespace gavel::agent {
 namespace {
@@ -327,12 +329,13 @@ TEST_F(AgentTest, LeaseIsCountedFromTheGrantAndExtendedWithoutRestart) {
   const wire::InitResponse init = Init(agent, 7, kGpu0, 0);
   EXPECT_EQ(init.total_steps(), 1000u);
   EXPECT_EQ(init.lease().stop_at_step(), 1000u);
-  EXPECT_DOUBLE_EQ(init.lease().max_duration_s(), 58.0);  // 60 s granted at launch, 2 s ago
+  // The lease begins when the process is ready (issue 13): its start-up is not training time.
+  EXPECT_DOUBLE_EQ(init.lease().max_duration_s(), 60.0);
   EXPECT_DOUBLE_EQ(init.hold_timeout_s(), 60.0);          // the round duration
 
   clock_.Advance(Seconds(10.0));
   // The same lease again: a client resets its timer only when the lease changes.
-  EXPECT_DOUBLE_EQ(Progress(agent, 7, kGpu0, 300, 0).lease().max_duration_s(), 58.0);
+  EXPECT_DOUBLE_EQ(Progress(agent, 7, kGpu0, 300, 0).lease().max_duration_s(), 60.0);
 
   clock_.Advance(Seconds(48.0));
   DoneCapture done;
@@ -344,7 +347,8 @@ TEST_F(AgentTest, LeaseIsCountedFromTheGrantAndExtendedWithoutRestart) {
   EXPECT_EQ(scheduler_.reports()[0].round_id(), 1u);
   EXPECT_EQ(scheduler_.reports()[0].checkpointed_steps(), 700u);
   EXPECT_EQ(scheduler_.reports()[0].worker_id(), kGpu0);
-  EXPECT_DOUBLE_EQ(scheduler_.reports()[0].elapsed_s(), 60.0);
+  EXPECT_DOUBLE_EQ(scheduler_.reports()[0].elapsed_s(), 60.0);  // from the launch
+  EXPECT_DOUBLE_EQ(scheduler_.reports()[0].startup_s(), 2.0);
   EXPECT_EQ(agent.Snapshot().gpus[0].phase, AgentSnapshot::Phase::kPaused);
 
   clock_.Advance(Seconds(1.0));
@@ -362,6 +366,8 @@ TEST_F(AgentTest, LeaseIsCountedFromTheGrantAndExtendedWithoutRestart) {
   Done(agent, 7, kGpu0, wire::COMPLETE, 1000, complete);
   ASSERT_TRUE(complete.called);
   EXPECT_FALSE(complete.result->continue_running());
+  agent.Tick();  // reported at Done(COMPLETE), not at the exit: a slow exit is no straggler
+  ASSERT_EQ(scheduler_.reports().size(), 2u);
   launcher_.Exit(0, 0);
   agent.Tick();
   ASSERT_EQ(scheduler_.reports().size(), 2u);
@@ -369,6 +375,7 @@ TEST_F(AgentTest, LeaseIsCountedFromTheGrantAndExtendedWithoutRestart) {
   EXPECT_EQ(scheduler_.reports()[1].round_id(), 2u);
   EXPECT_EQ(scheduler_.reports()[1].checkpointed_steps(), 1000u);
   EXPECT_EQ(scheduler_.reports()[1].exit_code(), 0);
+  EXPECT_DOUBLE_EQ(scheduler_.reports()[1].startup_s(), 0.0);  // no start-up in an extension
   EXPECT_EQ(agent.Snapshot().gpus[0].phase, AgentSnapshot::Phase::kIdle);
 }
 
@@ -794,6 +801,214 @@ TEST(AgentOptionsTest, ErrorsNameTheOption) {
   EXPECT_THAT(CheckAgentOptions(options).message(), HasSubstr("absolute"));
   options.run_dir = "/tmp";
   EXPECT_TRUE(CheckAgentOptions(options).ok());
+}
+
+// ---- Issue 13: start-up outside the lease, gang leases, torchrun's environment, logs ----
+
+// A gang task: rank `rank` of a 2-rank job 9 whose lease stops at `stop` (step bound only).
+wire::Task GangTask(std::uint64_t worker, std::uint32_t rank, std::uint64_t stop,
+                    std::uint64_t checkpointed) {
+  wire::Task task = MakeTask(worker, 9, 60.0, checkpointed);
+  task.mutable_job()->set_world_size(2);
+  task.mutable_job()->set_rank(rank);
+  task.mutable_job()->set_local_rank(rank);
+  task.mutable_job()->set_local_world_size(2);
+  task.mutable_job()->set_master_addr("127.0.0.1");
+  task.mutable_job()->set_master_port(29509);
+  task.mutable_lease()->set_stop_at_step(stop);
+  task.mutable_lease()->set_step_bound_only(true);
+  return task;
+}
+
+TEST_F(AgentTest, TheLeaseBeginsWhenTheProcessIsReadyAndStartUpIsNoOverrun) {
+  Agent& agent = Running();  // lease 60 s, overrun grace 20 s
+  // Importing a framework takes long: far past the lease plus its grace, nothing happens...
+  clock_.Advance(Seconds(100.0));
+  agent.Tick();
+  EXPECT_TRUE(launcher_.process(0).signals.empty());
+  // ...and the scheduler hears the GPU is still starting (not a straggler).
+  clock_.Advance(Seconds(2.0));
+  agent.Tick();
+  ASSERT_FALSE(scheduler_.heartbeats().empty());
+  EXPECT_TRUE(scheduler_.heartbeats().back().gpus(0).starting());
+  // Ready: the whole lease is ahead.
+  EXPECT_DOUBLE_EQ(Init(agent, 7, kGpu0, 0).lease().max_duration_s(), 60.0);
+  clock_.Advance(Seconds(2.0));
+  agent.Tick();
+  // Ready, and inside a lease that began late: still no straggler for the scheduler.
+  EXPECT_TRUE(scheduler_.heartbeats().back().gpus(0).starting());
+  clock_.Advance(Seconds(40.0));
+  DoneCapture done;
+  Done(agent, 7, kGpu0, wire::LEASE_REACHED, 50, done);
+  agent.Tick();
+  ASSERT_EQ(scheduler_.reports().size(), 1u);
+  EXPECT_DOUBLE_EQ(scheduler_.reports()[0].startup_s(), 102.0);
+  EXPECT_DOUBLE_EQ(scheduler_.reports()[0].elapsed_s(), 144.0);  // launch to report
+  EXPECT_TRUE(launcher_.process(0).signals.empty());
+  agent_.reset();  // answers the held Done while `done` still lives
+}
+
+TEST_F(AgentTest, AHungStartUpIsEndedAtTheStartUpTimeoutAsACrash) {
+  options_.startup_timeout = Seconds(300.0);
+  Agent& agent = Running();
+  clock_.Advance(Seconds(299.0));
+  agent.Tick();
+  EXPECT_TRUE(launcher_.process(0).signals.empty());
+  clock_.Advance(Seconds(1.0));
+  agent.Tick();
+  EXPECT_EQ(launcher_.process(0).signals, std::vector<int>{SIGTERM});
+  launcher_.Exit(0, -SIGTERM);
+  agent.Tick();
+  ASSERT_EQ(scheduler_.reports().size(), 1u);
+  EXPECT_EQ(scheduler_.reports()[0].outcome(), wire::CRASHED);
+  EXPECT_THAT(scheduler_.reports()[0].message(), HasSubstr("start-up timeout"));
+  EXPECT_DOUBLE_EQ(scheduler_.reports()[0].startup_s(), 300.0);
+}
+
+TEST_F(AgentTest, EveryRankGetsTorchrunsEnvironment) {
+  options_.base_env.emplace_back("MASTER_ADDR", "10.9.9.9");  // the agent's own: not inherited
+  options_.base_env.emplace_back("RANK", "5");
+  Agent& agent = Registered();
+  ASSERT_TRUE(agent.StartRound(Round(1, {GangTask(kGpu0, 0, 100, 0), GangTask(kGpu1, 1, 100, 0)}))
+                  .ok());
+  agent.Tick();
+  ASSERT_EQ(launcher_.num_launched(), 2u);
+  std::set<std::string> ranks;
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(launcher_.Env(i, "MASTER_ADDR"), "127.0.0.1");
+    EXPECT_EQ(launcher_.Env(i, "MASTER_PORT"), "29509");
+    EXPECT_EQ(launcher_.Env(i, "WORLD_SIZE"), "2");
+    EXPECT_EQ(launcher_.Env(i, "LOCAL_WORLD_SIZE"), "2");
+    EXPECT_EQ(launcher_.Env(i, "RANK"), launcher_.Env(i, "GAVEL_RANK"));
+    EXPECT_EQ(launcher_.Env(i, "LOCAL_RANK"), launcher_.Env(i, "RANK"));
+    ranks.insert(launcher_.Env(i, "RANK"));
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1"}));
+}
+
+// The property gang leases exist for: every rank stops at the same step under every lease,
+// whichever rank saw an extension first. Rank 0 reaches its stop and pauses before round 2's
+// extension; rank 1 is still running when it comes (and asks Progress in between).
+TEST_F(AgentTest, GangRanksSwitchLeasesAtTheSameStep) {
+  Agent& agent = Registered();
+  ASSERT_TRUE(agent.StartRound(Round(1, {GangTask(kGpu0, 0, 100, 0), GangTask(kGpu1, 1, 100, 0)}))
+                  .ok());
+  agent.Tick();
+  EXPECT_EQ(Init(agent, 9, kGpu0, 0).lease().stop_at_step(), 100u);
+  EXPECT_TRUE(Init(agent, 9, kGpu0, 0).lease().step_bound_only());
+  EXPECT_EQ(Init(agent, 9, kGpu1, 0).lease().stop_at_step(), 100u);
+  DoneCapture rank0;
+  Done(agent, 9, kGpu0, wire::LEASE_REACHED, 100, rank0);
+  EXPECT_FALSE(rank0.called);
+  // Round 2: the scheduler has not credited step 100 yet (it counts from 0) and grants 150.
+  ASSERT_TRUE(agent.StartRound(Round(2, {GangTask(kGpu0, 0, 150, 0), GangTask(kGpu1, 1, 150, 0)}))
+                  .ok());
+  ASSERT_TRUE(rank0.called && rank0.result.ok());
+  EXPECT_TRUE(rank0.result->continue_running());
+  EXPECT_EQ(rank0.result->lease().stop_at_step(), 250u);  // 100 + the round's 150
+  // Rank 1 keeps its stop through Progress (an extension mid-lease would split the ranks)...
+  EXPECT_EQ(Progress(agent, 9, kGpu1, 90, 0).lease().stop_at_step(), 100u);
+  // ...and gets the same next stop at its lease end.
+  DoneCapture rank1;
+  Done(agent, 9, kGpu1, wire::LEASE_REACHED, 100, rank1);
+  ASSERT_TRUE(rank1.called && rank1.result.ok());
+  EXPECT_TRUE(rank1.result->continue_running());
+  EXPECT_EQ(rank1.result->lease().stop_at_step(), 250u);
+  agent.Tick();
+  EXPECT_EQ(launcher_.num_launched(), 2u);  // no restart
+}
+
+// A rank that starts after an extension begins at the launch's stop, as the ranks that were
+// ready before it did, and meets the extension at its Done.
+TEST_F(AgentTest, AGangRankReadyAfterAnExtensionBeginsAtTheLaunchStop) {
+  Agent& agent = Registered();
+  ASSERT_TRUE(agent.StartRound(Round(1, {GangTask(kGpu0, 0, 100, 0), GangTask(kGpu1, 1, 100, 0)}))
+                  .ok());
+  agent.Tick();
+  EXPECT_EQ(Init(agent, 9, kGpu0, 0).lease().stop_at_step(), 100u);
+  ASSERT_TRUE(agent.StartRound(Round(2, {GangTask(kGpu0, 0, 100, 0), GangTask(kGpu1, 1, 100, 0)}))
+                  .ok());
+  EXPECT_EQ(Init(agent, 9, kGpu1, 0).lease().stop_at_step(), 100u);
+  DoneCapture rank1;
+  Done(agent, 9, kGpu1, wire::LEASE_REACHED, 100, rank1);
+  ASSERT_TRUE(rank1.called && rank1.result.ok());
+  EXPECT_EQ(rank1.result->lease().stop_at_step(), 200u);
+}
+
+TEST_F(AgentTest, ARestartTaskReplacesTheProcessOfTheSameRank) {
+  Agent& agent = Registered();
+  ASSERT_TRUE(agent.StartRound(Round(1, {GangTask(kGpu0, 0, 100, 0)})).ok());
+  agent.Tick();
+  Init(agent, 9, kGpu0, 0);
+  wire::Task again = GangTask(kGpu0, 0, 100, 0);
+  again.set_restart(true);  // its peer moved: a kept process could not rejoin the new one
+  ASSERT_TRUE(agent.StartRound(Round(2, {again})).ok());
+  agent.Tick();
+  EXPECT_EQ(launcher_.process(0).signals, std::vector<int>{SIGTERM});
+  launcher_.Exit(0, 0);
+  agent.Tick();
+  agent.Tick();
+  EXPECT_EQ(launcher_.num_launched(), 2u);
+  EXPECT_EQ(launcher_.Env(1, "GAVEL_ROUND_ID"), "2");
+}
+
+TEST_F(AgentTest, ReadLogsReturnsTheJobsFilesFromTheirOffsets) {
+  Agent& agent = Registered();
+  fs::create_directories(options_.log_dir);
+  std::ofstream(options_.log_dir + "/job-9.rank-1.err") << "==== gavel: a ====\nboom\n";
+  std::ofstream(options_.log_dir + "/job-9.rank-0.out") << "==== gavel: b ====\nhello\n";
+  std::ofstream(options_.log_dir + "/job-90.out") << "another job\n";
+  std::ofstream(options_.log_dir + "/job-9.rank-x.out") << "not a log name\n";
+  wire::ReadLogsRequest request;
+  request.set_job_id(9);
+  request.set_rank(-1);
+  Result<wire::ReadLogsResponse> all = agent.ReadLogs(request);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->chunks_size(), 2);
+  EXPECT_EQ(all->chunks(0).file(), "job-9.rank-0.out");  // rank order
+  EXPECT_EQ(all->chunks(0).stream(), "stdout");
+  EXPECT_EQ(all->chunks(0).data(), "==== gavel: b ====\nhello\n");
+  EXPECT_EQ(all->chunks(1).rank(), 1u);
+  EXPECT_EQ(all->chunks(1).stream(), "stderr");
+  // From an offset, only the rest; one rank only.
+  request.set_rank(1);
+  (*request.mutable_offsets())["job-9.rank-1.err"] = 19;
+  Result<wire::ReadLogsResponse> rest = agent.ReadLogs(request);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->chunks_size(), 1);
+  EXPECT_EQ(rest->chunks(0).offset(), 19u);
+  EXPECT_EQ(rest->chunks(0).data(), "boom\n");
+  // A cap keeps the newest part.
+  request.clear_offsets();
+  request.set_max_bytes(3);
+  EXPECT_EQ(agent.ReadLogs(request)->chunks(0).data(), "om\n");
+  request.set_rank(-2);
+  EXPECT_EQ(agent.ReadLogs(request).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(JobLogsTest, PruningDeletesOnlyOldLogsOfJobsNotRunningHere) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gavel_job_logs_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* name : {"job-1.out", "job-1.err", "job-2.out", "job-3.out", "notes.txt"}) {
+    std::ofstream(dir / name) << "x";
+  }
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(48);
+  for (const char* name : {"job-1.out", "job-1.err", "job-2.out", "notes.txt"}) {
+    fs::last_write_time(dir / name, old);
+  }
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  // Job 2 still runs here; job 3 was written just now; notes.txt is not a job log.
+  EXPECT_EQ(PruneJobLogs(dir.string(), Seconds(24 * 3600.0), now, {2}), 2);
+  EXPECT_FALSE(fs::exists(dir / "job-1.out"));
+  EXPECT_FALSE(fs::exists(dir / "job-1.err"));
+  EXPECT_TRUE(fs::exists(dir / "job-2.out"));
+  EXPECT_TRUE(fs::exists(dir / "job-3.out"));
+  EXPECT_TRUE(fs::exists(dir / "notes.txt"));
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -30,18 +30,14 @@ std::int64_t NowMs() {
       .count();
 }
 
-// A connected stub and the caller's token.
-struct Connection {
-  std::unique_ptr<wire::Scheduler::Stub> stub;
-  std::string token;
-  Seconds timeout{30.0};
-  void Prepare(grpc::ClientContext* context) const {
-    rpc::PrepareContext(context, timeout, token);
-    // The channel is connected (Connect); should it drop, wait for it to come back rather
-    // than fail at once. A call is only sent on a ready connection, so nothing is sent twice.
-    context->set_wait_for_ready(true);
-  }
-};
+}  // namespace
+
+void Connection::Prepare(grpc::ClientContext* context) const {
+  rpc::PrepareContext(context, timeout, token);
+  // The channel is connected (Connect); should it drop, wait for it to come back rather
+  // than fail at once. A call is only sent on a ready connection, so nothing is sent twice.
+  context->set_wait_for_ready(true);
+}
 
 Result<Connection> Connect(const ClientOptions& client) {
   GAVEL_RETURN_IF_ERROR(rpc::ParseAddress(client.scheduler).status().WithContext("--scheduler"));
@@ -68,6 +64,8 @@ Result<Connection> Connect(const ClientOptions& client) {
   c.timeout = Seconds(client.timeout_seconds);
   return c;
 }
+
+namespace {
 
 std::string Duration(double seconds) {
   if (seconds < 0.0 || !std::isfinite(seconds)) return "-";
@@ -261,6 +259,8 @@ std::string JobsJson(const wire::ListJobsResponse& jobs) {
         {"worker_ids", workers},
         {"eta_s", job.eta_s() < 0.0 ? json() : json(job.eta_s())},
         {"attempts", job.attempts()},
+        {"startup_s", job.last_startup_s()},
+        {"startup_total_s", job.startup_total_s()},
         {"failures", job.failures()},
         {"last_exit_code", job.last_exit_code()},
         {"message", job.message()},
@@ -294,11 +294,12 @@ void PrintJobsTable(const wire::ListJobsResponse& jobs, std::int64_t now_ms, std
                     where,
                     alloc.empty() ? "-" : alloc,
                     active ? Duration(job.eta_s()) : "-",
+                    job.attempts() == 0 ? "-" : Fixed(job.last_startup_s(), 1) + "s",
                     Duration(static_cast<double>(now_ms - job.submitted_unix_ms()) / 1000.0),
                     job.message().empty() ? "" : job.message().substr(0, 60)});
   }
   PrintTable({"ID", "NAME", "USER", "STATE", "STEPS", "PROGRESS", "GPU", "ALLOCATION", "ETA",
-              "AGE", "MESSAGE"},
+              "STARTUP", "AGE", "MESSAGE"},
              rows, out);
 }
 

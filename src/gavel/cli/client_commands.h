@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -25,6 +26,8 @@
 
 #include "gavel/cli/job_file.h"
 #include "gavel/core/status.h"
+#include "gavel/core/units.h"
+#include "gavel/wire/scheduler.grpc.pb.h"
 #include "gavel/wire/scheduler.pb.h"
 
 namespace gavel::cli {
@@ -35,6 +38,18 @@ struct ClientOptions {
   double timeout_seconds = 30.0;
   std::string tls_ca;  // PEM CA: reach a TLS scheduler (--tls-ca); empty = plaintext
 };
+
+// A connected stub and the caller's token, for every client command.
+struct Connection {
+  std::unique_ptr<wire::Scheduler::Stub> stub;
+  std::string token;
+  Seconds timeout{30.0};
+  // The call's token and deadline; waits for a dropped connection to come back.
+  void Prepare(grpc::ClientContext* context) const;
+};
+// Errors: a bad address (naming --scheduler), an unreadable token file, nothing answering
+// within min(5 s, the timeout).
+Result<Connection> Connect(const ClientOptions& client);
 
 struct SubmitOptions {
   std::uint64_t steps = 0;

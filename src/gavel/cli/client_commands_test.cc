@@ -1,11 +1,15 @@
 // The client commands' parsing and rendering, without a scheduler: command lines as a user
 // types them, job files, and the `gavel jobs` table fed with hostile names.
 #include "gavel/cli/client_commands.h"
+#include "gavel/cli/logs_command.h"
 #include "gavel/cli/serve_command.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <sstream>
 
 namespace gavel::cli {
@@ -13,6 +17,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Parses `gavel <args...>` with the client commands; returns CLI11's error text, "" if none.
 std::string Parse(ClientCommandOptions* options, std::vector<std::string> args) {
@@ -94,6 +99,28 @@ TEST(ServeCommandLineTest, NumbersOutsideTheirBoundsAreRefusedNamingTheFlag) {
   }
 }
 
+// Issue 13: a refused `gavel serve` leaves nothing behind, and gandiva's refusal says what
+// is wrong with it (space sharing), not something about `_packed` names.
+TEST(ServeCommandLineTest, ARefusedServeCreatesNoStateDirectory) {
+  const std::filesystem::path state =
+      std::filesystem::temp_directory_path() /
+      ("gavel_refused_serve_" + std::to_string(::getpid())) / "state";
+  std::filesystem::remove_all(state.parent_path());
+  ServeOptions o;
+  o.state_dir = state.string();
+  o.listen = "127.0.0.1:0";
+  o.policy = "gandiva";
+  std::ostringstream out;
+  const Status status = RunServe(o, out);
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("space sharing"));
+  EXPECT_THAT(status.message(), Not(HasSubstr("_packed")));
+  EXPECT_FALSE(std::filesystem::exists(state.parent_path()));
+  o.policy = "no_such_policy";
+  EXPECT_FALSE(RunServe(o, out).ok());
+  EXPECT_FALSE(std::filesystem::exists(state.parent_path()));
+}
+
 TEST(JobsCommandLineTest, PagesAreBoundedOnTheCommandLine) {
   ClientCommandOptions o;
   ASSERT_EQ(Parse(&o, {"jobs", "--limit", "25", "--page-token", "117"}), "");
@@ -141,6 +168,47 @@ TEST(JobFileTest, NumbersOutsideTheirBoundsNameTheJobAndField) {
     EXPECT_THAT(specs.status().message(), HasSubstr("jobs.json")) << text;
     EXPECT_THAT(specs.status().message(), HasSubstr(named)) << text;
   }
+}
+
+// `gavel logs`: launches from two hosts come out in round order (the order they ran in),
+// each under its launch line tagged with rank, stream and host.
+TEST(LogsTest, LaunchesFromSeveralHostsAreMergedInRoundOrder) {
+  wire::GetJobLogsResponse response;
+  auto add = [&](const std::string& agent, const std::string& file, std::uint32_t rank,
+                 const std::string& stream, const std::string& data, std::uint64_t offset) {
+    wire::AgentLogChunk* chunk = response.add_chunks();
+    chunk->set_agent_id(agent);
+    chunk->mutable_chunk()->set_file(file);
+    chunk->mutable_chunk()->set_rank(rank);
+    chunk->mutable_chunk()->set_stream(stream);
+    chunk->mutable_chunk()->set_data(data);
+    chunk->mutable_chunk()->set_offset(offset);
+  };
+  add("host-a", "job-4.out", 0, "stdout",
+      "==== gavel: t1 job 4 round 1 worker 1 (v100, device 0) attempt 0 ====\nfirst\n"
+      "==== gavel: t5 job 4 round 12 worker 1 (v100, device 0) attempt 2 ====\nthird\n",
+      0);
+  add("host-a", "job-4.err", 0, "stderr",
+      "==== gavel: t1 job 4 round 1 worker 1 (v100, device 0) attempt 0 ====\noops\n", 0);
+  add("host-b", "job-4.out", 0, "stdout",
+      "==== gavel: t3 job 4 round 7 worker 5 (k80, device 0) attempt 1 ====\nsecond", 0);
+  add("host-c", "job-4.out", 0, "stdout", "tail of a long file\n", 4096);
+  const std::string merged = MergeJobLogs(response);
+  const std::size_t cut = merged.find("4096 earlier bytes of job-4.out not shown");
+  const std::size_t first = merged.find("round 1 worker 1 (v100, device 0) attempt 0 ==== "
+                                        "[rank 0 stdout on host-a]\nfirst\n");
+  const std::size_t oops = merged.find("[rank 0 stderr on host-a]\noops\n");
+  const std::size_t second = merged.find("attempt 1 ==== [rank 0 stdout on host-b]\nsecond\n");
+  const std::size_t third = merged.find("attempt 2 ==== [rank 0 stdout on host-a]\nthird\n");
+  ASSERT_NE(cut, std::string::npos) << merged;
+  ASSERT_NE(first, std::string::npos) << merged;
+  ASSERT_NE(oops, std::string::npos) << merged;
+  ASSERT_NE(second, std::string::npos) << merged;
+  ASSERT_NE(third, std::string::npos) << merged;
+  EXPECT_LT(cut, first);  // what came before any launch line of the cut file: first
+  EXPECT_LT(first, oops);
+  EXPECT_LT(oops, second);
+  EXPECT_LT(second, third);
 }
 
 TEST(JobsTableTest, ControlCharactersInNamesCannotForgeRows) {

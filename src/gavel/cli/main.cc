@@ -4,6 +4,7 @@
 
 #include "gavel/cli/allocate_command.h"
 #include "gavel/cli/client_commands.h"
+#include "gavel/cli/logs_command.h"
 #include "gavel/cli/serve_command.h"
 #include "gavel/cli/simulate_command.h"
 #include "gavel/cli/sweep_command.h"
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
   CLI::App* serve_cmd = gavel::cli::AddServeCommand(app, &serve);
   gavel::cli::ClientCommandOptions client;
   gavel::cli::AddClientCommands(app, &client);
+  gavel::cli::LogsOptions logs;
+  gavel::cli::AddLogsCommand(app, &logs);
 
   gavel::cli::SimulateOptions simulate;
   CLI::App* simulate_cmd = gavel::cli::AddSimulateCommand(app, &simulate);
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
   if (worker_cmd->parsed()) return gavel::cli::RunWorkerCommand(worker);
   if (serve_cmd->parsed()) return gavel::cli::RunServeCommand(serve);
   if (const auto code = gavel::cli::RunClientCommands(client)) return *code;
+  if (const auto code = gavel::cli::RunLogsCommand(logs)) return *code;
   if (app.got_subcommand("policies")) {
     gavel::cli::PrintPolicies(std::cout);
     return 0;

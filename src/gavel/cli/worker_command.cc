@@ -116,6 +116,14 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerOptions* options) {
   cmd->add_option("--lease-grace-seconds", options->lease_grace_seconds,
                   "End a job this long after its lease ran out without it stopping (default 30)")
       ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
+  cmd->add_option("--startup-timeout-seconds", options->startup_timeout_seconds,
+                  "End a job (as a crash) whose iterator is not ready this long after its launch; "
+                  "its lease begins only once it is (default 600)")
+      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
+  cmd->add_option("--log-retention-hours", options->log_retention_hours,
+                  "Delete job logs (read by `gavel logs`) this long after their last write; "
+                  "0 keeps them (default 168 = a week)")
+      ->check(Bounded(0.0, bounds::kMaxSeconds / 3600.0, " h"));
   cmd->add_option(
          "--hold-seconds", options->hold_seconds,
          "How long a job paused at its lease end waits for the next round (default: a round)")
@@ -165,6 +173,10 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   if (options.hold_seconds) agent.hold_timeout = Seconds(*options.hold_seconds);
   agent.kill_grace = Seconds(options.kill_grace_seconds);
   agent.lease_overrun_grace = Seconds(options.lease_grace_seconds);
+  agent.startup_timeout = Seconds(options.startup_timeout_seconds);
+  agent.log_retention = options.log_retention_hours > 0.0
+                            ? std::optional<Seconds>(Seconds(options.log_retention_hours * 3600.0))
+                            : std::nullopt;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;
     const std::size_t eq = text.find('=');

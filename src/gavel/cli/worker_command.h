@@ -38,6 +38,8 @@ struct WorkerOptions {
   std::string agent_id;        // empty = <work-dir>/agent_id (created if missing)
   double kill_grace_seconds = 10.0;
   double lease_grace_seconds = 30.0;
+  double startup_timeout_seconds = 600.0;
+  double log_retention_hours = 168.0;  // 0 = keep job logs for ever
   std::optional<double> hold_seconds;
   std::vector<std::string> visible_devices;
 };

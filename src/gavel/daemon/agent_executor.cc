@@ -1,5 +1,7 @@
 #include "gavel/daemon/agent_executor.h"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -94,12 +96,19 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job,
   const std::string& gpu_type = parts_.schedule->GpuTypeName(a.gpu_type);
   round.AddJob(job_id, workers, gpu_type);
   const Agent* rank0 = parts_.agents->AgentOfWorker(workers.front());
+  const GangLease gang = GangLeaseOf(job, gpu_type, workers);
+  // Ranks on each agent, for torchrun's LOCAL_RANK and LOCAL_WORLD_SIZE.
+  std::map<std::string, std::uint32_t> per_agent;
+  for (const std::uint64_t w : workers) ++per_agent[parts_.agents->AgentOfWorker(w)->row.agent_id];
+  std::map<std::string, std::uint32_t> local_rank;
   for (std::size_t rank = 0; rank < workers.size(); ++rank) {
     const std::uint64_t w = workers[rank];
     const Agent* agent = parts_.agents->AgentOfWorker(w);
     GAVEL_CHECK(agent != nullptr);
-    wire::Task* wt = requests[agent->row.agent_id].add_tasks();
+    const std::string& agent_id = agent->row.agent_id;
+    wire::Task* wt = requests[agent_id].add_tasks();
     wt->set_worker_id(w);
+    wt->set_restart(gang.restart);
     wire::JobLaunch* launch = wt->mutable_job();
     launch->set_job_id(job_id);
     *launch->mutable_command() = job.row.spec.command();
@@ -109,10 +118,12 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job,
     launch->set_checkpointed_steps(job.row.steps_done);
     launch->set_world_size(static_cast<std::uint32_t>(workers.size()));
     launch->set_rank(static_cast<std::uint32_t>(rank));
-    if (workers.size() > 1) {
-      launch->set_master_addr(HostOf(rank0->row.address));
-      launch->set_master_port(static_cast<std::uint32_t>(20000 + job_id % 40000));
-    }
+    launch->set_local_rank(local_rank[agent_id]++);
+    launch->set_local_world_size(per_agent[agent_id]);
+    // Every job gets a rendezvous, so a script calling init_process_group("env://") runs
+    // unchanged on one GPU too.
+    launch->set_master_addr(HostOf(rank0->row.address));
+    launch->set_master_port(static_cast<std::uint32_t>(20000 + job_id % 40000));
     launch->set_attempt(job.row.attempts == 0 ? 0 : job.row.attempts - 1);
     launch->set_job_type(job.row.spec.job_type());
     launch->set_gpu_type(gpu_type);
@@ -120,7 +131,8 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job,
       launch->set_checkpoint_dir(options_.checkpoint_root + "/job-" + std::to_string(job_id));
     }
     wire::Lease* lease = wt->mutable_lease();
-    lease->set_stop_at_step(job.row.spec.total_steps());
+    lease->set_stop_at_step(gang.stop_at_step);
+    lease->set_step_bound_only(gang.step_bound_only);
     lease->set_max_duration_s(options_.round_length.value());
     lease->set_round_end_unix_ms(round.end_ms());
   }
@@ -130,6 +142,29 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job,
                             std::to_string(workers.size()) + " " + gpu_type + ", from step " +
                             std::to_string(job.row.steps_done));
   }
+}
+
+AgentExecutor::GangLease AgentExecutor::GangLeaseOf(const Job& job, const std::string& gpu_type,
+                                                   const std::vector<std::uint64_t>& workers) const {
+  const std::uint64_t total = job.row.spec.total_steps();
+  GangLease gang;
+  gang.stop_at_step = total;
+  if (workers.size() < 2) return gang;  // one process: its own clock is the job's
+  // One step bound for every rank, computed here once: the round's worth of steps at the
+  // job's throughput estimate on this type (its measurement once there is one), at least one.
+  const double estimate = parts_.jobs->Estimate(job, gpu_type);
+  const double budget = std::floor(std::max(0.0, estimate) * options_.round_length.value());
+  const auto steps = static_cast<std::uint64_t>(
+      std::clamp(budget, 1.0, static_cast<double>(total)));
+  gang.stop_at_step = std::min(total, job.row.steps_done + steps);
+  gang.step_bound_only = true;
+  // A process kept from the last round can rejoin its peers only if every rank keeps its GPU.
+  gang.restart = job.last_workers != workers;
+  // Kept processes that are still starting have not begun the lease they hold: the agents
+  // extend it by nothing (their next stop is the current stop plus this grant), so the
+  // rounds a slow start spans do not pile up steps for one lease.
+  if (!gang.restart && job.still_starting) gang.stop_at_step = job.row.steps_done;
+  return gang;
 }
 
 }  // namespace gavel::daemon

@@ -68,6 +68,18 @@ class AgentExecutor final : public mechanism::Executor {
               const std::vector<std::uint64_t>& workers,
               std::map<std::string, wire::StartRoundRequest>& requests);
 
+  // The lease every rank of a job gets (worker.proto, Lease.step_bound_only): one process
+  // stops at the job's total steps or its round's time; a multi-GPU job at one step bound for
+  // all its ranks, from its throughput estimate, and restarts whole unless every rank keeps
+  // its GPU.
+  struct GangLease {
+    std::uint64_t stop_at_step = 0;
+    bool step_bound_only = false;
+    bool restart = false;
+  };
+  GangLease GangLeaseOf(const Job& job, const std::string& gpu_type,
+                        const std::vector<std::uint64_t>& workers) const;
+
   AgentExecutorOptions options_;
   AgentExecutorParts parts_;
 };

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -121,12 +122,32 @@ TEST_F(AgentExecutorTest, EveryAssignmentReachesTheAgentsOfItsWorkersWithTheRoun
       EXPECT_EQ(launch.checkpoint_dir(), "/shared/ckpt/job-" + std::to_string(launch.job_id()));
       EXPECT_EQ(launch.checkpointed_steps(), 0u);
       EXPECT_EQ(launch.attempt(), 0u);
-      EXPECT_EQ(task.lease().stop_at_step(), 1000u);
+      if (launch.world_size() == 1) {
+        // One process: its own clock ends the lease, or the job's total.
+        EXPECT_EQ(task.lease().stop_at_step(), 1000u);
+        EXPECT_FALSE(task.lease().step_bound_only());
+      } else {
+        // A gang: one step bound for every rank, a round's worth at the job's estimate.
+        const Job& job = jobs_.at(launch.job_id());
+        const double estimate = jobs_.Estimate(job, launch.gpu_type());
+        EXPECT_EQ(task.lease().stop_at_step(),
+                  std::min<std::uint64_t>(
+                      1000, std::max<std::uint64_t>(
+                                1, static_cast<std::uint64_t>(estimate * kRoundMs / 1000.0))));
+        EXPECT_TRUE(task.lease().step_bound_only());
+        EXPECT_TRUE(task.restart());  // a first launch: nothing to keep
+      }
       EXPECT_EQ(task.lease().max_duration_s(), kRoundMs / 1000.0);
       EXPECT_EQ(task.lease().round_end_unix_ms(), clock_.NowMs() + kRoundMs);
-      if (launch.world_size() > 1) {
-        EXPECT_FALSE(launch.master_addr().empty());
+      // torchrun's rendezvous for every job, and its ranks on this agent counted.
+      EXPECT_FALSE(launch.master_addr().empty());
+      EXPECT_NE(launch.master_port(), 0u);
+      int on_agent = 0;
+      for (const wire::Task& other : request.tasks()) {
+        on_agent += other.job().job_id() == launch.job_id();
       }
+      EXPECT_EQ(launch.local_world_size(), static_cast<std::uint32_t>(on_agent));
+      EXPECT_LT(launch.local_rank(), launch.local_world_size());
     }
   }
   EXPECT_EQ(sent, expected);

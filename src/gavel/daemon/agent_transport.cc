@@ -58,6 +58,41 @@ std::shared_ptr<wire::WorkerAgent::Stub> GrpcAgentTransport::StubFor(const std::
   return stub;
 }
 
+Result<wire::ReadLogsResponse> AgentTransport::ReadLogs(const AgentEndpoint& agent,
+                                                        const wire::ReadLogsRequest&) {
+  return Status::Unimplemented("this transport cannot read the logs of agent " + agent.agent_id);
+}
+
+Result<wire::ReadLogsResponse> GrpcAgentTransport::ReadLogs(const AgentEndpoint& agent,
+                                                            const wire::ReadLogsRequest& request) {
+  grpc::ClientContext context;
+  rpc::PrepareContext(&context, timeout_, agent.token);
+  wire::ReadLogsResponse response;
+  const grpc::Status status = StubFor(agent.address)->ReadLogs(&context, request, &response);
+  if (!status.ok()) return rpc::FromGrpc(status, "ReadLogs from agent " + agent.agent_id);
+  return response;
+}
+
+void CommitGatedTransport::StartRound(const AgentEndpoint& agent,
+                                      wire::StartRoundRequest request, Done done) {
+  held_.push_back([this, agent, request = std::move(request), done = std::move(done)]() mutable {
+    inner_->StartRound(agent, std::move(request), std::move(done));
+  });
+}
+
+void CommitGatedTransport::KillJob(const AgentEndpoint& agent, wire::KillJobRequest request,
+                                   Done done) {
+  held_.push_back([this, agent, request = std::move(request), done = std::move(done)]() mutable {
+    inner_->KillJob(agent, std::move(request), std::move(done));
+  });
+}
+
+void CommitGatedTransport::Release() {
+  std::vector<std::function<void()>> calls = std::move(held_);
+  held_.clear();
+  for (auto& call : calls) call();
+}
+
 void GrpcAgentTransport::StartRound(const AgentEndpoint& agent, wire::StartRoundRequest request,
                                     Done done) {
   Post(agent.agent_id, [this, agent, request = std::move(request), done = std::move(done)] {

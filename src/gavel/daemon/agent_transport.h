@@ -44,6 +44,31 @@ class AgentTransport {
   virtual void StartRound(const AgentEndpoint& agent, wire::StartRoundRequest request,
                           Done done) = 0;
   virtual void KillJob(const AgentEndpoint& agent, wire::KillJobRequest request, Done done) = 0;
+  // Synchronous, for `gavel logs` (called from a request's thread, never the core's): the
+  // job's output on that agent. The default has no agents to ask.
+  virtual Result<wire::ReadLogsResponse> ReadLogs(const AgentEndpoint& agent,
+                                                  const wire::ReadLogsRequest& request);
+};
+
+// Holds every call until Release(), then passes them on in the order they were made. The
+// core sends through it and releases after each commit, so no agent ever acts on a round (a
+// launch, its attempt number, its round id) that a daemon killed before the commit would
+// not remember: a restarted daemon never repeats a round id or a GAVEL_ATTEMPT an agent saw.
+// Thread-safety: none (the core thread makes and releases the calls).
+class CommitGatedTransport final : public AgentTransport {
+ public:
+  explicit CommitGatedTransport(AgentTransport* inner) : inner_(inner) {}
+  void StartRound(const AgentEndpoint& agent, wire::StartRoundRequest request,
+                  Done done) override;
+  void KillJob(const AgentEndpoint& agent, wire::KillJobRequest request, Done done) override;
+  // Sends what was held.
+  void Release();
+  // Drops what was held (the commit failed: the agents must not act on it).
+  void Discard() { held_.clear(); }
+
+ private:
+  AgentTransport* inner_;
+  std::vector<std::function<void()>> held_;
 };
 
 class GrpcAgentTransport final : public AgentTransport {
@@ -58,6 +83,8 @@ class GrpcAgentTransport final : public AgentTransport {
   void StartRound(const AgentEndpoint& agent, wire::StartRoundRequest request,
                   Done done) override;
   void KillJob(const AgentEndpoint& agent, wire::KillJobRequest request, Done done) override;
+  Result<wire::ReadLogsResponse> ReadLogs(const AgentEndpoint& agent,
+                                          const wire::ReadLogsRequest& request) override;
 
  private:
   struct Lane {

@@ -166,8 +166,8 @@ void CoreLoop::Run() {
 
 class Daemon::SchedulerService final : public wire::Scheduler::Service {
  public:
-  SchedulerService(CoreLoop* loop, const rpc::TokenRegistry* tokens)
-      : loop_(loop), tokens_(tokens) {}
+  SchedulerService(CoreLoop* loop, const rpc::TokenRegistry* tokens, AgentTransport* transport)
+      : loop_(loop), tokens_(tokens), transport_(transport) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const wire::SubmitJobRequest* request,
                          wire::SubmitJobResponse* response) override {
@@ -238,9 +238,61 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
     });
   }
 
+  // The agents are asked from this thread (not the core's), one after the other, each with
+  // the transport's deadline: a slow agent delays only this call.
+  grpc::Status GetJobLogs(grpc::ServerContext* context, const wire::GetJobLogsRequest* request,
+                          wire::GetJobLogsResponse* response) override {
+    const auto caller = rpc::Authenticate(*context, *tokens_);
+    if (!caller) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseAgents(*caller, "GetJobLogs"); !refused.ok()) return refused;
+    std::vector<SchedulerCore::LogSource> sources;
+    const grpc::Status found = loop_->Call([&](SchedulerCore& core) {
+      if (core.CancelDenied(*caller, request->job_id())) {
+        return PermissionDenied("job " + std::to_string(request->job_id()) +
+                                " belongs to another user; only its owner or an admin may read "
+                                "its logs");
+      }
+      Result<std::vector<SchedulerCore::LogSource>> result = core.LogSources(request->job_id());
+      if (!result.ok()) return rpc::ToGrpc(result.status());
+      sources = *std::move(result);
+      return grpc::Status::OK;
+    });
+    if (!found.ok()) return found;
+    if (request->rank() < -1) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "rank: " + std::to_string(request->rank()) +
+                              " is not a rank (>= 0, or -1 for all)");
+    }
+    for (const SchedulerCore::LogSource& source : sources) {
+      const std::string& agent_id = source.endpoint.agent_id;
+      if (!source.alive) {
+        response->add_unreachable(agent_id + ": dead (its logs are on its host)");
+        continue;
+      }
+      wire::ReadLogsRequest read;
+      read.set_job_id(request->job_id());
+      read.set_rank(request->rank());
+      for (const wire::AgentLogOffset& offset : request->offsets()) {
+        if (offset.agent_id() == agent_id) (*read.mutable_offsets())[offset.file()] = offset.offset();
+      }
+      Result<wire::ReadLogsResponse> logs = transport_->ReadLogs(source.endpoint, read);
+      if (!logs.ok()) {
+        response->add_unreachable(agent_id + ": " + logs.status().message());
+        continue;
+      }
+      for (wire::LogChunk& chunk : *logs->mutable_chunks()) {
+        wire::AgentLogChunk* out = response->add_chunks();
+        out->set_agent_id(agent_id);
+        *out->mutable_chunk() = std::move(chunk);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
  private:
   CoreLoop* loop_;
   const rpc::TokenRegistry* tokens_;
+  AgentTransport* transport_;
 };
 
 class Daemon::WorkerService final : public wire::WorkerToScheduler::Service {
@@ -310,6 +362,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
     return Status::InvalidArgument("--state: a state directory is required");
   }
   GAVEL_ASSIGN_OR_RETURN(const rpc::HostPort listen, rpc::ParseAddress(options.listen));
+  // Everything that can refuse the options does so before the state directory is made: a
+  // refused `gavel serve` leaves nothing behind.
+  GAVEL_RETURN_IF_ERROR(ValidateCoreOptions(options.core));
   std::unique_ptr<Daemon> daemon(new Daemon());
   daemon->options_ = options;
   if (options.token_file.empty()) {
@@ -397,7 +452,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options,
         }
       });
   daemon->scheduler_service_ =
-      std::make_unique<SchedulerService>(daemon->loop_.get(), daemon->tokens_.get());
+      std::make_unique<SchedulerService>(daemon->loop_.get(), daemon->tokens_.get(),
+                                         daemon->transport_.get());
   daemon->worker_service_ = std::make_unique<WorkerService>(daemon->loop_.get(), daemon->tokens_.get());
 
   // No listening port of gRPC's own: the GuardedListener accepts (see listener.h).

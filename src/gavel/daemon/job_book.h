@@ -34,6 +34,10 @@ struct Job {
   // waits for the next round): placed on exactly those GPUs again, it continues.
   std::vector<std::uint64_t> last_workers;
   bool paused = false;
+  // Its processes were still starting when the last round ended (spared at the deadline):
+  // a multi-GPU job's kept processes get no new steps for that round (they have not begun
+  // the lease they hold).
+  bool still_starting = false;
   bool last_launch_failed = false;
   // Throughputs the latest allocation was computed with (for the re-solve threshold).
   mutable std::map<std::string, double> used_estimate;

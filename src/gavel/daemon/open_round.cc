@@ -120,6 +120,7 @@ MicroTaskSummary OpenRound::Summarize(std::uint64_t job) const {
     }
     m.elapsed_s = std::max(m.elapsed_s, t->elapsed_s);
     m.training_s = std::max(m.training_s, t->training_s);
+    m.startup_s = std::max(m.startup_s, t->startup_s);
     m.steps_trained = std::max(m.steps_trained, t->steps_trained);
     m.completed = m.completed || t->outcome == wire::COMPLETED;
     m.crashed = m.crashed || t->outcome == wire::CRASHED;
@@ -166,6 +167,7 @@ bool OpenRound::Record(RoundTask* task, const wire::ReportDoneRequest& report) {
   task->steps_trained = report.steps_trained();
   task->training_s = report.training_seconds();
   task->elapsed_s = report.elapsed_s();
+  task->startup_s = report.startup_s();
   task->exit_code = report.exit_code();
   task->message = report.message().substr(0, 1024);
   // An agent kills a job when told to or when its GPU is given away: not the job's fault.

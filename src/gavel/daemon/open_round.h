@@ -43,6 +43,7 @@ struct RoundTask {
   std::uint64_t steps_trained = 0;
   double training_s = 0.0;
   double elapsed_s = 0.0;
+  double startup_s = 0.0;  // launch to ready (Init): restart overhead, outside the lease
   std::int32_t exit_code = 0;
   std::string message;
   bool job_at_fault = true;  // for KILLED: count it as the job's failure
@@ -55,6 +56,7 @@ struct MicroTaskSummary {
   std::optional<std::uint64_t> checkpointed;
   double elapsed_s = 0.0;         // the slowest rank's
   double training_s = 0.0;        // the longest training time
+  double startup_s = 0.0;         // the slowest rank's start-up (0: no rank was started)
   std::uint64_t steps_trained = 0;  // the most steps trained
   bool completed = false;        // some rank exited 0
   bool crashed = false;          // some rank crashed

@@ -34,7 +34,8 @@ SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* 
                              const Clock* clock, CoreHooks hooks)
     : options_(std::move(options)),
       store_(store),
-      transport_(transport),
+      gated_(transport),
+      transport_(&gated_),
       clock_(clock),
       hooks_(std::move(hooks)),
       agents_(&journal_, RulesFor(options_)),
@@ -157,10 +158,35 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
   // silent agent is about to be declared dead, which is no fault of the job.
   const auto recent_ms =
       static_cast<std::int64_t>(2.0 * options_.heartbeat_interval.value() * 1000.0);
+  // A job with a rank still starting (imports, restore) is no straggler: its lease has not
+  // begun. Its tasks end without blame and its processes keep starting; the next round
+  // extends them if it keeps the job on those GPUs, else the agents stop them. A start-up
+  // that hangs is the agent's to catch (`gavel worker --startup-timeout-seconds`).
+  for (const auto& [job, workers] : std::map(round_->jobs())) {
+    const bool starting = std::any_of(workers.begin(), workers.end(), [&](std::uint64_t w) {
+      const auto it = starting_.find(w);
+      return it != starting_.end() && it->second == job;
+    });
+    if (starting && round_->EndWithoutBlame(job, "still starting at the round's deadline")) {
+      Log(now, "slow-start", job, 0, "still starting at the round's deadline: not blamed");
+      FinishJobTasks(job, now);
+      // Its processes wait on those GPUs as a paused job's do: placed there again, they go
+      // on (an extension, no new attempt).
+      Job& spared = jobs_.at(job);
+      if (IsActive(spared)) spared.paused = spared.still_starting = true;
+    }
+  }
+  // A multi-GPU job's lease is a step bound from its throughput estimate: one that outlasts
+  // the round is the estimate's fault (a prior too high), not the job's. Its ranks are
+  // killed without blame, and their kill reports teach the daemon the rate (ReportDone).
   const std::set<std::uint64_t> jobs = round_->EndStragglers(
       [&](std::uint64_t worker) {
         const Agent* agent = agents_.AgentOfWorker(worker);
-        return agent != nullptr && agent->row.alive && now - agent->last_heartbeat_ms <= recent_ms;
+        const std::uint64_t job = round_->PendingJobOn(worker);
+        const auto it = jobs_.find(job);
+        const bool gang = it != jobs_.end() && it->second.row.spec.scale_factor() > 1;
+        return !gang && agent != nullptr && agent->row.alive &&
+               now - agent->last_heartbeat_ms <= recent_ms;
       },
       &counters_.stragglers_killed);
   for (std::uint64_t job : jobs) {
@@ -368,7 +394,9 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
   const std::map<std::string, double> allocation =
       IsActive(job) ? schedule_->AllocationOf(row.id) : std::map<std::string, double>{};
   std::set<std::string> types;
-  for (const std::string& t : agents_.LiveGpuTypes()) types.insert(t);
+  std::set<std::string> live;
+  for (const std::string& t : agents_.LiveGpuTypes()) live.insert(t);
+  types = live;
   for (const auto& [t, g] : row.per_type) types.insert(t);
   double rate = 0.0;
   for (const std::string& type : types) {
@@ -378,6 +406,9 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
     const JobGpuRow g = it == row.per_type.end() ? JobGpuRow{} : it->second;
     double share = IsActive(job) ? g.allocation : 0.0;
     if (const auto x = allocation.find(type); x != allocation.end()) share = x->second;
+    // A type whose agents are all dead gives no time until they return, whatever the last
+    // allocation (solved with them) says: showing it would promise more than the job gets.
+    if (!live.contains(type)) share = 0.0;
     stats->set_allocation(share);
     stats->set_seconds(g.seconds);
     stats->set_steps(static_cast<std::uint64_t>(std::llround(g.steps)));
@@ -407,7 +438,19 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
   info.set_last_exit_code(row.last_exit_code);
   info.set_message(row.message);
   info.set_next_retry_unix_ms(row.next_retry_ms);
+  info.set_last_startup_s(row.last_startup_s);
+  info.set_startup_total_s(row.startup_total_s);
   return info;
+}
+
+Result<std::vector<SchedulerCore::LogSource>> SchedulerCore::LogSources(
+    std::uint64_t job_id) const {
+  if (!jobs_.contains(job_id)) return Status::NotFound("job_id: no job " + std::to_string(job_id));
+  std::vector<LogSource> sources;
+  for (const auto& [id, agent] : agents_.agents()) {
+    sources.push_back(LogSource{agents_.Endpoint(agent), agent.row.alive});
+  }
+  return sources;
 }
 
 wire::ListWorkersResponse SchedulerCore::ListWorkers() const {
@@ -477,6 +520,18 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
 wire::HeartbeatResponse SchedulerCore::Heartbeat(const wire::HeartbeatRequest& request) {
   wire::HeartbeatResponse response;
   response.set_known(agents_.Heartbeat(request.agent_id(), clock_->NowMs()));
+  if (response.known()) {
+    // Which of its GPUs hold a process that has not reported ready (worker.proto,
+    // GpuState.starting): not stragglers while they start.
+    for (const wire::GpuState& gpu : request.gpus()) {
+      if (!agents_.OwnsWorker(request.agent_id(), gpu.worker_id())) continue;
+      if (gpu.starting()) {
+        starting_[gpu.worker_id()] = gpu.job_id();
+      } else {
+        starting_.erase(gpu.worker_id());
+      }
+    }
+  }
   return response;
 }
 
@@ -509,8 +564,19 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
              : nullptr;
   if (task == nullptr) {
     // A repeat, or a report from a round that is over: its checkpoint is credited by the
-    // job's next report (counts are absolute), so ignoring it loses nothing.
+    // job's next report (counts are absolute), so ignoring it loses nothing. One thing it
+    // alone knows: how fast a process the daemon killed at the deadline was training (the
+    // ranks of a multi-GPU job whose step bound, from a prior, outlasted the round), so that
+    // the next step bound fits the round.
     ++counters_.stale_reports;
+    const Agent* agent = agents_.AgentOfWorker(request.worker_id());
+    if (request.outcome() == wire::KILLED && IsActive(job->second) && agent != nullptr &&
+        job->second.row.spec.scale_factor() > 1) {
+      LearnThroughput(job->second, agent->row.gpu_type, request.steps_trained(),
+                      request.training_seconds());
+      Touch(job->second);
+      schedule_->PushThroughputs(job->second);
+    }
     return Status::Ok();
   }
   if (round_->Record(task, request)) FinishJobTasks(request.job_id(), now);
@@ -573,26 +639,15 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
     if (g.prior == 0.0) g.prior = Prior(job, gpu_type);
     g.seconds += elapsed;
     g.steps += static_cast<double>(delta);
-    // Learn the throughput (spec §6.6, smoothed): steps over training time.
-    if (m.steps_trained > 0 && m.training_s > 0.0) {
-      // Clamped into bounds.h's range: a report of many steps in a moment (a clock step, a
-      // lying agent) must not put a throughput the LPs cannot scale into the schedule.
-      const double sample = std::clamp(static_cast<double>(m.steps_trained) / m.training_s,
-                                       bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
-      g.measured = g.measurements == 0
-                       ? sample
-                       : options_.ema_alpha * sample + (1.0 - options_.ema_alpha) * g.measured;
-      ++g.measurements;
-      const auto used = job.used_estimate.find(gpu_type);
-      const double before_estimate = used == job.used_estimate.end() ? 0.0 : used->second;
-      if (before_estimate <= 0.0 ||
-          std::abs(g.measured - before_estimate) > options_.resolve_threshold * before_estimate) {
-        jobs_changed_ = true;  // worth a new solve
-      }
-    }
+    LearnThroughput(job, gpu_type, m.steps_trained, m.training_s);
     for (const RoundTask* t : tasks) agents_.AddBusySeconds(t->worker_id, elapsed);
+    if (m.startup_s > 0.0) {
+      job.row.last_startup_s = m.startup_s;
+      job.row.startup_total_s += m.startup_s;
+    }
     job.last_workers = workers;
     job.paused = m.expired && !m.crashed && !m.launch_failed && !m.completed;
+    job.still_starting = false;
     if (delta > 0) job.row.streak = 0;
     if (done >= total) {
       EndJob(job, wire::DONE, "", now);
@@ -624,6 +679,27 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
   }
 }
 
+void SchedulerCore::LearnThroughput(Job& job, const std::string& gpu_type,
+                                    std::uint64_t steps_trained, double training_s) {
+  // Steps over training time (spec §6.6), smoothed.
+  if (steps_trained == 0 || !(training_s > 0.0)) return;
+  JobGpuRow& g = job.row.per_type[gpu_type];
+  // Clamped into bounds.h's range: a report of many steps in a moment (a clock step, a
+  // lying agent) must not put a throughput the LPs cannot scale into the schedule.
+  const double sample = std::clamp(static_cast<double>(steps_trained) / training_s,
+                                   bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
+  g.measured = g.measurements == 0
+                   ? sample
+                   : options_.ema_alpha * sample + (1.0 - options_.ema_alpha) * g.measured;
+  ++g.measurements;
+  const auto used = job.used_estimate.find(gpu_type);
+  const double before_estimate = used == job.used_estimate.end() ? 0.0 : used->second;
+  if (before_estimate <= 0.0 ||
+      std::abs(g.measured - before_estimate) > options_.resolve_threshold * before_estimate) {
+    jobs_changed_ = true;  // worth a new solve
+  }
+}
+
 void SchedulerCore::HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now) {
   JobRow& row = job.row;
   const bool same_code = row.streak >= 1 && row.failures >= 1 &&
@@ -634,11 +710,15 @@ void SchedulerCore::HandleCrash(Job& job, const RoundTask& culprit, std::int64_t
   const bool launch_failed_twice = launch_failed && job.last_launch_failed;
   job.last_launch_failed = launch_failed;
   row.last_exit_code = culprit.exit_code;
+  // A kill's message says why by itself ("no report by the round's deadline"); a crash's is
+  // the stderr tail that follows the exit code.
+  const bool killed = culprit.outcome == wire::KILLED;
   const std::string what = launch_failed ? "could not be started"
-                           : culprit.outcome == wire::KILLED
-                               ? "did not report by the round's deadline"
-                               : "crashed with exit code " + std::to_string(culprit.exit_code);
-  std::string detail = culprit.message.empty() ? "" : ": " + culprit.message;
+                           : killed && !culprit.message.empty()
+                               ? culprit.message
+                               : killed ? "killed"
+                                        : "crashed with exit code " + std::to_string(culprit.exit_code);
+  std::string detail = culprit.message.empty() || killed ? "" : ": " + culprit.message;
   job.paused = false;
   if (row.failures > static_cast<std::uint32_t>(options_.max_retries)) {
     EndJob(job, wire::FAILED,
@@ -754,10 +834,17 @@ Status SchedulerCore::Flush() {
   }
   journal_.dirty_jobs.clear();
   journal_.dirty_agents.clear();
-  if (journal_.batch.empty()) return Status::Ok();
+  if (journal_.batch.empty()) {
+    gated_.Release();
+    return Status::Ok();
+  }
   WriteBatch batch = std::move(journal_.batch);
   journal_.batch = WriteBatch{};
-  GAVEL_RETURN_IF_ERROR(store_->Commit(batch));
+  if (Status committed = store_->Commit(batch); !committed.ok()) {
+    gated_.Discard();
+    return committed;
+  }
+  gated_.Release();
   if (hooks_.event) {
     for (const EventRow& event : batch.events) hooks_.event(event);
   }

@@ -153,6 +153,13 @@ class SchedulerCore {
   bool CancelDenied(const rpc::Principal& user, std::uint64_t job_id) const;
   Result<wire::ListJobsResponse> ListJobs(const wire::ListJobsRequest& request) const;
   wire::ListWorkersResponse ListWorkers() const;
+  // Where `gavel logs` looks for a job's output: every agent known (a job's logs stay on the
+  // hosts it ran on), with whether it is alive. Errors: no such job (kNotFound).
+  struct LogSource {
+    AgentEndpoint endpoint;
+    bool alive = false;
+  };
+  Result<std::vector<LogSource>> LogSources(std::uint64_t job_id) const;
   wire::GetStatusResponse GetStatus() const;
 
   Result<wire::RegisterWorkerResponse> RegisterWorker(const rpc::Principal& caller,
@@ -222,6 +229,9 @@ class SchedulerCore {
   double Estimate(const Job& job, const std::string& gpu_type) const;
   wire::JobInfo Info(const Job& job) const;
   void HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now);
+  // One throughput sample (steps over training seconds) into the job's EMA for the type.
+  void LearnThroughput(Job& job, const std::string& gpu_type, std::uint64_t steps_trained,
+                       double training_s);
   void EndJob(Job& job, wire::JobState state, const std::string& message, std::int64_t now);
   // Sends KillJob for the job's processes of the current round (or any round, for a job
   // that leaves for good) to every live agent that may run it, except `spare`.
@@ -235,10 +245,16 @@ class SchedulerCore {
 
   CoreOptions options_;
   Store* store_;
+  // Every call to the agents waits in `gated_` until the state it depends on is committed
+  // (Flush); transport_ points at it.
+  CommitGatedTransport gated_;
   AgentTransport* transport_;
   const Clock* clock_;
   CoreHooks hooks_;
   Journal journal_;        // changes staged for the next Flush
+  // Workers whose process has not reported ready, as their agents' heartbeats last said
+  // (worker id → job id).
+  std::map<std::uint64_t, std::uint64_t> starting_;
   AgentRegistry agents_;   // agents, GPUs, liveness
   JobBook jobs_;           // durable jobs and their states
   Seconds grace_;

@@ -266,9 +266,10 @@ TEST_F(CoreTest, MeasuredThroughputReplacesThePriorAndIsSmoothed) {
   Tick();
   const double prior = *ShippedThroughputTable()->Isolated("v100", JobTypeKey{"ResNet-18 (batch size 64)", 1});
   const wire::JobInfo before = Job(job);
-  ASSERT_NE(Stats(before, "v100"), nullptr);
-  EXPECT_DOUBLE_EQ(Stats(before, "v100")->throughput_estimate(), prior);
-  EXPECT_EQ(Stats(before, "v100")->measurements(), 0u);
+  const wire::JobTypeStats* v100 = Stats(before, "v100");
+  ASSERT_NE(v100, nullptr);
+  EXPECT_DOUBLE_EQ(v100->throughput_estimate(), prior);
+  EXPECT_EQ(v100->measurements(), 0u);
 
   auto round = transport_.LastRound("a1");
   Advance(kRoundMs, {"a1"});
@@ -282,8 +283,11 @@ TEST_F(CoreTest, MeasuredThroughputReplacesThePriorAndIsSmoothed) {
   Advance(kRoundMs, {"a1"});
   ASSERT_TRUE(Report("a1", workers[0], job, round.round_id(), wire::LEASE_EXPIRED, 300, 200, 10.0)
                   .ok());
-  EXPECT_DOUBLE_EQ(Stats(Job(job), "v100")->throughput_measured(), 0.5 * 20.0 + 0.5 * 10.0);
-  EXPECT_EQ(Stats(Job(job), "v100")->measurements(), 2u);
+  const wire::JobInfo after = Job(job);
+  const wire::JobTypeStats* measured = Stats(after, "v100");
+  ASSERT_NE(measured, nullptr);
+  EXPECT_DOUBLE_EQ(measured->throughput_measured(), 0.5 * 20.0 + 0.5 * 10.0);
+  EXPECT_EQ(measured->measurements(), 2u);
 }
 
 TEST_F(CoreTest, ADeadWorkersJobResumesElsewhereFromItsCheckpoint) {
@@ -376,6 +380,7 @@ TEST_F(CoreTest, OnlyTheOwnerOrAnAdminMayCancel) {
   auto cancelled = core_->Cancel(kAdmin, job);
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(cancelled->state(), wire::CANCELLED);
+  ASSERT_TRUE(core_->Flush().ok());  // the kill goes out once the cancel is committed
   ASSERT_FALSE(transport_.kills().empty());
   EXPECT_EQ(transport_.kills().back().second, job);
   EXPECT_FALSE(core_->Cancel(kAlice, job).ok()) << "already cancelled";
@@ -744,6 +749,150 @@ TEST_F(CoreTest, PackingPoliciesAreRefusedWithAdviceThatFitsTheName) {
   EXPECT_NE(refused.status().message().find("use max_min_fairness_perf instead"),
             std::string::npos)
       << refused.status().message();
+}
+
+// ---- Issue 13 ----
+
+// A job whose process is still starting (imports, restore) at the round's deadline is no
+// straggler: it is not killed nor blamed, keeps its GPU, and its start-up shows per job.
+TEST_F(CoreTest, AJobStillStartingAtTheDeadlineIsSparedAndItsStartUpIsShown) {
+  const auto w = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(1000));
+  Tick();
+  const wire::StartRoundRequest first = transport_.LastRound("a1");
+  ASSERT_EQ(first.tasks_size(), 1);
+  wire::HeartbeatRequest starting;
+  starting.set_agent_id("a1");
+  wire::GpuState* gpu = starting.add_gpus();
+  gpu->set_worker_id(w[0]);
+  gpu->set_job_id(job);
+  gpu->set_busy(true);
+  gpu->set_round_id(first.round_id());
+  gpu->set_starting(true);
+  ASSERT_TRUE(core_->Heartbeat(starting).known());
+  const wire::StartRoundRequest second = NextRound("a1", first.round_id(), {"a1"});
+  EXPECT_TRUE(transport_.kills().empty()) << "a starting process is not killed";
+  wire::JobInfo info = Job(job);
+  EXPECT_EQ(info.failures(), 0u);
+  EXPECT_EQ(info.state(), wire::RUNNING);
+  ASSERT_EQ(second.tasks_size(), 1);
+  EXPECT_EQ(second.tasks(0).worker_id(), w[0]) << "it keeps its GPU (a lease extension)";
+  // Ready now; its first report carries the start-up.
+  gpu->set_starting(false);
+  ASSERT_TRUE(core_->Heartbeat(starting).known());
+  wire::ReportDoneRequest r;
+  r.set_agent_id("a1");
+  r.set_worker_id(w[0]);
+  r.set_job_id(job);
+  r.set_round_id(second.round_id());
+  r.set_outcome(wire::LEASE_EXPIRED);
+  r.set_checkpointed_steps(100);
+  r.set_steps_trained(100);
+  r.set_training_seconds(10.0);
+  r.set_elapsed_s(24.0);
+  r.set_startup_s(14.0);
+  ASSERT_TRUE(core_->ReportDone(r).ok());
+  ASSERT_TRUE(core_->Flush().ok());
+  info = Job(job);
+  EXPECT_DOUBLE_EQ(info.last_startup_s(), 14.0);
+  EXPECT_DOUBLE_EQ(info.startup_total_s(), 14.0);
+  EXPECT_EQ(info.steps_done(), 100u);
+  // Kept across a restart (schema version 3).
+  Restart();
+  EXPECT_DOUBLE_EQ(Job(job).startup_total_s(), 14.0);
+}
+
+// A straggler that is not starting is killed and blamed, and its message says why once.
+TEST_F(CoreTest, AStragglersMessageSaysWhyOnce) {
+  Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(1000));
+  Tick();
+  const wire::StartRoundRequest first = transport_.LastRound("a1");
+  NextRound("a1", first.round_id(), {"a1"});
+  EXPECT_FALSE(transport_.kills().empty());
+  const wire::JobInfo info = Job(job);
+  EXPECT_EQ(info.failures(), 1u);
+  const std::string why = "no report by the round's deadline";
+  const std::size_t at = info.message().find(why);
+  ASSERT_NE(at, std::string::npos) << info.message();
+  EXPECT_EQ(info.message().find(why, at + 1), std::string::npos) << info.message();
+  EXPECT_EQ(info.message().find("did not report"), std::string::npos) << info.message();
+}
+
+// While every agent of a type is dead, no job shows time there: the allocation solved with
+// those GPUs would promise more than one GPU's worth of time.
+TEST_F(CoreTest, ATypeWhoseAgentsAreDeadShowsNoAllocation) {
+  Register("fast", "v100");
+  Register("slow", "k80");
+  const std::uint64_t job = Submit(Spec(100000));
+  Tick();
+  double before = 0.0;
+  const wire::JobInfo first = Job(job);
+  for (const auto& t : first.per_type()) before += t.allocation();
+  EXPECT_GT(before, 0.0);
+  Advance(6000, {"slow"});  // fast is declared dead after 5 s of silence
+  const wire::JobInfo info = Job(job);
+  double total = 0.0;
+  for (const auto& t : info.per_type()) {
+    total += t.allocation();
+    if (t.gpu_type() == "v100") {
+      EXPECT_EQ(t.allocation(), 0.0);
+    }
+  }
+  EXPECT_LE(total, 1.0 + 1e-9);
+}
+
+// What the agents are told waits for the commit of the state it depends on: a daemon killed
+// in between would otherwise reuse the round id and attempt number the agents already saw.
+TEST_F(CoreTest, AgentsHearOfARoundOnlyOnceItIsCommitted) {
+  Register("a1", "v100");
+  Submit(Spec(100));
+  core_->Tick();
+  EXPECT_EQ(transport_.RoundsSentTo("a1"), 0u);
+  ASSERT_TRUE(core_->Flush().ok());
+  EXPECT_EQ(transport_.RoundsSentTo("a1"), 1u);
+  const std::uint64_t round = transport_.LastRound("a1").round_id();
+  // A restart from the committed state continues the numbering.
+  Restart();
+  Advance(20'000, {"a1"});
+  ASSERT_GT(transport_.RoundsSentTo("a1"), 1u);
+  EXPECT_GT(transport_.LastRound("a1").round_id(), round);
+  EXPECT_GE(transport_.LastRound("a1").tasks(0).job().attempt(), 1u);
+}
+
+// A 2-GPU job's lease is one step bound for both ranks, from its estimate. A prior far too
+// high makes it outlast the round: its ranks are killed at the deadline without blame, and
+// their late kill reports teach the daemon the rate, so the next bound fits the round.
+TEST_F(CoreTest, AMultiGpuJobOutlastingTheRoundIsSparedBlameAndTeachesItsRate) {
+  const auto w = Register("a1", "v100", 2);
+  wire::JobSpec spec = Spec(100000);
+  spec.set_scale_factor(2);
+  (*spec.mutable_throughputs())["v100"] = 1000.0;  // the truth is 5 steps/s
+  const std::uint64_t job = Submit(spec);
+  Tick();
+  const wire::StartRoundRequest first = transport_.LastRound("a1");
+  ASSERT_EQ(first.tasks_size(), 2);
+  for (const wire::Task& task : first.tasks()) {
+    EXPECT_TRUE(task.lease().step_bound_only());
+    EXPECT_EQ(task.lease().stop_at_step(), 10000u);  // 1000 steps/s x 10 s, the same for both
+    EXPECT_EQ(task.job().world_size(), 2u);
+  }
+  const wire::StartRoundRequest second = NextRound("a1", first.round_id(), {"a1"});
+  EXPECT_EQ(Job(job).failures(), 0u) << Job(job).message();
+  EXPECT_FALSE(transport_.kills().empty());
+  // The kills' reports arrive late: 50 steps in 10 s of training.
+  for (std::uint64_t worker : w) {
+    ASSERT_TRUE(
+        Report("a1", worker, job, first.round_id(), wire::KILLED, 0, 50, 10.0, -15).ok());
+  }
+  const wire::JobInfo measured = Job(job);
+  const wire::JobTypeStats* v100 = Stats(measured, "v100");
+  ASSERT_NE(v100, nullptr);
+  EXPECT_DOUBLE_EQ(v100->throughput_measured(), 5.0);
+  const wire::StartRoundRequest third = NextRound("a1", second.round_id(), {"a1"});
+  ASSERT_EQ(third.tasks_size(), 2);
+  EXPECT_EQ(third.tasks(0).lease().stop_at_step(), 50u);  // 5 steps/s x 10 s
+  EXPECT_EQ(third.tasks(1).lease().stop_at_step(), 50u);
 }
 
 }  // namespace

@@ -15,8 +15,9 @@ namespace gavel::daemon {
 namespace {
 
 // Version 2 (issue 16): agents.owner added; agents.token holds the agent's callback token
-// instead of the token it registered with. Version 1 is migrated on open (MigrateFrom1).
-constexpr int kSchemaVersion = 2;
+// instead of the token it registered with. Version 3 (issue 13): jobs.last_startup_s and
+// jobs.startup_total_s. Older versions are migrated on open.
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -25,7 +26,8 @@ CREATE TABLE IF NOT EXISTS jobs(
   steps_done INTEGER NOT NULL, submitted_ms INTEGER NOT NULL, finished_ms INTEGER NOT NULL,
   attempts INTEGER NOT NULL, failures INTEGER NOT NULL, streak INTEGER NOT NULL,
   last_exit_code INTEGER NOT NULL, message TEXT NOT NULL, next_retry_ms INTEGER NOT NULL,
-  first_launch_ms INTEGER NOT NULL);
+  first_launch_ms INTEGER NOT NULL, last_startup_s REAL NOT NULL DEFAULT 0,
+  startup_total_s REAL NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS job_gpu(
   job_id INTEGER NOT NULL, gpu_type TEXT NOT NULL, seconds REAL NOT NULL, steps REAL NOT NULL,
   allocation REAL NOT NULL, prior REAL NOT NULL, measured REAL NOT NULL,
@@ -218,8 +220,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& state_
         // token and under its own identity) on its next heartbeat.
         created = store->Exec(
             "ALTER TABLE agents ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
-            "UPDATE agents SET token='', alive=0;"
-            "UPDATE meta SET value='2' WHERE key='schema_version';");
+            "UPDATE agents SET token='', alive=0;");
+      }
+      if (version == "1" || version == "2") {
+        // Start-up times were not measured before version 3: 0.
+        if (created.ok()) {
+          created = store->Exec(
+              "ALTER TABLE jobs ADD COLUMN last_startup_s REAL NOT NULL DEFAULT 0;"
+              "ALTER TABLE jobs ADD COLUMN startup_total_s REAL NOT NULL DEFAULT 0;"
+              "UPDATE meta SET value='3' WHERE key='schema_version';");
+        }
       } else if (version != std::to_string(kSchemaVersion)) {
         created = Status::FailedPrecondition("state database " + path + " has schema version " +
                                              version + "; this gavel reads version " +
@@ -248,8 +258,8 @@ Result<StoredState> SqliteStore::Load() {
   {
     Stmt q(db_,
            "SELECT id, user, spec, state, steps_done, submitted_ms, finished_ms, attempts, "
-           "failures, streak, last_exit_code, message, next_retry_ms, first_launch_ms "
-           "FROM jobs ORDER BY id");
+           "failures, streak, last_exit_code, message, next_retry_ms, first_launch_ms, "
+           "last_startup_s, startup_total_s FROM jobs ORDER BY id");
     while (q.Next()) {
       JobRow row;
       row.id = static_cast<std::uint64_t>(q.Int(0));
@@ -277,6 +287,8 @@ Result<StoredState> SqliteStore::Load() {
       row.message = q.Text(11);
       row.next_retry_ms = q.Int(12);
       row.first_launch_ms = q.Int(13);
+      row.last_startup_s = q.Real(14);
+      row.startup_total_s = q.Real(15);
       index[row.id] = state.jobs.size();
       state.jobs.push_back(std::move(row));
     }
@@ -363,7 +375,8 @@ Status SqliteStore::Commit(const WriteBatch& batch) {
       Stmt job(db_,
                "INSERT OR REPLACE INTO jobs(id, user, spec, state, steps_done, submitted_ms, "
                "finished_ms, attempts, failures, streak, last_exit_code, message, next_retry_ms, "
-               "first_launch_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+               "first_launch_ms, last_startup_s, startup_total_s) "
+               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
       Stmt gpu(db_,
                "INSERT OR REPLACE INTO job_gpu(job_id, gpu_type, seconds, steps, allocation, "
                "prior, measured, measurements) VALUES(?,?,?,?,?,?,?,?)");
@@ -384,6 +397,8 @@ Status SqliteStore::Commit(const WriteBatch& batch) {
                                   .Bind(12, row.message)
                                   .Bind(13, row.next_retry_ms)
                                   .Bind(14, row.first_launch_ms)
+                                  .Bind(15, row.last_startup_s)
+                                  .Bind(16, row.startup_total_s)
                                   .Run("write job"));
         for (const auto& [type, g] : row.per_type) {
           GAVEL_RETURN_IF_ERROR(gpu.Bind(1, static_cast<std::int64_t>(row.id))

@@ -56,6 +56,10 @@ struct JobRow {
   std::string message;
   std::int64_t next_retry_ms = 0;      // backoff: not placed before this time
   std::int64_t first_launch_ms = 0;    // 0 = never launched
+  // Start-up (launch to the iterator's Init: imports, checkpoint restore), restart overhead
+  // kept outside the leases: the last launch's, and the sum over all launches.
+  double last_startup_s = 0.0;
+  double startup_total_s = 0.0;
   std::map<std::string, JobGpuRow> per_type;  // by GPU type name
 };
 

@@ -51,6 +51,8 @@ JobRow MakeJob(std::uint64_t id, std::uint64_t steps_done) {
   row.message = "crashed";
   row.next_retry_ms = 5000;
   row.first_launch_ms = 1500;
+  row.last_startup_s = 2.5;
+  row.startup_total_s = 7.25;
   row.per_type["v100"] = JobGpuRow{12.0, 300.0, 0.5, 10.0, 11.5, 4};
   row.per_type["k80"] = JobGpuRow{3.0, 20.0, 0.25, 2.0, 0.0, 0};
   return row;
@@ -70,6 +72,8 @@ void ExpectSameJob(const JobRow& a, const JobRow& b) {
   EXPECT_EQ(a.message, b.message);
   EXPECT_EQ(a.next_retry_ms, b.next_retry_ms);
   EXPECT_EQ(a.first_launch_ms, b.first_launch_ms);
+  EXPECT_EQ(a.last_startup_s, b.last_startup_s);
+  EXPECT_EQ(a.startup_total_s, b.startup_total_s);
   EXPECT_EQ(a.per_type, b.per_type);
 }
 
@@ -121,7 +125,7 @@ TEST(SqliteStoreTest, CommittedBatchesSurviveReopening) {
   EXPECT_FALSE(state->open_round->tasks[0].reported);
   EXPECT_TRUE(state->open_round->tasks[1].reported);
   EXPECT_EQ(state->meta["next_job_id"], "3");
-  EXPECT_EQ(state->meta["schema_version"], "2");
+  EXPECT_EQ(state->meta["schema_version"], "3");
 }
 
 TEST(SqliteStoreTest, ClosingARoundForgetsItsTasksAndUpsertsReplaceRows) {
@@ -201,7 +205,7 @@ TEST(SqliteStoreTest, MalformedRowsAreRefusedNamingTheField) {
       {"UPDATE jobs SET spec=x'ffffffff' WHERE id=1", "job 1, field spec"},
       {"UPDATE jobs SET steps_done='many' WHERE id=1", "job 1, field steps_done"},
       {"UPDATE agents SET busy_seconds='1.5,x'", "agent agent-a, field busy_seconds"},
-      {"UPDATE meta SET value='3' WHERE key='schema_version'", "schema version 3"},
+      {"UPDATE meta SET value='4' WHERE key='schema_version'", "schema version 4"},
   };
   for (const Case& c : cases) {
     TempDir dir;
@@ -277,6 +281,7 @@ TEST(SqliteStoreTest, SchemaOneIsMigratedWithoutItsTokens) {
   // Turn it back into what version 1 wrote: no owner column, the token in clear.
   Corrupt(dir.path(),
           "ALTER TABLE agents DROP COLUMN owner; UPDATE agents SET token='admin-token-1';"
+          "ALTER TABLE jobs DROP COLUMN last_startup_s; ALTER TABLE jobs DROP COLUMN startup_total_s;"
           "UPDATE meta SET value='1' WHERE key='schema_version'");
   auto store = SqliteStore::Open(dir.path());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -287,7 +292,31 @@ TEST(SqliteStoreTest, SchemaOneIsMigratedWithoutItsTokens) {
   EXPECT_EQ(state->agents[0].owner, "");
   EXPECT_FALSE(state->agents[0].alive);
   EXPECT_EQ(state->jobs.size(), FullBatch().jobs.size());
-  EXPECT_EQ(state->meta.at("schema_version"), "2");
+  EXPECT_EQ(state->meta.at("schema_version"), "3");
+  EXPECT_EQ(state->jobs[0].startup_total_s, 0.0);  // not measured before version 3
+}
+
+TEST(SqliteStoreTest, SchemaTwoGainsTheStartUpColumns) {
+  TempDir dir;
+  {
+    auto store = SqliteStore::Open(dir.path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
+  }
+  Corrupt(dir.path(),
+          "ALTER TABLE jobs DROP COLUMN last_startup_s; ALTER TABLE jobs DROP COLUMN startup_total_s;"
+          "UPDATE meta SET value='2' WHERE key='schema_version'");
+  auto store = SqliteStore::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  ASSERT_EQ(state->jobs.size(), FullBatch().jobs.size());
+  EXPECT_EQ(state->jobs[0].last_startup_s, 0.0);
+  EXPECT_EQ(state->agents[0].owner, "host-a");  // version 2's columns are kept
+  EXPECT_EQ(state->meta.at("schema_version"), "3");
+  // Written back with the new columns.
+  ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
+  EXPECT_EQ((*store)->Load()->jobs[0].startup_total_s, 7.25);
 }
 
 TEST(MemoryStoreTest, BehavesLikeTheSqliteStore) {

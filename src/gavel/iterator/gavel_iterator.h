@@ -77,11 +77,13 @@ class CheckpointError : public std::runtime_error {
 };
 
 // Permission to train: stop at step `stop_at_step` (absolute) or after `max_duration_s`
-// seconds of training, whichever comes first.
+// seconds of training, whichever comes first. A gang lease (step_bound_only, multi-GPU jobs)
+// stops at stop_at_step only: every rank gets the same step, so all ranks stop together.
 struct Lease {
   std::uint64_t stop_at_step = 0;
   double max_duration_s = 0.0;
   std::int64_t round_end_unix_ms = 0;
+  bool step_bound_only = false;
   friend bool operator==(const Lease&, const Lease&) = default;
 };
 
@@ -125,6 +127,8 @@ inline Lease LeaseFromJson(const nlohmann::json& value) {
       AsDouble(value.value("maxDurationS", nlohmann::json()), "lease.maxDurationS");
   lease.round_end_unix_ms = static_cast<std::int64_t>(
       AsUint(value.value("roundEndUnixMs", nlohmann::json()), "lease.roundEndUnixMs"));
+  const nlohmann::json gang = value.value("stepBoundOnly", nlohmann::json());
+  lease.step_bound_only = gang.is_boolean() && gang.get<bool>();
   return lease;
 }
 
@@ -450,7 +454,10 @@ class GavelIterator {
   }
 
   bool LeaseReached(double now) const {
-    return steps_ >= lease_.stop_at_step || now - lease_start_ >= lease_.max_duration_s;
+    if (steps_ >= lease_.stop_at_step) return true;
+    // A gang lease ends at its step only: a rank stopping on its own clock would leave the
+    // others blocked in a collective.
+    return !lease_.step_bound_only && now - lease_start_ >= lease_.max_duration_s;
   }
 
   void AdoptLease(const Lease& lease) {
@@ -491,7 +498,7 @@ class GavelIterator {
                                                     {"trainingSeconds", TrainingSeconds(now)}},
                                                    token_, 30.0);
     const Lease lease = internal::LeaseFromJson(response.value("lease", nlohmann::json()));
-    if (!(lease == lease_)) {
+    if (!(lease == lease_) && !lease_.step_bound_only) {
       AdoptLease(lease);  // a new grant: its duration counts from now
       training_start_ = now;
       Log("lease updated");
