@@ -235,7 +235,9 @@ TEST_F(AgentProcessTest, StepsAreExactAcrossLeasesMovesAndAKill9) {
         << "progress went backwards in round " << round;
     last_checkpointed = report.checkpointed_steps();
   }
-  EXPECT_GE(round, 6u);  // several leases were needed
+  // The four scripted rounds and at least one after the kill. (Six before issue 13: leases then
+  // began at the launch, so each lost the interpreter's start-up to it.)
+  EXPECT_GE(round, 5u);
 
   // ---- The whole life of the job ----
   const auto [final_step, final_checksum] = CheckpointedModel(job_dir);
@@ -279,9 +281,11 @@ TEST_F(AgentProcessTest, StepRateFollowsTheThroughputTableOfTheAgentsGpuType) {
   // --speedup 4: four times the table's rate, within 10%.
   EXPECT_NEAR(fast_rate, 4 * kV100, 0.1 * 4 * kV100);
   EXPECT_NEAR(slow_rate, 4 * kK80, 0.1 * 4 * kK80);
-  // The lease's duration is honoured: about 1.5 s of training, counted from the grant.
-  EXPECT_LT(fast.training_seconds(), 1.5);
-  EXPECT_GT(fast.training_seconds(), 0.5);  // minus the interpreter's startup
+  // The lease's duration is honoured: about 1.5 s of training, counted from the iterator's
+  // Init (issue 13: the interpreter's start-up is outside the lease), ending at the first
+  // step boundary past it, plus the final checkpoint.
+  EXPECT_GT(fast.training_seconds(), 1.4);
+  EXPECT_LT(fast.training_seconds(), 1.5 + 0.5);
   EXPECT_GE(fast.elapsed_s(), 1.5);
 }
 
