@@ -73,7 +73,9 @@ const std::vector<std::string>& CsvColumns() {
                                                    "wasted_gpu_seconds",
                                                    "jct_p99_seconds",
                                                    "max_rho",
-                                                   "mean_rho"};
+                                                   "mean_rho",
+                                                   "total_utility",
+                                                   "jobs_rejected"};
   return columns;
 }
 constexpr std::size_t kKeyColumns = 8;
@@ -271,6 +273,8 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   s.profiling_percentage = p.profiling_percentage;
   s.num_reference_models = p.num_reference_models;
   s.fairness = o.fairness;
+  s.elastic_fraction = o.elastic_fraction;
+  s.utility = o.utility;
   if (p.jobs_per_hour > 0.0) {
     s.jobs_per_hour = p.jobs_per_hour;
     const double slack = o.workload == "philly"
@@ -327,6 +331,10 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   if (r.fairness) {
     row["max_rho"] = FormatNumber(r.fairness->max_rho);
     row["mean_rho"] = FormatNumber(r.fairness->mean_rho);
+  }
+  if (r.has_utility) {
+    row["total_utility"] = FormatNumber(r.total_utility);
+    row["jobs_rejected"] = FormatNumber(static_cast<double>(r.jobs_rejected));
   }
   GAVEL_RETURN_IF_ERROR(WritePointFile(PointFile(o.out_dir, key), r));
   return row;
@@ -1097,6 +1105,12 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
       ->check(BoundedInteger(0, bounds::kMaxJobs));
   sweep_cmd->add_flag("-m,--generate-multi-gpu-jobs", line->options.multi_gpu,
                       "Generate multi-GPU jobs (1/2/4/8 GPUs)");
+  sweep_cmd->add_option("--elastic-fraction", line->options.elastic_fraction,
+                        "Fraction of generated jobs that are elastic, as gavel simulate's "
+                        "(default 0)");
+  sweep_cmd->add_option("--utility", line->options.utility,
+                        "Give generated jobs a utility of completion time: sigmoid|linear (the "
+                        "CSV gains total_utility and jobs_rejected; rankings rank utility)");
   sweep_cmd->add_flag("--fairness", line->options.fairness,
                       "Also run `isolated` per point and report finish-time fairness (max_rho, "
                       "mean_rho; doubles the work)");

@@ -65,6 +65,11 @@ struct SweepOptions {
   // Also run `isolated` at every point for finish-time fairness (the max_rho and mean_rho
   // columns, ranked in the report); empty cells without it.
   bool fairness = false;
+  // Generated jobs, as `gavel simulate` takes them: the fraction that is elastic
+  // (core/elastic.h) and the utility family ("", "sigmoid" or "linear"; core/utility.h) whose
+  // total_utility and jobs_rejected the CSV then carries.
+  double elastic_fraction = 0.0;
+  std::string utility;
   // The cluster physics of every point (docs/simulator.md); not part of a point's key, so use
   // one --out directory per physics setting.
   PhysicsFlags physics;

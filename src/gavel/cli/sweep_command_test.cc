@@ -120,6 +120,43 @@ TEST_F(SweepTest, EachPointEqualsADirectSimulateRun) {
   EXPECT_NE(out.str().find("max_min_fairness"), std::string::npos);
 }
 
+// --utility and --elastic-fraction reach every point as `gavel simulate` takes them, and the
+// CSV carries the run's total utility and rejections (oasis admits; fifo rejects nobody).
+TEST_F(SweepTest, UtilityAndElasticJobsReachEveryPointLikeSimulate) {
+  SweepOptions o = Small();
+  o.policies = "oasis,fifo";
+  o.seeds = "0";
+  o.utility = "sigmoid";
+  o.elastic_fraction = 0.5;
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(o, out, progress).ok()) << progress.str();
+  const auto rows = Rows();
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    SimulateOptions s;
+    s.cluster = "4:4:4";
+    s.policy = row.at("policy");
+    s.seed = 0;
+    s.jobs_per_hour = 1.0;
+    s.window_start = 2;
+    s.window_end = 8;
+    s.utility = "sigmoid";
+    s.elastic_fraction = 0.5;
+    s.json_path = "-";
+    std::ostringstream json;
+    ASSERT_TRUE(RunSimulate(s, json).ok());
+    const nlohmann::json direct = nlohmann::json::parse(json.str());
+    ASSERT_TRUE(direct.contains("total_utility")) << json.str();
+    const double utility = direct["total_utility"].get<double>();
+    EXPECT_NEAR(std::stod(row.at("total_utility")), utility, 1e-10 * std::max(1.0, utility));
+    EXPECT_EQ(std::stod(row.at("jobs_rejected")), direct["jobs_rejected"].get<double>());
+    if (row.at("policy") == "fifo") {
+      EXPECT_EQ(row.at("jobs_rejected"), "0");
+    }
+  }
+  EXPECT_NE(out.str().find("total utility"), std::string::npos) << out.str();
+}
+
 TEST_F(SweepTest, RankingsOrderEveryMetricByTheSeedMeansOfTheCsv) {
   SweepOptions o = Small();
   o.policies = "fifo,max_min_fairness_perf,themis";
