@@ -163,9 +163,10 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
   // extends them if it keeps the job on those GPUs, else the agents stop them. A start-up
   // that hangs is the agent's to catch (`gavel worker --startup-timeout-seconds`).
   for (const auto& [job, workers] : std::map(round_->jobs())) {
+    const auto this_job = job;  // clang 14 cannot capture a structured binding
     const bool starting = std::any_of(workers.begin(), workers.end(), [&](std::uint64_t w) {
       const auto it = starting_.find(w);
-      return it != starting_.end() && it->second == job;
+      return it != starting_.end() && it->second == this_job;
     });
     if (starting && round_->EndWithoutBlame(job, "still starting at the round's deadline")) {
       Log(now, "slow-start", job, 0, "still starting at the round's deadline: not blamed");

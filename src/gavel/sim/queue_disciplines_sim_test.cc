@@ -47,7 +47,7 @@ TEST(QueueDisciplinesSimTest, ThemisHasTheLowestWorstCaseRho) {
   for (std::uint64_t seed : {0, 1, 2}) {
     for (const std::string policy :
          {"themis", "themis:f=0", "tiresias_2das", "tiresias_gittins", "yarn_cs", "tetris"}) {
-      SimulationOptions o = PhillyRun(policy, seed);
+      SimulationOptions o = simtest::PhillyRun(policy, seed);
       o.fairness = true;
       const SimulationResult r = simtest::MustSimulate(o);
       EXPECT_EQ(r.window_jobs_completed, 60u) << policy << " seed " << seed;
