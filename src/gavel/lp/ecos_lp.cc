@@ -156,7 +156,11 @@ class NormalEquations {
     }
     if (2 * dense_columns_.size() > static_cast<std::size_t>(n)) dense_columns_.clear();
     is_dense_column_.assign(static_cast<std::size_t>(n), 0);
-    for (int col : dense_columns_) is_dense_column_[col] = 1;
+    dense_position_.assign(static_cast<std::size_t>(n), -1);
+    for (std::size_t i = 0; i < dense_columns_.size(); ++i) {
+      is_dense_column_[dense_columns_[i]] = 1;
+      dense_position_[dense_columns_[i]] = static_cast<int>(i);
+    }
     for (int r = 0; r < g.num_rows(); ++r) {
       for (int k = g.row_start[r]; k < g.row_start[r + 1]; ++k) {
         if (is_dense_column_[g.column[k]]) {
@@ -339,17 +343,15 @@ class NormalEquations {
     const int k = static_cast<int>(dense_columns_.size());
     if (k == 0) return;
     const int n = g_.num_columns;
-    std::vector<int> position(static_cast<std::size_t>(n), -1);
-    for (int i = 0; i < k; ++i) position[dense_columns_[i]] = i;
     coupling_.assign(static_cast<std::size_t>(k) * n, 0.0);
     schur_.assign(static_cast<std::size_t>(k) * k, 0.0);
     for (int r : rows_with_dense_columns_) {
       for (int a = g_.row_start[r]; a < g_.row_start[r + 1]; ++a) {
-        const int pa = position[g_.column[a]];
+        const int pa = dense_position_[g_.column[a]];
         if (pa < 0) continue;
         const double scaled = d[r] * g_.value[a];
         for (int b = g_.row_start[r]; b < g_.row_start[r + 1]; ++b) {
-          const int pb = position[g_.column[b]];
+          const int pb = dense_position_[g_.column[b]];
           if (pb < 0) {
             coupling_[static_cast<std::size_t>(pa) * n + g_.column[b]] += scaled * g_.value[b];
           } else if (pb <= pa) {
@@ -415,6 +417,7 @@ class NormalEquations {
   const InequalityLp& g_;
   std::vector<int> dense_columns_;
   std::vector<char> is_dense_column_;
+  std::vector<int> dense_position_;  // a dense column's index in dense_columns_; -1 otherwise
   std::vector<int> rows_with_dense_columns_;
   std::vector<int> dense_rows_;
   std::vector<Group> groups_;

@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "gavel/core/parse_number.h"
 
 namespace gavel::policy {
 namespace {
@@ -184,11 +183,7 @@ Result<std::unique_ptr<Policy>> MakeGandivaIntrospective(const PolicyOptions& op
   GandivaIntrospectiveOptions parsed;
   for (const auto& [key, text] : options.params) {
     if (key != "keep") return Status::InvalidArgument("unknown option " + key);
-    const std::optional<double> value = ParseFiniteDouble(text);
-    if (!value || *value < 0.0 || *value > 2.0) {
-      return Status::InvalidArgument("option keep=" + text + ": must be a number in [0, 2]");
-    }
-    parsed.keep = *value;
+    GAVEL_ASSIGN_OR_RETURN(parsed.keep, NumberOption(key, text, 0.0, 2.0));
   }
   return std::unique_ptr<Policy>(std::make_unique<GandivaIntrospective>(parsed));
 }

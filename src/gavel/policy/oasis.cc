@@ -396,12 +396,7 @@ class Oasis final : public Policy {
 };
 
 Result<double> PositiveOption(const std::string& key, const std::string& text, bool zero_ok) {
-  const std::optional<double> value = ParseFiniteDouble(text);
-  if (!value || *value < 0.0 || (!zero_ok && *value == 0.0) || *value > 1e9) {
-    return Status::InvalidArgument("option " + key + "=" + text + ": must be a number " +
-                                   (zero_ok ? ">= 0" : "> 0") + " (at most 1e9)");
-  }
-  return *value;
+  return NumberOption(key, text, 0.0, 1e9, zero_ok);
 }
 
 }  // namespace

@@ -72,6 +72,11 @@ struct PolicyOptions {
   std::vector<std::pair<std::string, std::string>> params;
 };
 
+// One numeric value of those options: a finite number in [lowest, highest] (above lowest,
+// not equal to it, when lowest_allowed is false), or an error naming "key=text" and the range.
+Result<double> NumberOption(const std::string& key, const std::string& text, double lowest,
+                            double highest, bool lowest_allowed = true);
+
 // What the code around a policy must know about it beyond its factory: the problem it needs
 // (pairs, remaining steps, prices) and how the round mechanism treats its allocation. Declared
 // once per policy, in the registry (registry.cc), by field name; the mechanism acts on it as

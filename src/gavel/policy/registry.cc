@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gavel/core/parse_number.h"
 #include "gavel/policy/allox.h"
 #include "gavel/policy/drf.h"
 #include "gavel/policy/fifo.h"
@@ -314,6 +316,18 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, PolicyOptions 
     return policy;
   }
   return info->make(options);
+}
+
+Result<double> NumberOption(const std::string& key, const std::string& text, double lowest,
+                            double highest, bool lowest_allowed) {
+  const std::optional<double> value = ParseFiniteDouble(text);
+  if (!value || *value < lowest || (!lowest_allowed && *value == lowest) || *value > highest) {
+    std::ostringstream range;
+    range << (lowest_allowed ? "[" : "(") << lowest << ", " << highest << "]";
+    return Status::InvalidArgument("option " + key + "=" + text + ": must be a number in " +
+                                   range.str());
+  }
+  return *value;
 }
 
 }  // namespace gavel::policy

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "gavel/core/parse_number.h"
 
 namespace gavel::policy {
 namespace {
@@ -152,11 +152,8 @@ Result<TetrisOptions> ParseTetrisOptions(const PolicyOptions& options) {
   TetrisOptions parsed;
   for (const auto& [key, text] : options.params) {
     if (key != "srtf") return Status::InvalidArgument("unknown option " + key);
-    const std::optional<double> value = ParseFiniteDouble(text);
-    if (!value || *value < 0.0) {
-      return Status::InvalidArgument("option srtf=" + text + ": must be a non-negative number");
-    }
-    parsed.srtf = *value;
+    GAVEL_ASSIGN_OR_RETURN(parsed.srtf,
+                           NumberOption(key, text, 0.0, std::numeric_limits<double>::max()));
   }
   return parsed;
 }

@@ -9,7 +9,6 @@
 #include <tuple>
 #include <utility>
 
-#include "gavel/core/parse_number.h"
 
 namespace gavel::policy {
 namespace {
@@ -284,11 +283,7 @@ Result<ThemisOptions> ParseThemisOptions(const PolicyOptions& options) {
   ThemisOptions parsed;
   for (const auto& [key, text] : options.params) {
     if (key != "f") return Status::InvalidArgument("unknown option " + key);
-    const std::optional<double> value = ParseFiniteDouble(text);
-    if (!value || *value < 0.0 || *value > 1.0) {
-      return Status::InvalidArgument("option f=" + text + ": must be a number in [0, 1]");
-    }
-    parsed.f = *value;
+    GAVEL_ASSIGN_OR_RETURN(parsed.f, NumberOption(key, text, 0.0, 1.0));
   }
   return parsed;
 }

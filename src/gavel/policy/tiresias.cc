@@ -82,12 +82,7 @@ class Tiresias2das final : public Policy {
 };
 
 Result<double> NonNegative(const std::string& key, const std::string& text) {
-  const std::optional<double> value = ParseFiniteDouble(text);
-  if (!value || *value < 0.0) {
-    return Status::InvalidArgument("option " + key + "=" + text +
-                                   ": must be a non-negative number");
-  }
-  return *value;
+  return NumberOption(key, text, 0.0, std::numeric_limits<double>::max());
 }
 
 }  // namespace
