@@ -122,9 +122,11 @@ TEST_F(IteratorEndpointTest, EachProcessHoldsAKeyForItselfOnly) {
   const std::string key = launcher_.Env(0, "GAVEL_TOKEN");
   ASSERT_EQ(key.size(), 64u);
   const std::string body = R"({"jobId": 3, "workerId": 10, "restoredSteps": 7})";
+  // The key with its last digit changed (to another digit: one in 16 keys ends in '0').
+  const std::string off_by_one = key.substr(0, 63) + (key.back() == '0' ? '1' : '0');
   for (const std::string& header :
        {std::string(), std::string("Authorization: Bearer wrong\r\n"),
-        std::string("Authorization: Bearer " + key.substr(0, 63) + "0\r\n"),
+        std::string("Authorization: Bearer " + off_by_one + "\r\n"),
         std::string("Authorization: bearer " + key + "\r\n")}) {
     for (const char* method : {"Init", "Progress", "Done"}) {
       EXPECT_THAT(Post(port, std::string("/gavel.wire.Iterator/") + method, body, header),
