@@ -42,11 +42,13 @@ TEST(QueueDisciplinesSimTest, EveryJobFinishesAndTiresiasBeatsTheCapacitySchedul
 
 TEST(QueueDisciplinesSimTest, ThemisHasTheLowestWorstCaseRho) {
   // Themis' headline direction: a lower worst-case finish-time fairness ρ (JCT / JCT under
-  // `isolated`) than Tiresias and the capacity scheduler, on the same workload.
+  // `isolated`) than Tiresias, the introspective Gandiva and the capacity scheduler, on the
+  // same workload.
   std::map<std::string, double> max_rho;
   for (std::uint64_t seed : {0, 1, 2}) {
     for (const std::string policy :
-         {"themis", "themis:f=0", "tiresias_2das", "tiresias_gittins", "yarn_cs", "tetris"}) {
+         {"themis", "themis:f=0", "tiresias_2das", "tiresias_gittins", "yarn_cs", "tetris",
+          "gandiva_introspective"}) {
       SimulationOptions o = simtest::PhillyRun(policy, seed);
       o.fairness = true;
       const SimulationResult r = simtest::MustSimulate(o);
@@ -61,6 +63,7 @@ TEST(QueueDisciplinesSimTest, ThemisHasTheLowestWorstCaseRho) {
   }
   EXPECT_LT(max_rho["themis"], max_rho["tiresias_2das"]);
   EXPECT_LT(max_rho["themis"], max_rho["yarn_cs"]);
+  EXPECT_LT(max_rho["themis"], max_rho["gandiva_introspective"]);
 }
 
 }  // namespace
