@@ -908,6 +908,8 @@ void Agent::TalkToScheduler() {
       registration.set_num_gpus(static_cast<std::uint32_t>(options_.num_gpus));
       registration.set_address(options_.address);
       registration.set_callback_token(options_.callback_token);
+      registration.set_host_cpus(options_.host_cpus);
+      registration.set_host_mem_gb(options_.host_mem_gb);
       for (const Slot& slot : slots_) {
         if (slot.run && slot.worker_id) *registration.add_running() = GpuStateOf(slot);
       }

@@ -59,6 +59,10 @@ struct AgentOptions {
   std::string agent_id;
   std::string gpu_type;  // e.g. "v100"
   int num_gpus = 1;
+  // The host's CPU cores and GB of memory the scheduler may hand out (sent at registration,
+  // RegisterWorkerRequest.host_cpus/host_mem_gb); 0 = not advertised.
+  double host_cpus = 0.0;
+  double host_mem_gb = 0.0;
   // CUDA_VISIBLE_DEVICES value per local GPU; empty = "0", "1", ... num_gpus - 1.
   std::vector<std::string> visible_devices;
 

@@ -150,6 +150,10 @@ Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& o) {
   spec.set_entity(o.entity);
   spec.set_name(o.name);
   spec.set_working_directory(o.working_directory);
+  spec.set_app(o.app);
+  spec.set_cpus_per_gpu(o.cpus_per_gpu);
+  spec.set_mem_gb_per_gpu(o.mem_gb_per_gpu);
+  if (!o.utility.empty()) GAVEL_RETURN_IF_ERROR(SetSpecUtility(o.utility, "--utility", &spec));
   for (const std::string& t : o.throughputs) {
     GAVEL_ASSIGN_OR_RETURN(auto pair, SplitPair(t, "--throughput"));
     GAVEL_ASSIGN_OR_RETURN(const double rate, ParseRate(pair.second, "--throughput " + t));
@@ -164,6 +168,8 @@ Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& o) {
     if (field.starts_with("throughputs.")) return "--throughput " + field.substr(12) + "=";
     if (field == "scale_factor") return "--scale-factor";
     if (field == "priority_weight") return "--priority-weight";
+    if (field == "cpus_per_gpu") return "--cpus-per-gpu";
+    if (field == "mem_gb_per_gpu") return "--mem-gb-per-gpu";
     return "--" + field;
   }));
   return spec;
@@ -495,6 +501,17 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions* o) {
   o->submit_cmd->add_option("--name", s.name, "A label for `gavel jobs`");
   o->submit_cmd->add_option("--working-directory", s.working_directory,
                             "Working directory on the worker host");
+  o->submit_cmd->add_option("--app", s.app,
+                            "Themis app: your jobs with the same app name bid as one");
+  o->submit_cmd->add_option("--utility", s.utility,
+                            "Utility of completion time (oasis): sigmoid:VALUE:MIDPOINT_S:STEEPNESS "
+                            "or linear:VALUE:ZERO_AT_S");
+  o->submit_cmd->add_option("--cpus-per-gpu", s.cpus_per_gpu,
+                            "Host CPU cores per GPU (drf, tetris; default 0 = none)")
+      ->check(Bounded(0.0, bounds::kMaxHostCpus));
+  o->submit_cmd->add_option("--mem-gb-per-gpu", s.mem_gb_per_gpu,
+                            "GB of host memory per GPU (drf, tetris; default 0 = none)")
+      ->check(Bounded(0.0, bounds::kMaxHostMemGb, " GB"));
   o->submit_cmd->add_option("--job-file", s.job_file,
                             "JSON job file (an object or a list) instead of flags");
   o->submit_cmd->add_option("command", s.command, "The program and its arguments, after --");

@@ -61,6 +61,11 @@ struct SubmitOptions {
   std::vector<std::string> env;          // KEY=VALUE
   std::string name;
   std::string working_directory;
+  // The field's schedulers (docs/runtime.md, "The field's schedulers under gavel serve").
+  std::string app;           // --app: Themis' app name (per user); empty = its own app
+  std::string utility;       // --utility: text form (core/utility.h); empty = none
+  double cpus_per_gpu = 0.0;    // --cpus-per-gpu
+  double mem_gb_per_gpu = 0.0;  // --mem-gb-per-gpu
   std::string job_file;
   std::vector<std::string> command;
 };

@@ -161,6 +161,12 @@ TEST(JobFileTest, NumbersOutsideTheirBoundsNameTheJobAndField) {
       {R"({"command": ["x"], "steps": 5, "scale_factor": 4294967297})", "field scale_factor"},
       {R"({"command": ["x"], "steps": 5, "priority_weight": 1e300})", "priority_weight"},
       {R"({"command": ["x"], "steps": 5, "throughputs": {"v100": 1e308}})", "throughputs.v100"},
+      // The field's schedulers' keys (issue 12 item 7).
+      {R"({"command": ["x"], "steps": 5, "utility": "cubic:1:2"})", "job 0, field utility"},
+      {R"({"command": ["x"], "steps": 5, "utility": 3})", "job 0, field utility"},
+      {R"({"command": ["x"], "steps": 5, "cpus_per_gpu": -2})", "job 0, field cpus_per_gpu"},
+      {R"({"command": ["x"], "steps": 5, "mem_gb_per_gpu": 1e300})", "field mem_gb_per_gpu"},
+      {R"({"command": ["x"], "steps": 5, "app": ["a"]})", "job 0, field app"},
   };
   for (const auto& [text, named] : cases) {
     const auto specs = ParseJobFile(text, "jobs.json");
@@ -168,6 +174,44 @@ TEST(JobFileTest, NumbersOutsideTheirBoundsNameTheJobAndField) {
     EXPECT_THAT(specs.status().message(), HasSubstr("jobs.json")) << text;
     EXPECT_THAT(specs.status().message(), HasSubstr(named)) << text;
   }
+}
+
+// The field's schedulers' inputs (issue 12 item 7): flags and job file keys reach the spec,
+// the utility in the trace's text form; bad values name the flag or the job and field.
+TEST(SubmitCommandLineTest, AppUtilityAndHostDemandsReachTheSpec) {
+  ClientCommandOptions o;
+  ASSERT_EQ(Parse(&o, {"submit", "--steps", "5", "--app", "search", "--utility",
+                       "sigmoid:4:3600:0.002", "--cpus-per-gpu", "6", "--mem-gb-per-gpu", "30",
+                       "--", "true"}),
+            "");
+  const auto spec = SpecFromFlags(o.submit);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->app(), "search");
+  EXPECT_EQ(spec->cpus_per_gpu(), 6.0);
+  EXPECT_EQ(spec->mem_gb_per_gpu(), 30.0);
+  EXPECT_EQ(spec->utility().family(), wire::JobUtility::SIGMOID);
+  EXPECT_EQ(spec->utility().value(), 4.0);
+  EXPECT_EQ(spec->utility().time_s(), 3600.0);
+  EXPECT_EQ(spec->utility().steepness(), 0.002);
+
+  EXPECT_THAT(Parse(&o, {"submit", "--steps", "5", "--cpus-per-gpu", "-1", "--", "true"}),
+              HasSubstr("--cpus-per-gpu"));
+  ClientCommandOptions bad;
+  ASSERT_EQ(Parse(&bad, {"submit", "--steps", "5", "--utility", "linear:4:-3", "--", "true"}), "");
+  const auto refused = SpecFromFlags(bad.submit);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("--utility"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("zero_at"));
+
+  const auto specs = ParseJobFile(
+      R"({"command": ["x"], "steps": 5, "app": "a", "utility": "linear:2:600", "cpus_per_gpu": 2,
+          "mem_gb_per_gpu": 8.5})",
+      "jobs.json");
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ((*specs)[0].app(), "a");
+  EXPECT_EQ((*specs)[0].utility().family(), wire::JobUtility::LINEAR);
+  EXPECT_EQ((*specs)[0].utility().time_s(), 600.0);
+  EXPECT_EQ((*specs)[0].mem_gb_per_gpu(), 8.5);
 }
 
 // `gavel logs`: launches from two hosts come out in round order (the order they ran in),

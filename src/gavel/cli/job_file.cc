@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gavel/core/bounds.h"
+#include "gavel/core/utility.h"
 
 namespace gavel::cli {
 
@@ -21,6 +22,22 @@ Status CheckSpecBounds(const wire::JobSpec& spec, const FieldNamer& name) {
   for (const auto& [type, rate] : spec.throughputs()) {
     GAVEL_RETURN_IF_ERROR(bounds::CheckThroughput(rate, name("throughputs." + type)));
   }
+  GAVEL_RETURN_IF_ERROR(
+      bounds::CheckRange(spec.cpus_per_gpu(), 0.0, bounds::kMaxHostCpus, name("cpus_per_gpu")));
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(spec.mem_gb_per_gpu(), 0.0, bounds::kMaxHostMemGb,
+                                           name("mem_gb_per_gpu"), " GB"));
+  return Status::Ok();
+}
+
+Status SetSpecUtility(const std::string& text, const std::string& where, wire::JobSpec* spec) {
+  Result<UtilityFunction> utility = ParseUtility(text);
+  if (!utility.ok()) return utility.status().WithContext(where);
+  wire::JobUtility* u = spec->mutable_utility();
+  u->set_family(utility->family == UtilityFamily::kSigmoid ? wire::JobUtility::SIGMOID
+                                                           : wire::JobUtility::LINEAR);
+  u->set_value(utility->value);
+  u->set_time_s(utility->midpoint);
+  if (utility->family == UtilityFamily::kSigmoid) u->set_steepness(utility->steepness);
   return Status::Ok();
 }
 
@@ -71,9 +88,11 @@ Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
         }
         spec.set_scale_factor(value.get<std::uint32_t>());
       } else if (key == "job_type" || key == "name" || key == "entity" ||
-                 key == "working_directory") {
+                 key == "working_directory" || key == "app" || key == "utility") {
         if (!value.is_string()) return field_error(key, "a string");
         const std::string s = value.get<std::string>();
+        if (key == "utility") GAVEL_RETURN_IF_ERROR(SetSpecUtility(s, where + ", field utility", &spec));
+        if (key == "app") spec.set_app(s);
         if (key == "job_type") spec.set_job_type(s);
         if (key == "name") spec.set_name(s);
         if (key == "entity") spec.set_entity(s);
@@ -81,6 +100,10 @@ Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
       } else if (key == "priority_weight") {
         if (!value.is_number()) return field_error(key, "a positive number");
         spec.set_priority_weight(value.get<double>());
+      } else if (key == "cpus_per_gpu" || key == "mem_gb_per_gpu") {
+        if (!value.is_number()) return field_error(key, "a non-negative number");
+        (key == "cpus_per_gpu" ? spec.set_cpus_per_gpu(value.get<double>())
+                               : spec.set_mem_gb_per_gpu(value.get<double>()));
       } else if (key == "throughputs") {
         if (!value.is_object()) return field_error(key, "an object {gpu type: steps/s}");
         for (const auto& [type, rate] : value.items()) {
@@ -97,7 +120,8 @@ Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
         return Status::InvalidArgument(where + ": unknown field `" + key +
                                        "` (command, steps, scale_factor, job_type, "
                                        "priority_weight, entity, throughputs, name, "
-                                       "working_directory, env)");
+                                       "working_directory, env, app, utility, "
+                                       "cpus_per_gpu, mem_gb_per_gpu)");
       }
     }
     if (spec.command_size() == 0) return field_error("command", "a list of strings (missing)");

@@ -25,4 +25,9 @@ Result<std::vector<wire::JobSpec>> ParseJobFile(const std::string& text,
 using FieldNamer = std::function<std::string(const std::string& field)>;
 Status CheckSpecBounds(const wire::JobSpec& spec, const FieldNamer& name);
 
+// Sets spec.utility from the text form of traces (core/utility.h):
+// "sigmoid:<value>:<midpoint s>:<steepness 1/s>" or "linear:<value>:<zero_at s>". Errors name
+// the part at fault, after `where`.
+Status SetSpecUtility(const std::string& text, const std::string& where, wire::JobSpec* spec);
+
 }  // namespace gavel::cli

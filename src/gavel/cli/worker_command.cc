@@ -82,6 +82,14 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerOptions* options) {
   cmd->add_option("--type", options->gpu_type, "GPU type of this host, e.g. v100")->required();
   cmd->add_option("--gpus", options->gpus, "Number of GPUs to offer (default 1)")
       ->check(BoundedInteger(1, bounds::kMaxGpus));
+  cmd->add_option("--cpus", options->host_cpus,
+                  "CPU cores of this host the scheduler may hand out (drf, tetris); "
+                  "default 0 = not advertised")
+      ->check(Bounded(0.0, bounds::kMaxHostCpus));
+  cmd->add_option("--mem-gb", options->host_mem_gb,
+                  "GB of host memory the scheduler may hand out (drf, tetris); "
+                  "default 0 = not advertised")
+      ->check(Bounded(0.0, bounds::kMaxHostMemGb, " GB"));
   cmd->add_option("--work-dir", options->work_dir,
                   "Directory for the agent id, job logs and checkpoints")
       ->required();
@@ -155,6 +163,8 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   agent::AgentOptions& agent = server.agent;
   agent.gpu_type = options.gpu_type;
   agent.num_gpus = options.gpus;
+  agent.host_cpus = options.host_cpus;
+  agent.host_mem_gb = options.host_mem_gb;
   agent.visible_devices = options.visible_devices;
   agent.log_dir = (work_dir / "logs").string();
   agent.checkpoint_root = options.checkpoint_dir.empty()

@@ -25,6 +25,8 @@ struct WorkerOptions {
   std::string scheduler = "127.0.0.1:50060";
   std::string gpu_type;
   int gpus = 1;
+  double host_cpus = 0.0;    // --cpus; 0 = not advertised
+  double host_mem_gb = 0.0;  // --mem-gb; 0 = not advertised
   std::string work_dir;
   std::string token_file;
   std::string tls_ca;    // PEM CA of a TLS scheduler (--tls-ca); empty = plaintext

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 
+#include "gavel/core/bounds.h"
 #include "gavel/daemon/error_text.h"
 #include "gavel/rpc/grpc_util.h"
 
@@ -70,6 +73,10 @@ Result<const Agent*> AgentRegistry::Register(const rpc::Principal& caller,
     return Status::InvalidArgument("callback_token: at most " +
                                    std::to_string(kMaxCallbackTokenBytes) + " bytes");
   }
+  GAVEL_RETURN_IF_ERROR(
+      bounds::CheckRange(request.host_cpus(), 0.0, bounds::kMaxHostCpus, "host_cpus", " CPUs"));
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(request.host_mem_gb(), 0.0, bounds::kMaxHostMemGb,
+                                           "host_mem_gb", " GB"));
   auto it = agents_.find(request.agent_id());
   // An agent id belongs to the identity that first registered it: another agent taking it
   // over would receive its rounds and could report for its GPUs. Admins may reassign it.
@@ -106,6 +113,13 @@ Result<const Agent*> AgentRegistry::Register(const rpc::Principal& caller,
     changed = true;
   }
   if (!agent.row.alive) changed = true;
+  // Other host resources change the cluster the policies see (drf, tetris).
+  if (agent.row.host_cpus != request.host_cpus() ||
+      agent.row.host_mem_gb != request.host_mem_gb()) {
+    changed = true;
+  }
+  agent.row.host_cpus = request.host_cpus();
+  agent.row.host_mem_gb = request.host_mem_gb();
   agent.row.alive = true;
   agent.row.address = request.address();
   agent.row.token = request.callback_token();
@@ -196,6 +210,30 @@ int AgentRegistry::LiveGpus() const {
   return gpus;
 }
 
+// The layout's host resources per server (it assumes every server alike): each resource is
+// limited only when every live agent advertises it, and then to the smallest share any agent
+// offers per layout server (an agent of g GPUs holds g / gpus_per_server servers), so that
+// the policies never count on more than some agent has. Equal agents give their exact total.
+mechanism::HostResources AgentRegistry::HostResourcesOf(
+    const std::map<std::string, std::vector<const Agent*>>& by_type,
+    const mechanism::ClusterLayout& layout) {
+  double cpus = std::numeric_limits<double>::infinity();
+  double mem = std::numeric_limits<double>::infinity();
+  for (const auto& [type, agents] : by_type) {
+    const int t = layout.TypeIndex(type);
+    const double per_server = t < 0 ? 1.0 : layout.gpus_per_server(t);
+    for (const Agent* a : agents) {
+      const double servers = static_cast<double>(a->row.num_gpus) / per_server;
+      cpus = std::min(cpus, a->row.host_cpus / servers);
+      mem = std::min(mem, a->row.host_mem_gb / servers);
+    }
+  }
+  mechanism::HostResources host;
+  host.cpus_per_server = std::isfinite(cpus) ? cpus : 0.0;  // an agent without: 0, unlimited
+  host.mem_gb_per_server = std::isfinite(mem) ? mem : 0.0;
+  return host;
+}
+
 Result<mechanism::ClusterLayout> AgentRegistry::LiveLayout(
     std::vector<std::uint64_t>* workers) const {
   workers->clear();
@@ -226,6 +264,7 @@ Result<mechanism::ClusterLayout> AgentRegistry::LiveLayout(
     specs.push_back(GpuTypeSpec{t, count, std::max(per_server, 1)});
   }
   GAVEL_ASSIGN_OR_RETURN(mechanism::ClusterLayout layout, mechanism::ClusterLayout::Create(specs));
+  GAVEL_RETURN_IF_ERROR(layout.SetHostResources(HostResourcesOf(by_type, layout)));
   // Layout ids run type after type in name order, servers in a row: walk agents the same way.
   for (const auto& [t, agents] : by_type) {
     std::vector<const Agent*> sorted = agents;

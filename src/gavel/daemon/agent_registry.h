@@ -74,13 +74,17 @@ class AgentRegistry {
   std::vector<std::string> LiveGpuTypes() const;  // sorted
   int LiveGpus() const;
   // The cluster of the live GPUs (types in the original's order v100, p100, k80, then by
-  // name) and, by layout worker id, the daemon's worker ids. FailedPrecondition: no live GPU.
+  // name) and, by layout worker id, the daemon's worker ids; its host resources are what the
+  // agents advertise (HostResourcesOf). FailedPrecondition: no live GPU.
   Result<mechanism::ClusterLayout> LiveLayout(std::vector<std::uint64_t>* workers) const;
   // One WorkerInfo per GPU, by worker id; `busy_job(worker)` = the job it runs, or 0.
   void ListWorkers(std::int64_t now, wire::ListWorkersResponse* out,
                    const std::function<std::uint64_t(std::uint64_t)>& busy_job) const;
 
  private:
+  static mechanism::HostResources HostResourcesOf(
+      const std::map<std::string, std::vector<const Agent*>>& by_type,
+      const mechanism::ClusterLayout& layout);
   void Dirty(const Agent& agent) { journal_->dirty_agents.insert(agent.row.agent_id); }
   bool Usable(const std::string& gpu_type) const {
     return rules_.required_prices == nullptr || rules_.required_prices->contains(gpu_type);

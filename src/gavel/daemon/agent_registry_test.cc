@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "gavel/core/shipped_table.h"
 
 namespace gavel::daemon {
@@ -120,6 +122,44 @@ TEST_F(RegistryTest, BadRegistrationsNameTheField) {
   bad = registry_.Register(kAdmin, Request("a", "v100", 0), 0, &changed);
   EXPECT_NE(bad.status().message().find("num_gpus"), std::string::npos);
   EXPECT_TRUE(registry_.agents().empty());
+}
+
+// Host resources the agents advertise (`gavel worker --cpus/--mem-gb`) become the layout's
+// per-server figures. Hand-worked: v100 agents of 4 GPUs/8 cores and 2 GPUs/2 cores make servers
+// of gcd(4, 2) = 2 GPUs; the first offers 8 / 2 = 4 cores per server, the second 2 / 1 = 2, so
+// 2 per server (never more than some host has): 3 servers, 6 cores in all. Memory is limited only
+// if every agent advertises it: the second does not, so it is unlimited (0).
+TEST_F(RegistryTest, AdvertisedHostResourcesBecomeTheSmallestSharePerServer) {
+  bool changed = false;
+  wire::RegisterWorkerRequest big = Request("big", "v100", 4);
+  big.set_host_cpus(8.0);
+  big.set_host_mem_gb(64.0);
+  ASSERT_TRUE(registry_.Register(kAdmin, big, 0, &changed).ok());
+  wire::RegisterWorkerRequest small = Request("small", "v100", 2);
+  small.set_host_cpus(2.0);
+  ASSERT_TRUE(registry_.Register(kAdmin, small, 0, &changed).ok());
+  std::vector<std::uint64_t> workers;
+  auto layout = registry_.LiveLayout(&workers);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  EXPECT_EQ(layout->num_servers(), 3);
+  EXPECT_DOUBLE_EQ(layout->host_resources().cpus_per_server, 2.0);
+  EXPECT_DOUBLE_EQ(layout->host_resources().mem_gb_per_server, 0.0);
+
+  // Advertising other figures is a cluster change; out-of-range figures are refused by name.
+  small.set_host_cpus(4.0);
+  ASSERT_TRUE(registry_.Register(kAdmin, small, 1, &changed).ok());
+  EXPECT_TRUE(changed);
+  EXPECT_DOUBLE_EQ(registry_.LiveLayout(&workers)->host_resources().cpus_per_server, 4.0);
+  for (const auto& [cpus, mem, field] :
+       {std::tuple{-1.0, 0.0, "host_cpus"}, std::tuple{0.0, 1e300, "host_mem_gb"}}) {
+    wire::RegisterWorkerRequest bad = Request("bad", "v100", 1);
+    bad.set_host_cpus(cpus);
+    bad.set_host_mem_gb(mem);
+    const auto refused = registry_.Register(kAdmin, bad, 2, &changed);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find(field), std::string::npos)
+        << refused.status().message();
+  }
 }
 
 }  // namespace

@@ -227,7 +227,38 @@ Status JobBook::Validate(const wire::JobSpec& spec) const {
   if (spec.working_directory().size() > 4096) {
     return Status::InvalidArgument("spec.working_directory: over 4096 bytes");
   }
+  // The field's schedulers' inputs (docs/runtime.md, "The field's schedulers under gavel serve").
+  if (spec.app().size() > 128) return Status::InvalidArgument("spec.app: over 128 bytes");
+  GAVEL_RETURN_IF_ERROR(
+      bounds::CheckRange(spec.cpus_per_gpu(), 0.0, bounds::kMaxHostCpus, "spec.cpus_per_gpu", " CPUs"));
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(spec.mem_gb_per_gpu(), 0.0, bounds::kMaxHostMemGb,
+                                           "spec.mem_gb_per_gpu", " GB"));
+  if (spec.has_utility()) {
+    const wire::JobUtility& u = spec.utility();
+    if (u.family() != wire::JobUtility::SIGMOID && u.family() != wire::JobUtility::LINEAR) {
+      return Status::InvalidArgument("spec.utility.family: must be SIGMOID or LINEAR");
+    }
+    // The bounds of the text form (core/utility.h, ParseUtility).
+    constexpr double kMaxUtilityNumber = 1e12;
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(u.value(), std::numeric_limits<double>::min(),
+                                             kMaxUtilityNumber, "spec.utility.value"));
+    GAVEL_RETURN_IF_ERROR(bounds::CheckRange(u.time_s(), std::numeric_limits<double>::min(),
+                                             kMaxUtilityNumber, "spec.utility.time_s", " s"));
+    if (u.family() == wire::JobUtility::SIGMOID) {
+      GAVEL_RETURN_IF_ERROR(bounds::CheckRange(u.steepness(), std::numeric_limits<double>::min(),
+                                               kMaxUtilityNumber, "spec.utility.steepness",
+                                               " 1/s"));
+    }
+  }
   return Status::Ok();
+}
+
+std::optional<UtilityFunction> UtilityOf(const wire::JobSpec& spec) {
+  if (!spec.has_utility()) return std::nullopt;
+  const wire::JobUtility& u = spec.utility();
+  const bool sigmoid = u.family() == wire::JobUtility::SIGMOID;
+  return UtilityFunction{sigmoid ? UtilityFamily::kSigmoid : UtilityFamily::kLinear, u.value(),
+                         u.time_s(), sigmoid ? u.steepness() : 1.0};
 }
 
 }  // namespace gavel::daemon

@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
+#include "gavel/core/utility.h"
 #include "gavel/daemon/journal.h"
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
@@ -56,6 +58,9 @@ inline constexpr std::uint32_t kMaxListLimit = 1000;
 inline constexpr std::size_t kListPageBytes = 1 << 20;
 // Errors name the field: a limit above kMaxListLimit, a page token that is not one we issued.
 Result<ListPage> ParseListPage(const wire::ListJobsRequest& request);
+
+// The utility function of a validated spec (OASiS), if it has one.
+std::optional<UtilityFunction> UtilityOf(const wire::JobSpec& spec);
 
 class JobBook {
  public:

@@ -73,12 +73,32 @@ Status Schedule::AddToMechanism(const Job& job) {
   description.priority_weight = job.row.spec.priority_weight();
   description.arrival = MechTime(job.row.submitted_ms);
   description.entity = job.row.spec.entity();
+  // The field's schedulers' inputs (docs/runtime.md, "The field's schedulers under gavel
+  // serve"), all from the durable job row, so that they survive a restart.
+  description.cpus_per_gpu = job.row.spec.cpus_per_gpu();
+  description.mem_gb_per_gpu = job.row.spec.mem_gb_per_gpu();
+  description.utility = UtilityOf(job.row.spec);
+  if (!job.row.spec.app().empty()) description.app = AppId(job.row.user, job.row.spec.app());
+  // Attained service: the stored time run per type, times the GPUs it ran on.
+  bool ran = false;
+  for (const std::string& type : mech_->layout().type_names()) {
+    const auto it = job.row.per_type.find(type);
+    const double seconds = it == job.row.per_type.end() ? 0.0 : it->second.seconds;
+    description.gpu_seconds_done.push_back(seconds * job.row.spec.scale_factor());
+    ran = ran || seconds > 0.0;
+  }
+  if (!ran) description.gpu_seconds_done.clear();
   if (job.row.next_retry_ms > clock_->NowMs()) {
     description.held_until = MechTime(job.row.next_retry_ms);
   }
   GAVEL_RETURN_IF_ERROR(mech_->AddJob(JobId(job.row.id), description));
   PushThroughputs(job);
   return Status::Ok();
+}
+
+int Schedule::AppId(const std::string& user, const std::string& app) {
+  // Numbered in order of first sight; only equality matters to the policies.
+  return app_ids_.try_emplace({user, app}, static_cast<int>(app_ids_.size())).first->second;
 }
 
 void Schedule::Remove(const Job& job, std::int64_t now) {
@@ -128,6 +148,11 @@ void Schedule::Rebuild(std::int64_t now) {
   mech_options.max_failed_attempts = std::nullopt;  // the daemon's retry rules
   mech_options.entity_weights = options_.entity_weights;
   mech_options.instance_costs = LayoutCosts(*layout);
+  // Where agents advertise host CPUs or memory (`gavel worker --cpus/--mem-gb`), placement
+  // holds jobs' host demands to them (a job that does not fit waits), as the multi-resource
+  // policies (drf, tetris) assume; otherwise the original's placement, unchanged.
+  host_limited_ = HostLimited(*layout);
+  mech_options.topology_aware_placement = host_limited_;
   Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
       mechanism::RoundScheduler::CreateWithPolicy(
           *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
@@ -157,6 +182,11 @@ void Schedule::ApplyClusterChange(std::int64_t now) {
     const auto it = layout_of.find(worker_of_layout_[i]);
     if (it != layout_of.end()) successor[i] = it->second;
   }
+  if (HostLimited(*layout) != host_limited_) {
+    // Host resources appeared or went away: placement changes its rules (a rebuild).
+    Rebuild(now);
+    return;
+  }
   std::vector<double> costs = LayoutCosts(*layout);
   const Status changed = mech_->ChangeCluster(*std::move(layout), successor, std::move(costs));
   if (!changed.ok()) {
@@ -176,6 +206,11 @@ void Schedule::ApplyClusterChange(std::int64_t now) {
       (void)AddToMechanism(job);  // still too large for every type: it waits for more GPUs
     }
   }
+}
+
+bool Schedule::HostLimited(const mechanism::ClusterLayout& layout) {
+  return layout.host_resources().cpus_per_server > 0.0 ||
+         layout.host_resources().mem_gb_per_server > 0.0;
 }
 
 std::vector<double> Schedule::LayoutCosts(const mechanism::ClusterLayout& layout) const {

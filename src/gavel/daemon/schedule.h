@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gavel/core/clock.h"
@@ -119,9 +120,13 @@ class Schedule {
   void Rebuild(std::int64_t now);
   void ApplyClusterChange(std::int64_t now);
   Status AddToMechanism(const Job& job);
+  // Themis' app number of a user's app name (apps are per user).
+  int AppId(const std::string& user, const std::string& app);
   void RecordAllocation();
   // Remembers the throughputs a problem handed to the policy uses (the re-solve threshold).
   void NoteEstimatesUsed(const policy::PolicyInput& input) const;
+  // Whether live agents advertise host resources (placement then respects them).
+  static bool HostLimited(const mechanism::ClusterLayout& layout);
   std::vector<double> LayoutCosts(const mechanism::ClusterLayout& layout) const;
   Seconds MechTime(std::int64_t unix_ms) const;
 
@@ -135,8 +140,10 @@ class Schedule {
   std::unique_ptr<MechanismClock> mech_clock_;
   std::unique_ptr<mechanism::RoundScheduler> mech_;
   std::vector<std::uint64_t> worker_of_layout_;  // layout worker id -> daemon worker id
+  bool host_limited_ = false;  // the mechanism places by topology (HostLimited)
   bool needs_rebuild_ = true;
   bool cluster_changed_ = false;
+  std::map<std::pair<std::string, std::string>, int> app_ids_;  // (user, app) -> app number
   std::uint64_t rebuilds_ = 0;
   std::uint64_t cluster_changes_ = 0;
 };

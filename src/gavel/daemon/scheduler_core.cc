@@ -141,6 +141,17 @@ void SchedulerCore::StartRound(std::int64_t now) {
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<mechanism::RoundPlan> plan = schedule_->PlanRound(now);
   if (!plan) return;
+  // Admission control (oasis) turned jobs away for good: they fail, with the reason, and
+  // their processes (if any waited paused) stop.
+  for (const JobId rejected : plan->rejected) {
+    const auto it = jobs_.find(static_cast<std::uint64_t>(rejected.value()));
+    if (it == jobs_.end() || !IsActive(it->second)) continue;
+    EndJob(it->second, wire::FAILED,
+           "rejected by the admission control of " + options_.policy +
+               ": no schedule of the job earns a positive utility at the current prices",
+           now);
+    KillEverywhere(it->first, "rejected by admission control", /*any_round=*/true);
+  }
   round_.emplace(next_round_id_++, now,
                  static_cast<std::int64_t>(options_.round_length.value() * 1000.0),
                  static_cast<std::int64_t>(grace_.value() * 1000.0), &journal_);
@@ -319,6 +330,10 @@ double SchedulerCore::Estimate(const Job& job, const std::string& gpu_type) cons
 Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
                                             const wire::JobSpec& spec) {
   GAVEL_RETURN_IF_ERROR(jobs_.Validate(spec));
+  if (traits_.single_gpu_jobs_only && spec.scale_factor() > 1) {
+    return Status::InvalidArgument("spec.scale_factor: policy " + options_.policy +
+                                   " schedules single-GPU jobs only");
+  }
   Job& job = jobs_.Add(user, spec, clock_->NowMs(), agents_.LiveGpuTypes());
   const std::uint64_t id = job.row.id;
   jobs_changed_ = true;

@@ -12,6 +12,7 @@
 #include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/daemon/fake_transport.h"
+#include "gavel/policy/registry.h"
 
 namespace gavel::daemon {
 namespace {
@@ -32,7 +33,7 @@ wire::JobSpec Spec(std::uint64_t steps, const std::string& type = "ResNet-18 (ba
 }
 
 class CoreTest : public ::testing::Test {
- protected:
+ public:  // PolicyDriver plays the agents' part through the fixture's helpers
   CoreOptions Options() {
     CoreOptions options;
     options.policy = policy_;
@@ -43,6 +44,7 @@ class CoreTest : public ::testing::Test {
     options.heartbeat_timeout = Seconds(5.0);
     options.retry_backoff = Seconds(4.0);
     options.background_solves = false;
+    options.instance_costs = instance_costs_;
     return options;
   }
   void SetUp() override { Open(); }
@@ -136,6 +138,7 @@ class CoreTest : public ::testing::Test {
   }
 
   std::string policy_ = "max_min_fairness_perf";
+  std::map<std::string, double> instance_costs_;
   ManualClock clock_{Seconds(1'700'000'000.0)};  // a Unix time, in 2023
   MemoryStore store_;
   FakeAgentTransport transport_;
@@ -172,6 +175,30 @@ TEST_F(CoreTest, BadSpecsAreRefusedNamingTheFieldAndNothingIsLost) {
   wire::JobSpec env = Spec(10);
   (*env.mutable_env())["A=B"] = "x";
   cases.push_back({env, "spec.env"});
+  wire::JobSpec cpus = Spec(10);
+  cpus.set_cpus_per_gpu(-1.0);
+  cases.push_back({cpus, "spec.cpus_per_gpu"});
+  wire::JobSpec mem = Spec(10);
+  mem.set_mem_gb_per_gpu(std::numeric_limits<double>::infinity());
+  cases.push_back({mem, "spec.mem_gb_per_gpu"});
+  wire::JobSpec app = Spec(10);
+  app.set_app(std::string(200, 'a'));
+  cases.push_back({app, "spec.app"});
+  wire::JobSpec no_family = Spec(10);
+  no_family.mutable_utility()->set_value(1.0);
+  no_family.mutable_utility()->set_time_s(10.0);
+  cases.push_back({no_family, "spec.utility.family"});
+  wire::JobSpec no_time = Spec(10);
+  no_time.mutable_utility()->set_family(wire::JobUtility::LINEAR);
+  no_time.mutable_utility()->set_value(1.0);
+  cases.push_back({no_time, "spec.utility.time_s"});
+  wire::JobSpec flat = no_family;
+  flat.mutable_utility()->set_family(wire::JobUtility::SIGMOID);
+  cases.push_back({flat, "spec.utility.steepness"});
+  wire::JobSpec worthless = flat;
+  worthless.mutable_utility()->set_steepness(1.0);
+  worthless.mutable_utility()->set_value(-1.0);
+  cases.push_back({worthless, "spec.utility.value"});
   for (const Case& c : cases) {
     auto id = core_->Submit(kAlice, c.spec);
     ASSERT_FALSE(id.ok()) << c.field;
@@ -893,6 +920,334 @@ TEST_F(CoreTest, AMultiGpuJobOutlastingTheRoundIsSparedBlameAndTeachesItsRate) {
   ASSERT_EQ(third.tasks_size(), 2);
   EXPECT_EQ(third.tasks(0).lease().stop_at_step(), 50u);  // 5 steps/s x 10 s
   EXPECT_EQ(third.tasks(1).lease().stop_at_step(), 50u);
+}
+
+
+// ------------------------------------------------------------------------------------------
+// Issue 12 item 7: the field's schedulers (and every other registry policy) under serve.
+
+// Plays the agents' part of rounds: each task's job advances by `per_round` steps (capped by
+// its lease), every rank reports the same checkpoint, and the round closes. Checks what a
+// real cluster needs of every plan: no GPU holds two tasks, a job runs with exactly its
+// scale factor of ranks (world size and ranks 0..s-1), all on GPUs of one type.
+class PolicyDriver {
+ public:
+  PolicyDriver(std::map<std::string, std::string> agent_types, std::uint64_t per_round)
+      : agent_types_(std::move(agent_types)), per_round_(per_round) {}
+  // Runs the current round's tasks to their reports; false when the round has none.
+  bool PlayRound(CoreTest& t, const std::map<std::uint64_t, std::uint32_t>& scale_factor) {
+    const std::optional<std::uint64_t> current = t.core_->current_round();
+    if (!current) return false;
+    struct Rank {
+      std::string agent;
+      std::uint64_t worker;
+      wire::Task task;
+    };
+    std::map<std::uint64_t, std::vector<Rank>> by_job;
+    std::set<std::uint64_t> workers;
+    for (const auto& [agent, type] : agent_types_) {
+      if (t.transport_.RoundsSentTo(agent) == 0) continue;
+      const wire::StartRoundRequest round = t.transport_.LastRound(agent);
+      if (round.round_id() != *current) continue;
+      for (const wire::Task& task : round.tasks()) {
+        EXPECT_TRUE(workers.insert(task.worker_id()).second)
+            << "GPU " << task.worker_id() << " holds two tasks in round " << *current;
+        by_job[task.job().job_id()].push_back(Rank{agent, task.worker_id(), task});
+      }
+    }
+    if (by_job.empty()) return false;
+    std::vector<std::pair<Rank, std::uint64_t>> reports;
+    for (const auto& [job, ranks] : by_job) {
+      const std::uint32_t s = scale_factor.at(job);
+      EXPECT_EQ(ranks.size(), s) << "job " << job << " runs with " << ranks.size() << " ranks";
+      std::set<std::uint32_t> seen;
+      std::set<std::string> types;
+      for (const Rank& r : ranks) {
+        EXPECT_EQ(r.task.job().world_size(), s);
+        seen.insert(r.task.job().rank());
+        types.insert(agent_types_.at(r.agent));
+      }
+      EXPECT_EQ(seen.size(), s) << "job " << job << ": ranks repeat";
+      EXPECT_EQ(types.size(), 1u) << "job " << job << " spans GPU types";
+      const std::uint64_t before = ranks[0].task.job().checkpointed_steps();
+      const std::uint64_t after = std::min<std::uint64_t>(
+          {before + per_round_, ranks[0].task.lease().stop_at_step(), ranks[0].task.job().total_steps()});
+      for (const Rank& r : ranks) reports.emplace_back(r, after);
+      done_[job] = after;
+    }
+    t.Advance(2000, Agents());
+    for (const auto& [r, after] : reports) {
+      const bool complete = after == r.task.job().total_steps();
+      const std::uint64_t before = r.task.job().checkpointed_steps();
+      EXPECT_TRUE(t.Report(r.agent, r.worker, r.task.job().job_id(), *current,
+                           complete ? wire::COMPLETED : wire::LEASE_EXPIRED, after, after - before,
+                           2.0)
+                      .ok());
+    }
+    t.Tick();
+    return true;
+  }
+  std::vector<std::string> Agents() const {
+    std::vector<std::string> names;
+    for (const auto& [agent, type] : agent_types_) names.push_back(agent);
+    return names;
+  }
+
+ private:
+  std::map<std::string, std::string> agent_types_;
+  std::uint64_t per_round_;
+  std::map<std::uint64_t, std::uint64_t> done_;
+};
+
+// Every policy `gavel serve` accepts runs a few jobs of mixed sizes on a mixed cluster to
+// completion, each with exactly its steps. The only refusal: policies that pack two jobs on a
+// GPU (ValidateCoreOptions; another part of issue 12 makes them run).
+class EveryPolicyCoreTest : public CoreTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    policy_ = GetParam();
+    const policy::PolicyInfo* info = *policy::FindPolicy(policy_);
+    if (info->capabilities.needs_instance_costs) {
+      instance_costs_ = {{"v100", 2.48}, {"k80", 0.45}};  // the cost policies need prices
+    }
+    Open();
+  }
+};
+
+std::vector<std::string> ServeablePolicies() {
+  std::vector<std::string> names;
+  for (const policy::PolicyInfo& info : policy::AllPolicies()) {
+    if (!info.capabilities.packing) names.emplace_back(info.name);
+  }
+  return names;
+}
+
+TEST(ServeablePoliciesTest, OnlyPackingPoliciesAreRefused) {
+  for (const policy::PolicyInfo& info : policy::AllPolicies()) {
+    CoreOptions options;
+    options.policy = std::string(info.name);
+    options.throughputs = ShippedThroughputTable();
+    if (info.capabilities.needs_instance_costs) options.instance_costs = {{"v100", 1.0}};
+    const Status status = ValidateCoreOptions(options);
+    EXPECT_EQ(status.ok(), !info.capabilities.packing) << info.name << ": " << status.ToString();
+  }
+}
+
+TEST_P(EveryPolicyCoreTest, RunsMixedJobsToCompletionWithExactSteps) {
+  Register("v", "v100", 2);
+  Register("k", "k80", 2);
+  std::map<std::uint64_t, std::uint32_t> scale_factor;
+  std::vector<std::uint64_t> jobs;
+  struct Kind {
+    std::uint32_t gpus;
+    std::uint64_t steps;
+  };
+  Kind kinds[] = {{1, 700}, {2, 900}, {1, 400}, {1, 600}};
+  const bool single_only = (*policy::FindPolicy(GetParam()))->capabilities.single_gpu_jobs_only;
+  for (auto& kind : kinds) {
+    wire::JobSpec spec = Spec(kind.steps);
+    spec.set_scale_factor(kind.gpus);
+    if (single_only && kind.gpus > 1) {
+      // AlloX: a gang would fail every solve; refused at submission, naming the field.
+      const Result<std::uint64_t> refused = core_->Submit(kAlice, spec);
+      ASSERT_FALSE(refused.ok());
+      EXPECT_NE(refused.status().message().find("spec.scale_factor"), std::string::npos);
+      spec.set_scale_factor(kind.gpus = 1);
+    }
+    const std::uint64_t id = Submit(spec);
+    jobs.push_back(id);
+    scale_factor[id] = kind.gpus;
+  }
+  PolicyDriver driver({{"v", "v100"}, {"k", "k80"}}, /*per_round=*/150);
+  Tick();
+  for (int round = 0; round < 200; ++round) {
+    bool all_done = true;
+    for (std::uint64_t id : jobs) all_done = all_done && Job(id).state() == wire::DONE;
+    if (all_done) break;
+    if (!driver.PlayRound(*this, scale_factor)) Advance(kRoundMs, driver.Agents());
+  }
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const wire::JobInfo info = Job(jobs[i]);
+    EXPECT_EQ(info.state(), wire::DONE) << GetParam() << ": job " << jobs[i] << " " << info.message();
+    EXPECT_EQ(info.steps_done(), kinds[i].steps) << GetParam();
+    std::uint64_t per_type = 0;
+    for (const wire::JobTypeStats& s : info.per_type()) per_type += s.steps();
+    EXPECT_EQ(per_type, kinds[i].steps) << GetParam() << ": steps by type add up";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryPolicyCoreTest, ::testing::ValuesIn(ServeablePolicies()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// Themis under serve, hand-worked (policy/themis.cc, f = 1: no auction, the whole GPU goes to
+// the apps by largest finish-time fairness ρ, ties to the earlier app). One v100; all jobs do 1
+// step/s there, 100 steps each, submitted together, planned e = 1 s later.
+//   Alice's two jobs in app "search" form ONE app A (work 200 s, demand 2 GPUs) beside Bob's
+//   job B (work 100 s; Bob's own app "search" is a different app: apps are per user). N = 2,
+//   share = 1/2 GPU: A runs at 2·min(1, 0.5/2) = 0.5, T_iso = 200/0.5 = 400,
+//   ρ_A = (1 + 400)/400 = 1.0025; B runs at 0.5, T_iso = 200, ρ_B = (1 + 200)/200 = 1.005.
+//   ρ_B > ρ_A: Bob's job gets the whole GPU (allocation 1) and runs the first round.
+//   Without apps, three apps of 100 s each tie at ρ = (1 + 300)/300: Alice's first job wins.
+class ThemisCoreTest : public CoreTest {
+ protected:
+  std::uint64_t FirstRunner(bool apps) {
+    policy_ = "themis:f=1";
+    Open();
+    wire::JobSpec spec = Spec(100, "MyModel");
+    (*spec.mutable_throughputs())["v100"] = 1.0;
+    if (apps) spec.set_app("search");
+    alice1_ = Submit(spec, kAlice);
+    alice2_ = Submit(spec, kAlice);
+    bob_ = Submit(spec, kBob);
+    Advance(1000);  // no GPU yet: nothing planned
+    Register("a1", "v100");
+    Tick();
+    const wire::StartRoundRequest round = transport_.LastRound("a1");
+    EXPECT_EQ(round.tasks_size(), 1);
+    return round.tasks_size() == 1 ? round.tasks(0).job().job_id() : 0;
+  }
+  std::uint64_t alice1_ = 0, alice2_ = 0, bob_ = 0;
+};
+
+TEST_F(ThemisCoreTest, TwoJobsOfOneAppBidAsOneApp) {
+  EXPECT_EQ(FirstRunner(/*apps=*/true), bob_);
+  const wire::JobTypeStats* v100 = Stats(Job(bob_), "v100");
+  ASSERT_NE(v100, nullptr);
+  EXPECT_DOUBLE_EQ(v100->allocation(), 1.0);
+  EXPECT_DOUBLE_EQ(Stats(Job(alice1_), "v100")->allocation(), 0.0);
+  EXPECT_DOUBLE_EQ(Stats(Job(alice2_), "v100")->allocation(), 0.0);
+  // The app survives a restart (it is part of the stored spec).
+  Restart();
+  EXPECT_EQ(Job(alice1_).spec().app(), "search");
+}
+
+TEST_F(ThemisCoreTest, WithoutAppsEveryJobIsItsOwnApp) {
+  EXPECT_EQ(FirstRunner(/*apps=*/false), alice1_);
+}
+
+// OASiS under serve (policy/oasis.cc): a job is admitted only if its best schedule has a
+// positive payoff (utility − price of the GPU-slots it uses). Hand-worked, slots of 360 s:
+// 1,000 steps at 1 step/s take at least 1,000 s (3 slots) on the one v100, and a linear
+// utility of 5 that reaches 0 at 100 s is worth max(0, 1 − 1000/100) = 0 then: rejected,
+// whatever the prices. The same job with zero at 36,000 s is worth v = 5·(1 − 1000/36000) at
+// best; on an idle cluster a GPU-slot costs L = (v / 3 GPU-slots) / 4, so finishing at the end
+// of slot 3 (1,080 s) pays 5·(1 − 1080/36000) − 3L ≈ 4.85 − 1.22 > 0: admitted. A job without a
+// utility is admitted too.
+TEST_F(CoreTest, OasisRejectsAJobWhoseUtilityCannotBePositiveAndRunsTheOthers) {
+  policy_ = "oasis";
+  Open();
+  Register("a1", "v100");
+  wire::JobSpec spec = Spec(1000, "MyModel");
+  (*spec.mutable_throughputs())["v100"] = 1.0;
+  wire::JobSpec hopeless = spec;
+  hopeless.mutable_utility()->set_family(wire::JobUtility::LINEAR);
+  hopeless.mutable_utility()->set_value(5.0);
+  hopeless.mutable_utility()->set_time_s(100.0);
+  wire::JobSpec patient = hopeless;
+  patient.mutable_utility()->set_time_s(36000.0);
+  const std::uint64_t rejected = Submit(hopeless);
+  const std::uint64_t admitted = Submit(patient);
+  const std::uint64_t plain = Submit(spec);
+  Tick();
+  const wire::JobInfo info = Job(rejected);
+  EXPECT_EQ(info.state(), wire::FAILED);
+  EXPECT_NE(info.message().find("rejected by the admission control of oasis"), std::string::npos)
+      << info.message();
+  EXPECT_NE(info.finished_unix_ms(), 0);
+  EXPECT_TRUE(Job(admitted).state() == wire::RUNNING || Job(admitted).state() == wire::QUEUED)
+      << Job(admitted).message();
+  EXPECT_TRUE(Job(plain).state() == wire::RUNNING || Job(plain).state() == wire::QUEUED);
+  // It never runs and stays failed across a restart; the others finish.
+  Restart();
+  EXPECT_EQ(Job(rejected).state(), wire::FAILED);
+  PolicyDriver driver({{"a1", "v100"}}, /*per_round=*/500);
+  const std::map<std::uint64_t, std::uint32_t> sf{{rejected, 1}, {admitted, 1}, {plain, 1}};
+  for (int round = 0; round < 40; ++round) {
+    if (Job(admitted).state() == wire::DONE && Job(plain).state() == wire::DONE) break;
+    const std::optional<std::uint64_t> current = core_->current_round();
+    const wire::StartRoundRequest last = transport_.LastRound("a1");
+    if (current && last.round_id() == *current) {
+      for (const wire::Task& task : last.tasks()) EXPECT_NE(task.job().job_id(), rejected);
+    }
+    if (!driver.PlayRound(*this, sf)) Advance(kRoundMs, {"a1"});
+  }
+  EXPECT_EQ(Job(admitted).state(), wire::DONE);
+  EXPECT_EQ(Job(plain).state(), wire::DONE);
+  EXPECT_EQ(Job(rejected).steps_done(), 0u);
+}
+
+// DRF and Tetris under serve hold jobs' declared CPUs to what the agents advertise. One
+// agent: 4 v100s and 8 CPU cores; four 1-GPU jobs that each need 4 cores. GPUs would fit all
+// four, the CPUs only two at once: no round runs more than two, and all four finish.
+class MultiResourceCoreTest : public CoreTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    policy_ = GetParam();
+    Open();
+  }
+};
+
+TEST_P(MultiResourceCoreTest, RespectsTheAgentsAdvertisedCpus) {
+  wire::RegisterWorkerRequest request;
+  request.set_agent_id("a1");
+  request.set_gpu_type("v100");
+  request.set_num_gpus(4);
+  request.set_address("127.0.0.1:4000");
+  request.set_host_cpus(8.0);
+  ASSERT_TRUE(core_->RegisterWorker(kAdmin, request).ok());
+  std::map<std::uint64_t, std::uint32_t> sf;
+  for (int i = 0; i < 4; ++i) {
+    wire::JobSpec spec = Spec(300);
+    spec.set_cpus_per_gpu(4.0);
+    sf[Submit(spec)] = 1;
+  }
+  PolicyDriver driver({{"a1", "v100"}}, /*per_round=*/150);
+  Tick();
+  int most = 0;
+  for (int round = 0; round < 60; ++round) {
+    bool all_done = true;
+    for (const auto& [id, s] : sf) all_done = all_done && Job(id).state() == wire::DONE;
+    if (all_done) break;
+    const std::optional<std::uint64_t> current = core_->current_round();
+    if (current && transport_.LastRound("a1").round_id() == *current) {
+      most = std::max(most, transport_.LastRound("a1").tasks_size());
+    }
+    if (!driver.PlayRound(*this, sf)) Advance(kRoundMs, {"a1"});
+  }
+  EXPECT_EQ(most, 2) << "8 cores hold two 4-core jobs at a time";
+  for (const auto& [id, s] : sf) {
+    EXPECT_EQ(Job(id).state(), wire::DONE) << "job " << id << ": " << Job(id).message();
+  }
+
+}
+
+INSTANTIATE_TEST_SUITE_P(DrfAndTetris, MultiResourceCoreTest, ::testing::Values("drf", "tetris"));
+
+// Attained service (the queue disciplines' ranking) comes from the stored time run per type,
+// so a restart does not forget it. tiresias_2das with a 5 GPU-second threshold: the first job
+// runs a 10 s round (10.5 GPU-seconds, demoted), a second job arrives, the daemon restarts.
+// The rebuilt RoundScheduler still ranks the first job below the newcomer, which runs; had it
+// started the first job from 0, FIFO in the top queue would have run the first job again.
+TEST_F(CoreTest, AttainedServiceSurvivesARestart) {
+  policy_ = "tiresias_2das:thresholds=5";
+  Open();
+  const auto workers = Register("a1", "v100");
+  const std::uint64_t first = Submit(Spec(1000));
+  Tick();
+  const wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 1);
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(
+      Report("a1", workers[0], first, round.round_id(), wire::LEASE_EXPIRED, 40, 40, 10.0).ok());
+  EXPECT_DOUBLE_EQ(Stats(Job(first), "v100")->seconds(), 10.5);
+  const std::uint64_t second = Submit(Spec(1000));
+  Restart();
+  Register("a1", "v100");
+  Tick();
+  const wire::StartRoundRequest next = transport_.LastRound("a1");
+  ASSERT_GT(next.round_id(), round.round_id());
+  ASSERT_EQ(next.tasks_size(), 1);
+  EXPECT_EQ(next.tasks(0).job().job_id(), second);
 }
 
 }  // namespace

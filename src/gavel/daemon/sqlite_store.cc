@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -16,8 +17,11 @@ namespace {
 
 // Version 2 (issue 16): agents.owner added; agents.token holds the agent's callback token
 // instead of the token it registered with. Version 3 (issue 13): jobs.last_startup_s and
-// jobs.startup_total_s. Older versions are migrated on open.
-constexpr int kSchemaVersion = 3;
+// jobs.startup_total_s. Version 4 (issue 12 item 7): agents.host_cpus and agents.host_mem_gb
+// (0 = not advertised). Older versions are migrated on open. (New job fields such as the app,
+// utility and host demands live in the jobs.spec blob, a JobSpec message: proto3 reads old
+// blobs with those fields at their defaults, so they need no migration.)
+constexpr int kSchemaVersion = 4;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,7 +40,8 @@ CREATE TABLE IF NOT EXISTS agents(
   agent_id TEXT PRIMARY KEY, address TEXT NOT NULL, gpu_type TEXT NOT NULL,
   num_gpus INTEGER NOT NULL, first_worker_id INTEGER NOT NULL, registered_ms INTEGER NOT NULL,
   token TEXT NOT NULL, alive INTEGER NOT NULL, busy_seconds TEXT NOT NULL,
-  owner TEXT NOT NULL DEFAULT '');
+  owner TEXT NOT NULL DEFAULT '', host_cpus REAL NOT NULL DEFAULT 0,
+  host_mem_gb REAL NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS rounds(
   round_id INTEGER PRIMARY KEY, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
   open INTEGER NOT NULL);
@@ -227,8 +232,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& state_
         if (created.ok()) {
           created = store->Exec(
               "ALTER TABLE jobs ADD COLUMN last_startup_s REAL NOT NULL DEFAULT 0;"
-              "ALTER TABLE jobs ADD COLUMN startup_total_s REAL NOT NULL DEFAULT 0;"
-              "UPDATE meta SET value='3' WHERE key='schema_version';");
+              "ALTER TABLE jobs ADD COLUMN startup_total_s REAL NOT NULL DEFAULT 0;");
+        }
+      }
+      if (version == "1" || version == "2" || version == "3") {
+        // Agents advertised no host resources before version 4: not limited.
+        if (created.ok()) {
+          created = store->Exec(
+              "ALTER TABLE agents ADD COLUMN host_cpus REAL NOT NULL DEFAULT 0;"
+              "ALTER TABLE agents ADD COLUMN host_mem_gb REAL NOT NULL DEFAULT 0;"
+              "UPDATE meta SET value='4' WHERE key='schema_version';");
         }
       } else if (version != std::to_string(kSchemaVersion)) {
         created = Status::FailedPrecondition("state database " + path + " has schema version " +
@@ -317,7 +330,8 @@ Result<StoredState> SqliteStore::Load() {
   {
     Stmt q(db_,
            "SELECT agent_id, address, gpu_type, num_gpus, first_worker_id, registered_ms, token, "
-           "alive, busy_seconds, owner FROM agents ORDER BY first_worker_id");
+           "alive, busy_seconds, owner, host_cpus, host_mem_gb FROM agents "
+           "ORDER BY first_worker_id");
     while (q.Next()) {
       AgentRow row;
       row.agent_id = q.Text(0);
@@ -333,6 +347,15 @@ Result<StoredState> SqliteStore::Load() {
       row.token = q.Text(6);
       row.alive = q.Int(7) != 0;
       row.owner = q.Text(9);
+      for (const int col : {10, 11}) {
+        const double v = q.Real(col);
+        if (!q.IsNumber(col) || !std::isfinite(v) || v < 0.0) {
+          return Status::InvalidArgument(where + ", field " +
+                                         (col == 10 ? "host_cpus" : "host_mem_gb") +
+                                         ": must be a non-negative number");
+        }
+        (col == 10 ? row.host_cpus : row.host_mem_gb) = v;
+      }
       GAVEL_ASSIGN_OR_RETURN(row.busy_seconds,
                              SplitDoubles(q.Text(8), where + ", field busy_seconds"));
       row.busy_seconds.resize(row.num_gpus, 0.0);
@@ -416,8 +439,8 @@ Status SqliteStore::Commit(const WriteBatch& batch) {
     if (!batch.agents.empty()) {
       Stmt agent(db_,
                  "INSERT OR REPLACE INTO agents(agent_id, address, gpu_type, num_gpus, "
-                 "first_worker_id, registered_ms, token, alive, busy_seconds, owner) "
-                 "VALUES(?,?,?,?,?,?,?,?,?,?)");
+                 "first_worker_id, registered_ms, token, alive, busy_seconds, owner, host_cpus, "
+                 "host_mem_gb) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
       for (const AgentRow& row : batch.agents) {
         GAVEL_RETURN_IF_ERROR(agent.Bind(1, row.agent_id)
                                   .Bind(2, row.address)
@@ -429,6 +452,8 @@ Status SqliteStore::Commit(const WriteBatch& batch) {
                                   .Bind(8, static_cast<std::int64_t>(row.alive ? 1 : 0))
                                   .Bind(9, JoinDoubles(row.busy_seconds))
                                   .Bind(10, row.owner)
+                                  .Bind(11, row.host_cpus)
+                                  .Bind(12, row.host_mem_gb)
                                   .Run("write agent"));
       }
     }

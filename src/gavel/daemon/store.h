@@ -77,6 +77,10 @@ struct AgentRow {
   std::string owner;                  // the identity (token-file user) that registered it
   bool alive = true;
   std::vector<double> busy_seconds;   // per GPU
+  // The host's CPU cores and GB of memory it advertised (`gavel worker --cpus/--mem-gb`);
+  // 0 = not advertised.
+  double host_cpus = 0.0;
+  double host_mem_gb = 0.0;
 };
 
 struct RoundTaskRow {

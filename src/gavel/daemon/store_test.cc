@@ -89,6 +89,8 @@ WriteBatch FullBatch() {
   agent.registered_ms = 42;
   agent.token = "secret-token";
   agent.owner = "host-a";
+  agent.host_cpus = 32.0;
+  agent.host_mem_gb = 256.5;
   agent.busy_seconds = {1.5, 2.25};
   batch.agents = {agent};
   batch.open_round = RoundRow{7, 100, 460, {{0, 1, 0, 1, false}, {1, 2, 0, 1, false}}};
@@ -119,13 +121,15 @@ TEST(SqliteStoreTest, CommittedBatchesSurviveReopening) {
   EXPECT_EQ(state->agents[0].token, "secret-token");
   EXPECT_EQ(state->agents[0].owner, "host-a");
   EXPECT_EQ(state->agents[0].busy_seconds, (std::vector<double>{1.5, 2.25}));
+  EXPECT_EQ(state->agents[0].host_cpus, 32.0);
+  EXPECT_EQ(state->agents[0].host_mem_gb, 256.5);
   ASSERT_TRUE(state->open_round.has_value());
   EXPECT_EQ(state->open_round->round_id, 7u);
   ASSERT_EQ(state->open_round->tasks.size(), 2u);
   EXPECT_FALSE(state->open_round->tasks[0].reported);
   EXPECT_TRUE(state->open_round->tasks[1].reported);
   EXPECT_EQ(state->meta["next_job_id"], "3");
-  EXPECT_EQ(state->meta["schema_version"], "3");
+  EXPECT_EQ(state->meta["schema_version"], "4");
 }
 
 TEST(SqliteStoreTest, ClosingARoundForgetsItsTasksAndUpsertsReplaceRows) {
@@ -205,7 +209,9 @@ TEST(SqliteStoreTest, MalformedRowsAreRefusedNamingTheField) {
       {"UPDATE jobs SET spec=x'ffffffff' WHERE id=1", "job 1, field spec"},
       {"UPDATE jobs SET steps_done='many' WHERE id=1", "job 1, field steps_done"},
       {"UPDATE agents SET busy_seconds='1.5,x'", "agent agent-a, field busy_seconds"},
-      {"UPDATE meta SET value='4' WHERE key='schema_version'", "schema version 4"},
+      {"UPDATE meta SET value='5' WHERE key='schema_version'", "schema version 5"},
+      {"UPDATE agents SET host_cpus=-1", "agent agent-a, field host_cpus"},
+      {"UPDATE agents SET host_mem_gb='lots'", "agent agent-a, field host_mem_gb"},
   };
   for (const Case& c : cases) {
     TempDir dir;
@@ -281,6 +287,7 @@ TEST(SqliteStoreTest, SchemaOneIsMigratedWithoutItsTokens) {
   // Turn it back into what version 1 wrote: no owner column, the token in clear.
   Corrupt(dir.path(),
           "ALTER TABLE agents DROP COLUMN owner; UPDATE agents SET token='admin-token-1';"
+          "ALTER TABLE agents DROP COLUMN host_cpus; ALTER TABLE agents DROP COLUMN host_mem_gb;"
           "ALTER TABLE jobs DROP COLUMN last_startup_s; ALTER TABLE jobs DROP COLUMN startup_total_s;"
           "UPDATE meta SET value='1' WHERE key='schema_version'");
   auto store = SqliteStore::Open(dir.path());
@@ -292,7 +299,7 @@ TEST(SqliteStoreTest, SchemaOneIsMigratedWithoutItsTokens) {
   EXPECT_EQ(state->agents[0].owner, "");
   EXPECT_FALSE(state->agents[0].alive);
   EXPECT_EQ(state->jobs.size(), FullBatch().jobs.size());
-  EXPECT_EQ(state->meta.at("schema_version"), "3");
+  EXPECT_EQ(state->meta.at("schema_version"), "4");
   EXPECT_EQ(state->jobs[0].startup_total_s, 0.0);  // not measured before version 3
 }
 
@@ -305,6 +312,7 @@ TEST(SqliteStoreTest, SchemaTwoGainsTheStartUpColumns) {
   }
   Corrupt(dir.path(),
           "ALTER TABLE jobs DROP COLUMN last_startup_s; ALTER TABLE jobs DROP COLUMN startup_total_s;"
+          "ALTER TABLE agents DROP COLUMN host_cpus; ALTER TABLE agents DROP COLUMN host_mem_gb;"
           "UPDATE meta SET value='2' WHERE key='schema_version'");
   auto store = SqliteStore::Open(dir.path());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -313,10 +321,47 @@ TEST(SqliteStoreTest, SchemaTwoGainsTheStartUpColumns) {
   ASSERT_EQ(state->jobs.size(), FullBatch().jobs.size());
   EXPECT_EQ(state->jobs[0].last_startup_s, 0.0);
   EXPECT_EQ(state->agents[0].owner, "host-a");  // version 2's columns are kept
-  EXPECT_EQ(state->meta.at("schema_version"), "3");
+  EXPECT_EQ(state->meta.at("schema_version"), "4");
   // Written back with the new columns.
   ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
   EXPECT_EQ((*store)->Load()->jobs[0].startup_total_s, 7.25);
+}
+
+// Version 3 knew no host resources: its agents read as not advertising any, everything else
+// is kept. Job specs written before the field's schedulers' fields existed read them as unset
+// (the spec is a JobSpec blob), and specs that carry them keep them.
+TEST(SqliteStoreTest, SchemaThreeGainsTheHostResourceColumns) {
+  TempDir dir;
+  {
+    auto store = SqliteStore::Open(dir.path());
+    ASSERT_TRUE(store.ok());
+    WriteBatch batch = FullBatch();
+    batch.jobs[1].spec.set_app("search-1");
+    batch.jobs[1].spec.set_cpus_per_gpu(4.0);
+    batch.jobs[1].spec.mutable_utility()->set_family(wire::JobUtility::LINEAR);
+    batch.jobs[1].spec.mutable_utility()->set_value(2.0);
+    batch.jobs[1].spec.mutable_utility()->set_time_s(600.0);
+    ASSERT_TRUE((*store)->Commit(batch).ok());
+  }
+  Corrupt(dir.path(),
+          "ALTER TABLE agents DROP COLUMN host_cpus; ALTER TABLE agents DROP COLUMN host_mem_gb;"
+          "UPDATE meta SET value='3' WHERE key='schema_version'");
+  auto store = SqliteStore::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->meta.at("schema_version"), "4");
+  ASSERT_EQ(state->agents.size(), 1u);
+  EXPECT_EQ(state->agents[0].host_cpus, 0.0);
+  EXPECT_EQ(state->agents[0].host_mem_gb, 0.0);
+  EXPECT_EQ(state->agents[0].owner, "host-a");
+  ASSERT_EQ(state->jobs.size(), 2u);
+  EXPECT_EQ(state->jobs[0].spec.app(), "");
+  EXPECT_FALSE(state->jobs[0].spec.has_utility());
+  EXPECT_EQ(state->jobs[1].spec.app(), "search-1");
+  EXPECT_EQ(state->jobs[1].spec.cpus_per_gpu(), 4.0);
+  EXPECT_EQ(state->jobs[1].spec.utility().family(), wire::JobUtility::LINEAR);
+  EXPECT_EQ(state->jobs[1].spec.utility().time_s(), 600.0);
 }
 
 TEST(MemoryStoreTest, BehavesLikeTheSqliteStore) {

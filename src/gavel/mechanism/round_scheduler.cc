@@ -142,6 +142,15 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
     return Status::InvalidArgument("job " + id.ToString() +
                                    ": steps done must be in [0, total steps)");
   }
+  if (!job.gpu_seconds_done.empty()) {
+    bool valid = job.gpu_seconds_done.size() == static_cast<std::size_t>(num_types_);
+    for (double v : job.gpu_seconds_done) valid = valid && std::isfinite(v) && v >= 0.0;
+    if (!valid) {
+      return Status::InvalidArgument("job " + id.ToString() +
+                                     ": GPU-seconds done must be one non-negative number per "
+                                     "GPU type of the cluster");
+    }
+  }
   if (job.elastic) {
     const Status elastic = ValidateElastic(*job.elastic, job.type.scale_factor);
     if (!elastic.ok()) return elastic.WithContext("job " + id.ToString());
@@ -189,6 +198,12 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
     records_.push_back(std::move(record));
     job_stamp_.push_back(0);
     gpu_seconds_.resize(gpu_seconds_.size() + static_cast<std::size_t>(num_types_), 0.0);
+  }
+  if (!job.gpu_seconds_done.empty()) {
+    const std::size_t first = Index(id) * static_cast<std::size_t>(num_types_);
+    for (int t = 0; t < num_types_; ++t) {
+      gpu_seconds_[first + static_cast<std::size_t>(t)] = job.gpu_seconds_done[static_cast<std::size_t>(t)];
+    }
   }
   if (job.held_until) held_[id] = *job.held_until;
 
@@ -1162,7 +1177,8 @@ std::vector<RoundScheduler::Placed> RoundScheduler::PlaceByTopology(
   const auto demand_of = [&](const ComboState& c) {
     WorkerDemand d;
     for (int i = 0; i < c.id.size(); ++i) {
-      const JobRecord& r = records_[static_cast<std::size_t>(c.id.member(i).value())];
+      // By Index: the caller's ids are not record positions (the daemon's start at 1).
+      const JobRecord& r = records_[Index(c.id.member(i))];
       d.cpus += r.cpus_per_gpu;
       d.mem_gb += r.mem_gb_per_gpu;
     }

@@ -125,6 +125,9 @@ struct JobDescription {
   std::optional<ElasticSpec> elastic;
   // Its utility of completion time, handed to the policy (admission control reads it).
   std::optional<UtilityFunction> utility;
+  // GPU-seconds it already ran on each layout type before admission (a daemon re-admitting a
+  // job after a restart: the attained service the queue disciplines rank by); empty = none.
+  std::vector<double> gpu_seconds_done;
 };
 
 // Everything the scheduler remembers about a job, finished or not (for metrics).
@@ -216,7 +219,8 @@ class RoundScheduler {
   // give them in arrival order. A job that left (finished, dropped, removed) may come back
   // under its id: its record starts afresh. Errors: FailedPrecondition (the id is active), a job
   // type the throughput table lacks, a scale factor < 1, steps, progress or weight out of
-  // range, a job no GPU type of the cluster can run (too few GPUs, or throughput 0
+  // range, GPU-seconds done not one non-negative number per layout type, a job no GPU type of
+  // the cluster can run (too few GPUs, or throughput 0
   // everywhere).
   Status AddJob(JobId id, const JobDescription& job);
   // One GPU's report for a running micro-task. Errors: no such micro-task is running, or the

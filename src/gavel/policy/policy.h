@@ -92,6 +92,9 @@ struct PolicyCapabilities {
   bool reallocates_every_round = false;
   // Sets PolicyOutput::workers: elastic jobs run at the counts it chooses.
   bool resizes_elastic_jobs = false;
+  // Refuses (Allocate fails on) jobs of more than one GPU (AlloX): `gavel serve` refuses
+  // such jobs at submission rather than let one stall every round.
+  bool single_gpu_jobs_only = false;
 };
 
 // The problem a policy with these capabilities needs built (BuildPolicyInput). Under

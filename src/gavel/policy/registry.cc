@@ -59,7 +59,7 @@ const PolicyInfo kPolicies[] = {
     {.name = "allox",
      .description = "AlloX: min-cost matching of waiting jobs to GPUs by estimated completion "
                     "time (single-GPU jobs; allox_alpha=<a> sets alpha)",
-     .capabilities = {.needs_steps_remaining = true},
+     .capabilities = {.needs_steps_remaining = true, .single_gpu_jobs_only = true},
      .make = &MakeAllox},
     {.name = "drf",
      .description = "Dominant resource fairness over GPUs (and host CPU/memory where given) by "
