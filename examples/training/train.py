@@ -24,6 +24,8 @@ Options (or the environment the agent sets):
   --speedup       GAVEL_TRAIN_SPEEDUP  run this many times faster than the table says
   --exec-log      GAVEL_TRAIN_EXEC_LOG append each executed step index here
   --fail-at-step  GAVEL_TRAIN_FAIL_AT  exit 3 just before running this step (crash tests)
+  (GAVEL_PARTNER_JOB_TYPE: set by the agent when the job shares its GPU with a job of that type
+  (space sharing); the program then runs at the table's co-located rate for the pair.)
 Exit status: 0 when the loop ended (lease end or completion), 2 for bad options, 3 for an
 injected failure.
 """
@@ -72,6 +74,16 @@ def step_throughput(table, gpu_type, job_type, scale_factor):
     return value
 
 
+def colocated_throughput(table, gpu_type, job_type, partner_type, scale_factor):
+    """Steps/s of the job next to a job of partner_type on gpu_type; None when not in the table."""
+    key = "(%r, %d)" % (job_type, scale_factor)
+    partner_key = "(%r, %d)" % (partner_type, scale_factor)
+    pair = table.get(gpu_type, {}).get(key, {}).get(partner_key)
+    if not pair or float(pair[0]) <= 0:
+        return None
+    return float(pair[0])
+
+
 def parse_args(argv):
     env = os.environ
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -100,6 +112,12 @@ def main(argv):
         with open(args.throughputs, "r", encoding="utf-8") as f:
             table = json.load(f)
         throughput = step_throughput(table, args.gpu_type, args.job_type, args.scale_factor)
+        partner = os.environ.get("GAVEL_PARTNER_JOB_TYPE", "")
+        if partner:
+            shared = colocated_throughput(table, args.gpu_type, args.job_type, partner,
+                                          args.scale_factor)
+            if shared is not None:
+                throughput = shared
     except (OSError, ValueError) as error:
         print("train.py: %s" % error, file=sys.stderr)
         return 2

@@ -72,7 +72,11 @@ struct Agent::Run {
 };
 
 struct Agent::Slot {
-  int index = 0;
+  int index = 0;  // position in slots_
+  // The GPU (index into the registration's worker ids) and whether this is its partner slot:
+  // the second process of a space-sharing pair, on the same device (same CUDA_VISIBLE_DEVICES).
+  int gpu = 0;
+  bool partner = false;
   std::optional<WorkerId> worker_id;
   std::string device;
   std::unique_ptr<Run> run;
@@ -193,9 +197,13 @@ Agent::Agent(AgentOptions options, SchedulerClient* scheduler, ProcessLauncher* 
     : options_(std::move(options)), scheduler_(scheduler), launcher_(launcher), clock_(clock) {
   GAVEL_CHECK(scheduler_ != nullptr && launcher_ != nullptr && clock_ != nullptr);
   GAVEL_CHECK_MSG(CheckAgentOptions(options_).ok(), CheckAgentOptions(options_).message().c_str());
+  // Room for a partner slot per GPU (added when a packing scheduler hands out their ids), so
+  // that adding them never moves a slot.
+  slots_.reserve(2 * static_cast<std::size_t>(options_.num_gpus));
   slots_.resize(static_cast<std::size_t>(options_.num_gpus));
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     slots_[i].index = static_cast<int>(i);
+    slots_[i].gpu = static_cast<int>(i);
     slots_[i].device =
         options_.visible_devices.empty() ? std::to_string(i) : options_.visible_devices[i];
   }
@@ -774,6 +782,7 @@ void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id
     env["GAVEL_MASTER_PORT"] = env["MASTER_PORT"] = std::to_string(job.master_port());
   }
   if (!job.job_type().empty()) env["GAVEL_JOB_TYPE"] = job.job_type();
+  if (!job.partner_job_type().empty()) env["GAVEL_PARTNER_JOB_TYPE"] = job.partner_job_type();
   // The job's only credential: good for its own iterator calls on this agent, nothing else
   // (never the agent's token, which the scheduler would take from anyone).
   const std::string key = rpc::NewSecret();
@@ -916,7 +925,9 @@ void Agent::TalkToScheduler() {
     } else {
       do_heartbeat = now >= next_heartbeat_;
       heartbeat.set_agent_id(options_.agent_id);
-      for (const Slot& slot : slots_) *heartbeat.add_gpus() = GpuStateOf(slot);
+      for (const Slot& slot : slots_) {
+        if (slot.worker_id) *heartbeat.add_gpus() = GpuStateOf(slot);
+      }
       const std::size_t n = std::min<std::size_t>(outbox_.size(), 64);
       reports.assign(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(n));
     }
@@ -972,11 +983,38 @@ void Agent::TalkToScheduler() {
                            " worker ids for " + std::to_string(options_.num_gpus) + " GPUs"),
           "RegisterWorker");
     }
+    const int partners = response->partner_worker_ids_size();
+    if (partners != 0 && partners != options_.num_gpus) {
+      return failed(Status::Internal("the scheduler gave " + std::to_string(partners) +
+                                     " partner worker ids for " +
+                                     std::to_string(options_.num_gpus) + " GPUs"),
+                    "RegisterWorker");
+    }
     MutexLock lock(mu_);
     const Seconds now = clock_->Now();
+    // Space sharing: the scheduler packs two jobs per GPU; each GPU gets a partner slot on its
+    // device (kept, idle and without an id, should a later scheduler not pack).
+    if (partners > 0 && slots_.size() == static_cast<std::size_t>(options_.num_gpus)) {
+      for (int g = 0; g < options_.num_gpus; ++g) {
+        Slot partner;
+        partner.index = static_cast<int>(slots_.size());
+        partner.gpu = g;
+        partner.partner = true;
+        partner.device = slots_[static_cast<std::size_t>(g)].device;
+        slots_.push_back(std::move(partner));
+      }
+    }
     std::string ids;
     for (Slot& slot : slots_) {
-      const WorkerId id(response->worker_ids(slot.index));
+      if (slot.partner) {
+        if (partners == 0) {
+          slot.worker_id.reset();
+        } else {
+          slot.worker_id = WorkerId(response->partner_worker_ids(slot.gpu));
+        }
+        continue;
+      }
+      const WorkerId id(response->worker_ids(slot.gpu));
       if (slot.worker_id && *slot.worker_id != id) {
         Log("GPU " + std::to_string(slot.index) + " renumbered from worker " +
             slot.worker_id->ToString() + " to " + id.ToString());
@@ -997,8 +1035,10 @@ void Agent::TalkToScheduler() {
     next_heartbeat_ = now + heartbeat_interval_;
     succeeded();
     Log("registered " + std::to_string(options_.num_gpus) + " " + options_.gpu_type +
-        " GPU(s) as worker(s) " + ids + " (round " + std::to_string(round_duration_.value()) +
-        " s, heartbeat every " + std::to_string(heartbeat_interval_.value()) + " s)");
+        " GPU(s) as worker(s) " + ids +
+        (partners > 0 ? " with a partner slot each (space sharing)" : "") + " (round " +
+        std::to_string(round_duration_.value()) + " s, heartbeat every " +
+        std::to_string(heartbeat_interval_.value()) + " s)");
     return;
   }
 
@@ -1081,6 +1121,8 @@ AgentSnapshot Agent::Snapshot() const {
   for (const Slot& slot : slots_) {
     AgentSnapshot::Gpu gpu;
     gpu.worker_id = slot.worker_id;
+    gpu.device = slot.device;
+    gpu.partner_slot = slot.partner;
     if (slot.run) {
       const Run& run = *slot.run;
       gpu.job_id = run.task.job().job_id();

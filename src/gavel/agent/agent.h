@@ -9,7 +9,10 @@
 //     proto3 JSON over HTTP by iterator_endpoint.h).
 //
 // Per GPU ("slot": a local GPU index, its scheduler worker id and its CUDA device) it holds at
-// most one job process (a "run") and at most one task waiting to start there. A run moves
+// most one job process (a "run") and at most one task waiting to start there. Under a
+// packing scheduler (RegisterWorkerResponse.partner_worker_ids) each GPU has a second slot,
+// its partner slot, on the same device: a space-sharing pair runs as two processes, one per
+// slot, each with its own lease, checkpoint and report. A run moves
 // through three phases:
 //     running ──Done(LEASE_REACHED)──▶ paused ──next round keeps it──▶ running (lease extended)
 //        │                               └──next round drops it / hold timeout──▶ stopping
@@ -121,6 +124,10 @@ struct AgentSnapshot {
   enum class Phase { kIdle, kStarting, kRunning, kPaused, kStopping };
   struct Gpu {
     std::optional<WorkerId> worker_id;
+    // The slot's device (CUDA_VISIBLE_DEVICES of its jobs); a partner slot (space sharing,
+    // listed after the GPUs' own slots) shares its GPU's device.
+    std::string device;
+    bool partner_slot = false;
     Phase phase = Phase::kIdle;
     std::optional<std::uint64_t> job_id;  // the run's job (or the waiting task's when starting)
     std::uint64_t round_id = 0;

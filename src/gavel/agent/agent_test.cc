@@ -445,6 +445,49 @@ TEST_F(AgentTest, CrashIsReportedWithExitCodeAndStderrTail) {
   EXPECT_THAT(report.message(), HasSubstr("ValueError: boom"));
 }
 
+// Space sharing: under a packing scheduler each GPU gets a partner slot on the same device; a
+// pair runs as two processes that see the same GPU, each with its own lease, checkpoint and
+// report, so one crashing leaves the other running.
+TEST_F(AgentTest, UnderAPackingSchedulerAPairRunsAsTwoProcessesOnOneDevice) {
+  scheduler_.SetFirstPartnerId(110);
+  Agent& agent = Registered();
+  const AgentSnapshot snapshot = agent.Snapshot();
+  ASSERT_EQ(snapshot.gpus.size(), 4u);
+  EXPECT_EQ(snapshot.gpus[2].worker_id, WorkerId(110));
+  EXPECT_TRUE(snapshot.gpus[2].partner_slot);
+  EXPECT_EQ(snapshot.gpus[2].device, snapshot.gpus[0].device);
+  EXPECT_EQ(snapshot.gpus[3].device, snapshot.gpus[1].device);
+
+  wire::Task second = MakeTask(110, 8);
+  second.mutable_job()->set_partner_job_type("A3C");
+  ASSERT_TRUE(agent.StartRound(Round(1, {MakeTask(kGpu0, 7), second})).ok());
+  agent.Tick();
+  ASSERT_EQ(launcher_.num_launched(), 2u);
+  EXPECT_EQ(launcher_.Env(0, "CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(launcher_.Env(1, "CUDA_VISIBLE_DEVICES"), "0") << "both see the same GPU";
+  EXPECT_EQ(launcher_.Env(1, "GAVEL_WORKER_ID"), "110");
+  EXPECT_EQ(launcher_.Env(1, "GAVEL_PARTNER_JOB_TYPE"), "A3C");
+  EXPECT_EQ(launcher_.Env(0, "GAVEL_PARTNER_JOB_TYPE"), "");
+  EXPECT_NE(launcher_.Env(0, "GAVEL_CHECKPOINT_DIR"), launcher_.Env(1, "GAVEL_CHECKPOINT_DIR"));
+
+  Init(agent, 7, kGpu0, 0);
+  Init(agent, 8, 110, 0);
+  Progress(agent, 8, 110, 20, 10);
+  launcher_.Exit(1, 3);  // the partner crashes
+  agent.Tick();
+  ASSERT_EQ(scheduler_.reports().size(), 1u);
+  EXPECT_EQ(scheduler_.reports()[0].worker_id(), 110u);
+  EXPECT_EQ(scheduler_.reports()[0].job_id(), 8u);
+  EXPECT_EQ(scheduler_.reports()[0].outcome(), wire::CRASHED);
+  EXPECT_EQ(scheduler_.reports()[0].checkpointed_steps(), 10u);
+  EXPECT_EQ(agent.Snapshot().gpus[0].phase, AgentSnapshot::Phase::kRunning)
+      << "its GPU's other job runs on";
+  clock_.Advance(Seconds(2.0));
+  agent.Tick();
+  ASSERT_FALSE(scheduler_.heartbeats().empty());
+  EXPECT_EQ(scheduler_.heartbeats().back().gpus_size(), 4) << "every slot is reported";
+}
+
 TEST_F(AgentTest, ProcessKilledFromOutsideIsReportedAsCrashedWithTheSignal) {
   Agent& agent = Running();
   launcher_.Exit(0, -SIGKILL);

@@ -131,6 +131,10 @@ class FakeSchedulerClient final : public SchedulerClient {
     wire::RegisterWorkerResponse response;
     for (std::uint32_t i = 0; i < request.num_gpus(); ++i)
       response.add_worker_ids(first_worker_id_ + i);
+    if (first_partner_id_ != 0) {
+      for (std::uint32_t i = 0; i < request.num_gpus(); ++i)
+        response.add_partner_worker_ids(first_partner_id_ + i);
+    }
     response.set_round_duration_s(round_duration_s_);
     response.set_heartbeat_interval_s(2.0);
     response.set_heartbeat_timeout_s(10.0);
@@ -175,6 +179,11 @@ class FakeSchedulerClient final : public SchedulerClient {
     MutexLock lock(mu_);
     first_worker_id_ = id;
   }
+  // A packing scheduler: a partner slot per GPU, numbered from `id` (0 = none).
+  void SetFirstPartnerId(std::uint64_t id) {
+    MutexLock lock(mu_);
+    first_partner_id_ = id;
+  }
   std::vector<wire::RegisterWorkerRequest> registrations() const {
     MutexLock lock(mu_);
     return registrations_;
@@ -199,6 +208,7 @@ class FakeSchedulerClient final : public SchedulerClient {
   Status refuse_reports_ GAVEL_GUARDED_BY(mu_);
   bool known_ GAVEL_GUARDED_BY(mu_) = true;
   std::uint64_t first_worker_id_ GAVEL_GUARDED_BY(mu_) = 10;
+  std::uint64_t first_partner_id_ GAVEL_GUARDED_BY(mu_) = 0;
   std::function<void()> on_register_ GAVEL_GUARDED_BY(mu_);
   double round_duration_s_ GAVEL_GUARDED_BY(mu_) = 60.0;
   std::vector<wire::RegisterWorkerRequest> registrations_ GAVEL_GUARDED_BY(mu_);

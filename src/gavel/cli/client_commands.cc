@@ -267,6 +267,11 @@ std::string JobsJson(const wire::ListJobsResponse& jobs) {
         {"attempts", job.attempts()},
         {"startup_s", job.last_startup_s()},
         {"startup_total_s", job.startup_total_s()},
+        {"sharing", job.sharing()},
+        {"partner_job_id", job.partner_job_id() == 0 ? json() : json(job.partner_job_id())},
+        {"partner_job_type", job.partner_job_type()},
+        {"colocated_steps_per_s",
+         job.colocated_measurements() > 0 ? json(job.colocated_steps_per_s()) : json()},
         {"failures", job.failures()},
         {"last_exit_code", job.last_exit_code()},
         {"message", job.message()},
@@ -290,6 +295,15 @@ void PrintJobsTable(const wire::ListJobsResponse& jobs, std::int64_t now_ms, std
       where = job.gpu_type() + "/" + std::to_string(job.worker_ids(0));
       if (job.worker_ids_size() > 1) where += "+" + std::to_string(job.worker_ids_size() - 1);
     }
+    // Space sharing: the job next to it on the same GPU(s), and its own measured steps/s
+    // next to a job of that type (or the last partner's, while it runs alone).
+    std::string shared = "-";
+    if (job.partner_job_id() != 0) {
+      shared = (job.sharing() ? "with " : "last ") + std::to_string(job.partner_job_id());
+      if (job.colocated_measurements() > 0) {
+        shared += " @" + Fixed(job.colocated_steps_per_s(), 2) + "/s";
+      }
+    }
     const bool active = job.state() == wire::QUEUED || job.state() == wire::RUNNING;
     rows.push_back({std::to_string(job.id()),
                     job.name().empty() ? "-" : job.name(),
@@ -298,14 +312,15 @@ void PrintJobsTable(const wire::ListJobsResponse& jobs, std::int64_t now_ms, std
                     std::to_string(job.steps_done()) + "/" + std::to_string(job.total_steps()),
                     Fixed(100.0 * job.progress(), 1) + "%",
                     where,
+                    shared,
                     alloc.empty() ? "-" : alloc,
                     active ? Duration(job.eta_s()) : "-",
                     job.attempts() == 0 ? "-" : Fixed(job.last_startup_s(), 1) + "s",
                     Duration(static_cast<double>(now_ms - job.submitted_unix_ms()) / 1000.0),
                     job.message().empty() ? "" : job.message().substr(0, 60)});
   }
-  PrintTable({"ID", "NAME", "USER", "STATE", "STEPS", "PROGRESS", "GPU", "ALLOCATION", "ETA",
-              "STARTUP", "AGE", "MESSAGE"},
+  PrintTable({"ID", "NAME", "USER", "STATE", "STEPS", "PROGRESS", "GPU", "SHARED", "ALLOCATION",
+              "ETA", "STARTUP", "AGE", "MESSAGE"},
              rows, out);
 }
 

@@ -6,6 +6,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -99,8 +100,8 @@ TEST(ServeCommandLineTest, NumbersOutsideTheirBoundsAreRefusedNamingTheFlag) {
   }
 }
 
-// Issue 13: a refused `gavel serve` leaves nothing behind, and gandiva's refusal says what
-// is wrong with it (space sharing), not something about `_packed` names.
+// Issue 13: a refused `gavel serve` leaves nothing behind. (Issue 14: packing policies such as
+// gandiva run now; a cost policy without prices is refused instead, naming the flag.)
 TEST(ServeCommandLineTest, ARefusedServeCreatesNoStateDirectory) {
   const std::filesystem::path state =
       std::filesystem::temp_directory_path() /
@@ -109,12 +110,11 @@ TEST(ServeCommandLineTest, ARefusedServeCreatesNoStateDirectory) {
   ServeOptions o;
   o.state_dir = state.string();
   o.listen = "127.0.0.1:0";
-  o.policy = "gandiva";
+  o.policy = "max_sum_throughput_normalized_by_cost_perf";
   std::ostringstream out;
   const Status status = RunServe(o, out);
   EXPECT_FALSE(status.ok());
-  EXPECT_THAT(status.message(), HasSubstr("space sharing"));
-  EXPECT_THAT(status.message(), Not(HasSubstr("_packed")));
+  EXPECT_THAT(status.message(), HasSubstr("--instance-costs"));
   EXPECT_FALSE(std::filesystem::exists(state.parent_path()));
   o.policy = "no_such_policy";
   EXPECT_FALSE(RunServe(o, out).ok());
@@ -253,6 +253,37 @@ TEST(LogsTest, LaunchesFromSeveralHostsAreMergedInRoundOrder) {
   EXPECT_LT(first, oops);
   EXPECT_LT(oops, second);
   EXPECT_LT(second, third);
+}
+
+// Space sharing: the SHARED column names the job next to it (`with`, or `last` once it runs
+// alone) and its measured co-located rate; -o json carries the same fields.
+TEST(JobsTableTest, ASharedJobShowsItsPartnerAndColocatedRate) {
+  wire::ListJobsResponse jobs;
+  wire::JobInfo* job = jobs.add_jobs();
+  job->set_id(3);
+  job->set_state(wire::RUNNING);
+  job->set_gpu_type("v100");
+  job->add_worker_ids(0);
+  job->set_sharing(true);
+  job->set_partner_job_id(4);
+  job->set_partner_job_type("A3C");
+  job->set_colocated_steps_per_s(6.5);
+  job->set_colocated_measurements(2);
+  wire::JobInfo* alone = jobs.add_jobs();
+  alone->set_id(5);
+  alone->set_state(wire::QUEUED);
+  alone->set_partner_job_id(6);
+  std::ostringstream out;
+  PrintJobsTable(jobs, 0, out);
+  EXPECT_THAT(out.str(), HasSubstr("SHARED"));
+  EXPECT_THAT(out.str(), HasSubstr("with 4 @6.50/s"));
+  EXPECT_THAT(out.str(), HasSubstr("last 6"));
+  const auto json = nlohmann::json::parse(JobsJson(jobs));
+  EXPECT_EQ(json[0]["partner_job_id"], 4);
+  EXPECT_EQ(json[0]["partner_job_type"], "A3C");
+  EXPECT_EQ(json[0]["sharing"], true);
+  EXPECT_DOUBLE_EQ(json[0]["colocated_steps_per_s"].get<double>(), 6.5);
+  EXPECT_TRUE(json[1]["colocated_steps_per_s"].is_null());
 }
 
 TEST(JobsTableTest, ControlCharactersInNamesCannotForgeRows) {

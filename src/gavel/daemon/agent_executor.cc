@@ -38,18 +38,29 @@ Status AgentExecutor::Execute(const mechanism::RoundPlan& plan) {
   // 2. The plan's assignments.
   std::set<std::uint64_t> placed;
   for (const mechanism::Assignment& a : plan.assignments) {
-    const std::uint64_t job_id = a.combination.member(0).value();
-    Job& job = parts_.jobs->at(job_id);
-    const std::vector<std::uint64_t> workers = parts_.schedule->WorkersOf(a);
-    if (!JobBook::IsActive(job) || job.row.next_retry_ms > now) {
+    // A pair (space sharing) is two jobs on the same GPUs: the first on the GPUs' own slots,
+    // the second on their partner slots (Schedule::WorkersOf).
+    const int members = a.combination.size();
+    bool runnable = true;
+    for (int m = 0; m < members; ++m) {
+      const Job& job = parts_.jobs->at(a.combination.member(m).value());
+      runnable = runnable && JobBook::IsActive(job) && job.row.next_retry_ms <= now;
+    }
+    if (!runnable) {
       // Not runnable now. The RoundScheduler holds jobs that back off out of its plans, so
       // this is a safety net (e.g. the wall clock stepped back): its GPUs idle this round,
       // and the RoundScheduler hears at once that nothing ran.
       parts_.schedule->Skip(a);
       continue;
     }
-    placed.insert(job_id);
-    Launch(a, job, workers, requests);
+    for (int m = 0; m < members; ++m) {
+      const std::uint64_t job_id = a.combination.member(m).value();
+      Job& job = parts_.jobs->at(job_id);
+      const Job* partner =
+          members == 2 ? &parts_.jobs->at(a.combination.member(1 - m).value()) : nullptr;
+      placed.insert(job_id);
+      Launch(a, job, partner, parts_.schedule->WorkersOf(a, m), requests);
+    }
   }
 
   // 3. Whatever is not placed waits.
@@ -79,7 +90,7 @@ Status AgentExecutor::Execute(const mechanism::RoundPlan& plan) {
   return Status::Ok();
 }
 
-void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job,
+void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job, const Job* partner,
                            const std::vector<std::uint64_t>& workers,
                            std::map<std::string, wire::StartRoundRequest>& requests) {
   OpenRound& round = **parts_.round;
@@ -96,7 +107,16 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job,
   const std::string& gpu_type = parts_.schedule->GpuTypeName(a.gpu_type);
   round.AddJob(job_id, workers, gpu_type);
   const Agent* rank0 = parts_.agents->AgentOfWorker(workers.front());
-  const GangLease gang = GangLeaseOf(job, gpu_type, workers);
+  if (partner != nullptr) {
+    job.partner_job = partner->row.id;
+    job.partner_type = partner->row.spec.job_type();
+    job.partner_gpu_type = gpu_type;
+  }
+  // A multi-GPU job's step bound comes from the rate it will run at: next to its partner, the
+  // co-located estimate.
+  const double rate = partner != nullptr ? parts_.jobs->ColocatedEstimate(job, *partner, gpu_type)
+                                         : parts_.jobs->Estimate(job, gpu_type);
+  const GangLease gang = GangLeaseOf(job, rate, workers);
   // Ranks on each agent, for torchrun's LOCAL_RANK and LOCAL_WORLD_SIZE.
   std::map<std::string, std::uint32_t> per_agent;
   for (const std::uint64_t w : workers) ++per_agent[parts_.agents->AgentOfWorker(w)->row.agent_id];
@@ -127,6 +147,7 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job,
     launch->set_attempt(job.row.attempts == 0 ? 0 : job.row.attempts - 1);
     launch->set_job_type(job.row.spec.job_type());
     launch->set_gpu_type(gpu_type);
+    if (partner != nullptr) launch->set_partner_job_type(partner->row.spec.job_type());
     if (!options_.checkpoint_root.empty()) {
       launch->set_checkpoint_dir(options_.checkpoint_root + "/job-" + std::to_string(job_id));
     }
@@ -140,11 +161,14 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job,
     parts_.journal->Log(now, "start", job_id, workers.front(),
                         "round " + std::to_string(round.id()) + " on " +
                             std::to_string(workers.size()) + " " + gpu_type + ", from step " +
-                            std::to_string(job.row.steps_done));
+                            std::to_string(job.row.steps_done) +
+                            (partner != nullptr
+                                 ? ", sharing with job " + std::to_string(partner->row.id)
+                                 : std::string()));
   }
 }
 
-AgentExecutor::GangLease AgentExecutor::GangLeaseOf(const Job& job, const std::string& gpu_type,
+AgentExecutor::GangLease AgentExecutor::GangLeaseOf(const Job& job, double estimate,
                                                    const std::vector<std::uint64_t>& workers) const {
   const std::uint64_t total = job.row.spec.total_steps();
   GangLease gang;
@@ -152,7 +176,6 @@ AgentExecutor::GangLease AgentExecutor::GangLeaseOf(const Job& job, const std::s
   if (workers.size() < 2) return gang;  // one process: its own clock is the job's
   // One step bound for every rank, computed here once: the round's worth of steps at the
   // job's throughput estimate on this type (its measurement once there is one), at least one.
-  const double estimate = parts_.jobs->Estimate(job, gpu_type);
   const double budget = std::floor(std::max(0.0, estimate) * options_.round_length.value());
   const auto steps = static_cast<std::uint64_t>(
       std::clamp(budget, 1.0, static_cast<double>(total)));

@@ -7,8 +7,10 @@
 //      its GPUs);
 //   2. each assignment whose job is runnable becomes tasks of the open round and a launch
 //      with a lease on every one of its GPUs (the daemon's worker ids, translated by the
-//      Schedule), the job RUNNING; an assignment whose job cannot start now (backing off,
-//      gone) is skipped and its GPUs idle (the mechanism hears at once that nothing ran);
+//      Schedule), the job RUNNING; a pair's two jobs (space sharing) each get their own
+//      tasks, launches and leases, the second on the GPUs' partner slots; an assignment
+//      whose job (either job of a pair) cannot start now (backing off, gone) is skipped and
+//      its GPUs idle (the mechanism hears at once that nothing ran);
 //   3. every job not placed waits (QUEUED; a paused process of it is stopped by its agent);
 //   4. the open round's row is staged in the Journal (durable with the next commit);
 //   5. the requests go out, asynchronously; an undeliverable one calls `dispatch_failed`.
@@ -63,8 +65,9 @@ class AgentExecutor final : public mechanism::Executor {
   Status Execute(const mechanism::RoundPlan& plan) override;
 
  private:
-  // Phase 2 for one runnable assignment: its tasks in the round and its launches.
-  void Launch(const mechanism::Assignment& assignment, Job& job,
+  // Phase 2 for one job of a runnable assignment (each member of a pair in turn, `partner`
+  // the other; null for a single job): its tasks in the round and its launches.
+  void Launch(const mechanism::Assignment& assignment, Job& job, const Job* partner,
               const std::vector<std::uint64_t>& workers,
               std::map<std::string, wire::StartRoundRequest>& requests);
 
@@ -77,7 +80,8 @@ class AgentExecutor final : public mechanism::Executor {
     bool step_bound_only = false;
     bool restart = false;
   };
-  GangLease GangLeaseOf(const Job& job, const std::string& gpu_type,
+  // `estimate`: the job's steps/s on these GPUs (alone, or next to its partner).
+  GangLease GangLeaseOf(const Job& job, double estimate,
                         const std::vector<std::uint64_t>& workers) const;
 
   AgentExecutorOptions options_;

@@ -171,12 +171,12 @@ const Agent* AgentRegistry::Find(const std::string& agent_id) const {
 }
 
 const Agent* AgentRegistry::AgentOfWorker(std::uint64_t worker_id) const {
-  const auto it = worker_agent_.find(worker_id);
+  const auto it = worker_agent_.find(GpuOfSlot(worker_id));
   return it == worker_agent_.end() ? nullptr : Find(it->second);
 }
 
 bool AgentRegistry::OwnsWorker(const std::string& agent_id, std::uint64_t worker_id) const {
-  const auto it = worker_agent_.find(worker_id);
+  const auto it = worker_agent_.find(GpuOfSlot(worker_id));
   return it != worker_agent_.end() && it->second == agent_id;
 }
 
@@ -186,6 +186,7 @@ void AgentRegistry::Touch(const std::string& agent_id, std::int64_t now) {
 }
 
 void AgentRegistry::AddBusySeconds(std::uint64_t worker_id, double seconds) {
+  if (IsPartnerSlot(worker_id)) return;
   const auto owner = worker_agent_.find(worker_id);
   if (owner == worker_agent_.end()) return;
   Agent& agent = agents_.at(owner->second);

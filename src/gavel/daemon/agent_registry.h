@@ -24,6 +24,20 @@
 
 namespace gavel::daemon {
 
+// Space sharing (packing policies): each GPU has a second process slot, addressed by a worker
+// id of its own — the GPU's id with kPartnerSlotBit set — which the agent runs on the same
+// device (RegisterWorkerResponse.partner_worker_ids). Nothing stores these ids: they follow
+// from the GPU's, so the registry, the open round and the store need no second numbering.
+// Only the GPU's own id is part of the cluster (LiveLayout, ListWorkers, busy time).
+inline constexpr std::uint64_t kPartnerSlotBit = std::uint64_t{1} << 40;
+inline std::uint64_t PartnerSlotOf(std::uint64_t gpu_worker) {
+  return gpu_worker | kPartnerSlotBit;
+}
+inline std::uint64_t GpuOfSlot(std::uint64_t worker) { return worker & ~kPartnerSlotBit; }
+inline bool IsPartnerSlot(std::uint64_t worker) { return (worker & kPartnerSlotBit) != 0; }
+// The other slot of the same GPU.
+inline std::uint64_t TwinSlotOf(std::uint64_t worker) { return worker ^ kPartnerSlotBit; }
+
 struct Agent {
   AgentRow row;
   std::int64_t last_heartbeat_ms = 0;
@@ -61,6 +75,7 @@ class AgentRegistry {
   std::vector<std::string> DeclareSilentDead(std::int64_t now, std::int64_t timeout_ms);
 
   const Agent* Find(const std::string& agent_id) const;
+  // Both accept a GPU's partner slot id too (the slot belongs to the GPU's agent).
   const Agent* AgentOfWorker(std::uint64_t worker_id) const;
   bool OwnsWorker(const std::string& agent_id, std::uint64_t worker_id) const;
   AgentEndpoint Endpoint(const Agent& agent) const {
@@ -68,6 +83,7 @@ class AgentRegistry {
   }
   // A report is a sign of life.
   void Touch(const std::string& agent_id, std::int64_t now);
+  // A partner slot adds nothing: its GPU's time is counted once, by the GPU's own slot.
   void AddBusySeconds(std::uint64_t worker_id, double seconds);
 
   const std::map<std::string, Agent>& agents() const { return agents_; }

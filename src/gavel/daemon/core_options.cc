@@ -26,23 +26,6 @@ Status ValidateCoreOptions(const CoreOptions& options) {
     }
   }
   GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
-  if (info->capabilities.packing) {
-    // The seam is ready for pairs (the RoundScheduler plans them; Combination carries both
-    // jobs), but agents run one process per GPU: no space sharing on a real cluster yet.
-    // The heterogeneity-aware policy without pairs, when there is one (x_packed -> x_perf).
-    const std::string& name = options.policy;
-    const std::string suffix = "_packed";
-    std::string instead;
-    if (name.ends_with(suffix)) {
-      instead = name.substr(0, name.size() - suffix.size()) + "_perf";
-      if (!policy::FindPolicy(instead).ok()) instead.clear();
-    }
-    return Status::Unimplemented(
-        "policy " + name + ": it places two jobs on one GPU (space sharing), which the "
-        "runtime does not support yet; " +
-        (instead.empty() ? std::string("choose a policy without space sharing (gavel policies)")
-                         : "use " + instead + " instead"));
-  }
   for (const auto& [type, price] : options.instance_costs) {
     if (!options.throughputs->HasGpuType(type)) {
       return Status::InvalidArgument("instance costs: " + Quoted(type) +

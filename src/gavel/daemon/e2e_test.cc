@@ -256,6 +256,92 @@ TEST(RuntimeEndToEnd, AKilledDaemonRestartsWithNoJobLostAndProgressKept) {
   }
 }
 
+// Space sharing (issue 14 item 2) under a packing policy: four jobs of types that pack well
+// on two v100 agents, so pairs share GPUs. train.py runs at the table's co-located rate when
+// the agent tells it its partner (GAVEL_PARTNER_JOB_TYPE). An agent is killed -9 (with its
+// jobs) while pairs run, then the daemon. Truths: every job ends DONE with exactly its steps
+// and its checkpointed checksum (each step once, in order); two jobs were seen RUNNING on one
+// GPU (the job list, and `gavel jobs`); co-located throughputs were measured and shown.
+TEST(RuntimeEndToEnd, PackedPairsShareGpusAndSurviveAgentAndDaemonKills) {
+  constexpr double kSpeedup = 2.0;
+  const std::vector<JobPlan> plans = {{"A3C", 150},
+                                      {"Transformer (batch size 16)", 220},
+                                      {"LM (batch size 5)", 2000},
+                                      {"Transformer (batch size 32)", 210}};
+  Cluster cluster("packed");
+  cluster.StartDaemon(/*expected_gpus=*/2, "", "max_min_fairness_packed");
+  std::map<std::uint64_t, std::size_t> plan_of;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    auto id = cluster.Submit(plans[i], kSpeedup);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    plan_of[*id] = i;
+  }
+  cluster.StartAgent("v100", "", 1, "va");
+  cluster.StartAgent("v100", "", 1, "vb");
+
+  bool shared = false;         // two jobs RUNNING on one GPU, each naming the other
+  bool shown = false;          // ... and `gavel jobs` shows it
+  std::map<std::uint64_t, double> colocated;  // measured co-located steps/s seen per job
+  bool agent_killed = false;
+  bool daemon_killed = false;
+  wire::ListJobsResponse last;
+  const auto deadline = Clock::now() + std::chrono::seconds(100);
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    auto jobs = cluster.Jobs();
+    if (!jobs.ok()) continue;  // the daemon restarting
+    last = *jobs;
+    std::map<std::uint64_t, const wire::JobInfo*> running_on;
+    for (const auto& job : last.jobs()) {
+      if (job.colocated_measurements() > 0) {
+        EXPECT_GT(job.colocated_steps_per_s(), 0.0);
+        colocated[job.id()] = job.colocated_steps_per_s();
+      }
+      if (job.state() != wire::RUNNING || job.worker_ids_size() == 0 || !job.sharing()) continue;
+      const auto [other, fresh] = running_on.emplace(job.worker_ids(0), &job);
+      if (!fresh && other->second->partner_job_id() == job.id() &&
+          job.partner_job_id() == other->second->id()) {
+        if (!shown) {
+          auto [code, out] = cluster.Cli({"jobs", "--scheduler", cluster.address()});
+          shown = code == 0 && out.find("with " + std::to_string(job.id())) != std::string::npos;
+        }
+        shared = true;
+      }
+    }
+    std::uint64_t progress = 0;
+    for (const auto& job : last.jobs()) progress += job.steps_done();
+    if (shared && !agent_killed && progress > 0) {
+      cluster.StopAgent("va", /*kill_jobs=*/true);
+      agent_killed = true;
+    } else if (agent_killed && !daemon_killed && !colocated.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      cluster.KillDaemon();
+      daemon_killed = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      cluster.StartDaemon(/*expected_gpus=*/1, "", "max_min_fairness_packed");
+      cluster.StartAgent("v100", "", 1, "va");  // the host comes back
+    }
+    if (daemon_killed && AllFinished(last)) break;
+  }
+  ASSERT_TRUE(shared) << "no two jobs were seen sharing a GPU: " << last.DebugString();
+  EXPECT_TRUE(shown) << "`gavel jobs` did not show the partner";
+  ASSERT_TRUE(agent_killed && daemon_killed);
+  ASSERT_TRUE(AllFinished(last)) << last.DebugString();
+  EXPECT_FALSE(colocated.empty()) << "no co-located throughput was measured";
+  for (const auto& [job, rate] : colocated) {
+    std::cout << "job " << job << " measured " << rate << " steps/s next to its partner\n";
+  }
+  for (const auto& job : last.jobs()) {
+    const JobPlan& plan = plans[plan_of.at(job.id())];
+    EXPECT_EQ(job.state(), wire::DONE) << job.DebugString();
+    EXPECT_EQ(job.steps_done(), plan.steps);
+    EXPECT_EQ(cluster.Checkpoint(job.id()),
+              std::make_pair(plan.steps, ExpectedChecksum(plan.steps)));
+    const std::vector<std::uint64_t> executed = ReadExecLog(cluster.ExecLog(plan));
+    EXPECT_EQ(std::set<std::uint64_t>(executed.begin(), executed.end()).size(), plan.steps);
+  }
+}
+
 TEST(RuntimeEndToEnd, AJobThatCrashesTheSameWayIsFailedAndOthersRunOn) {
   constexpr double kSpeedup = 4.0;
   Cluster cluster("crash");

@@ -6,6 +6,8 @@
 #include "gavel/daemon/error_text.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <cmath>
 #include <limits>
 
@@ -122,6 +124,19 @@ double JobBook::Estimate(const Job& job, const std::string& gpu_type) const {
   const auto it = job.row.per_type.find(gpu_type);
   if (it != job.row.per_type.end() && it->second.measurements > 0) return it->second.measured;
   return Prior(job, gpu_type);
+}
+
+double JobBook::ColocatedEstimate(const Job& job, const Job& partner,
+                                  const std::string& gpu_type) const {
+  const auto measured = job.colocated.find({gpu_type, partner.row.spec.job_type()});
+  if (measured != job.colocated.end() && measured->second.measurements > 0) {
+    return measured->second.measured;
+  }
+  const std::optional<double> alone = throughputs_->Isolated(gpu_type, job.mech_type);
+  const std::optional<std::array<double, 2>> together =
+      throughputs_->Colocated(gpu_type, job.mech_type, partner.mech_type);
+  if (!alone || !together || !(*alone > 0.0)) return 0.0;
+  return Estimate(job, gpu_type) * (*together)[0] / *alone;
 }
 
 Result<ListPage> ParseListPage(const wire::ListJobsRequest& request) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gavel/core/status.h"
@@ -43,6 +44,18 @@ struct Job {
   bool last_launch_failed = false;
   // Throughputs the latest allocation was computed with (for the re-solve threshold).
   mutable std::map<std::string, double> used_estimate;
+  // Space sharing (packing policies): the job's measured steps/s while it shared a GPU, per
+  // (GPU type, the partner's job type), smoothed as the isolated measurements are. Kept in
+  // memory: a restarted daemon learns them again (docs/runtime.md, "Space sharing").
+  struct ColocatedRate {
+    double measured = 0.0;
+    std::uint32_t measurements = 0;
+  };
+  std::map<std::pair<std::string, std::string>, ColocatedRate> colocated;
+  // The job it shares its GPU(s) with this round, or last shared with (0 = never shared).
+  std::uint64_t partner_job = 0;
+  std::string partner_type;      // that job's type (spec.job_type)
+  std::string partner_gpu_type;  // the GPU type they shared
 };
 
 // One page of a listing (scheduler.proto, ListJobsRequest): jobs with ids above `after_id`
@@ -89,6 +102,12 @@ class JobBook {
   double Prior(const Job& job, const std::string& gpu_type) const;
   // The measurement once there is one, else the prior.
   double Estimate(const Job& job, const std::string& gpu_type) const;
+  // Space sharing: the job's steps/s while it shares a GPU of `gpu_type` with `partner` — its
+  // measurement next to a job of the partner's type once there is one, else its Estimate
+  // scaled by the table's slowdown for the pair of their table keys (co-located over
+  // isolated steps/s), so that a user's own isolated estimate carries over. 0 when the table
+  // has no co-located entry for them (the pair is not used on that type).
+  double ColocatedEstimate(const Job& job, const Job& partner, const std::string& gpu_type) const;
   void Touch(const Job& job) { journal_->dirty_jobs.insert(job.row.id); }
 
   Map::iterator begin() { return jobs_.begin(); }

@@ -66,5 +66,35 @@ TEST(JobBookTest, JobsGetIdsDefaultsAndPriorsByTheDocumentedRules) {
   EXPECT_NE(broken.Restore({huge}, 1).message().find("spec.scale_factor"), std::string::npos);
 }
 
+
+// Space sharing: a pair's co-located rate is the table's for their types ([this job's, the
+// partner's]), scaled by how the job's own estimate differs from the table's isolated rate,
+// until measured next to a job of the partner's type.
+TEST(JobBookTest, ColocatedEstimatesScaleTheTablesSlowdownUntilMeasured) {
+  Journal journal;
+  const auto table = ShippedThroughputTable();
+  JobBook book(&journal, table);
+  Job& a3c = book.Add(kAlice, Spec("A3C"), 1, {"v100"});
+  Job& transformer = book.Add(kAlice, Spec("Transformer (batch size 16)"), 2, {"v100"});
+  const JobTypeKey ka{"A3C", 1};
+  const JobTypeKey kt{"Transformer (batch size 16)", 1};
+  const auto pair = *table->Colocated("v100", ka, kt);
+  EXPECT_DOUBLE_EQ(book.ColocatedEstimate(a3c, transformer, "v100"), pair[0]);
+  EXPECT_DOUBLE_EQ(book.ColocatedEstimate(transformer, a3c, "v100"), pair[1]);
+  EXPECT_LT(pair[0], *table->Isolated("v100", ka)) << "the table slows A3C down when paired";
+
+  // A job measured at twice the table's isolated rate is expected twice as fast paired.
+  a3c.row.per_type["v100"].measured = 2.0 * *table->Isolated("v100", ka);
+  a3c.row.per_type["v100"].measurements = 1;
+  EXPECT_DOUBLE_EQ(book.ColocatedEstimate(a3c, transformer, "v100"), 2.0 * pair[0]);
+
+  // Measured next to a job of the partner's type: the measurement, for any job of that type.
+  a3c.colocated[{"v100", "Transformer (batch size 16)"}] = Job::ColocatedRate{3.5, 2};
+  EXPECT_DOUBLE_EQ(book.ColocatedEstimate(a3c, transformer, "v100"), 3.5);
+  Job& another = book.Add(kAlice, Spec("Transformer (batch size 16)"), 3, {"v100"});
+  EXPECT_DOUBLE_EQ(book.ColocatedEstimate(a3c, another, "v100"), 3.5);
+  EXPECT_DOUBLE_EQ(book.ColocatedEstimate(transformer, a3c, "v100"), pair[1]) << "not the other's";
+}
+
 }  // namespace
 }  // namespace gavel::daemon

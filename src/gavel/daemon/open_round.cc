@@ -96,6 +96,11 @@ const std::string& OpenRound::GpuTypeOf(std::uint64_t job) const {
   return workers.empty() ? kNone : tasks_.at(workers.front()).gpu_type;
 }
 
+const RoundTask* OpenRound::TaskOn(std::uint64_t worker) const {
+  const auto task = tasks_.find(worker);
+  return task == tasks_.end() ? nullptr : &task->second;
+}
+
 std::uint64_t OpenRound::PendingJobOn(std::uint64_t worker) const {
   const auto task = tasks_.find(worker);
   return task != tasks_.end() && !task->second.reported ? task->second.job_id : 0;

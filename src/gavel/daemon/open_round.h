@@ -107,6 +107,8 @@ class OpenRound {
   std::vector<const RoundTask*> TasksOf(std::uint64_t job) const;
   // The GPU type the job runs on this round ("" when it has no task).
   const std::string& GpuTypeOf(std::uint64_t job) const;
+  // The task on `worker` this round, reported or not; null when none.
+  const RoundTask* TaskOn(std::uint64_t worker) const;
   // The job whose task on `worker` has not reported yet; 0 when none.
   std::uint64_t PendingJobOn(std::uint64_t worker) const;
   const std::map<std::uint64_t, std::vector<std::uint64_t>>& jobs() const { return job_workers_; }

@@ -38,6 +38,26 @@ class Schedule::PolicyAdapter final : public policy::Policy {
   std::shared_ptr<AllocationService> service_;
 };
 
+// Space sharing: a pair's co-located throughputs from the JobBook — each member's measurement
+// next to a job of the other's type, else the table's slowdown applied to its own estimate.
+class Schedule::ColocatedFromJobs final : public mechanism::ColocatedThroughputSource {
+ public:
+  ColocatedFromJobs(const JobBook* jobs, std::shared_ptr<const ThroughputTable> table)
+      : jobs_(jobs), table_(std::move(table)) {}
+  std::array<double, 2> Colocated(JobId a, JobId b, int table_gpu_type) override {
+    const auto ja = jobs_->find(a.value());
+    const auto jb = jobs_->find(b.value());
+    if (ja == jobs_->end() || jb == jobs_->end()) return {0.0, 0.0};
+    const std::string& type = table_->gpu_types().at(static_cast<std::size_t>(table_gpu_type));
+    return {jobs_->ColocatedEstimate(ja->second, jb->second, type),
+            jobs_->ColocatedEstimate(jb->second, ja->second, type)};
+  }
+
+ private:
+  const JobBook* jobs_;
+  std::shared_ptr<const ThroughputTable> table_;
+};
+
 Schedule::Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* agents,
                    Journal* journal, std::shared_ptr<AllocationService> allocation,
                    const Clock* clock, std::int64_t epoch_ms)
@@ -48,7 +68,11 @@ Schedule::Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* 
       allocation_(std::move(allocation)),
       clock_(clock),
       epoch_ms_(epoch_ms),
-      mech_clock_(std::make_unique<MechanismClock>(clock, epoch_ms)) {}
+      mech_clock_(std::make_unique<MechanismClock>(clock, epoch_ms)) {
+  if (options_.traits.packing) {
+    colocated_ = std::make_shared<ColocatedFromJobs>(jobs_, options_.throughputs);
+  }
+}
 
 Schedule::~Schedule() = default;
 
@@ -103,6 +127,11 @@ int Schedule::AppId(const std::string& user, const std::string& app) {
 
 void Schedule::Remove(const Job& job, std::int64_t now) {
   if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
+  if (pair_of_.contains(job.row.id)) {
+    // Its pair still runs: removing it now would abandon the partner's micro-task unbooked.
+    leaving_.insert(job.row.id);
+    return;
+  }
   const Status removed = mech_->RemoveJob(JobId(job.row.id));
   if (!removed.ok()) {
     journal_->Log(now, "internal", job.row.id, 0, removed.ToString());
@@ -131,6 +160,9 @@ void Schedule::Rebuild(std::int64_t now) {
   cluster_changed_ = false;
   mech_.reset();
   worker_of_layout_.clear();
+  pairs_.clear();
+  pair_of_.clear();
+  leaving_.clear();
 
   std::vector<std::uint64_t> workers;
   Result<mechanism::ClusterLayout> layout = agents_->LiveLayout(&workers);
@@ -153,6 +185,7 @@ void Schedule::Rebuild(std::int64_t now) {
   // policies (drf, tetris) assume; otherwise the original's placement, unchanged.
   host_limited_ = HostLimited(*layout);
   mech_options.topology_aware_placement = host_limited_;
+  mech_options.colocated = colocated_;  // null unless the policy packs
   Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
       mechanism::RoundScheduler::CreateWithPolicy(
           *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
@@ -240,18 +273,40 @@ std::optional<mechanism::RoundPlan> Schedule::PlanRound(std::int64_t now) {
     return std::nullopt;
   }
   if (plan->allocation_recomputed) RecordAllocation();
+  // Every pair of the last round was booked when its members reported (RoundClosed).
+  pairs_.clear();
+  pair_of_.clear();
+  for (const mechanism::Assignment& a : plan->assignments) {
+    if (!a.combination.is_pair()) continue;
+    pairs_[a.combination] = PairReports{};
+    for (int m = 0; m < 2; ++m) pair_of_.emplace(a.combination.member(m).value(), a.combination);
+  }
   return *std::move(plan);
 }
 
-std::vector<std::uint64_t> Schedule::WorkersOf(const mechanism::Assignment& assignment) const {
+std::vector<std::uint64_t> Schedule::WorkersOf(const mechanism::Assignment& assignment,
+                                               int member) const {
   std::vector<std::uint64_t> workers;
-  for (WorkerId w : assignment.workers) workers.push_back(worker_of_layout_.at(w.value()));
+  for (WorkerId w : assignment.workers) {
+    const std::uint64_t gpu = worker_of_layout_.at(w.value());
+    workers.push_back(member == 0 ? gpu : PartnerSlotOf(gpu));
+  }
   return workers;
 }
 
 void Schedule::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
                                std::int64_t now) {
   const JobId id(job_id);
+  if (const auto pair = pair_of_.find(job_id); pair != pair_of_.end()) {
+    const mechanism::Combination combination = pair->second;
+    PairReports& reports = pairs_.at(combination);
+    const auto i = static_cast<std::size_t>(combination.IndexOf(id));
+    reports.steps[i] = static_cast<double>(steps);
+    reports.elapsed[i] = std::max(elapsed_s, 1e-3);
+    reports.reported[i] = true;
+    if (reports.reported[0] && reports.reported[1]) BookPair(combination, now);
+    return;
+  }
   if (!mech_ || !mech_->IsActive(id)) return;  // it left: its micro-task was abandoned
   mechanism::MicroTaskResult result;
   result.combination = mechanism::Combination::Single(id);
@@ -265,12 +320,67 @@ void Schedule::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double
   }
 }
 
+void Schedule::BookPair(const mechanism::Combination& pair, std::int64_t now) {
+  const PairReports reports = pairs_.at(pair);
+  pairs_.erase(pair);
+  for (int m = 0; m < 2; ++m) pair_of_.erase(pair.member(m).value());
+  if (mech_) {
+    mechanism::MicroTaskResult result;
+    result.combination = pair;
+    result.steps = {reports.steps[0], reports.steps[1]};
+    result.elapsed = {Seconds(reports.elapsed[0]), Seconds(reports.elapsed[1])};
+    result.finished_at = mech_clock_->Now();
+    // A member with no new checkpointed step fails the pair's micro-task in the mechanism
+    // (its partner's steps go unbooked there; the JobBook credits them all the same).
+    Result<mechanism::ReportOutcome> outcome = mech_->OnMicroTaskDone(result);
+    if (!outcome.ok()) {
+      journal_->Log(now, "internal", pair.member(0).value(), 0, outcome.status().ToString());
+      needs_rebuild_ = true;
+    }
+  }
+  RemoveLeavers(now);
+}
+
+void Schedule::RemoveLeavers(std::int64_t now) {
+  for (auto it = leaving_.begin(); it != leaving_.end();) {
+    if (pair_of_.contains(*it)) {
+      ++it;
+      continue;
+    }
+    const JobId id(*it);
+    it = leaving_.erase(it);
+    if (!mech_ || !mech_->IsActive(id)) continue;  // the booking finished it
+    const Status removed = mech_->RemoveJob(id);
+    if (!removed.ok()) {
+      journal_->Log(now, "internal", id.value(), 0, removed.ToString());
+      needs_rebuild_ = true;
+    }
+  }
+}
+
 void Schedule::Skip(const mechanism::Assignment& assignment) {
   (void)mech_->OnMicroTaskFailed(assignment.combination, mech_clock_->Now());
+  if (assignment.combination.is_pair()) {
+    pairs_.erase(assignment.combination);
+    for (int m = 0; m < 2; ++m) pair_of_.erase(assignment.combination.member(m).value());
+  }
 }
 
 void Schedule::RoundClosed() {
+  // Every member reported before the round closed, so no pair is left unbooked; should one
+  // be (a bug), its members leave the pair bookkeeping and the mechanism is rebuilt below.
+  pairs_.clear();
+  pair_of_.clear();
+  RemoveLeavers(clock_->NowMs());
   if (mech_ && mech_->HasRunningMicroTasks()) needs_rebuild_ = true;
+}
+
+void Schedule::RefreshPairsOf(const Job& job) {
+  if (!mech_ || !colocated_ || !mech_->IsActive(JobId(job.row.id))) return;
+  for (const auto& [id, other] : *jobs_) {
+    if (id == job.row.id || !JobBook::IsActive(other)) continue;
+    (void)mech_->RefreshPair(JobId(job.row.id), JobId(id));  // NotFound: not a pair (types)
+  }
 }
 
 // ------------------------------------------------------------------------------------------

@@ -30,10 +30,12 @@
 // Thread-safety: none (the core thread). The AllocationService is thread-safe itself.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -58,7 +60,7 @@ struct ScheduleOptions {
   Seconds min_reset_interval{1920.0};
   std::map<std::string, double> entity_weights;
   std::map<std::string, double> instance_costs;  // by GPU type name
-  mechanism::PolicyTraits traits;                // the policy's (never packing)
+  mechanism::PolicyTraits traits;                // the policy's
 };
 
 class Schedule {
@@ -85,16 +87,25 @@ class Schedule {
   // plans the round that starts now. nullopt: nothing to plan on (no live GPU, or an
   // internal error, logged; the next round rebuilds).
   std::optional<mechanism::RoundPlan> PlanRound(std::int64_t now);
-  // The daemon's worker ids of an assignment of the latest plan, by rank.
-  std::vector<std::uint64_t> WorkersOf(const mechanism::Assignment& assignment) const;
+  // The daemon's worker ids of member `member` (0 or 1, Combination order) of an assignment
+  // of the latest plan, by rank: a single job and a pair's first member run on the GPUs' own
+  // slots, a pair's second member on their partner slots (space sharing, agent_registry.h).
+  std::vector<std::uint64_t> WorkersOf(const mechanism::Assignment& assignment,
+                                       int member = 0) const;
   const std::string& GpuTypeName(int type) const { return mech_->layout().type_name(type); }
-  // The job's micro-task of the latest plan ended with `steps` more checkpointed steps.
+  // The job's micro-task of the latest plan ended with `steps` more checkpointed steps. A pair
+  // is booked in the mechanism once both members reported (it books a pair as one micro-task);
+  // a member that leaves meanwhile (Remove) leaves once the pair is booked, so its partner's
+  // steps are booked too.
   void ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
                        std::int64_t now);
   // The assignment will not run (the job cannot start now): its GPUs idle this round.
   void Skip(const mechanism::Assignment& assignment);
   // A round closed with micro-tasks still running in the mechanism: a bug; start afresh.
   void RoundClosed();
+  // Space sharing: a measured co-located throughput of the job changed; every pair it belongs
+  // to re-reads its throughputs (plans at once, the policy from its next solve).
+  void RefreshPairsOf(const Job& job);
 
   // ---- The allocation ----
   // A background solve finished: the next round takes it.
@@ -116,6 +127,17 @@ class Schedule {
  private:
   class MechanismClock;
   class PolicyAdapter;
+  class ColocatedFromJobs;
+
+  // A pair's micro-task of the latest plan, reported member by member.
+  struct PairReports {
+    std::array<double, 2> steps{0.0, 0.0};
+    std::array<double, 2> elapsed{0.0, 0.0};
+    std::array<bool, 2> reported{false, false};
+  };
+  void BookPair(const mechanism::Combination& pair, std::int64_t now);
+  // Removes the members that left while their pair ran (`leaving_`), now that it is booked.
+  void RemoveLeavers(std::int64_t now);
 
   void Rebuild(std::int64_t now);
   void ApplyClusterChange(std::int64_t now);
@@ -141,6 +163,13 @@ class Schedule {
   std::unique_ptr<mechanism::RoundScheduler> mech_;
   std::vector<std::uint64_t> worker_of_layout_;  // layout worker id -> daemon worker id
   bool host_limited_ = false;  // the mechanism places by topology (HostLimited)
+  // Space sharing: where pairs' co-located throughputs come from (the JobBook: measurements,
+  // else the table's slowdown); the running pairs of the latest plan, by pair and by member;
+  // members removed while their pair ran.
+  std::shared_ptr<ColocatedFromJobs> colocated_;
+  std::map<mechanism::Combination, PairReports> pairs_;
+  std::map<std::uint64_t, mechanism::Combination> pair_of_;
+  std::set<std::uint64_t> leaving_;
   bool needs_rebuild_ = true;
   bool cluster_changed_ = false;
   std::map<std::pair<std::string, std::string>, int> app_ids_;  // (user, app) -> app number

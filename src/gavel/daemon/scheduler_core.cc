@@ -25,6 +25,20 @@ AgentRules RulesFor(const CoreOptions& options) {
   return rules;
 }
 
+// One throughput sample (steps over training seconds) into an EMA with weight `alpha` on the
+// new sample (the first sample is taken as it is). Clamped into bounds.h's range: a report of
+// many steps in a moment (a clock step, a lying agent) must not put a throughput the LPs
+// cannot scale into the schedule. False (nothing learned) for an empty sample.
+template <typename Count>
+bool AddSample(double& ema, Count& count, std::uint64_t steps, double seconds, double alpha) {
+  if (steps == 0 || !(seconds > 0.0)) return false;
+  const double sample = std::clamp(static_cast<double>(steps) / seconds,
+                                   bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
+  ema = count == 0 ? sample : alpha * sample + (1.0 - alpha) * ema;
+  ++count;
+  return true;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -64,7 +78,7 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
 
   std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(options), store, transport,
                                                         clock, std::move(hooks)));
-  core->traits_ = info->capabilities;  // not packing: refused above
+  core->traits_ = info->capabilities;
   core->allocation_ = std::make_shared<AllocationService>(
       std::move(inner), core->options_.background_solves, core->hooks_.wake);
   GAVEL_RETURN_IF_ERROR(core->Recover());
@@ -434,9 +448,21 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
     stats->set_measurements(g.measurements);
     rate += share * Estimate(job, type);
   }
+  if (job.partner_job != 0) {
+    info.set_partner_job_id(job.partner_job);
+    info.set_partner_job_type(job.partner_type);
+    const auto c = job.colocated.find({job.partner_gpu_type, job.partner_type});
+    if (c != job.colocated.end()) {
+      info.set_colocated_steps_per_s(c->second.measured);
+      info.set_colocated_measurements(c->second.measurements);
+    }
+  }
   if (round_ && row.state == wire::RUNNING) {
     if (round_->HasJob(row.id)) {
-      for (std::uint64_t w : round_->WorkersOf(row.id)) info.add_worker_ids(w);
+      // A pair's second job runs on its GPUs' partner slots: shown as the GPUs themselves.
+      for (std::uint64_t w : round_->WorkersOf(row.id)) info.add_worker_ids(GpuOfSlot(w));
+      const RoundTask* twin = round_->TaskOn(TwinSlotOf(round_->WorkersOf(row.id).front()));
+      info.set_sharing(twin != nullptr && twin->job_id == job.partner_job);
       info.set_gpu_type(round_->GpuTypeOf(row.id));
       if (rate <= 0.0) rate = Estimate(job, info.gpu_type());
     }
@@ -526,6 +552,10 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
   wire::RegisterWorkerResponse response;
   for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
     response.add_worker_ids(agent.row.first_worker_id + g);
+    // Space sharing: a second process slot on the same GPU for a pair's other job.
+    if (traits_.packing) {
+      response.add_partner_worker_ids(PartnerSlotOf(agent.row.first_worker_id + g));
+    }
   }
   response.set_round_duration_s(options_.round_length.value());
   response.set_heartbeat_interval_s(options_.heartbeat_interval.value());
@@ -655,7 +685,12 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
     if (g.prior == 0.0) g.prior = Prior(job, gpu_type);
     g.seconds += elapsed;
     g.steps += static_cast<double>(delta);
-    LearnThroughput(job, gpu_type, m.steps_trained, m.training_s);
+    // Space sharing: next to a partner the job learns its co-located rate, not its own.
+    if (const RoundTask* twin = round_->TaskOn(TwinSlotOf(first.worker_id)); twin != nullptr) {
+      LearnColocated(job, *twin, m, gpu_type);
+    } else {
+      LearnThroughput(job, gpu_type, m.steps_trained, m.training_s);
+    }
     for (const RoundTask* t : tasks) agents_.AddBusySeconds(t->worker_id, elapsed);
     if (m.startup_s > 0.0) {
       job.row.last_startup_s = m.startup_s;
@@ -700,20 +735,32 @@ void SchedulerCore::LearnThroughput(Job& job, const std::string& gpu_type,
   // Steps over training time (spec §6.6), smoothed.
   if (steps_trained == 0 || !(training_s > 0.0)) return;
   JobGpuRow& g = job.row.per_type[gpu_type];
-  // Clamped into bounds.h's range: a report of many steps in a moment (a clock step, a
-  // lying agent) must not put a throughput the LPs cannot scale into the schedule.
-  const double sample = std::clamp(static_cast<double>(steps_trained) / training_s,
-                                   bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
-  g.measured = g.measurements == 0
-                   ? sample
-                   : options_.ema_alpha * sample + (1.0 - options_.ema_alpha) * g.measured;
-  ++g.measurements;
+  AddSample(g.measured, g.measurements, steps_trained, training_s, options_.ema_alpha);
   const auto used = job.used_estimate.find(gpu_type);
   const double before_estimate = used == job.used_estimate.end() ? 0.0 : used->second;
   if (before_estimate <= 0.0 ||
       std::abs(g.measured - before_estimate) > options_.resolve_threshold * before_estimate) {
     jobs_changed_ = true;  // worth a new solve
   }
+}
+
+void SchedulerCore::LearnColocated(Job& job, const RoundTask& twin, const MicroTaskSummary& m,
+                                   const std::string& gpu_type) {
+  const auto partner = jobs_.find(twin.job_id);
+  if (partner == jobs_.end()) return;
+  const bool partner_left_early = twin.reported && twin.outcome != wire::LEASE_EXPIRED &&
+                                  twin.elapsed_s < 0.9 * m.elapsed_s;
+  if (partner_left_early) return;
+  const double before = jobs_.ColocatedEstimate(job, partner->second, gpu_type);
+  Job::ColocatedRate& rate = job.colocated[{gpu_type, partner->second.row.spec.job_type()}];
+  if (!AddSample(rate.measured, rate.measurements, m.steps_trained, m.training_s,
+                 options_.ema_alpha)) {
+    return;
+  }
+  if (before <= 0.0 || std::abs(rate.measured - before) > options_.resolve_threshold * before) {
+    jobs_changed_ = true;  // worth a new solve
+  }
+  schedule_->RefreshPairsOf(job);
 }
 
 void SchedulerCore::HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now) {

@@ -103,8 +103,9 @@ struct CoreOptions {
 };
 
 // Errors name the option at fault: a missing table, times out of range, entity weights that are
-// not positive, a policy that shares GPUs (refused: agents run one process per GPU), prices
-// for unknown types or a cost policy without them (core_options.cc).
+// not positive, an unknown policy, prices for unknown types or a cost policy without them
+// (core_options.cc). Every policy `gavel policies` lists runs, the packing ones included
+// (space sharing: two processes per GPU, docs/runtime.md).
 Status ValidateCoreOptions(const CoreOptions& options);
 
 // How the core reaches the daemon around it; both may be called from any thread and must
@@ -232,6 +233,12 @@ class SchedulerCore {
   // One throughput sample (steps over training seconds) into the job's EMA for the type.
   void LearnThroughput(Job& job, const std::string& gpu_type, std::uint64_t steps_trained,
                        double training_s);
+  // Space sharing: the micro-task `m` ran next to the task `twin` on the same GPU(s). Its
+  // sample enters the job's co-located EMA for (type, the partner's job type) — unless the
+  // partner left well before it ended (finished, crashed), which makes it partly isolated —
+  // and the job's pairs re-read their throughputs.
+  void LearnColocated(Job& job, const RoundTask& twin, const MicroTaskSummary& m,
+                      const std::string& gpu_type);
   void EndJob(Job& job, wire::JobState state, const std::string& message, std::int64_t now);
   // Sends KillJob for the job's processes of the current round (or any round, for a job
   // that leaves for good) to every live agent that may run it, except `spare`.
@@ -258,7 +265,7 @@ class SchedulerCore {
   AgentRegistry agents_;   // agents, GPUs, liveness
   JobBook jobs_;           // durable jobs and their states
   Seconds grace_;
-  mechanism::PolicyTraits traits_;  // the policy's, from the registry (never packing)
+  mechanism::PolicyTraits traits_;  // the policy's, from the registry
   std::int64_t epoch_ms_ = 0;      // the state directory's creation time: mechanism time 0
   std::int64_t started_ms_ = 0;
 

@@ -760,22 +760,205 @@ TEST_F(CoreTest, BadEntityWeightsAreRefused) {
   Open();
 }
 
-// Space-sharing policies are refused with advice that fits the name: gandiva has no
-// "_packed" to drop; a _packed policy points at its heterogeneity-aware twin.
-TEST_F(CoreTest, PackingPoliciesAreRefusedWithAdviceThatFitsTheName) {
+// ---- Space sharing (issue 14 item 2) ----
+
+// Under a packing policy the daemon gives every GPU a partner slot (on the same device) and
+// dispatches a pair's two jobs to the GPU's own slot and its partner slot.
+class PackingCoreTest : public CoreTest {
+ protected:
+  void SetUp() override {
+    policy_ = "max_min_fairness_packed";
+    Open();
+  }
+  // Registers one v100 agent; returns its GPU's worker id and checks its partner slot.
+  std::uint64_t RegisterOne() {
+    wire::RegisterWorkerRequest request;
+    request.set_agent_id("a1");
+    request.set_gpu_type("v100");
+    request.set_num_gpus(1);
+    request.set_address("127.0.0.1:4000");
+    auto response = core_->RegisterWorker(kAdmin, request);
+    EXPECT_TRUE(response.ok()) << response.status().ToString();
+    EXPECT_EQ(response->worker_ids_size(), 1);
+    EXPECT_EQ(response->partner_worker_ids_size(), 1);
+    EXPECT_EQ(response->partner_worker_ids(0), PartnerSlotOf(response->worker_ids(0)));
+    return response->worker_ids(0);
+  }
+  // The task of `job` in `round` (fails the test when there is none).
+  const wire::Task* TaskOf(const wire::StartRoundRequest& round, std::uint64_t job) {
+    for (const wire::Task& task : round.tasks()) {
+      if (task.job().job_id() == job) return &task;
+    }
+    ADD_FAILURE() << "job " << job << " has no task in round " << round.DebugString();
+    return nullptr;
+  }
+  // A3C and Transformer (batch size 16) pack well on a v100 (table: 6.64 and 9.10 steps/s
+  // together, 7.18 and 11.06 alone), so max-min fairness runs them as a pair on one GPU
+  // rather than time-sharing it (min normalised rate 0.82 > 0.5).
+  static constexpr const char* kA = "A3C";
+  static constexpr const char* kB = "Transformer (batch size 16)";
+};
+
+TEST_F(PackingCoreTest, APairRunsOnOneGpuWithTwoLeasesAndExactSteps) {
+  const std::uint64_t gpu = RegisterOne();
+  const std::uint64_t a = Submit(Spec(1'000'000, kA));
+  const std::uint64_t b = Submit(Spec(1'000'000, kB));
+  Tick();
+  const wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 2) << round.DebugString();
+  const wire::Task* ta = TaskOf(round, a);
+  const wire::Task* tb = TaskOf(round, b);
+  ASSERT_TRUE(ta && tb);
+  // The same GPU: its own slot and its partner slot; each its own lease and partner type.
+  EXPECT_EQ(ta->worker_id(), gpu);
+  EXPECT_EQ(tb->worker_id(), PartnerSlotOf(gpu));
+  EXPECT_EQ(ta->lease().stop_at_step(), 1'000'000u);
+  EXPECT_EQ(tb->lease().stop_at_step(), 1'000'000u);
+  EXPECT_EQ(ta->job().partner_job_type(), kB);
+  EXPECT_EQ(tb->job().partner_job_type(), kA);
+  const wire::JobInfo running = Job(a);
+  EXPECT_TRUE(running.sharing());
+  EXPECT_EQ(running.partner_job_id(), b);
+  ASSERT_EQ(running.worker_ids_size(), 1);
+  EXPECT_EQ(Job(b).worker_ids(0), gpu) << "both are shown on the one GPU";
+
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", gpu, a, round.round_id(), wire::LEASE_EXPIRED, 60, 60, 10.0).ok());
+  EXPECT_EQ(Job(a).steps_done(), 60u) << "credited at once, before its partner reports";
+  EXPECT_EQ(Job(b).steps_done(), 0u);
+  ASSERT_TRUE(
+      Report("a1", PartnerSlotOf(gpu), b, round.round_id(), wire::LEASE_EXPIRED, 90, 90, 10.0)
+          .ok());
+  EXPECT_EQ(Job(a).steps_done(), 60u);
+  EXPECT_EQ(Job(b).steps_done(), 90u);
+  // Measured next to its partner: the co-located rate, keyed by the partner's type; the
+  // isolated measurement stays untouched.
+  EXPECT_DOUBLE_EQ(Job(a).colocated_steps_per_s(), 6.0);
+  EXPECT_DOUBLE_EQ(Job(b).colocated_steps_per_s(), 9.0);
+  EXPECT_EQ(Job(a).partner_job_type(), kB);
+  EXPECT_EQ(Stats(Job(a), "v100")->measurements(), 0u);
+
+  // Next round, the same pair on the same GPU: both leases are extended (no restart) and
+  // the next samples are smoothed into the co-located rates.
+  Tick();
+  const wire::StartRoundRequest next = transport_.LastRound("a1");
+  ASSERT_EQ(next.round_id(), round.round_id() + 1);
+  ASSERT_EQ(next.tasks_size(), 2);
+  ASSERT_TRUE(TaskOf(next, a) && TaskOf(next, b));
+  EXPECT_EQ(TaskOf(next, a)->worker_id(), gpu);
+  EXPECT_EQ(TaskOf(next, b)->worker_id(), PartnerSlotOf(gpu));
+  EXPECT_EQ(TaskOf(next, a)->job().checkpointed_steps(), 60u);
+  EXPECT_EQ(Job(a).attempts(), 1u) << "a pair's lease extension is not a restart";
+  EXPECT_EQ(Job(b).attempts(), 1u);
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", gpu, a, next.round_id(), wire::LEASE_EXPIRED, 140, 80, 10.0).ok());
+  ASSERT_TRUE(
+      Report("a1", PartnerSlotOf(gpu), b, next.round_id(), wire::LEASE_EXPIRED, 190, 100, 10.0)
+          .ok());
+  EXPECT_EQ(Job(a).steps_done(), 140u);
+  EXPECT_EQ(Job(b).steps_done(), 190u);
+  EXPECT_DOUBLE_EQ(Job(a).colocated_steps_per_s(), 0.5 * 8.0 + 0.5 * 6.0);
+  EXPECT_DOUBLE_EQ(Job(b).colocated_steps_per_s(), 0.5 * 10.0 + 0.5 * 9.0);
+  EXPECT_EQ(Job(a).colocated_measurements(), 2u);
+  // The mechanism booked each pair's micro-task with both members' steps: had one been left
+  // running when its round closed, the daemon would have rebuilt its RoundScheduler.
+  Tick();
+  EXPECT_EQ(core_->counters().rebuilds, 1u);
+}
+
+// The measured co-located rate replaces the table's in what the policy solves: measured far
+// below the table's (0.1 steps/s each), the pair is worth less than time-sharing the GPU, so
+// the next round runs one job alone.
+TEST_F(PackingCoreTest, AMeasuredColocatedRateReplacesTheTablesInThePolicy) {
+  // As `gavel serve` solves: in the background, a new solve when a measurement moved.
+  core_.reset();
   CoreOptions options = Options();
-  options.policy = "gandiva";
-  auto refused = SchedulerCore::Create(options, &store_, &transport_, &clock_);
-  ASSERT_EQ(refused.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(refused.status().message().find("_packed"), std::string::npos)
-      << refused.status().message();
-  EXPECT_NE(refused.status().message().find("space sharing"), std::string::npos);
-  options.policy = "max_min_fairness_packed";
-  refused = SchedulerCore::Create(options, &store_, &transport_, &clock_);
-  ASSERT_EQ(refused.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(refused.status().message().find("use max_min_fairness_perf instead"),
-            std::string::npos)
-      << refused.status().message();
+  options.background_solves = true;
+  auto core = SchedulerCore::Create(options, &store_, &transport_, &clock_);
+  ASSERT_TRUE(core.ok()) << core.status().ToString();
+  core_ = *std::move(core);
+  const std::uint64_t gpu = RegisterOne();
+  const std::uint64_t a = Submit(Spec(1'000'000, kA));
+  const std::uint64_t b = Submit(Spec(1'000'000, kB));
+  Tick();
+  wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 2);
+  // Measured at 1 step per 10 s each, round after round: once the background solve of the
+  // new rates is in, the next round runs one job alone (a solve finishing during a round is
+  // taken at the next one, so allow a few rounds).
+  const std::uint64_t first_round = round.round_id();
+  for (std::uint64_t r = 1; r <= 4 && round.tasks_size() == 2; ++r) {
+    Advance(kRoundMs, {"a1"});
+    for (const wire::Task& task : round.tasks()) {
+      ASSERT_TRUE(Report("a1", task.worker_id(), task.job().job_id(), round.round_id(),
+                         wire::LEASE_EXPIRED, r, 1, 10.0)
+                      .ok());
+    }
+    EXPECT_DOUBLE_EQ(Job(a).colocated_steps_per_s(), 0.1);
+    EXPECT_DOUBLE_EQ(Job(b).colocated_steps_per_s(), 0.1);
+    Tick();
+    core_->allocation_service().WaitIdle();
+    round = transport_.LastRound("a1");
+  }
+  const wire::StartRoundRequest& next = round;
+  ASSERT_GT(next.round_id(), first_round);
+  ASSERT_EQ(next.tasks_size(), 1) << next.DebugString();
+  EXPECT_EQ(next.tasks(0).worker_id(), gpu);
+  EXPECT_TRUE(next.tasks(0).job().partner_job_type().empty());
+}
+
+// One member ending early — finished, or crashed — harms neither the other's steps nor its
+// lease; a partner that left early gives no co-located sample.
+TEST_F(PackingCoreTest, AMemberThatFinishesOrCrashesEarlyLeavesTheOtherWhole) {
+  const std::uint64_t gpu = RegisterOne();
+  const std::uint64_t a = Submit(Spec(20, kA));
+  const std::uint64_t b = Submit(Spec(1'000'000, kB));
+  Tick();
+  wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 2);
+  Advance(3000, {"a1"});
+  ASSERT_TRUE(Report("a1", gpu, a, round.round_id(), wire::COMPLETED, 20, 20, 3.0).ok());
+  EXPECT_EQ(Job(a).state(), wire::DONE);
+  EXPECT_EQ(Job(b).state(), wire::RUNNING) << "its partner finishing does not stop it";
+  Advance(kRoundMs - 3000, {"a1"});
+  ASSERT_TRUE(
+      Report("a1", PartnerSlotOf(gpu), b, round.round_id(), wire::LEASE_EXPIRED, 90, 90, 10.0)
+          .ok());
+  EXPECT_EQ(Job(a).steps_done(), 20u);
+  EXPECT_EQ(Job(b).steps_done(), 90u);
+  EXPECT_EQ(Job(b).colocated_measurements(), 0u) << "alone for most of its lease";
+  EXPECT_DOUBLE_EQ(Job(a).colocated_steps_per_s(), 20.0 / 3.0) << "it ended first, paired";
+  Tick();
+  round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 1);
+  EXPECT_EQ(round.tasks(0).job().job_id(), b);
+
+  // A new partner crashes mid-lease: the other keeps its steps and is not blamed.
+  const std::uint64_t c = Submit(Spec(1'000'000, kA));
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", TaskOf(round, b)->worker_id(), b, round.round_id(),
+                     wire::LEASE_EXPIRED, 180, 90, 10.0)
+                  .ok());
+  Tick();
+  round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 2) << round.DebugString();
+  const wire::Task* tb = TaskOf(round, b);
+  const wire::Task* tc = TaskOf(round, c);
+  ASSERT_TRUE(tb && tc);
+  EXPECT_EQ(GpuOfSlot(tb->worker_id()), GpuOfSlot(tc->worker_id()));
+  Advance(2000, {"a1"});
+  ASSERT_TRUE(
+      Report("a1", tc->worker_id(), c, round.round_id(), wire::CRASHED, 0, 5, 1.0, 1).ok());
+  Advance(kRoundMs - 2000, {"a1"});
+  ASSERT_TRUE(
+      Report("a1", tb->worker_id(), b, round.round_id(), wire::LEASE_EXPIRED, 270, 90, 10.0)
+          .ok());
+  EXPECT_EQ(Job(b).steps_done(), 270u);
+  EXPECT_EQ(Job(b).failures(), 0u);
+  EXPECT_EQ(Job(c).failures(), 1u);
+  EXPECT_EQ(Job(c).state(), wire::QUEUED);
+  Tick();
+  EXPECT_EQ(Job(b).state(), wire::RUNNING) << "it runs on while its partner backs off";
 }
 
 // ---- Issue 13 ----
@@ -1014,22 +1197,22 @@ class EveryPolicyCoreTest : public CoreTest, public ::testing::WithParamInterfac
   }
 };
 
+// Every policy `gavel policies` lists, the packing ones included (pairs run as two processes
+// on one GPU: PackingCoreTest).
 std::vector<std::string> ServeablePolicies() {
   std::vector<std::string> names;
-  for (const policy::PolicyInfo& info : policy::AllPolicies()) {
-    if (!info.capabilities.packing) names.emplace_back(info.name);
-  }
+  for (const policy::PolicyInfo& info : policy::AllPolicies()) names.emplace_back(info.name);
   return names;
 }
 
-TEST(ServeablePoliciesTest, OnlyPackingPoliciesAreRefused) {
+TEST(ServeablePoliciesTest, EveryListedPolicyIsAccepted) {
   for (const policy::PolicyInfo& info : policy::AllPolicies()) {
     CoreOptions options;
     options.policy = std::string(info.name);
     options.throughputs = ShippedThroughputTable();
     if (info.capabilities.needs_instance_costs) options.instance_costs = {{"v100", 1.0}};
     const Status status = ValidateCoreOptions(options);
-    EXPECT_EQ(status.ok(), !info.capabilities.packing) << info.name << ": " << status.ToString();
+    EXPECT_TRUE(status.ok()) << info.name << ": " << status.ToString();
   }
 }
 
