@@ -6,13 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "gavel/core/throughput_table.h"
 #include "gavel/policy/registry.h"
+#include "gavel/workload/generator.h"
 
 namespace gavel::policy {
 namespace {
@@ -78,6 +81,45 @@ TEST(ThemisTest, HandWorkedTwoAppAuction) {
   EXPECT_EQ(r.type_of[1], (std::vector<int>{0, 0, -1}));
   EXPECT_NEAR(r.keep[0], 2.0 / 3.0, 1e-12);
   EXPECT_NEAR(r.keep[1], 1.0, 1e-12);
+}
+
+TEST(ThemisTest, GeneratedHyperparameterSearchBidsAsOneApp) {
+  // Two generated searches of two trials each (the workload's --hpo-fraction 1 --hpo-trials 2),
+  // all arriving at 0, on 3 GPUs of one type, every app bidding. As two bidders: the greedy
+  // gives each app one GPU, then the third to app 0 (equal gains, lower index); app 0's payment
+  // is c = v_1(1 GPU) / v_1(2 GPUs) = 1/2 (valuations are proportional to the rate at elapsed
+  // 0), so its two trials keep half a GPU each and the GPU it pays serves app 1's second trial.
+  // Were every trial its own bidder, three would win a whole GPU at no payment (the fourth,
+  // served only without one of them, does not count) and the fourth would get nothing.
+  workload::GeneratorOptions options;
+  options.hpo_fraction = 1.0;
+  options.hpo_trials = 2;
+  options.max_jobs = 2;
+  auto table = ThroughputTable::LoadFile(std::string(GAVEL_SOURCE_DIR) + "/data/simulation_throughputs.json");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  auto jobs = workload::GenerateJobs(options, *table, 100);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 4u);
+  std::vector<Job> rows;
+  for (const workload::TraceJob& job : *jobs) {
+    ASSERT_TRUE(job.app.has_value());
+    rows.push_back(Job{.app = *job.app, .scale_factor = 1, .steps = job.total_steps, .elapsed = 0.0});
+  }
+  ASSERT_EQ(rows[0].app, rows[1].app);
+  ASSERT_EQ(rows[2].app, rows[3].app);
+  ASSERT_NE(rows[0].app, rows[2].app);
+  PolicyOutput out = Allocated("themis:f=0", Input({3}, rows));
+  EXPECT_NEAR(out.allocation(0, 0), 0.5, 1e-12);
+  EXPECT_NEAR(out.allocation(1, 0), 0.5, 1e-12);
+  EXPECT_NEAR(out.allocation(2, 0), 1.0, 1e-12);
+  EXPECT_NEAR(out.allocation(3, 0), 1.0, 1e-12);
+  // The same jobs without their app ids: four bidders.
+  for (Job& row : rows) row.app = -1;
+  out = Allocated("themis:f=0", Input({3}, rows));
+  std::vector<double> shares;
+  for (std::size_t i = 0; i < 4; ++i) shares.push_back(out.allocation(i, 0));
+  std::sort(shares.begin(), shares.end());
+  EXPECT_EQ(shares, (std::vector<double>{0.0, 1.0, 1.0, 1.0}));
 }
 
 TEST(ThemisTest, WaitingAppBidsFirstAndLeftoversFollowRho) {
