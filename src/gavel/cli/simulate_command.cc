@@ -429,6 +429,8 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,
       return Status::InvalidArgument("--elastic-fraction must be in [0, 1]");
     }
     g.elastic_fraction = o.elastic_fraction;
+    g.hpo_fraction = o.hpo_fraction;
+    g.hpo_trials = o.hpo_trials;
     if (!o.utility.empty()) {
       Result<UtilityFamily> family = ParseUtilityFamily(o.utility);
       if (!family.ok()) return family.status().WithContext("--utility");
@@ -560,6 +562,14 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
   simulate_cmd->add_option("--elastic-fraction", options->elastic_fraction,
                            "Fraction of generated jobs that are elastic (workers 1 to 2x their "
                            "GPUs, at most 8; default 0)");
+  simulate_cmd->add_option("--hpo-fraction", options->hpo_fraction,
+                           "Fraction of generated jobs that are hyper-parameter searches: apps "
+                           "of --hpo-trials jobs arriving together, the weaker trials stopping "
+                           "early (default 0)")
+      ->check(Bounded(0.0, 1.0, ""));
+  simulate_cmd->add_option("--hpo-trials", options->hpo_trials,
+                           "Trials per hyper-parameter search (default 4)")
+      ->check(BoundedInteger(2, 64));
   simulate_cmd->add_option("--utility", options->utility,
                            "Give generated jobs a utility of completion time: sigmoid|linear "
                            "(reports total_utility and jobs_rejected)");

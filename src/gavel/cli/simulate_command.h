@@ -59,6 +59,8 @@ struct SimulateOptions {
   bool steady_state = false;
   double elastic_fraction = 0.0;  // generated jobs: fraction elastic (core/elastic.h)
   std::string utility;            // generated jobs: "", "sigmoid" or "linear" (core/utility.h)
+  double hpo_fraction = 0.0;      // generated jobs: fraction that are hyper-parameter searches
+  int hpo_trials = 4;             // trials per search (workload/generator.h)
   std::string throughputs_file;        // empty = the shipped simulation table
   std::string trace_file;              // a trace instead of generated jobs
   std::string trace_format = "gavel";  // gavel | csv | msr | philly | pai | helios

@@ -275,6 +275,8 @@ Result<Row> RunPoint(const Point& p, const SweepOptions& o) {
   s.fairness = o.fairness;
   s.elastic_fraction = o.elastic_fraction;
   s.utility = o.utility;
+  s.hpo_fraction = o.hpo_fraction;
+  s.hpo_trials = o.hpo_trials;
   if (p.jobs_per_hour > 0.0) {
     s.jobs_per_hour = p.jobs_per_hour;
     const double slack = o.workload == "philly"
@@ -1108,6 +1110,13 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
   sweep_cmd->add_option("--elastic-fraction", line->options.elastic_fraction,
                         "Fraction of generated jobs that are elastic, as gavel simulate's "
                         "(default 0)");
+  sweep_cmd->add_option("--hpo-fraction", line->options.hpo_fraction,
+                        "Fraction of generated jobs that are hyper-parameter searches, as gavel "
+                        "simulate's (default 0)")
+      ->check(Bounded(0.0, 1.0, ""));
+  sweep_cmd->add_option("--hpo-trials", line->options.hpo_trials,
+                        "Trials per hyper-parameter search (default 4)")
+      ->check(BoundedInteger(2, 64));
   sweep_cmd->add_option("--utility", line->options.utility,
                         "Give generated jobs a utility of completion time: sigmoid|linear (the "
                         "CSV gains total_utility and jobs_rejected; rankings rank utility)");

@@ -70,6 +70,8 @@ struct SweepOptions {
   // total_utility and jobs_rejected the CSV then carries.
   double elastic_fraction = 0.0;
   std::string utility;
+  double hpo_fraction = 0.0;  // hyper-parameter searches, as gavel simulate's --hpo-fraction
+  int hpo_trials = 4;
   // The cluster physics of every point (docs/simulator.md); not part of a point's key, so use
   // one --out directory per physics setting.
   PhysicsFlags physics;

@@ -62,43 +62,50 @@ struct Entry {
 };
 
 // The state the greedy starts from (nothing allocated, every GPU free), computed once and
-// shared by the payment reruns: every app's first move, and where each app's jobs start in
-// the flat per-job type vector.
+// shared by the payment reruns: every app's first move, already a heap, and where each app's
+// jobs start in the flat per-job type vector.
 struct GreedyStart {
-  std::vector<Entry> first_moves;
+  std::vector<Entry> heap;
   std::vector<std::size_t> offset;  // apps.size() + 1 entries
   bool constrained = false;         // some app's first choice was cut by capacity already
 };
 
-GreedyStart Start(const std::vector<AuctionApp>& apps, const std::vector<int>& free) {
+// `excluded`: an app left out of the start (the payments' straightforward reruns).
+GreedyStart Start(const std::vector<AuctionApp>& apps, const std::vector<int>& free,
+                  std::optional<std::size_t> excluded = std::nullopt) {
   GreedyStart start;
   start.offset.push_back(0);
   for (const AuctionApp& app : apps) start.offset.push_back(start.offset.back() + app.jobs.size());
   const std::vector<int> none(start.offset.back(), -1);
   for (std::size_t a = 0; a < apps.size(); ++a) {
+    if (excluded == a) continue;
     if (auto move = BestMove(apps[a], none.data() + start.offset[a], 0.0, free,
                              start.constrained)) {
-      start.first_moves.push_back(Entry{*move, -static_cast<long>(a)});
+      start.heap.push_back(Entry{*move, -static_cast<long>(a)});
     }
   }
+  std::make_heap(start.heap.begin(), start.heap.end());
   return start;
 }
 
-// The greedy proportionally fair allocation over the apps not excluded; returns the type of
+// One pop of the greedy, as the payment reruns replay it.
+struct Pop {
+  Entry entry;
+  int need = 0;       // the gang's GPUs
+  bool took = false;  // the gang fitted and was taken
+};
+
+// The greedy proportionally fair allocation over the apps the start holds; returns the type of
 // every job (flat, by start.offset) and fills `rates` with each app's total rate. `constrained`
 // is set when capacity ever kept an app from a gang it could use: when it stays false, no app's
-// choices depended on the others, so removing one changes nobody else's allocation.
+// choices depended on the others, so removing one changes nobody else's allocation. `log`, when
+// given, receives every pop in order.
 std::vector<int> Greedy(const std::vector<AuctionApp>& apps, std::vector<int> free,
-                        const GreedyStart& start, std::optional<std::size_t> excluded,
-                        std::vector<double>& rates, bool& constrained) {
+                        const GreedyStart& start, std::vector<double>& rates, bool& constrained,
+                        std::vector<Pop>* log) {
   std::vector<int> type_of(start.offset.back(), -1);
   rates.assign(apps.size(), 0.0);
-  std::vector<Entry> heap;
-  heap.reserve(start.first_moves.size());
-  for (const Entry& entry : start.first_moves) {
-    if (excluded != static_cast<std::size_t>(-entry.neg_app)) heap.push_back(entry);
-  }
-  std::make_heap(heap.begin(), heap.end());
+  std::vector<Entry> heap = start.heap;
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end());
     const Entry top = heap.back();
@@ -108,19 +115,119 @@ std::vector<int> Greedy(const std::vector<AuctionApp>& apps, std::vector<int> fr
     const Move& move = top.move;
     const int need = apps[a].jobs[move.job].scale_factor;
     // Capacity only shrinks, so a stored best move that still fits is still the app's best.
-    if (free[static_cast<std::size_t>(move.type)] >= need) {
+    const bool took = free[static_cast<std::size_t>(move.type)] >= need;
+    if (took) {
       free[static_cast<std::size_t>(move.type)] -= need;
       types[move.job] = move.type;
       rates[a] += move.rate;
     } else {
       constrained = true;
     }
+    if (log != nullptr) log->push_back(Pop{top, need, took});
     if (auto next = BestMove(apps[a], types, rates[a], free, constrained)) {
       heap.push_back(Entry{*next, top.neg_app});
       std::push_heap(heap.begin(), heap.end());
     }
   }
   return type_of;
+}
+
+// The greedy without app `excluded`, replayed from the full run's `log` (issue 12's 10 ms at
+// 1,000 jobs: rerunning every pop once per winner cost ~1,000 heap operations per rerun).
+// Why it is exact: the pops are ordered by a strict total order on (key, app), so the apps
+// whose every pop so far went as in the full run ("same" apps) hold the same heap entries and
+// pop in the log's order. A same app stays same at a pop while its gang fits (or not) as it did
+// in the full run and, after the pop, every unplaced gang of it fits (or not) as it did there:
+// BestMove's choice depends on the free GPUs only through which gangs fit. Otherwise it becomes
+// "moved": from then on its own entries live in a side heap and its pops are simulated, merged
+// with the log by key. The moved set starts as {excluded} and stays small on congested rounds
+// (a chain of apps taking the GPUs the one before left), so a rerun costs about one cheap check
+// per logged pop instead of a heap operation. Fills `rates` like Greedy.
+void Rerun(const std::vector<AuctionApp>& apps, const std::vector<int>& free_gpus,
+           const GreedyStart& start, const std::vector<Pop>& log,
+           const std::vector<double>& full_rates, std::size_t excluded,
+           std::vector<double>& rates) {
+  std::vector<int> type_of(start.offset.back(), -1);
+  rates = full_rates;
+  rates[excluded] = 0.0;
+  std::vector<char> moved(apps.size(), 0);
+  moved[excluded] = 1;
+  std::vector<int> free = free_gpus;       // the rerun's
+  std::vector<int> full_free = free_gpus;  // the full run's, at the same point of the log
+  std::vector<double> rate_now(apps.size(), 0.0);
+  std::vector<Entry> side;
+  bool unused = false;
+  // Same fit of every unplaced gang of app a under both free vectors (most often the vectors
+  // are equal: the moved apps have re-taken what the excluded one left).
+  const auto same_fits = [&](std::size_t a) {
+    if (free == full_free) return true;
+    const int* types = type_of.data() + start.offset[a];
+    for (std::size_t k = 0; k < apps[a].jobs.size(); ++k) {
+      if (types[k] >= 0) continue;
+      const AuctionJob& job = apps[a].jobs[k];
+      for (std::size_t j = 0; j < free.size(); ++j) {
+        if (job.rate[j] > 0.0 && (free[j] >= job.scale_factor) != (full_free[j] >= job.scale_factor)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  // A simulated pop of a moved app: take if it fits, then its next best move to the side heap.
+  const auto simulate = [&](const Entry& entry) {
+    const auto a = static_cast<std::size_t>(-entry.neg_app);
+    int* types = type_of.data() + start.offset[a];
+    const Move& move = entry.move;
+    const int need = apps[a].jobs[move.job].scale_factor;
+    if (free[static_cast<std::size_t>(move.type)] >= need) {
+      free[static_cast<std::size_t>(move.type)] -= need;
+      types[move.job] = move.type;
+      rate_now[a] += move.rate;
+    }
+    if (auto next = BestMove(apps[a], types, rate_now[a], free, unused)) {
+      side.push_back(Entry{*next, entry.neg_app});
+      std::push_heap(side.begin(), side.end());
+    }
+  };
+  for (std::size_t q = 0; q <= log.size();) {
+    // The next logged pop of a same app (moved apps' logged entries are not in the rerun).
+    while (q < log.size() && moved[static_cast<std::size_t>(-log[q].entry.neg_app)] != 0) {
+      const Pop& skip = log[q++];
+      if (skip.took) full_free[static_cast<std::size_t>(skip.entry.move.type)] -= skip.need;
+    }
+    if (!side.empty() && (q == log.size() || log[q].entry < side.front())) {
+      std::pop_heap(side.begin(), side.end());
+      const Entry top = side.back();
+      side.pop_back();
+      simulate(top);
+      continue;
+    }
+    if (q == log.size()) break;
+    const Pop& pop = log[q++];
+    const auto a = static_cast<std::size_t>(-pop.entry.neg_app);
+    const auto t = static_cast<std::size_t>(pop.entry.move.type);
+    const int need = pop.need;
+    if (pop.took) full_free[t] -= need;
+    if ((free[t] >= need) == pop.took) {
+      if (pop.took) {
+        free[t] -= need;
+        type_of[start.offset[a] + pop.entry.move.job] = static_cast<int>(t);
+        rate_now[a] += pop.entry.move.rate;
+      }
+      if (same_fits(a)) continue;
+      // The pop went the same, the next choice may not: simulate from the next move on.
+      if (pop.took) {
+        free[t] += need;
+        type_of[start.offset[a] + pop.entry.move.job] = -1;
+        rate_now[a] -= pop.entry.move.rate;
+      }
+    }
+    moved[a] = 1;
+    simulate(pop.entry);
+  }
+  for (std::size_t a = 0; a < apps.size(); ++a) {
+    if (moved[a] != 0 && a != excluded) rates[a] = rate_now[a];
+  }
 }
 
 class Themis final : public Policy {
@@ -247,12 +354,15 @@ double AuctionValuation(const AuctionApp& app, double rate) {
 }
 
 AuctionResult PartialAllocationAuction(const std::vector<AuctionApp>& apps,
-                                       const std::vector<int>& free_gpus) {
+                                       const std::vector<int>& free_gpus, AuctionReruns reruns) {
+  const bool replay = reruns == AuctionReruns::kReplay;
   AuctionResult result;
   std::vector<double> rates;
+  std::vector<Pop> log;
   const GreedyStart start = Start(apps, free_gpus);
   bool constrained = start.constrained;
-  const std::vector<int> types = Greedy(apps, free_gpus, start, std::nullopt, rates, constrained);
+  const std::vector<int> types =
+      Greedy(apps, free_gpus, start, rates, constrained, replay ? &log : nullptr);
   for (std::size_t a = 0; a < apps.size(); ++a) {
     result.type_of.emplace_back(types.begin() + static_cast<long>(start.offset[a]),
                                 types.begin() + static_cast<long>(start.offset[a + 1]));
@@ -265,8 +375,12 @@ AuctionResult PartialAllocationAuction(const std::vector<AuctionApp>& apps,
     if (rates[i] <= 0.0) continue;
     // c_i = Π_{j≠i} v_j(with i) / Π_{j≠i} v_j(without i), over the apps served in both (an app
     // served only without i would make the ratio 0: i would lose everything for one GPU).
-    bool unused = false;
-    Greedy(apps, free_gpus, start, i, without, unused);
+    if (replay) {
+      Rerun(apps, free_gpus, start, log, rates, i, without);
+    } else {
+      bool unused = false;
+      Greedy(apps, free_gpus, Start(apps, free_gpus, i), without, unused, nullptr);
+    }
     double log_ratio = 0.0;
     for (std::size_t j = 0; j < apps.size(); ++j) {
       // An app whose rate is the same either way adds log 1 = 0.

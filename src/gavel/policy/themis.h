@@ -57,12 +57,19 @@ struct AuctionResult {
 // The valuation 1/ρ of `app` at total rate `rate` (0 when rate = 0).
 double AuctionValuation(const AuctionApp& app, double rate);
 
+// How the payments' reruns (one per winner, without it) run: kReplay replays the full run's
+// pops and simulates only the apps whose choices the winner's absence changes (same result,
+// about one cheap check per pop instead of a heap operation); kStraightforward reruns the
+// greedy from scratch, kept as the tests' oracle for kReplay.
+enum class AuctionReruns { kReplay, kStraightforward };
+
 // The proportionally fair allocation (most apps served, then the largest sum of log 1/ρ),
 // found greedily GPU gang by gang (exact with one GPU type and one-GPU jobs of equal rates,
 // where log 1/ρ is concave in the GPUs won), and each winner's partial-allocation payment
 // from a second run without it. `free_gpus[j]`: GPUs of type j on sale.
 AuctionResult PartialAllocationAuction(const std::vector<AuctionApp>& apps,
-                                       const std::vector<int>& free_gpus);
+                                       const std::vector<int>& free_gpus,
+                                       AuctionReruns reruns = AuctionReruns::kReplay);
 
 std::unique_ptr<Policy> MakeThemis(const ThemisOptions& themis);
 Result<std::unique_ptr<Policy>> MakeThemis(const PolicyOptions& options);

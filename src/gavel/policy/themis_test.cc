@@ -6,13 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "gavel/core/throughput_table.h"
 #include "gavel/policy/registry.h"
+#include "gavel/workload/generator.h"
 
 namespace gavel::policy {
 namespace {
@@ -78,6 +81,45 @@ TEST(ThemisTest, HandWorkedTwoAppAuction) {
   EXPECT_EQ(r.type_of[1], (std::vector<int>{0, 0, -1}));
   EXPECT_NEAR(r.keep[0], 2.0 / 3.0, 1e-12);
   EXPECT_NEAR(r.keep[1], 1.0, 1e-12);
+}
+
+TEST(ThemisTest, GeneratedHyperparameterSearchBidsAsOneApp) {
+  // Two generated searches of two trials each (the workload's --hpo-fraction 1 --hpo-trials 2),
+  // all arriving at 0, on 3 GPUs of one type, every app bidding. As two bidders: the greedy
+  // gives each app one GPU, then the third to app 0 (equal gains, lower index); app 0's payment
+  // is c = v_1(1 GPU) / v_1(2 GPUs) = 1/2 (valuations are proportional to the rate at elapsed
+  // 0), so its two trials keep half a GPU each and the GPU it pays serves app 1's second trial.
+  // Were every trial its own bidder, three would win a whole GPU at no payment (the fourth,
+  // served only without one of them, does not count) and the fourth would get nothing.
+  workload::GeneratorOptions options;
+  options.hpo_fraction = 1.0;
+  options.hpo_trials = 2;
+  options.max_jobs = 2;
+  auto table = ThroughputTable::LoadFile(std::string(GAVEL_SOURCE_DIR) + "/data/simulation_throughputs.json");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  auto jobs = workload::GenerateJobs(options, *table, 100);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 4u);
+  std::vector<Job> rows;
+  for (const workload::TraceJob& job : *jobs) {
+    ASSERT_TRUE(job.app.has_value());
+    rows.push_back(Job{.app = *job.app, .scale_factor = 1, .steps = job.total_steps, .elapsed = 0.0});
+  }
+  ASSERT_EQ(rows[0].app, rows[1].app);
+  ASSERT_EQ(rows[2].app, rows[3].app);
+  ASSERT_NE(rows[0].app, rows[2].app);
+  PolicyOutput out = Allocated("themis:f=0", Input({3}, rows));
+  EXPECT_NEAR(out.allocation(0, 0), 0.5, 1e-12);
+  EXPECT_NEAR(out.allocation(1, 0), 0.5, 1e-12);
+  EXPECT_NEAR(out.allocation(2, 0), 1.0, 1e-12);
+  EXPECT_NEAR(out.allocation(3, 0), 1.0, 1e-12);
+  // The same jobs without their app ids: four bidders.
+  for (Job& row : rows) row.app = -1;
+  out = Allocated("themis:f=0", Input({3}, rows));
+  std::vector<double> shares;
+  for (std::size_t i = 0; i < 4; ++i) shares.push_back(out.allocation(i, 0));
+  std::sort(shares.begin(), shares.end());
+  EXPECT_EQ(shares, (std::vector<double>{0.0, 1.0, 1.0, 1.0}));
 }
 
 TEST(ThemisTest, WaitingAppBidsFirstAndLeftoversFollowRho) {
@@ -169,6 +211,39 @@ TEST(ThemisTest, AuctionMatchesBruteForceOnOneTypeOfOneGpuJobs) {
       EXPECT_GT(r.keep[a], 0.0);
     }
   }
+}
+
+TEST(ThemisTest, ReplayedRerunsEqualStraightforwardReruns) {
+  // The payments' replayed reruns (the full run's pops, simulating only the apps the winner's
+  // absence moves) against rerunning the greedy from scratch: bit-identical winners
+  // and payments on random congested auctions of several GPU types, multi-job apps, gangs of
+  // 1-8 GPUs, and jobs that cannot run on some types.
+  std::mt19937_64 rng(1212);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  int paid = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::size_t types = 1 + rng() % 3;
+    std::vector<int> free;
+    for (std::size_t j = 0; j < types; ++j) free.push_back(static_cast<int>(rng() % 12));
+    std::vector<AuctionApp> apps(1 + rng() % 30);
+    for (AuctionApp& app : apps) {
+      for (std::size_t k = 0, count = 1 + rng() % 4; k < count; ++k) {
+        AuctionJob job{.scale_factor = 1 << (rng() % 4), .rate = {}};
+        for (std::size_t j = 0; j < types; ++j) job.rate.push_back(rng() % 5 == 0 ? 0.0 : 0.1 + u(rng));
+        app.jobs.push_back(job);
+      }
+      app.elapsed = 1000.0 * u(rng);
+      app.work = 10.0 + 1000.0 * u(rng);
+      app.isolated = 10.0 + 1000.0 * u(rng);
+    }
+    const AuctionResult fast = PartialAllocationAuction(apps, free, AuctionReruns::kReplay);
+    const AuctionResult slow = PartialAllocationAuction(apps, free, AuctionReruns::kStraightforward);
+    ASSERT_EQ(fast.type_of, slow.type_of) << "trial " << trial;
+    ASSERT_EQ(fast.keep, slow.keep) << "trial " << trial;
+    for (double keep : fast.keep) paid += keep < 1.0 ? 1 : 0;
+  }
+  // The instances are congested enough that payments were actually charged and compared.
+  EXPECT_GT(paid, 100);
 }
 
 TEST(ThemisTest, RandomProblemsRespectCapacityAndShares) {

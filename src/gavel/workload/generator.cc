@@ -204,6 +204,14 @@ GeneratedJobStream::GeneratedJobStream(const GeneratorOptions& options, JobGener
 
 Result<std::unique_ptr<GeneratedJobStream>> GeneratedJobStream::Create(
     const GeneratorOptions& options, const ThroughputTable& throughputs) {
+  if (!(options.hpo_fraction >= 0.0 && options.hpo_fraction <= 1.0)) {
+    return Status::InvalidArgument("hyper-parameter search fraction " +
+                                   std::to_string(options.hpo_fraction) + " is not in [0, 1]");
+  }
+  if (options.hpo_trials < 2 || options.hpo_trials > 64) {
+    return Status::InvalidArgument("trials per hyper-parameter search " +
+                                   std::to_string(options.hpo_trials) + " is not in [2, 64]");
+  }
   GAVEL_ASSIGN_OR_RETURN(JobGenerator generator, JobGenerator::Create(options, throughputs));
   if (options.philly_workload == nullptr) {
     return std::unique_ptr<GeneratedJobStream>(
@@ -225,6 +233,7 @@ Result<std::unique_ptr<GeneratedJobStream>> GeneratedJobStream::Create(
 }
 
 std::optional<Seconds> GeneratedJobStream::PeekArrival() const {
+  if (!trials_.empty()) return trials_.front().arrival_time;
   if (philly_ != nullptr) return philly_->PeekArrival();
   if (steady_state_index_ < steady_state_remaining_.size()) return Seconds(0.0);
   if (options_.max_jobs.has_value() && num_generated_ >= *options_.max_jobs) return std::nullopt;
@@ -246,6 +255,11 @@ double HashUniform(std::uint64_t seed, std::uint64_t n) {
 }  // namespace
 
 TraceJob GeneratedJobStream::Pop() {
+  if (!trials_.empty()) {
+    TraceJob trial = std::move(trials_.front());
+    trials_.pop_front();
+    return trial;
+  }
   TraceJob job = PopPlain();
   // The elastic and utility options decorate the job after every original draw.
   const std::uint64_t n = num_generated_ - 1;
@@ -255,6 +269,26 @@ TraceJob GeneratedJobStream::Pop() {
   }
   if (options_.utility && job.duration) {
     job.utility = DefaultUtility(*options_.utility, job.duration->value(), job.scale_factor);
+  }
+  // A hyper-parameter search: its own hash salt, so which jobs are searches does not follow
+  // which are elastic.
+  constexpr std::uint64_t kHpoSalt = 0x4850'4F00'0000'0001ULL;
+  if (options_.hpo_fraction > 0.0 &&
+      HashUniform(options_.seed ^ kHpoSalt, n) < options_.hpo_fraction) {
+    job.app = static_cast<int>(n % 1'000'000'000);  // trace apps are in [0, 1e9]
+    for (int k = 1; k < options_.hpo_trials; ++k) {
+      TraceJob trial = job;
+      const double fraction =
+          0.1 + 0.4 * HashUniform(options_.seed ^ kHpoSalt, n * 64 + static_cast<std::uint64_t>(k));
+      trial.total_steps = job.total_steps * fraction;
+      if (job.duration) {
+        trial.duration = Seconds(job.duration->value() * fraction);
+        if (options_.utility) {
+          trial.utility = DefaultUtility(*options_.utility, trial.duration->value(), job.scale_factor);
+        }
+      }
+      trials_.push_back(std::move(trial));
+    }
   }
   return job;
 }

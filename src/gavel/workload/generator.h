@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -105,6 +106,15 @@ struct GeneratorOptions {
   // --utility: every generated job gets DefaultUtility(family, duration, scale factor)
   // (core/utility.h); nullopt = none.
   std::optional<UtilityFamily> utility;
+  // --hpo-fraction: this fraction of generated jobs becomes a hyper-parameter search, an app
+  // (TraceJob::app, Themis' bidder) of `hpo_trials` trial jobs that arrive together: the drawn
+  // job is the best trial and runs to the end; each other trial is a copy of it (same model,
+  // scale factor, arrival) that stops early, after a fraction in [0.1, 0.5) of its steps.
+  // Which jobs, and each trial's fraction, come from hashes of (seed, job number), so the
+  // other draws do not change. The trials follow the drawn job in the stream (they take the
+  // next job ids) and do not count towards max_jobs. 0 = single-job apps only (the default).
+  double hpo_fraction = 0.0;
+  int hpo_trials = 4;  // trials per search, >= 2
 };
 
 // Draws jobs one at a time (arrival times are the stream's business, see GeneratedJobStream).
@@ -139,7 +149,7 @@ class GeneratedJobStream final : public JobStream {
   std::optional<Seconds> PeekArrival() const override;
   TraceJob Pop() override;
 
-  // Jobs popped so far.
+  // Jobs drawn so far (a search's extra trials not counted).
   std::size_t num_generated() const { return num_generated_; }
 
  private:
@@ -155,6 +165,7 @@ class GeneratedJobStream final : public JobStream {
   std::size_t steady_state_index_ = 0;
   Seconds next_arrival_{0.0};
   std::size_t num_generated_ = 0;
+  std::deque<TraceJob> trials_;  // a search's trials still to hand out, before the next draw
 };
 
 // Convenience: the first `count` jobs of a generated stream (e.g. to write a trace).

@@ -375,6 +375,72 @@ TEST(GeneratorTest, RejectsTablesAndOptionsItCannotServe) {
   EXPECT_FALSE(GeneratedJobStream::Create(negative, LoadTable()).ok());
 }
 
+TEST(GeneratorTest, HyperparameterSearchesAreAppsOfTrialsThatStopEarly) {
+  GeneratorOptions plain;
+  plain.seed = 5;
+  plain.mean_interarrival = Seconds(3600.0);
+  plain.generate_multi_gpu_jobs = true;
+  plain.max_jobs = 400;
+  GeneratorOptions hpo = plain;
+  hpo.hpo_fraction = 0.3;
+  hpo.hpo_trials = 5;
+  auto without = GenerateJobs(plain, LoadTable(), 10000);
+  auto with = GenerateJobs(hpo, LoadTable(), 10000);
+  ASSERT_TRUE(without.ok() && with.ok());
+  ASSERT_EQ(without->size(), 400u);
+
+  // Walk the stream: every drawn job appears unchanged (the searches take no draw from the
+  // original's streams); a search's leader is followed by its 4 other trials.
+  std::size_t k = 0;
+  std::size_t searches = 0;
+  for (const TraceJob& drawn : *without) {
+    ASSERT_LT(k, with->size());
+    const TraceJob& leader = (*with)[k++];
+    EXPECT_EQ(leader.job_type, drawn.job_type);
+    EXPECT_EQ(leader.scale_factor, drawn.scale_factor);
+    EXPECT_EQ(leader.total_steps, drawn.total_steps);
+    EXPECT_EQ(leader.arrival_time, drawn.arrival_time);
+    if (!leader.app) continue;
+    ++searches;
+    for (int t = 1; t < hpo.hpo_trials; ++t) {
+      ASSERT_LT(k, with->size());
+      const TraceJob& trial = (*with)[k++];
+      EXPECT_EQ(trial.app, leader.app);
+      EXPECT_EQ(trial.job_type, leader.job_type);
+      EXPECT_EQ(trial.scale_factor, leader.scale_factor);
+      EXPECT_EQ(trial.arrival_time, leader.arrival_time);  // the search starts together
+      // A weaker trial stops early: between 10 % and 50 % of the best trial's steps.
+      EXPECT_GE(trial.total_steps, 0.1 * leader.total_steps);
+      EXPECT_LT(trial.total_steps, 0.5 * leader.total_steps);
+    }
+  }
+  EXPECT_EQ(k, with->size());
+  // About the asked-for fraction (binomial, n = 400, p = 0.3: sd ≈ 9).
+  EXPECT_GT(searches, 80u);
+  EXPECT_LT(searches, 160u);
+  EXPECT_EQ(with->size(), 400u + 4u * searches);
+
+  // Reproducible from the seed; another seed gives other searches.
+  auto again = GenerateJobs(hpo, LoadTable(), 10000);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), with->size());
+  for (std::size_t i = 0; i < with->size(); ++i) {
+    EXPECT_EQ((*again)[i].app, (*with)[i].app);
+    EXPECT_EQ((*again)[i].total_steps, (*with)[i].total_steps);
+  }
+  hpo.seed = 6;
+  auto other = GenerateJobs(hpo, LoadTable(), 10000);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->size(), with->size());
+
+  GeneratorOptions bad = plain;
+  bad.hpo_fraction = 1.5;
+  EXPECT_FALSE(GeneratedJobStream::Create(bad, LoadTable()).ok());
+  bad.hpo_fraction = 0.5;
+  bad.hpo_trials = 1;
+  EXPECT_FALSE(GeneratedJobStream::Create(bad, LoadTable()).ok());
+}
+
 TEST(TraceJobStreamTest, YieldsInOrder) {
   std::vector<TraceJob> jobs(3);
   jobs[0].job_type = "A3C";
