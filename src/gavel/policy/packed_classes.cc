@@ -23,17 +23,20 @@ std::span<const double> RowSpan(const Matrix& m, std::size_t row) {
 
 std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
                                                   const Matrix& throughput, bool by_entity,
-                                                  bool by_weight) {
+                                                  bool by_weight, const Matrix* extra_key) {
   const std::size_t m = input.num_jobs();
+  GAVEL_CHECK(extra_key == nullptr || extra_key->rows() == m);
+  const std::size_t extra = extra_key == nullptr ? 0 : extra_key->cols();
   JobClasses classes;
   std::vector<std::size_t> class_of_job(m, 0);
   std::map<std::vector<double>, std::size_t> class_of_key;
-  std::vector<double> key(throughput.cols() + 3);
+  std::vector<double> key(throughput.cols() + 3 + extra);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < throughput.cols(); ++j) key[j] = throughput(i, j);
     key[throughput.cols()] = input.jobs[i].scale_factor;
     key[throughput.cols() + 1] = by_weight ? input.jobs[i].priority_weight : 0.0;
     key[throughput.cols() + 2] = by_entity ? input.jobs[i].entity : 0;
+    for (std::size_t e = 0; e < extra; ++e) key[throughput.cols() + 3 + e] = (*extra_key)(i, e);
     const auto found = class_of_key.find(key);
     const std::size_t c = found == class_of_key.end() ? class_of_key.size() : found->second;
     if (found == class_of_key.end()) class_of_key[key] = c;

@@ -50,9 +50,13 @@ struct JobClasses {
 // also share their entity (water filling weighs jobs by entity). `by_weight`: members must
 // share their priority weight; off, the classes only say that co-located throughputs depend
 // on the classes alone (the pair pricing of policy/pair_pricing.h needs no more).
+// `extra_key`, when given (jobs × any number of columns), is a row per job that members must
+// share too: what else a policy's LP reads of a job (finish-time fairness: the two numbers
+// its ratio depends on).
 std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
                                                   const Matrix& throughput,
-                                                  bool by_entity = false, bool by_weight = true);
+                                                  bool by_entity = false, bool by_weight = true,
+                                                  const Matrix* extra_key = nullptr);
 
 // The base constraints over classes: job_columns[a·n + j] is x[a][j], each member's time on
 // type j alone (fixed at 0 where it cannot run), pair_columns[q·n + j] is y[q][j], the total
