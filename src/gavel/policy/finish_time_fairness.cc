@@ -86,14 +86,6 @@ double MaxRho(const std::vector<FairnessRow>& rows,
   return worst;
 }
 
-// x rounded to 40 significant bits (relative 1e-12): the finish-time ratio's terms of jobs
-// that differ only in round-off (R / (R / iso) for jobs that just arrived) compare equal.
-double RoundForKey(double x) {
-  if (x == 0.0 || !std::isfinite(x)) return x;
-  const double quantum = std::ldexp(1.0, std::ilogb(x) - 40);
-  return std::round(x / quantum) * quantum;
-}
-
 // Classes of jobs alike in everything the packed LP reads of them (packed_classes.h:
 // single-job and co-located throughputs, scale factor, weight) and in their finish-time
 // ratio: ρ_k = b_k + e_k / thr_k with b_k = a_k / t_iso_k and e_k = R_k w_k / t_iso_k (or
@@ -103,8 +95,8 @@ std::optional<JobClasses> FindAlikeJobs(const PolicyInput& input, const Matrix& 
   Matrix key(input.num_jobs(), 3);  // (in the max, b_k, e_k); (0, 0, 0) when not
   for (const FairnessRow& f : rows) {
     key(f.job, 0) = 1.0;
-    key(f.job, 1) = RoundForKey(f.time_since_start / f.isolated_time);
-    key(f.job, 2) = RoundForKey(f.remaining * f.weight / f.isolated_time);
+    key(f.job, 1) = RoundForClassKey(f.time_since_start / f.isolated_time);
+    key(f.job, 2) = RoundForClassKey(f.remaining * f.weight / f.isolated_time);
   }
   return FindInterchangeableJobs(input, throughput, /*by_entity=*/false, /*by_weight=*/true, &key);
 }
@@ -421,24 +413,15 @@ class FinishTimeFairness final : public Policy {
   Result<PolicyOutput> SolveOverClasses(const PolicyInput& input, const Matrix& throughput,
                                         const JobClasses& alike,
                                         const std::vector<FairnessRow>& job_rows) const {
-    const std::size_t n = input.num_types();
     BaseProblem problem = BuildClassBaseProblem(input, alike, throughput, lp::Sense::kMaximize,
                                                 /*lazy_pairs=*/true);
     std::vector<std::optional<FairnessRow>> row_of_job(input.num_jobs());
     for (const FairnessRow& f : job_rows) row_of_job[f.job] = f;
-    std::vector<std::vector<ThroughputTerm>> terms(alike.size());
+    const std::vector<std::vector<ThroughputTerm>> terms =
+        ClassThroughputTerms(input, alike, problem, throughput);
     std::vector<FairnessRow> rows;
     for (std::size_t a = 0; a < alike.size(); ++a) {
       const std::size_t i = alike.members[a].front();
-      for (std::size_t j = 0; j < n; ++j) {
-        if (throughput(i, j) > 0.0) terms[a].push_back({problem.job_columns[a * n + j], throughput(i, j)});
-      }
-      for (const JobClasses::PairShare& pair : alike.pairs_of_class[a]) {
-        for (std::size_t j = 0; j < n; ++j) {
-          const double t = MemberPairThroughput(alike, a, pair, j);
-          if (t > 0.0) terms[a].push_back({problem.pair_columns[pair.q * n + j], t});
-        }
-      }
       if (!row_of_job[i].has_value()) continue;  // (its members are all out of the max)
       FairnessRow f = *row_of_job[i];
       f.job = a;

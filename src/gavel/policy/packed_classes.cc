@@ -1,6 +1,7 @@
 #include "gavel/policy/packed_classes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -92,6 +93,12 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
     if (b != a) classes.pairs_of_class[b].push_back({q, share(b)});
   }
   return classes;
+}
+
+double RoundForClassKey(double x) {
+  if (x == 0.0 || !std::isfinite(x)) return x;
+  const double quantum = std::ldexp(1.0, std::ilogb(x) - 40);
+  return std::round(x / quantum) * quantum;
 }
 
 void SpreadPairTime(const PolicyInput& input, const JobClasses& classes, std::size_t p,
@@ -206,6 +213,27 @@ BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& cl
     problem.time_rows.push_back(problem.model.AddRow(-lp::kInfinity, 1.0, cols, coefs));
   }
   return problem;
+}
+
+std::vector<std::vector<ThroughputTerm>> ClassThroughputTerms(const PolicyInput& input,
+                                                              const JobClasses& classes,
+                                                              const BaseProblem& problem,
+                                                              const Matrix& throughput) {
+  const std::size_t n = input.num_types();
+  std::vector<std::vector<ThroughputTerm>> terms(classes.size());
+  for (std::size_t a = 0; a < classes.size(); ++a) {
+    const std::size_t i = classes.members[a].front();
+    for (std::size_t j = 0; j < n; ++j) {
+      if (throughput(i, j) > 0.0) terms[a].push_back({problem.job_columns[a * n + j], throughput(i, j)});
+    }
+    for (const JobClasses::PairShare& pair : classes.pairs_of_class[a]) {
+      for (std::size_t j = 0; j < n; ++j) {
+        const double t = MemberPairThroughput(classes, a, pair, j);
+        if (t > 0.0) terms[a].push_back({problem.pair_columns[pair.q * n + j], t});
+      }
+    }
+  }
+  return terms;
 }
 
 PolicyOutput SpreadClassAllocation(const PolicyInput& input, const JobClasses& classes,
