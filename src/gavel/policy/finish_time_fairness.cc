@@ -12,6 +12,7 @@
 
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
+#include "gavel/policy/packed_classes.h"
 #include "gavel/policy/pair_pricing.h"
 
 namespace gavel::policy {
@@ -50,6 +51,9 @@ struct FairnessRow {
   double isolated_time = 0.0;        // t_iso_k
   double isolated_throughput = 0.0;  // iso_k (unweighted)
   double max_raw_throughput = 0.0;   // thr_max_k (unweighted), the row's scale
+  // Jobs the row stands for (a class of alike jobs, SolveOverClasses): its weight in the
+  // secondary objective Σ_k thr_k / thr_max_k.
+  double multiplicity = 1.0;
 };
 
 double Rho(const FairnessRow& f, double raw_throughput) {
@@ -63,20 +67,38 @@ std::optional<double> RowLowerBound(const FairnessRow& f, double r) {
   return f.remaining * f.weight / (slack * f.max_raw_throughput);
 }
 
-// max_k ρ_k of an LP solution (values clipped to [0, 1] as the allocation will be);
+// max_k ρ_k of an LP solution (values clipped to [0, 1] as the allocation will be, or to
+// [0, ∞) when `clip_to_one` is false: a class LP's pair columns are totals over many pairs);
 // `pair_throughput`, when given, adds each job's steps/s from pair columns not in `terms`.
 double MaxRho(const std::vector<FairnessRow>& rows,
               const std::vector<std::vector<ThroughputTerm>>& terms,
-              const std::vector<double>& values, std::span<const double> pair_throughput = {}) {
+              const std::vector<double>& values, std::span<const double> pair_throughput = {},
+              bool clip_to_one = true) {
+  const double most = clip_to_one ? 1.0 : lp::kInfinity;
   double worst = 0.0;
   for (const FairnessRow& f : rows) {
     double raw = pair_throughput.empty() ? 0.0 : pair_throughput[f.job];
     for (const ThroughputTerm& t : terms[f.job]) {
-      raw += t.steps_per_second * std::clamp(values[static_cast<std::size_t>(t.column)], 0.0, 1.0);
+      raw += t.steps_per_second * std::clamp(values[static_cast<std::size_t>(t.column)], 0.0, most);
     }
     worst = std::max(worst, raw > 0.0 ? Rho(f, raw) : lp::kInfinity);
   }
   return worst;
+}
+
+// Classes of jobs alike in everything the packed LP reads of them (packed_classes.h:
+// single-job and co-located throughputs, scale factor, weight) and in their finish-time
+// ratio: ρ_k = b_k + e_k / thr_k with b_k = a_k / t_iso_k and e_k = R_k w_k / t_iso_k (or
+// left out of the max), or nullopt when there are no such classes worth solving over.
+std::optional<JobClasses> FindAlikeJobs(const PolicyInput& input, const Matrix& throughput,
+                                        const std::vector<FairnessRow>& rows) {
+  Matrix key(input.num_jobs(), 3);  // (in the max, b_k, e_k); (0, 0, 0) when not
+  for (const FairnessRow& f : rows) {
+    key(f.job, 0) = 1.0;
+    key(f.job, 1) = RoundForClassKey(f.time_since_start / f.isolated_time);
+    key(f.job, 2) = RoundForClassKey(f.remaining * f.weight / f.isolated_time);
+  }
+  return FindInterchangeableJobs(input, throughput, /*by_entity=*/false, /*by_weight=*/true, &key);
 }
 
 // When the largest τ with thr_k >= τ · D_k(r) for every job is τ < 1, no ratio below this
@@ -108,7 +130,7 @@ std::map<int, double> AddFairnessRows(lp::Model& model,
     for (const ThroughputTerm& t : terms[f.job]) {
       cols.push_back(t.column);
       coefs.push_back(t.steps_per_second / f.max_raw_throughput);
-      secondary[t.column] += t.steps_per_second / f.max_raw_throughput;
+      secondary[t.column] += f.multiplicity * t.steps_per_second / f.max_raw_throughput;
     }
     if (tau >= 0) {
       cols.push_back(tau);
@@ -249,6 +271,12 @@ class FinishTimeFairness final : public Policy {
     }
     std::string fast_path_note;
     if (classes.has_value()) {
+      // Jobs alike in all the LP reads of them (many copies of a few jobs, e.g. every job
+      // just arrived): over their classes, exact by symmetry.
+      if (const std::optional<JobClasses> alike = FindAlikeJobs(input, throughput, rows)) {
+        Result<PolicyOutput> output = SolveOverClasses(input, throughput, *alike, rows);
+        if (output.ok()) return output;
+      }
       // The jobs' columns and rows only; the oracle prices the pairs.
       GAVEL_ASSIGN_OR_RETURN(BaseProblem jobs_only,
                              BuildJobsOnlyProblem(input, throughput, options_));
@@ -375,6 +403,34 @@ class FinishTimeFairness final : public Policy {
     return output;
   }
 
+  // The packed LP over classes of alike jobs (FindAlikeJobs; packed_classes.h): x[a][j] each
+  // member's time on type j alone, y[q][j] the total time of class pair q's job pairs on j,
+  // one fairness row per class in the max, solved by SolveByRatioSearch and spread back over
+  // the jobs. Exact by symmetry (docs/policies.md, "Fast paths"): the ratio LP and the
+  // secondary LP are the same under swaps of alike jobs, so averaging an optimum over the
+  // swaps gives an optimum in which alike jobs get the same, which the class LP represents;
+  // the secondary objective weighs each class row by its number of members.
+  Result<PolicyOutput> SolveOverClasses(const PolicyInput& input, const Matrix& throughput,
+                                        const JobClasses& alike,
+                                        const std::vector<FairnessRow>& job_rows) const {
+    BaseProblem problem = BuildClassBaseProblem(input, alike, throughput, lp::Sense::kMaximize,
+                                                /*lazy_pairs=*/true);
+    std::vector<std::optional<FairnessRow>> row_of_job(input.num_jobs());
+    for (const FairnessRow& f : job_rows) row_of_job[f.job] = f;
+    const std::vector<std::vector<ThroughputTerm>> terms =
+        ClassThroughputTerms(input, alike, problem, throughput);
+    std::vector<FairnessRow> rows;
+    for (std::size_t a = 0; a < alike.size(); ++a) {
+      const std::size_t i = alike.members[a].front();
+      if (!row_of_job[i].has_value()) continue;  // (its members are all out of the max)
+      FairnessRow f = *row_of_job[i];
+      f.job = a;
+      f.multiplicity = static_cast<double>(alike.members[a].size());
+      rows.push_back(f);
+    }
+    return SolveByRatioSearch(input, problem, terms, rows, /*classes=*/nullptr, &alike);
+  }
+
   // The ratio search of SolveByDecomposition on the whole LP with lazy pairs (column
   // generation prices them). Every LP it solves is feasible (X = 0, τ = 0), so column
   // generation never needs the phase one that makes the bisection's infeasible LPs slow:
@@ -384,11 +440,13 @@ class FinishTimeFairness final : public Policy {
   // the secondary objective among the allocations with max_k ρ_k <= the ratio found.
   // With `classes` (pair_pricing.h), `problem` has no pair columns: the pairs are priced per
   // pair of job classes instead of built, and the secondary objective gives a pair column
-  // each member's T / thr_max.
+  // each member's T / thr_max. With `alike`, `problem` is SolveOverClasses's LP over classes
+  // of alike jobs (a row and `terms` entry per class), and its optimum is spread back.
   Result<PolicyOutput> SolveByRatioSearch(const PolicyInput& input, BaseProblem& problem,
                                           const std::vector<std::vector<ThroughputTerm>>& terms,
                                           std::vector<FairnessRow>& rows,
-                                          const JobClasses* classes = nullptr) const {
+                                          const JobClasses* classes = nullptr,
+                                          const JobClasses* alike = nullptr) const {
     const auto demands = [&](double r) {
       std::vector<double> minus_demand;
       for (const FairnessRow& f : rows) minus_demand.push_back(-*RowLowerBound(f, r));
@@ -437,7 +495,8 @@ class FinishTimeFairness final : public Policy {
       const double reached =
           MaxRho(rows, terms, solution.values,
                  oracle.has_value() ? oracle->PairThroughputs(solution.values)
-                                    : std::vector<double>());
+                                    : std::vector<double>(),
+                 /*clip_to_one=*/alike == nullptr);
       return RatioStep<lp::Solution>{t, reached, std::move(solution)};
     };
     GAVEL_ASSIGN_OR_RETURN(auto found, SearchRatio<lp::Solution>(rows, solve_at));
@@ -462,7 +521,8 @@ class FinishTimeFairness final : public Policy {
     }
     GAVEL_ASSIGN_OR_RETURN(lp::Solution spread, session->Solve());
     const lp::Solution& chosen = spread.outcome == lp::Outcome::kOptimal ? spread : best;
-    PolicyOutput output = ExtractAllocation(input, problem, chosen);
+    PolicyOutput output = alike != nullptr ? SpreadClassAllocation(input, *alike, problem, chosen)
+                                           : ExtractAllocation(input, problem, chosen);
     if (oracle.has_value()) output.pair_allocation = oracle->PairAllocation(chosen.values);
     output.objective = hi;
     return output;

@@ -10,6 +10,7 @@
 
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
+#include "gavel/policy/packed_classes.h"
 #include "gavel/policy/pair_pricing.h"
 
 namespace gavel::policy {
@@ -44,6 +45,12 @@ class MaxSumThroughput final : public Policy {
     std::string pricing_note;  // why pair pricing failed, when it did
     if (variant_.packed && UsesColumnGeneration(options_) && m > 0) {
       if (const std::optional<JobClasses> classes = FindPairClasses(input, input.throughput)) {
+        // Jobs alike in all the LP reads of them (e.g. SLOs proportional to the jobs'
+        // durations): over their classes, exact by symmetry.
+        if (const std::optional<JobClasses> alike = FindAlikeJobs(input)) {
+          Result<PolicyOutput> output = SolveOverClasses(input, costs, *alike);
+          if (output.ok()) return output;
+        }
         Result<PolicyOutput> output = SolveByPairPricing(input, costs, *classes);
         if (output.ok()) return output;
         pricing_note = FastPathFailureNote(output.status());
@@ -161,6 +168,83 @@ class MaxSumThroughput final : public Policy {
                                    input.throughput(i, j) / costs[j]);
       }
     }
+  }
+
+  // Classes of jobs alike in everything the packed LP reads of them (packed_classes.h) and in
+  // the steps/s their SLO needs (or both without one), or nullopt when not worth it.
+  std::optional<JobClasses> FindAlikeJobs(const PolicyInput& input) const {
+    Matrix key(input.num_jobs(), 2);  // (has an SLO row, its steps/s)
+    for (std::size_t i = 0; i < input.num_jobs() && variant_.slos; ++i) {
+      if (const std::optional<double> required = RequiredThroughput(input.jobs[i])) {
+        key(i, 0) = 1.0;
+        key(i, 1) = RoundForClassKey(*required);
+      }
+    }
+    return FindInterchangeableJobs(input, input.throughput, /*by_entity=*/false,
+                                   /*by_weight=*/false, &key);
+  }
+
+  // The packed LP over classes of alike jobs (BuildClassBaseProblem: x[a][j] each member's
+  // time on type j alone, y[q][j] the total time of class pair q's job pairs on j): objective
+  // |a| T[a][j] / cost_j per x[a][j] and (T_first + T_second) / cost_j per y[q][j], one SLO
+  // row per class with one, scaled as SolveByPairPricing's; the LP without them when they
+  // cannot all be met. Spread back over the jobs (SpreadClassAllocation). Exact by symmetry
+  // (docs/policies.md, "Fast paths"): the LP, its objective and its feasibility are the same
+  // under swaps of alike jobs, so averaging an optimum (or a feasible point) over the swaps
+  // gives one in which alike jobs get the same, which the class LP represents.
+  Result<PolicyOutput> SolveOverClasses(const PolicyInput& input, const std::vector<double>& costs,
+                                        const JobClasses& alike) const {
+    const std::size_t n = input.num_types();
+    BaseProblem problem = BuildClassBaseProblem(input, alike, input.throughput,
+                                                lp::Sense::kMaximize, /*lazy_pairs=*/true);
+    const std::vector<std::vector<ThroughputTerm>> terms =
+        ClassThroughputTerms(input, alike, problem, input.throughput);
+    for (std::size_t a = 0; a < alike.size(); ++a) {
+      const std::size_t i = alike.members[a].front();
+      const auto size = static_cast<double>(alike.members[a].size());
+      for (std::size_t j = 0; j < n; ++j) {
+        problem.model.SetObjective(problem.job_columns[a * n + j],
+                                   size * input.throughput(i, j) / costs[j]);
+      }
+    }
+    for (std::size_t q = 0; q < alike.pairs.size(); ++q) {
+      for (std::size_t j = 0; j < n; ++j) {
+        problem.model.SetObjective(problem.pair_columns[q * n + j],
+                                   (alike.pairs[q].first[j] + alike.pairs[q].second[j]) / costs[j]);
+      }
+    }
+    const Matrix best = BestSpeedsByClasses(input, input.throughput, alike);
+    lp::Model with_slos = problem.model;
+    bool any_slo = false;
+    for (std::size_t a = 0; a < alike.size() && variant_.slos; ++a) {
+      const std::size_t i = alike.members[a].front();
+      const std::optional<double> required = RequiredThroughput(input.jobs[i]);
+      if (!required.has_value()) continue;
+      double largest = 0.0;
+      for (std::size_t j = 0; j < n; ++j) largest = std::max(largest, best(i, j));
+      // (A job that can run nowhere: the whole LP's answer, unmet SLOs, comes from the paths
+      // over the jobs.)
+      if (largest <= 0.0) return Status::Internal("max_sum_throughput: an SLO that cannot be met");
+      AddSloRow(with_slos, terms[a], *required, largest);
+      any_slo = true;
+    }
+    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution,
+                           solvers_.lp->Solve(any_slo ? with_slos : problem.model));
+    AllocationStatus status = AllocationStatus::kOptimal;
+    std::string note;
+    if (any_slo && solution.outcome == lp::Outcome::kInfeasible) {
+      GAVEL_ASSIGN_OR_RETURN(solution, solvers_.lp->Solve(problem.model));
+      status = AllocationStatus::kFallback;
+      note = "the SLOs cannot all be met; allocated without them";
+    }
+    if (solution.outcome != lp::Outcome::kOptimal) {
+      return UnexpectedOutcome("max_sum_throughput", solution.outcome);
+    }
+    PolicyOutput output = SpreadClassAllocation(input, alike, problem, solution);
+    output.status = status;
+    output.note = std::move(note);
+    output.objective = solution.objective;
+    return output;
   }
 
   // The packed LP with its pairs priced per pair of job classes (pair_pricing.h) instead of

@@ -1,6 +1,7 @@
 #include "gavel/policy/packed_classes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -23,17 +24,20 @@ std::span<const double> RowSpan(const Matrix& m, std::size_t row) {
 
 std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
                                                   const Matrix& throughput, bool by_entity,
-                                                  bool by_weight) {
+                                                  bool by_weight, const Matrix* extra_key) {
   const std::size_t m = input.num_jobs();
+  GAVEL_CHECK(extra_key == nullptr || extra_key->rows() == m);
+  const std::size_t extra = extra_key == nullptr ? 0 : extra_key->cols();
   JobClasses classes;
   std::vector<std::size_t> class_of_job(m, 0);
   std::map<std::vector<double>, std::size_t> class_of_key;
-  std::vector<double> key(throughput.cols() + 3);
+  std::vector<double> key(throughput.cols() + 3 + extra);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < throughput.cols(); ++j) key[j] = throughput(i, j);
     key[throughput.cols()] = input.jobs[i].scale_factor;
     key[throughput.cols() + 1] = by_weight ? input.jobs[i].priority_weight : 0.0;
     key[throughput.cols() + 2] = by_entity ? input.jobs[i].entity : 0;
+    for (std::size_t e = 0; e < extra; ++e) key[throughput.cols() + 3 + e] = (*extra_key)(i, e);
     const auto found = class_of_key.find(key);
     const std::size_t c = found == class_of_key.end() ? class_of_key.size() : found->second;
     if (found == class_of_key.end()) class_of_key[key] = c;
@@ -89,6 +93,12 @@ std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
     if (b != a) classes.pairs_of_class[b].push_back({q, share(b)});
   }
   return classes;
+}
+
+double RoundForClassKey(double x) {
+  if (x == 0.0 || !std::isfinite(x)) return x;
+  const double quantum = std::ldexp(1.0, std::ilogb(x) - 40);
+  return std::round(x / quantum) * quantum;
 }
 
 void SpreadPairTime(const PolicyInput& input, const JobClasses& classes, std::size_t p,
@@ -203,6 +213,27 @@ BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& cl
     problem.time_rows.push_back(problem.model.AddRow(-lp::kInfinity, 1.0, cols, coefs));
   }
   return problem;
+}
+
+std::vector<std::vector<ThroughputTerm>> ClassThroughputTerms(const PolicyInput& input,
+                                                              const JobClasses& classes,
+                                                              const BaseProblem& problem,
+                                                              const Matrix& throughput) {
+  const std::size_t n = input.num_types();
+  std::vector<std::vector<ThroughputTerm>> terms(classes.size());
+  for (std::size_t a = 0; a < classes.size(); ++a) {
+    const std::size_t i = classes.members[a].front();
+    for (std::size_t j = 0; j < n; ++j) {
+      if (throughput(i, j) > 0.0) terms[a].push_back({problem.job_columns[a * n + j], throughput(i, j)});
+    }
+    for (const JobClasses::PairShare& pair : classes.pairs_of_class[a]) {
+      for (std::size_t j = 0; j < n; ++j) {
+        const double t = MemberPairThroughput(classes, a, pair, j);
+        if (t > 0.0) terms[a].push_back({problem.pair_columns[pair.q * n + j], t});
+      }
+    }
+  }
+  return terms;
 }
 
 PolicyOutput SpreadClassAllocation(const PolicyInput& input, const JobClasses& classes,

@@ -50,9 +50,19 @@ struct JobClasses {
 // also share their entity (water filling weighs jobs by entity). `by_weight`: members must
 // share their priority weight; off, the classes only say that co-located throughputs depend
 // on the classes alone (the pair pricing of policy/pair_pricing.h needs no more).
+// `extra_key`, when given (jobs × any number of columns), is a row per job that members must
+// share too: what else a policy's LP reads of a job (finish-time fairness: the two numbers
+// its ratio depends on).
 std::optional<JobClasses> FindInterchangeableJobs(const PolicyInput& input,
                                                   const Matrix& throughput,
-                                                  bool by_entity = false, bool by_weight = true);
+                                                  bool by_entity = false, bool by_weight = true,
+                                                  const Matrix* extra_key = nullptr);
+
+// x rounded to 40 significant bits (relative 1e-12), for an `extra_key` column computed from
+// a job's numbers: jobs whose value differs only in round-off (R / (R / iso) for jobs that
+// just arrived) compare equal. Rounding can split a class (harmless: more classes), and
+// merges only values within 1e-12 of each other, far inside the LPs' 1e-7 tolerance.
+double RoundForClassKey(double x);
 
 // The base constraints over classes: job_columns[a·n + j] is x[a][j], each member's time on
 // type j alone (fixed at 0 where it cannot run), pair_columns[q·n + j] is y[q][j], the total
@@ -69,6 +79,13 @@ BaseProblem BuildClassBaseProblem(const PolicyInput& input, const JobClasses& cl
 // classes.pairs_of_class[a]): its side's co-located throughput on `type` times its share.
 double MemberPairThroughput(const JobClasses& classes, std::size_t a,
                             const JobClasses::PairShare& pair, std::size_t type);
+
+// A member of each class's steps/s over BuildClassBaseProblem's columns (its throughput
+// terms: T on x[a][j], MemberPairThroughput on y[q][j]; zero terms left out), per class.
+std::vector<std::vector<ThroughputTerm>> ClassThroughputTerms(const PolicyInput& input,
+                                                              const JobClasses& classes,
+                                                              const BaseProblem& problem,
+                                                              const Matrix& throughput);
 
 // The allocation over the jobs of a solution over BuildClassBaseProblem's columns: each
 // member gets x[a], and y is spread over job pairs (SpreadPairTime); clipped to [0, 1].

@@ -164,6 +164,28 @@ std::size_t RunnableCells(const PolicyInput& input) {
   return cells;
 }
 
+// A solve over `classes` (k classes, Q class pairs) loads models of at most (k + Q)·n + `extra`
+// columns not fixed at 0, while one over the jobs has a column for every cell where a job can
+// run. Checks the bound and returns whether it tells the two paths apart on this input.
+bool ExpectModelsOverClasses(const PolicyInput& input, const JobClasses& classes,
+                             const CountingSolver& counter, std::size_t extra) {
+  const std::size_t class_columns =
+      (classes.size() + classes.pairs.size()) * input.num_types() + extra;
+  EXPECT_LE(counter.largest_open(), class_columns);
+  return class_columns < RunnableCells(input) + extra;
+}
+
+// Every member of a class gets the same throughput (the spread-back allocation).
+void ExpectMembersAlike(const PolicyInput& input, const JobClasses& classes,
+                        const PolicyOutput& output) {
+  for (const std::vector<std::size_t>& members : classes.members) {
+    const double first = ThroughputOf(input, output, members.front());
+    for (const std::size_t i : members) {
+      EXPECT_NEAR(ThroughputOf(input, output, i), first, 1e-9 * (1.0 + first)) << "job " << i;
+    }
+  }
+}
+
 // 6-25 jobs of 1-4 table models (scale factors 1 and 2) on a random cluster. `copies`: each
 // job is an exact copy of its model's job (interchangeable jobs); otherwise a random job
 // (remaining steps, age, weight, deadline, entity) given the model and its scale factor.
@@ -211,11 +233,7 @@ TEST(PackedFastPathTest, MaxMinFairnessOverJobClassesMatchesTheWholeLp) {
     const auto fast = Allocate(policy, input, SolvePath::kFast, counter);
     if (classes.has_value()) {
       ++by_classes;
-      const std::size_t class_columns =
-          (classes->size() + classes->pairs.size()) * input.num_types() + 1;
-      EXPECT_LE(counter->largest_open(), class_columns);
-      // Where that is fewer than the jobs' own columns, the bound tells the paths apart.
-      if (class_columns < RunnableCells(input) + 1) ++telling;
+      if (ExpectModelsOverClasses(input, *classes, *counter, /*extra=*/1)) ++telling;
     }
     const auto general = Allocate(policy, input, SolvePath::kGeneral);
     const auto glpk = Allocate(policy, input, SolvePath::kGeneral, lp::MakeGlpkSolver());
@@ -226,16 +244,81 @@ TEST(PackedFastPathTest, MaxMinFairnessOverJobClassesMatchesTheWholeLp) {
     EXPECT_NEAR(*fast->objective, *general->objective, tolerance);
     EXPECT_NEAR(*fast->objective, *glpk->objective, tolerance);
     if (!classes.has_value()) continue;
-    for (const std::vector<std::size_t>& members : classes->members) {
-      for (const std::size_t i : members) {
-        EXPECT_NEAR(ThroughputOf(input, *fast, i), ThroughputOf(input, *fast, members.front()),
-                    1e-9 * (1.0 + ThroughputOf(input, *fast, members.front())));
-      }
-    }
+    ExpectMembersAlike(input, *classes, *fast);
   }
   EXPECT_GE(by_classes, 12);
   EXPECT_GE(telling, 12);
 }
+
+// Finish-time fairness and cost with SLOs with many copies of a few jobs (all just arrived,
+// so alike in their finish-time ratio and SLO demand too): they solve over classes of alike
+// jobs, exact by symmetry. Against the whole LP (finish-time fairness: its bisection; Clp and
+// GLPK): the same status and optimum, a valid allocation with every member of a class at the
+// same throughput, and for finish-time fairness the same value of its secondary objective
+// Σ_k thr_k / thr_max_k (unique, though the allocation need not be). The path is checked by
+// the columns the solver sees, as for max-min fairness above.
+class AlikeJobsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AlikeJobsTest, SameOptimumAsTheWholeLpOverClasses) {
+  const std::string policy = GetParam();
+  const bool ftf = policy == "finish_time_fairness_packed";
+  const PolicyInfo& info = **FindPolicy(policy);
+  int by_classes = 0;
+  int telling = 0;
+  int fallbacks = 0;
+  for (int instance = 0; instance < 16; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(3300 + static_cast<std::uint64_t>(instance));
+    const PolicyInput input = Build(info, FewModelsSnapshot(rng, /*copies=*/true));
+    // (Without pairs, e.g. one job of scale factor 2, there is nothing to solve over classes.)
+    const std::optional<JobClasses> pair_classes = FindPairClasses(input, input.throughput);
+    const std::optional<JobClasses> classes =
+        pair_classes.has_value() ? FindInterchangeableJobs(input, input.throughput) : std::nullopt;
+    const auto counter = std::make_shared<CountingSolver>();
+    const auto fast = Allocate(policy, input, SolvePath::kFast, counter);
+    if (classes.has_value()) {
+      ++by_classes;
+      if (ExpectModelsOverClasses(input, *classes, *counter, /*extra=*/1)) ++telling;
+    }
+    const auto general = Allocate(policy, input, SolvePath::kGeneral);
+    const auto glpk = Allocate(policy, input, SolvePath::kGeneral, lp::MakeGlpkSolver());
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(general.ok() && glpk.ok());
+    ExpectValidAllocation(input, *fast);
+    EXPECT_EQ(fast->status, general->status);
+    if (general->status == AllocationStatus::kFallback) ++fallbacks;
+    ASSERT_TRUE(fast->objective.has_value() && general->objective.has_value() &&
+                glpk->objective.has_value());
+    const double tolerance = 1e-6 * std::max(1.0, std::abs(*general->objective));
+    EXPECT_NEAR(*fast->objective, *general->objective, tolerance);
+    EXPECT_NEAR(*fast->objective, *glpk->objective, tolerance);
+    if (!classes.has_value()) continue;
+    ExpectMembersAlike(input, *classes, *fast);
+    if (!ftf) continue;
+    const std::vector<double> most =
+        MaxThroughputsAloneByClasses(input, input.throughput, *pair_classes);
+    double fast_secondary = 0.0;
+    double general_secondary = 0.0;
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (most[i] <= 0.0) continue;
+      fast_secondary += ThroughputOf(input, *fast, i) / most[i];
+      general_secondary += ThroughputOf(input, *general, i) / most[i];
+    }
+    EXPECT_NEAR(fast_secondary, general_secondary, 1e-5 * std::max(1.0, general_secondary));
+  }
+  EXPECT_GE(by_classes, 12);
+  EXPECT_GE(telling, 8);
+  if (!ftf) {
+    EXPECT_GE(fallbacks, 1);  // SLOs proved unmeetable over classes, as over every pair
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ClassPolicies, AlikeJobsTest,
+                         ::testing::Values("finish_time_fairness_packed",
+                                           "max_sum_throughput_normalized_by_cost_packed_SLOs"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
 
 // Water filling with many copies of a few jobs (entities included): it fills over classes
 // of interchangeable jobs, and every job must end at the whole LP's level (Clp). The path is
@@ -266,11 +349,7 @@ TEST(PackedFastPathTest, WaterFillingOverJobClassesReachesTheWholeLpLevels) {
     const auto fast = Allocate(policy, input, SolvePath::kFast, counter);
     if (classes.has_value()) {
       ++by_classes;
-      const std::size_t extra = 1 + input.entities.size();
-      const std::size_t class_columns =
-          (classes->size() + classes->pairs.size()) * input.num_types() + extra;
-      EXPECT_LE(counter->largest_open(), class_columns);
-      if (class_columns < RunnableCells(input) + extra) ++telling;
+      if (ExpectModelsOverClasses(input, *classes, *counter, 1 + input.entities.size())) ++telling;
     }
     const auto general = Allocate(policy, input, SolvePath::kGeneral);
     ASSERT_TRUE(fast.ok()) << fast.status().ToString();
