@@ -113,6 +113,7 @@ GuardedListener::~GuardedListener() {
 }
 
 void GuardedListener::Stop() {
+  if (options_.tls_front) options_.tls_front->StopAdopting();
   if (!thread_.joinable()) return;
   stop_.store(true);
   const std::uint64_t one = 1;

@@ -138,11 +138,16 @@ TlsFront::~TlsFront() {
   relays_done_.wait(lock, [this] { return relays_ == 0; });
 }
 
+void TlsFront::StopAdopting() {
+  std::lock_guard lock(mutex_);
+  adopting_ = false;
+}
+
 void TlsFront::Adopt(int fd, grpc::Server* server) {
   {
     std::lock_guard lock(mutex_);
-    if (closing_ || relays_ >= options_.max_relays) {
-      if (!closing_) ++refused_;
+    if (closing_ || !adopting_ || relays_ >= options_.max_relays) {
+      if (!closing_ && adopting_) ++refused_;
       ::close(fd);
       return;
     }
@@ -170,6 +175,10 @@ void TlsFront::Relay(int client, grpc::Server* server) {
                                                                options_.handshake_timeout.value())));
   }
   int pair[2] = {-1, -1};
+  {
+    std::lock_guard lock(mutex_);
+    if (!adopting_) handshaken = false;  // the server is shutting down: no new connection
+  }
   if (handshaken && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0) {
     plain = pair[1];
     {

@@ -58,6 +58,9 @@ class TlsFront {
   // Takes `fd` (a connected socket whose client has sent its first bytes) and serves it to
   // `server` over TLS; closes it when at max_relays or when no relay can be made.
   void Adopt(int fd, grpc::Server* server);
+  // No more connections reach the server (the listener stopped, the server shuts down): new
+  // ones and those still in their handshake are closed; relays already serving go on.
+  void StopAdopting();
 
   std::uint64_t handshakes_failed() const;  // refused, timed out or not TLS (diagnostics)
   std::uint64_t refused() const;            // closed at max_relays
@@ -74,6 +77,7 @@ class TlsFront {
   std::set<int> sockets_;  // the relays' client sockets, shut down by the destructor
   int relays_ = 0;
   bool closing_ = false;
+  bool adopting_ = true;
   std::uint64_t handshakes_failed_ = 0;
   std::uint64_t refused_ = 0;
 };
