@@ -68,7 +68,8 @@ class AgentServer::Service final : public wire::WorkerAgent::Service {
 
 Result<std::unique_ptr<AgentServer>> AgentServer::Start(AgentServerOptions options) {
   auto clock = std::make_unique<SteadyClock>();
-  auto launcher = std::make_unique<PosixProcessLauncher>();
+  std::shared_ptr<ProcessLauncher> launcher =
+      options.launcher ? options.launcher : std::make_shared<PosixProcessLauncher>();
   GAVEL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                          rpc::MakeChannelCredentials(options.scheduler_tls_ca));
   auto scheduler = std::make_unique<GrpcSchedulerClient>(

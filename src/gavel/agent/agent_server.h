@@ -47,6 +47,9 @@ struct AgentServerOptions {
   rpc::ServerLimits limits;  // of the WorkerAgent service (docs/runtime.md, "Connections")
   rpc::ServerTlsFiles tls;           // TLS on the WorkerAgent service (rpc/tls.h); off if empty
   std::string scheduler_tls_ca;      // PEM CA of a TLS scheduler; empty = plaintext
+  // How job processes are started (first Start form only); null = PosixProcessLauncher.
+  // `gavel worker --launch slurm-step` gives slurm::SlurmStepLauncher (docs/slurm.md).
+  std::shared_ptr<ProcessLauncher> launcher;
 };
 
 class AgentServer {
@@ -76,7 +79,7 @@ class AgentServer {
 
   // Real ports (first Start form only).
   std::unique_ptr<Clock> owned_clock_;
-  std::unique_ptr<ProcessLauncher> owned_launcher_;
+  std::shared_ptr<ProcessLauncher> owned_launcher_;
   std::unique_ptr<SchedulerClient> owned_scheduler_;
 
   std::string agent_id_;

@@ -8,6 +8,7 @@
 #include "gavel/cli/flag_bounds.h"
 
 #include <cmath>
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -164,6 +165,9 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   if (o.backend != "slurm" && !o.slurm.partition.empty()) {
     return Status::InvalidArgument("--slurm-partition: only with --backend slurm");
   }
+  if (o.backend != "slurm" && o.slurm.keep_pilots) {
+    return Status::InvalidArgument("--slurm-keep-pilots: only with --backend slurm");
+  }
   if (o.backend == "slurm") {
     GAVEL_ASSIGN_OR_RETURN(slurm, SlurmBackend::Discover(o.slurm, o.state_dir,
                                                          !o.token_file.empty(), std::cerr));
@@ -199,16 +203,21 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
     std::cerr << "gavel serve: no --token-file: every caller is an admin; keep the address on "
                  "loopback\n";
   }
+  std::atomic<bool> daemon_failed{false};
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);
     std::cerr << "gavel serve: signal " << signal << ", shutting down\n";
+    // An operator's stop ends the pilots while the daemon still takes their reports; a failed
+    // daemon leaves them for its restart to adopt.
+    if (slurm && !daemon_failed.load()) slurm->Stop();
     daemon->Shutdown();
   });
   const Status status = daemon->Wait();
   daemon->Shutdown();
   if (!status.ok()) {
     // The waiter still waits for a signal; send it one so it can be joined.
+    daemon_failed.store(true);
     pthread_kill(waiter.native_handle(), SIGTERM);
   }
   waiter.join();

@@ -25,6 +25,9 @@ void AddSlurmServeOptions(CLI::App* serve, SlurmServeOptions* o) {
   serve->add_option("--slurm-reconcile-seconds", o->reconcile_seconds,
                     "With --backend slurm: how often lost pilots are replaced (default 5)")
       ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
+  serve->add_flag("--slurm-keep-pilots", o->keep_pilots,
+                  "With --backend slurm: leave the pilot jobs running when this daemon is "
+                  "stopped (default: a stop by SIGINT/SIGTERM ends them)");
 }
 
 Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Discover(const SlurmServeOptions& options,
@@ -88,6 +91,22 @@ Status SlurmBackend::Start(const std::string& daemon_address) {
   if (!first.ok()) return first.status().WithContext("--backend slurm");
   keeper_->Start(Seconds(options_.reconcile_seconds));
   return Status::Ok();
+}
+
+void SlurmBackend::Stop() {
+  if (!keeper_) return;
+  keeper_->Stop();
+  if (options_.keep_pilots) {
+    *log_ << "gavel serve: slurm: --slurm-keep-pilots: leaving the pilots running\n";
+    return;
+  }
+  // The agents' SIGTERM-to-SIGKILL grace for their jobs, and time to report them.
+  const Result<int> ended = keeper_->CancelPilots(Seconds(pilot_options_.kill_grace_seconds + 10.0));
+  if (!ended.ok()) {
+    *log_ << "gavel serve: slurm: ending the pilots: " << ended.status().message() << "\n";
+  } else {
+    *log_ << "gavel serve: slurm: ended " << *ended << " pilots\n";
+  }
 }
 
 SlurmBackend::~SlurmBackend() {

@@ -3,7 +3,7 @@
 // (the daemon then waits for those GPUs, as --expected-gpus); once it serves, Start submits
 // one pilot job per (node, GPU type) that runs `gavel worker` inside its Slurm allocation,
 // and keeps them (slurm::PilotKeeper): pilots of a restarted daemon are adopted, pilots Slurm
-// ended are replaced. The daemon itself is unchanged: rounds, leases, checkpoints and job
+// ended are replaced; Stop ends them when the daemon is stopped in order. The daemon itself is unchanged: rounds, leases, checkpoints and job
 // state go through its agents exactly as on the `agents` backend.
 // Thread-safety: one thread drives a SlurmBackend; its keeper runs a thread of its own.
 #pragma once
@@ -26,6 +26,7 @@ struct SlurmServeOptions {
   std::string agent_token_file;   // the pilots' token file (needed with --token-file)
   std::string gavel_binary;       // "" = this executable
   double reconcile_seconds = 5.0;
+  bool keep_pilots = false;       // an orderly stop leaves the pilots running
 };
 
 // Declares --slurm-* on `serve`.
@@ -42,6 +43,11 @@ class SlurmBackend {
   // Submits the missing pilots (an error here, e.g. a refused submission, is returned) and
   // keeps them from then on. `daemon_address` is the daemon's bound address.
   Status Start(const std::string& daemon_address);
+  // An orderly stop (`gavel serve` got SIGINT/SIGTERM), while the daemon still serves: stops
+  // replacing pilots and, unless --slurm-keep-pilots, ends them (their agents end their jobs,
+  // which checkpoint and are reported) within the agents' kill grace plus a margin. A daemon
+  // killed with -9 never gets here: its pilots run on and its restart adopts them.
+  void Stop();
   ~SlurmBackend();
 
  private:

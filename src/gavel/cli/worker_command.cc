@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,8 +25,10 @@
 #include <sstream>
 
 #include "gavel/agent/agent_server.h"
+#include "gavel/agent/process.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
+#include "gavel/slurm/step_launcher.h"
 #pragma GCC diagnostic pop
 
 extern char** environ;
@@ -139,6 +142,11 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerOptions* options) {
   cmd->add_option("--visible-devices", options->visible_devices,
                   "CUDA_VISIBLE_DEVICES value per GPU, comma-separated (default 0,1,...)")
       ->delimiter(',');
+  cmd->add_option("--launch", options->launch,
+                  "How jobs are started: direct (children of this agent, the default) or "
+                  "slurm-step (each job lease a step of the Slurm job this agent runs in, "
+                  "one GPU of --type by GRES; docs/slurm.md)")
+      ->check(CLI::IsMember({"direct", "slurm-step"}));
   return cmd;
 }
 
@@ -211,6 +219,15 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
     ::kill(::getpid(), SIGTERM);
   };
   GAVEL_RETURN_IF_ERROR(agent::CheckAgentOptions(agent));
+  if (options.launch == "slurm-step") {
+    Result<slurm::StepLaunchOptions> step = slurm::StepLaunchOptionsFor(
+        std::getenv("SLURM_JOB_ID"), agent.program_path, options.gpu_type);
+    if (!step.ok()) return step.status();
+    Result<std::unique_ptr<slurm::SlurmApi>> api = slurm::MakeLibSlurmApi();
+    if (!api.ok()) return api.status().WithContext("--launch slurm-step");
+    server.launcher = std::make_shared<slurm::SlurmStepLauncher>(
+        *std::move(step), std::make_unique<agent::PosixProcessLauncher>(), *std::move(api));
+  }
 
   // ---- Signals: blocked here (and so in every thread started below), awaited at the end ----
   sigset_t stop_signals;

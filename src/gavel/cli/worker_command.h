@@ -44,6 +44,9 @@ struct WorkerOptions {
   double log_retention_hours = 168.0;  // 0 = keep job logs for ever
   std::optional<double> hold_seconds;
   std::vector<std::string> visible_devices;
+  // "direct": each job a child process of the agent; "slurm-step": each job lease a job step
+  // of the Slurm allocation the agent runs in (a pilot of `gavel serve --backend slurm`).
+  std::string launch = "direct";
 };
 
 // Declares the subcommand and its options on `app`, bound to `options`.

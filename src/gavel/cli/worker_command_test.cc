@@ -148,6 +148,22 @@ TEST_F(WorkerCommandTest, BadOptionsAreRefusedNamingTheOption) {
   EXPECT_NE(exit->code, 0);
   EXPECT_THAT(ReadFile(dir_ / "bad3.err"), HasSubstr("--type"));
 
+  // Job leases as Slurm steps need the allocation the worker runs in (docs/slurm.md).
+  auto no_slurm = Launch("bad4", {"--scheduler", "127.0.0.1:1", "--type", "v100", "--work-dir",
+                                  (dir_ / "w").string(), "--launch", "slurm-step"});
+  ASSERT_NE(no_slurm, nullptr);
+  exit = WaitExit(*no_slurm, 15.0);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->code, 1);
+  EXPECT_THAT(ReadFile(dir_ / "bad4.err"), HasSubstr("--launch slurm-step: SLURM_JOB_ID is ''"));
+  auto bad_launch = Launch("bad5", {"--scheduler", "127.0.0.1:1", "--type", "v100",
+                                    "--work-dir", (dir_ / "w").string(), "--launch", "ssh"});
+  ASSERT_NE(bad_launch, nullptr);
+  exit = WaitExit(*bad_launch, 15.0);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_NE(exit->code, 0);
+  EXPECT_THAT(ReadFile(dir_ / "bad5.err"), HasSubstr("--launch"));
+
   // Numbers outside their documented bounds (docs/formats.md, "Bounds").
   // The flag, the value and the bound: CLI11's own conversion errors name the flag too.
   const std::vector<std::tuple<std::string, std::string, std::string>> numbers = {

@@ -1,5 +1,7 @@
 #include "gavel/rpc/listener.h"
 
+#include "gavel/rpc/tls_front.h"
+
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/server_posix.h>
 #include <fcntl.h>
@@ -105,9 +107,13 @@ Result<std::unique_ptr<GuardedListener>> GuardedListener::Start(const HostPort& 
   return listener;
 }
 
-GuardedListener::~GuardedListener() { Stop(); }
+GuardedListener::~GuardedListener() {
+  Stop();
+  options_.tls_front.reset();  // ends the TLS relays (and waits for them)
+}
 
 void GuardedListener::Stop() {
+  if (options_.tls_front) options_.tls_front->StopAdopting();
   if (!thread_.joinable()) return;
   stop_.store(true);
   const std::uint64_t one = 1;
@@ -174,7 +180,9 @@ void GuardedListener::Run() {
         // The client spoke (or hung up): gRPC takes it from here, preface still unread.
         const bool readable = (events[static_cast<std::size_t>(i)].events & EPOLLIN) != 0;
         drop(fd);
-        if (readable) {
+        if (readable && options_.tls_front) {
+          options_.tls_front->Adopt(fd, server_);
+        } else if (readable) {
           grpc::AddInsecureChannelFromFd(server_, fd);
         } else {
           ::close(fd);

@@ -14,7 +14,8 @@
 //   * an accept that fails for lack of descriptors is retried a moment later: the loop never
 //     stops while the process lives.
 // The socket is bound without SO_REUSEPORT, so a second server on the same address fails to
-// start instead of sharing the port.
+// start instead of sharing the port. With a TlsFront (tls_front.h) a connection that spoke is
+// handed to it instead, which terminates TLS and serves the plaintext server through a relay.
 //
 // Thread-safety: Start and Stop from one thread; the loop runs on a thread of its own.
 #pragma once
@@ -34,9 +35,15 @@ class Server;
 
 namespace gavel::rpc {
 
+class TlsFront;
+
 struct ListenerOptions {
   Seconds first_bytes_timeout{10.0};
   int reserve = 64;  // descriptors always left free
+  // Connections that spoke go to this TLS front (null = to gRPC as they are). The listener
+  // keeps it alive until it is destroyed (after Stop: relays of connections handed over
+  // still serve in-flight calls while the server shuts down).
+  std::shared_ptr<TlsFront> tls_front;
 };
 
 class GuardedListener {

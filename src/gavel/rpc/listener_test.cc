@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "gavel/rpc/socket_test_util.h"
 #include "gavel/wire/scheduler.grpc.pb.h"
 
 namespace gavel::rpc {
@@ -58,30 +59,6 @@ class ListenerTest : public ::testing::Test {
     return stub->GetStatus(&context, wire::GetStatusRequest(), &response).ok() &&
            response.policy() == "served";
   }
-  std::vector<int> IdleConnections(int n) const {
-    std::vector<int> fds;
-    for (int i = 0; i < n; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(static_cast<std::uint16_t>(listener_->port()));
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-      fds.push_back(fd);
-    }
-    return fds;
-  }
-  // Whether the server closed `fd` within `seconds` (end of file or a reset).
-  static bool ClosedByPeer(int fd, int seconds) {
-    timeval wait{seconds, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
-    char buffer[64];
-    ssize_t n = 0;
-    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-    }
-    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-  }
-
   StatusService service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<GuardedListener> listener_;
@@ -105,12 +82,12 @@ TEST_F(ListenerTest, ServesAndRefusesASecondListenerOnThePort) {
 }
 
 TEST_F(ListenerTest, SilentConnectionsAreClosedAndCallsServedMeanwhile) {
-  StartServer(ListenerOptions{Seconds(0.5), 64});
-  std::vector<int> idle = IdleConnections(200);
+  StartServer(ListenerOptions{Seconds(0.5), 64, nullptr});
+  std::vector<int> idle = testing::LoopbackConnections(listener_->port(), 200);
   EXPECT_TRUE(Served());
   int closed = 0;
   for (int fd : idle) {
-    closed += ClosedByPeer(fd, 5) ? 1 : 0;
+    closed += testing::ClosedByPeer(fd, 5) ? 1 : 0;
     ::close(fd);
   }
   EXPECT_EQ(closed, 200);
@@ -123,16 +100,11 @@ TEST_F(ListenerTest, SilentConnectionsAreClosedAndCallsServedMeanwhile) {
 // flood's connections are all still open on the client side — where gRPC's own accept loop
 // stops for good once accept() fails.
 TEST_F(ListenerTest, ShortOfDescriptorsSilentConnectionsMakeRoomForRealClients) {
-  rlimit limit{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
-  const int lowest_free = ::dup(0);
-  ASSERT_GE(lowest_free, 0);
-  ::close(lowest_free);
-  // The test's own 300 client sockets take descriptors too: leave room for them.
-  const int reserve = static_cast<int>(limit.rlim_cur) - (lowest_free + 300 + 60);
+  // The test's own 300 client sockets take descriptors too: room is left for them.
+  const int reserve = testing::ReserveLeavingRoom(300, 60);
   ASSERT_GT(reserve, 0);
-  StartServer(ListenerOptions{Seconds(60.0), reserve});
-  std::vector<int> idle = IdleConnections(300);
+  StartServer(ListenerOptions{Seconds(60.0), reserve, nullptr});
+  std::vector<int> idle = testing::LoopbackConnections(listener_->port(), 300);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   // (That the server then holds no more descriptors than the limit less the reserve is
   // checked across processes, where the clients' sockets do not count: runtime_e2e_test's

@@ -1,5 +1,7 @@
 #include "gavel/rpc/tls.h"
 
+#include "gavel/rpc/tls_front.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -46,21 +48,22 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const s
 Result<ServingGrpc> ServeGrpc(grpc::ServerBuilder& builder, const HostPort& address,
                               const ServerTlsFiles& tls, const ServerLimits& limits) {
   ServingGrpc out;
+  ListenerOptions listener{limits.handshake_timeout, ListenerOptions().reserve, nullptr};
   if (tls.enabled()) {
-    GAVEL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                           MakeServerCredentials(tls));
-    builder.AddListeningPort(address.ToString(), credentials, &out.port);
+    // The same checks and messages as gRPC's own credentials, then OpenSSL's.
+    GAVEL_RETURN_IF_ERROR(MakeServerCredentials(tls).status());
+    TlsFrontOptions front;
+    front.cert_file = tls.cert_file;
+    front.key_file = tls.key_file;
+    front.handshake_timeout = limits.handshake_timeout;
+    front.max_relays = limits.max_threads;
+    GAVEL_ASSIGN_OR_RETURN(listener.tls_front, TlsFront::Make(front));
   }
   out.server = builder.BuildAndStart();
-  if (!out.server || (tls.enabled() && out.port == 0)) {
-    return Status::IoError("--listen " + address.ToString() +
-                           ": cannot start the gRPC server (address in use?)");
+  if (!out.server) {
+    return Status::IoError("--listen " + address.ToString() + ": cannot start the gRPC server");
   }
-  if (tls.enabled()) return out;
-  GAVEL_ASSIGN_OR_RETURN(
-      out.listener,
-      GuardedListener::Start(address, out.server.get(),
-                             ListenerOptions{limits.handshake_timeout, ListenerOptions().reserve}));
+  GAVEL_ASSIGN_OR_RETURN(out.listener, GuardedListener::Start(address, out.server.get(), listener));
   out.port = out.listener->port();
   return out;
 }

@@ -36,15 +36,15 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const s
 // A started gRPC server and what accepts for it.
 struct ServingGrpc {
   std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<GuardedListener> listener;  // null with TLS; destroy before `server`
+  std::unique_ptr<GuardedListener> listener;  // destroy before `server`
   int port = 0;
 };
 
 // Builds `builder`'s server (services registered, ApplyServerLimits done) and serves it on
-// `address`: in plaintext behind a GuardedListener (listener.h), or with `tls` enabled over
-// TLS on gRPC's own listening port (Debian's gRPC 1.51 takes handed-over sockets in plaintext
-// only, so the listener's idle-connection guard does not apply there). Errors name the
-// address (in use) or the TLS file at fault.
+// `address` behind a GuardedListener (listener.h): in plaintext, or with `tls` enabled over
+// TLS terminated by a TlsFront (tls_front.h) in front of the plaintext server (Debian's gRPC
+// 1.51 takes handed-over sockets in plaintext only), so both get the listener's
+// idle-connection guard. Errors name the address (in use) or the TLS file at fault.
 Result<ServingGrpc> ServeGrpc(grpc::ServerBuilder& builder, const HostPort& address,
                               const ServerTlsFiles& tls, const ServerLimits& limits);
 

@@ -134,6 +134,10 @@ class LibSlurmApi final : public SlurmApi {
     desc.std_out = output.data();
     desc.std_err = output.data();
     desc.requeue = job.requeue ? 1 : 0;
+    // One CPU per GPU lets the pilot run a step per GPU at once (docs/slurm.md, "Steps").
+    std::string cpus_per_tres =
+        job.cpus_per_gpu > 0 ? "gres:gpu:" + std::to_string(job.cpus_per_gpu) : "";
+    if (!cpus_per_tres.empty()) desc.cpus_per_tres = cpus_per_tres.data();
     desc.environment = environ;
     desc.env_size = env_size;
     desc.user_id = ::getuid();
@@ -151,6 +155,45 @@ class LibSlurmApi final : public SlurmApi {
   Status Signal(std::uint32_t job_id, int signal) override {
     if (slurm_kill_job(job_id, static_cast<std::uint16_t>(signal), 0) != SLURM_SUCCESS) {
       return SlurmError("signalling Slurm job " + std::to_string(job_id));
+    }
+    return Status::Ok();
+  }
+
+  Status SignalBatch(std::uint32_t job_id, int signal) override {
+    if (slurm_kill_job(job_id, static_cast<std::uint16_t>(signal), KILL_JOB_BATCH) !=
+        SLURM_SUCCESS) {
+      return SlurmError("signalling the batch script of Slurm job " + std::to_string(job_id));
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<SlurmStep>> Steps(std::uint32_t job_id) override {
+    job_step_info_response_msg_t* message = nullptr;
+    if (slurm_get_job_steps(0, job_id, NO_VAL, &message, SHOW_ALL) != SLURM_SUCCESS) {
+      // A job that ended has no steps: not an error for the caller.
+      if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::vector<SlurmStep>{};
+      return SlurmError("slurm_get_job_steps of job " + std::to_string(job_id));
+    }
+    std::vector<SlurmStep> steps;
+    for (std::uint32_t i = 0; i < message->job_step_count; ++i) {
+      const job_step_info_t& info = message->job_steps[i];
+      if (info.step_id.step_id >= SLURM_MAX_NORMAL_STEP_ID) continue;  // batch, extern, ...
+      steps.push_back({info.step_id.job_id, info.step_id.step_id, Text(info.name),
+                       Text(info.tres_per_node), Text(info.nodes)});
+    }
+    slurm_free_job_step_info_response_msg(message);
+    return steps;
+  }
+
+  Status SignalStep(std::uint32_t job_id, std::uint32_t step_id, int signal) override {
+    // slurm_signal_job_step delivers the signal without marking the step cancelled: the
+    // process decides how to end (the iterator checkpoints on SIGTERM).
+    const int rc = signal == SIGKILL
+                       ? slurm_kill_job_step(job_id, step_id, SIGKILL)
+                       : slurm_signal_job_step(job_id, step_id, static_cast<std::uint32_t>(signal));
+    if (rc != SLURM_SUCCESS) {
+      return SlurmError("signalling Slurm step " + std::to_string(job_id) + "." +
+                        std::to_string(step_id));
     }
     return Status::Ok();
   }

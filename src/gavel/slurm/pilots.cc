@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -67,7 +68,7 @@ BatchJob PilotJob(const Pilot& pilot, const PilotOptions& options) {
       ShellQuote(options.gavel_binary) + " worker --scheduler " + ShellQuote(options.scheduler_address) +
       " --type " + ShellQuote(pilot.type) + " --gpus " + std::to_string(pilot.gpus) +
       " --work-dir " + ShellQuote(dir) + " --kill-grace-seconds " +
-      std::to_string(options.kill_grace_seconds) + "\n";
+      std::to_string(options.kill_grace_seconds) + " --launch slurm-step\n";
   if (!options.token_file.empty()) script += "set -- \"$@\" --token-file " + ShellQuote(options.token_file) + "\n";
   // The devices Slurm bound to this job (absent where GRES carry no device files).
   script +=
@@ -84,6 +85,9 @@ BatchJob PilotJob(const Pilot& pilot, const PilotOptions& options) {
   job.work_dir = dir;
   job.output = dir + "/pilot-%j.out";
   job.requeue = true;
+  // Each job lease is a step with one GPU and one CPU: a CPU per GPU lets every GPU's step run
+  // at once (steps do not share CPUs, and --overlap would share the GPUs too).
+  job.cpus_per_gpu = 1;
   return job;
 }
 
@@ -147,6 +151,45 @@ void PilotKeeper::Start(Seconds interval) {
       }
     }
   });
+}
+
+Result<int> PilotKeeper::CancelPilots(Seconds grace) {
+  const std::string own = options_.name_prefix + ".";
+  auto active_pilots = [&]() -> Result<std::vector<SlurmJob>> {
+    GAVEL_ASSIGN_OR_RETURN(std::vector<SlurmJob> jobs, api_->Jobs());
+    std::vector<SlurmJob> out;
+    for (SlurmJob& job : jobs) {
+      if (job.active && job.name.rfind(own, 0) == 0) out.push_back(std::move(job));
+    }
+    return out;
+  };
+  GAVEL_ASSIGN_OR_RETURN(const std::vector<SlurmJob> pilots, active_pilots());
+  Status first_error = Status::Ok();
+  auto keep_first = [&first_error](Status status) {
+    if (first_error.ok() && !status.ok()) first_error = std::move(status);
+  };
+  for (const SlurmJob& pilot : pilots) {
+    // A pilot that does not run has no agent to stop: cancel it.
+    const bool running = pilot.state.rfind("RUNNING", 0) == 0;
+    keep_first(running ? api_->SignalBatch(pilot.id, SIGTERM) : api_->Signal(pilot.id, SIGKILL));
+    if (log_) {
+      log_("slurm: " + std::string(running ? "stopping" : "cancelling") + " pilot " +
+           pilot.name + " (job " + std::to_string(pilot.id) + ")");
+    }
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(grace.value());
+  std::vector<SlurmJob> left = pilots;
+  while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    GAVEL_ASSIGN_OR_RETURN(left, active_pilots());
+  }
+  for (const SlurmJob& pilot : left) {
+    if (log_) log_("slurm: pilot " + pilot.name + " still active: cancelling it");
+    keep_first(api_->Signal(pilot.id, SIGKILL));
+  }
+  if (!first_error.ok()) return first_error;
+  return static_cast<int>(pilots.size());
 }
 
 void PilotKeeper::Stop() {

@@ -87,6 +87,12 @@ class PilotKeeper {
   // logged, never fatal: Slurm may be briefly unreachable).
   void Start(Seconds interval);
   void Stop();
+  // An orderly end of the pilots (`gavel serve` stopped by a signal; call after Stop): every
+  // active job named "<prefix>.*" that runs gets SIGTERM on its batch script only, so its
+  // agent ends its jobs (which checkpoint on SIGTERM) and reports them while the daemon still
+  // listens; a pending one is cancelled at once. Pilots still active after `grace` are
+  // cancelled (SIGKILL, as scancel). Returns how many pilots it ended.
+  Result<int> CancelPilots(Seconds grace);
 
  private:
   SlurmApi* api_;

@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <tuple>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,35 +19,12 @@
 
 #include <gtest/gtest.h>
 
+#include "gavel/slurm/fake_slurm.h"
+
 namespace gavel::slurm {
 namespace {
 
 namespace fs = std::filesystem;
-
-class FakeSlurm final : public SlurmApi {
- public:
-  std::vector<SlurmNode> nodes;
-  std::vector<SlurmJob> jobs;
-  std::vector<BatchJob> submitted;
-  Result<std::vector<SlurmNode>> Nodes() override { return nodes; }
-  Result<std::vector<SlurmJob>> Jobs() override { return jobs; }
-  std::string refuse_node;  // submissions to this node are refused
-  Result<std::uint32_t> Submit(const BatchJob& job) override {
-    if (job.node == refuse_node) return Status::IoError("refused: " + job.name);
-    submitted.push_back(job);
-    jobs.push_back({next_id_, job.name, "PENDING", true, ""});
-    return next_id_++;
-  }
-  Status Signal(std::uint32_t id, int) override {
-    for (SlurmJob& job : jobs) {
-      if (job.id == id) job.active = false;
-    }
-    return Status::Ok();
-  }
-
- private:
-  std::uint32_t next_id_ = 100;
-};
 
 SlurmNode Node(std::string name, std::string gres, bool schedulable = true,
                std::vector<std::string> partitions = {"gpu"}) {
@@ -146,6 +126,41 @@ TEST(PilotKeeper, OneRefusedPilotDoesNotKeepTheOthersOut) {
   EXPECT_EQ(*keeper.ReconcileOnce(), 1);
 }
 
+TEST(PilotKeeper, CancelPilotsStopsRunningOnesGentlyAndOnlyItsOwn) {
+  TempDir dir;
+  FakeSlurm slurm;
+  slurm.nodes = {Node("a", "gpu:k80:2"), Node("b", "gpu:v100:1")};
+  const PilotOptions options = Options(dir.path);
+  PilotKeeper keeper(&slurm, options, nullptr);
+  ASSERT_EQ(*keeper.ReconcileOnce(), 2);
+  slurm.jobs[0].state = "RUNNING";                         // a's pilot runs, b's is pending
+  slurm.jobs.push_back({7, "gavel-other.a.k80", "RUNNING", true, "a"});  // another daemon's
+  slurm.jobs.push_back({8, "user-job", "RUNNING", true, "a"});
+  EXPECT_EQ(*keeper.CancelPilots(Seconds(5.0)), 2);
+  // The running pilot's batch script got SIGTERM (its agent checkpoints its jobs), nothing
+  // else was signalled; the pending one was cancelled outright.
+  EXPECT_EQ(slurm.signals,
+            (std::vector<std::tuple<std::uint32_t, long, int>>{{slurm.jobs[0].id, -1, SIGTERM}}));
+  EXPECT_FALSE(slurm.jobs[0].active);
+  EXPECT_FALSE(slurm.jobs[1].active);
+  EXPECT_TRUE(slurm.jobs[2].active);
+  EXPECT_TRUE(slurm.jobs[3].active);
+}
+
+TEST(PilotKeeper, CancelPilotsKillsAPilotThatOutlivesTheGrace) {
+  TempDir dir;
+  FakeSlurm slurm;
+  slurm.nodes = {Node("a", "gpu:k80:2")};
+  slurm.batch_ends_on_sigterm = false;  // an agent stuck in shutdown
+  PilotKeeper keeper(&slurm, Options(dir.path), nullptr);
+  ASSERT_EQ(*keeper.ReconcileOnce(), 1);
+  slurm.jobs[0].state = "RUNNING";
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(*keeper.CancelPilots(Seconds(0.5)), 1);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  EXPECT_FALSE(slurm.jobs[0].active) << "cancelled after the grace";
+}
+
 // Runs the pilot's script under /bin/sh with `gavel` (at `binary`) replaced by a script that
 // writes its arguments one per line to <scratch>/args; returns them.
 std::vector<std::string> RunPilotScript(const BatchJob& job, const std::string& binary,
@@ -189,7 +204,8 @@ TEST(PilotJob, StartsTheAgentOnTheDevicesSlurmBound) {
   const std::string work = options.work_root + "/n1.v100";
   EXPECT_EQ(args, (std::vector<std::string>{"worker", "--scheduler", "127.0.0.1:5000", "--type",
                                             "v100", "--gpus", "2", "--work-dir", work,
-                                            "--kill-grace-seconds", "10.000000", "--token-file",
+                                            "--kill-grace-seconds", "10.000000", "--launch", "slurm-step",
+                                            "--token-file",
                                             options.token_file, "--visible-devices", "3,5"}));
   EXPECT_EQ(job.work_dir, work);
   EXPECT_EQ(job.node, "n1");
@@ -198,7 +214,7 @@ TEST(PilotJob, StartsTheAgentOnTheDevicesSlurmBound) {
   const std::vector<std::string> plain =
       RunPilotScript(PilotJob(pilot, options), options.gavel_binary, dir.path, nullptr);
   ASSERT_FALSE(plain.empty());
-  EXPECT_EQ(plain.back(), "10.000000");
+  EXPECT_EQ(plain.back(), "slurm-step");
 }
 
 }  // namespace

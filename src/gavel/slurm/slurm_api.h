@@ -39,6 +39,15 @@ struct SlurmJob {
   std::uint32_t array_job_id = 0;  // the array this task belongs to (0 = not an array task)
 };
 
+// A job step (srun inside an allocation), as slurmctld lists it (squeue -s).
+struct SlurmStep {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::string name;
+  std::string tres_per_node;  // "gres:gpu:k80:1"
+  std::string nodes;
+};
+
 // A batch job to submit (what sbatch's options would set); it gets the submitter's whole
 // environment, as sbatch's default --export=ALL.
 struct BatchJob {
@@ -51,6 +60,7 @@ struct BatchJob {
   std::string output;         // stdout and stderr file, absolute; %j = the job id
   bool requeue = true;        // requeued (not failed) when its node fails
   std::string array;          // "0-9": a job array of these task ids ("" = one job)
+  int cpus_per_gpu = 0;       // --cpus-per-gpu (0 = Slurm's default)
 };
 
 class SlurmApi {
@@ -61,6 +71,12 @@ class SlurmApi {
   virtual Result<std::uint32_t> Submit(const BatchJob& job) = 0;
   // Sends `signal` to the job (SIGKILL ends it, as scancel does).
   virtual Status Signal(std::uint32_t job_id, int signal) = 0;
+  // Sends `signal` to the job's batch script only (scancel --batch), not to its steps.
+  virtual Status SignalBatch(std::uint32_t job_id, int signal) = 0;
+  // The job's steps (slurm_get_job_steps), the batch step excluded; none once the job ended.
+  virtual Result<std::vector<SlurmStep>> Steps(std::uint32_t job_id) = 0;
+  // Sends `signal` to the tasks of one step (scancel --signal=SIG JOB.STEP).
+  virtual Status SignalStep(std::uint32_t job_id, std::uint32_t step_id, int signal) = 0;
 };
 
 // The libslurm implementation; an error when no slurm.conf can be read.
