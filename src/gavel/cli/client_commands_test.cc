@@ -119,6 +119,15 @@ TEST(ServeCommandLineTest, ARefusedServeCreatesNoStateDirectory) {
   o.policy = "no_such_policy";
   EXPECT_FALSE(RunServe(o, out).ok());
   EXPECT_FALSE(std::filesystem::exists(state.parent_path()));
+  // Space sharing needs two processes on one device, which Slurm's job steps cannot give:
+  // refused before Slurm is asked anything.
+  o.policy = "max_min_fairness_packed";
+  o.backend = "slurm";
+  const Status packed_on_slurm = RunServe(o, out);
+  EXPECT_FALSE(packed_on_slurm.ok());
+  EXPECT_THAT(packed_on_slurm.message(), HasSubstr("--policy max_min_fairness_packed"));
+  EXPECT_THAT(packed_on_slurm.message(), HasSubstr("--backend slurm"));
+  EXPECT_FALSE(std::filesystem::exists(state.parent_path()));
 }
 
 TEST(JobsCommandLineTest, PagesAreBoundedOnTheCommandLine) {

@@ -21,6 +21,7 @@
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/daemon.h"
+#include "gavel/policy/registry.h"
 #include "gavel/rpc/auth.h"
 #pragma GCC diagnostic pop
 
@@ -169,6 +170,17 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
     return Status::InvalidArgument("--slurm-keep-pilots: only with --backend slurm");
   }
   if (o.backend == "slurm") {
+    // Each job lease is a Slurm job step holding one GPU of its own (gres), and Slurm 22.05
+    // gives two steps the same GPU only with --overlap, which lets any step share any GPU:
+    // the pairs a packing policy plans cannot be placed on one device through Slurm.
+    if (Result<const policy::PolicyInfo*> info = policy::FindPolicy(o.policy);
+        info.ok() && (*info)->capabilities.packing) {
+      return Status::InvalidArgument(
+          "--policy " + o.policy +
+          ": it places two jobs on one GPU, which --backend slurm cannot (each job runs as a "
+          "Slurm job step holding its own GPU); use a policy without space sharing with Slurm, "
+          "or our own agents (gavel worker) for packing");
+    }
     GAVEL_ASSIGN_OR_RETURN(slurm, SlurmBackend::Discover(o.slurm, o.state_dir,
                                                          !o.token_file.empty(), std::cerr));
     if (options.core.expected_gpus == 0) options.core.expected_gpus = slurm->gpus();
