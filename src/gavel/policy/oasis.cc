@@ -16,10 +16,22 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Promised resources of one time slot, per server.
+// A slot's greedy cost for one (type, workers, cores per GPU); nullopt = does not fit.
+struct CachedCost {
+  int type = -1;
+  int workers = 0;
+  double cpus_per_gpu = 0.0;
+  std::optional<double> cost;
+};
+
+// Promised resources of one time slot, per server, and the greedy costs priced at them.
 struct SlotUse {
   std::vector<int> gpus;
   std::vector<double> cpus;
+  // Valid while the promises above stay and the price bounds are those of `epoch` (a promise
+  // or a release clears them; a change of L or U bumps the policy's epoch).
+  std::vector<CachedCost> costs;
+  std::uint64_t epoch = 0;
 };
 
 // What a schedule holds in one slot: the choice and the per-server amounts it promised.
@@ -76,6 +88,7 @@ class Oasis final : public Policy {
       if (jobs_.contains(job.id)) continue;
       if (!Admit(input, i, now_slot)) output.rejected[i] = 1;
     }
+    if (!pricing_mismatch_.empty()) return Status::Internal("oasis: " + pricing_mismatch_);
 
     // Phase 3: this slot's planned workers, then free GPUs to admitted jobs, oldest first.
     std::vector<int> free(n);
@@ -187,9 +200,60 @@ class Oasis final : public Policy {
     return lower_ * std::pow(upper / lower_, std::min(1.0, used / capacity));
   }
 
-  const SlotUse* UseAt(std::int64_t slot) const {
-    const auto it = use_.find(slot);
-    return it == use_.end() ? nullptr : &it->second;
+  using EmptyCosts = std::map<std::pair<std::size_t, int>, std::optional<double>>;
+
+  // The greedy cost of `k` workers of `type` for `job` in slot t of the horizon `uses`: what
+  // Greedy gives, but priced once per slot while its promises and the bounds stay (the cache
+  // on SlotUse), and once per run of slots with the same promises (a schedule promises the
+  // same in consecutive slots, so a horizon is a few runs). Bit-identical to pricing afresh:
+  // Greedy depends only on the slot's promises, the bounds, the servers, and (type, k, the
+  // job's cores per GPU), the cache's key. The job's own slots are priced in order, so slot
+  // t − 1 was priced just before t.
+  std::optional<double> SlotCost(const std::vector<SlotUse*>& uses, int t, const PolicyJob& job,
+                                 std::size_t type, int k, EmptyCosts& empty_cost) {
+    const auto fresh = [&](const SlotUse* use) -> std::optional<double> {
+      const auto greedy = Greedy(use, job, type, k);
+      return greedy ? std::optional<double>(greedy->first) : std::nullopt;
+    };
+    SlotUse* use = uses[static_cast<std::size_t>(t)];
+    if (use == nullptr) {
+      const auto key = std::make_pair(type, k);
+      auto it = empty_cost.find(key);
+      if (it == empty_cost.end()) it = empty_cost.emplace(key, fresh(nullptr)).first;
+      return it->second;
+    }
+    if (o_.reference_pricing) return fresh(use);
+    const auto find = [&](const SlotUse& u) -> const CachedCost* {
+      if (u.epoch != epoch_) return nullptr;
+      for (const CachedCost& c : u.costs) {
+        if (c.type == static_cast<int>(type) && c.workers == k && c.cpus_per_gpu == job.cpus_per_gpu) return &c;
+      }
+      return nullptr;
+    };
+    std::optional<double> cost;
+    if (const CachedCost* cached = find(*use)) {
+      cost = cached->cost;
+    } else {
+      if (use->epoch != epoch_) {
+        use->costs.clear();
+        use->epoch = epoch_;
+      }
+      const SlotUse* before = t > 0 ? uses[static_cast<std::size_t>(t - 1)] : nullptr;
+      const CachedCost* same = before != nullptr && before->gpus == use->gpus && before->cpus == use->cpus
+                                   ? find(*before)
+                                   : nullptr;
+      cost = same != nullptr ? same->cost : fresh(use);
+      use->costs.push_back(CachedCost{static_cast<int>(type), k, job.cpus_per_gpu, cost});
+    }
+    if (o_.check_pricing && pricing_mismatch_.empty()) {
+      const std::optional<double> expected = fresh(use);
+      if (expected.has_value() != cost.has_value() || (expected && *expected != *cost)) {
+        pricing_mismatch_ = "cached slot price differs from a fresh one (job " +
+                            std::to_string(job.id.value()) + ", type " + std::to_string(type) +
+                            ", " + std::to_string(k) + " workers, horizon slot " + std::to_string(t) + ")";
+      }
+    }
+    return cost;
   }
 
   // The greedy of the subroutine: the cheapest `k` workers of `type` (each a GPU plus its
@@ -283,6 +347,7 @@ class Oasis final : public Policy {
     if (!(value > 0.0)) return false;
     // Utility density: what one GPU for one slot is worth to this job at best.
     const double density = value / least_gpu_slots;
+    if (density > upper_ || density / 4.0 < lower_) ++epoch_;  // every price moves
     upper_ = std::max(upper_, density);
     lower_ = std::min(lower_, density / 4.0);
 
@@ -307,7 +372,12 @@ class Oasis final : public Policy {
       return job.utility->At(end - (now - since));
     };
     // Greedy cost of (type, k) in a slot nothing is promised in, computed once.
-    std::map<std::pair<std::size_t, int>, std::optional<double>> empty_cost;
+    EmptyCosts empty_cost;
+    // The horizon's slots in order, with their promises (nullptr: none), found once.
+    std::vector<SlotUse*> uses(static_cast<std::size_t>(slots), nullptr);
+    for (auto it = use_.lower_bound(now_slot); it != use_.end() && it->first < now_slot + slots; ++it) {
+      uses[static_cast<std::size_t>(it->first - now_slot)] = &it->second;
+    }
     problem.choices.resize(static_cast<std::size_t>(steps));
     for (int step = 0; step < steps; ++step) {
       const int first = step * group;
@@ -323,20 +393,7 @@ class Oasis final : public Policy {
           if (units <= 0) continue;
           double cost = 0.0;
           for (int t = first; t < last && std::isfinite(cost); ++t) {
-            const SlotUse* use = UseAt(now_slot + t);
-            std::optional<double> c;
-            if (use == nullptr) {
-              const auto key = std::make_pair(j, k);
-              auto it = empty_cost.find(key);
-              if (it == empty_cost.end()) {
-                const auto greedy = Greedy(nullptr, job, j, k);
-                it = empty_cost.emplace(key, greedy ? std::optional<double>(greedy->first)
-                                                    : std::nullopt).first;
-              }
-              c = it->second;
-            } else if (const auto greedy = Greedy(use, job, j, k)) {
-              c = greedy->first;
-            }
+            const std::optional<double> c = SlotCost(uses, t, job, j, k, empty_cost);
             cost = c ? cost + *c : kInf;
           }
           if (!std::isfinite(cost)) continue;
@@ -361,6 +418,7 @@ class Oasis final : public Policy {
         if (!greedy) continue;  // cannot happen: the same prices and room as when chosen
         for (const auto& [server, g] : greedy->second.gpus) use.gpus[server] += g;
         for (const auto& [server, cores] : greedy->second.cpus) use.cpus[server] += cores;
+        use.costs.clear();  // its prices rose
         state.plan[abs_slot] = std::move(greedy->second);
       }
     }
@@ -384,6 +442,7 @@ class Oasis final : public Policy {
       if (it == use_.end()) continue;
       for (const auto& [s, g] : entry.gpus) it->second.gpus[s] -= g;
       for (const auto& [s, cores] : entry.cpus) it->second.cpus[s] -= cores;
+      it->second.costs.clear();  // its prices fell
     }
   }
 
@@ -393,6 +452,8 @@ class Oasis final : public Policy {
   std::map<JobId, JobState> jobs_;       // admitted jobs still active
   double lower_ = kInf;                  // L (set by the first job with a utility)
   double upper_ = 0.0;                   // U
+  std::uint64_t epoch_ = 1;              // bumped when L or U changes: every cached price is stale
+  std::string pricing_mismatch_;         // check_pricing's first finding ("" = none)
 };
 
 Result<double> PositiveOption(const std::string& key, const std::string& text, bool zero_ok) {
