@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "gavel/core/parse_number.h"
@@ -16,21 +17,17 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// A slot's greedy cost for one (type, workers, cores per GPU); nullopt = does not fit.
-struct CachedCost {
-  int type = -1;
-  int workers = 0;
-  double cpus_per_gpu = 0.0;
-  std::optional<double> cost;
-};
+constexpr double kUnpriced = std::numeric_limits<double>::quiet_NaN();
 
 // Promised resources of one time slot, per server, and the greedy costs priced at them.
 struct SlotUse {
   std::vector<int> gpus;
   std::vector<double> cpus;
-  // Valid while the promises above stay and the price bounds are those of `epoch` (a promise
-  // or a release clears them; a change of L or U bumps the policy's epoch).
-  std::vector<CachedCost> costs;
+  // costs[c]: the greedy cost of the policy's combination c (a (type, workers, cores per GPU),
+  // Oasis::combos_), +inf = does not fit, NaN = not priced yet. Valid while the promises
+  // above stay and the price bounds are those of `epoch` (a promise or a release clears them;
+  // a change of L or U bumps the policy's epoch).
+  std::vector<double> costs;
   std::uint64_t epoch = 0;
 };
 
@@ -190,6 +187,7 @@ class Oasis final : public Policy {
     }
     // The cluster changed: the promises refer to servers that may be gone; start afresh.
     servers_ = std::move(servers);
+    ++epoch_;  // the tabled GPU prices are per server capacity
     use_.clear();
     for (auto& [id, state] : jobs_) state.plan.clear();
   }
@@ -200,20 +198,28 @@ class Oasis final : public Policy {
     return lower_ * std::pow(upper / lower_, std::min(1.0, used / capacity));
   }
 
-  using EmptyCosts = std::map<std::pair<std::size_t, int>, std::optional<double>>;
+  using EmptyCosts = std::map<std::pair<std::size_t, int>, double>;
 
-  // The greedy cost of `k` workers of `type` for `job` in slot t of the horizon `uses`: what
-  // Greedy gives, but priced once per slot while its promises and the bounds stay (the cache
-  // on SlotUse), and once per run of slots with the same promises (a schedule promises the
-  // same in consecutive slots, so a horizon is a few runs). Bit-identical to pricing afresh:
-  // Greedy depends only on the slot's promises, the bounds, the servers, and (type, k, the
-  // job's cores per GPU), the cache's key. The job's own slots are priced in order, so slot
-  // t − 1 was priced just before t.
-  std::optional<double> SlotCost(const std::vector<SlotUse*>& uses, int t, const PolicyJob& job,
-                                 std::size_t type, int k, EmptyCosts& empty_cost) {
-    const auto fresh = [&](const SlotUse* use) -> std::optional<double> {
+  // The dense index of (type, workers, cores per GPU), SlotUse::costs' column.
+  std::size_t ComboIndex(std::size_t type, int k, double cpus_per_gpu) {
+    const auto key = std::make_tuple(type, k, cpus_per_gpu);
+    const auto it = combos_.find(key);
+    if (it != combos_.end()) return it->second;
+    return combos_.emplace(key, combos_.size()).first->second;
+  }
+
+  // The greedy cost of `k` workers of `type` for `job` in slot t of the horizon `uses` (+inf
+  // = does not fit): what Greedy gives, but priced once per slot while its promises and the
+  // bounds stay (the cache on SlotUse), and once per run of slots with the same promises (a
+  // schedule promises the same in consecutive slots, so a horizon is a few runs). Bit-identical
+  // to pricing afresh: Greedy depends only on the slot's promises, the bounds, the servers, and
+  // (type, k, the job's cores per GPU), the cache's key `combo`. The job's own slots are
+  // priced in order, so slot t − 1 was priced just before t.
+  double SlotCost(const std::vector<SlotUse*>& uses, int t, const PolicyJob& job, std::size_t type, int k,
+                  std::size_t combo, EmptyCosts& empty_cost) {
+    const auto fresh = [&](const SlotUse* use) {
       const auto greedy = Greedy(use, job, type, k);
-      return greedy ? std::optional<double>(greedy->first) : std::nullopt;
+      return greedy ? greedy->first : kInf;
     };
     SlotUse* use = uses[static_cast<std::size_t>(t)];
     if (use == nullptr) {
@@ -223,37 +229,52 @@ class Oasis final : public Policy {
       return it->second;
     }
     if (o_.reference_pricing) return fresh(use);
-    const auto find = [&](const SlotUse& u) -> const CachedCost* {
-      if (u.epoch != epoch_) return nullptr;
-      for (const CachedCost& c : u.costs) {
-        if (c.type == static_cast<int>(type) && c.workers == k && c.cpus_per_gpu == job.cpus_per_gpu) return &c;
-      }
-      return nullptr;
+    const auto cached = [&](const SlotUse& u) {
+      return u.epoch == epoch_ && combo < u.costs.size() ? u.costs[combo] : kUnpriced;
     };
-    std::optional<double> cost;
-    if (const CachedCost* cached = find(*use)) {
-      cost = cached->cost;
-    } else {
+    double cost = cached(*use);
+    if (std::isnan(cost)) {
       if (use->epoch != epoch_) {
         use->costs.clear();
         use->epoch = epoch_;
       }
       const SlotUse* before = t > 0 ? uses[static_cast<std::size_t>(t - 1)] : nullptr;
-      const CachedCost* same = before != nullptr && before->gpus == use->gpus && before->cpus == use->cpus
-                                   ? find(*before)
-                                   : nullptr;
-      cost = same != nullptr ? same->cost : fresh(use);
-      use->costs.push_back(CachedCost{static_cast<int>(type), k, job.cpus_per_gpu, cost});
+      cost = before != nullptr && before->gpus == use->gpus && before->cpus == use->cpus ? cached(*before)
+                                                                                         : kUnpriced;
+      if (std::isnan(cost)) cost = fresh(use);
+      if (use->costs.size() <= combo) use->costs.resize(combo + 1, kUnpriced);
+      use->costs[combo] = cost;
     }
     if (o_.check_pricing && pricing_mismatch_.empty()) {
-      const std::optional<double> expected = fresh(use);
-      if (expected.has_value() != cost.has_value() || (expected && *expected != *cost)) {
+      const double expected = fresh(use);
+      if (expected != cost) {
         pricing_mismatch_ = "cached slot price differs from a fresh one (job " +
                             std::to_string(job.id.value()) + ", type " + std::to_string(type) +
                             ", " + std::to_string(k) + " workers, horizon slot " + std::to_string(t) + ")";
       }
     }
     return cost;
+  }
+
+  // Price(used, capacity) for a server's whole GPUs, tabled per (capacity, used) while the
+  // bounds stay (the same expression, so the same bits): the greedy's pow per server.
+  double GpuPrice(int used, int capacity) const {
+    const auto cap = static_cast<std::size_t>(capacity);
+    return gpu_prices_[cap * (cap + 1) / 2 + static_cast<std::size_t>(used)];
+  }
+  void TableGpuPrices() {
+    if (gpu_prices_epoch_ == epoch_) return;
+    int most = 0;
+    for (const Server& server : servers_) most = std::max(most, server.gpus);
+    const auto n = static_cast<std::size_t>(most) + 1;
+    gpu_prices_.assign(n * (n + 1) / 2, 0.0);
+    for (int cap = 1; cap <= most; ++cap) {
+      for (int used = 0; used <= cap; ++used) {
+        const auto c = static_cast<std::size_t>(cap);
+        gpu_prices_[c * (c + 1) / 2 + static_cast<std::size_t>(used)] = Price(used, cap);
+      }
+    }
+    gpu_prices_epoch_ = epoch_;
   }
 
   // The greedy of the subroutine: the cheapest `k` workers of `type` (each a GPU plus its
@@ -270,7 +291,7 @@ class Oasis final : public Policy {
       const double used_cpu = use != nullptr ? use->cpus[s] : 0.0;
       cpu_room[s] = server.cpus - used_cpu;
       if (server.type != static_cast<int>(type) || used >= server.gpus) continue;
-      double price = Price(used, server.gpus);
+      double price = o_.reference_pricing ? Price(used, server.gpus) : GpuPrice(used, server.gpus);
       if (cpu_limited) price += job.cpus_per_gpu * Price(used_cpu, server.cpus) * server.gpus / server.cpus;
       by_price.emplace_back(price, s);
     }
@@ -350,6 +371,7 @@ class Oasis final : public Policy {
     if (density > upper_ || density / 4.0 < lower_) ++epoch_;  // every price moves
     upper_ = std::max(upper_, density);
     lower_ = std::min(lower_, density / 4.0);
+    TableGpuPrices();
 
     // The horizon: until the utility is (all but) gone, at most `horizon` slots.
     const UtilityFunction& u = *job.utility;
@@ -391,10 +413,10 @@ class Oasis final : public Policy {
           const int units = static_cast<int>(
               std::min<double>(o_.units, std::floor(tput * seconds / unit_steps)));
           if (units <= 0) continue;
+          const std::size_t combo = ComboIndex(j, k, job.cpus_per_gpu);
           double cost = 0.0;
           for (int t = first; t < last && std::isfinite(cost); ++t) {
-            const std::optional<double> c = SlotCost(uses, t, job, j, k, empty_cost);
-            cost = c ? cost + *c : kInf;
+            cost += SlotCost(uses, t, job, j, k, combo, empty_cost);
           }
           if (!std::isfinite(cost)) continue;
           problem.choices[static_cast<std::size_t>(step)].push_back(
@@ -454,6 +476,9 @@ class Oasis final : public Policy {
   double upper_ = 0.0;                   // U
   std::uint64_t epoch_ = 1;              // bumped when L or U changes: every cached price is stale
   std::string pricing_mismatch_;         // check_pricing's first finding ("" = none)
+  std::map<std::tuple<std::size_t, int, double>, std::size_t> combos_;  // SlotUse::costs' columns
+  std::vector<double> gpu_prices_;       // GpuPrice's table, for gpu_prices_epoch_
+  std::uint64_t gpu_prices_epoch_ = 0;
 };
 
 Result<double> PositiveOption(const std::string& key, const std::string& text, bool zero_ok) {
