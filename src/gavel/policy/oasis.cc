@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <optional>
@@ -19,16 +20,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 constexpr double kUnpriced = std::numeric_limits<double>::quiet_NaN();
 
-// Promised resources of one time slot, per server, and the greedy costs priced at them.
+// Promised resources of one time slot, per server (both empty: nothing promised).
 struct SlotUse {
   std::vector<int> gpus;
   std::vector<double> cpus;
-  // costs[c]: the greedy cost of the policy's combination c (a (type, workers, cores per GPU),
-  // Oasis::combos_), +inf = does not fit, NaN = not priced yet. Valid while the promises
-  // above stay and the price bounds are those of `epoch` (a promise or a release clears them;
-  // a change of L or U bumps the policy's epoch).
-  std::vector<double> costs;
-  std::uint64_t epoch = 0;
 };
 
 // What a schedule holds in one slot: the choice and the per-server amounts it promised.
@@ -55,7 +50,7 @@ class Oasis final : public Policy {
     // Phase 1: the cluster's servers, the current slot, forget what is past or gone.
     BuildServers(input);
     const auto now_slot = static_cast<std::int64_t>(std::floor(input.now_seconds / o_.slot_seconds));
-    use_.erase(use_.begin(), use_.lower_bound(now_slot));
+    ForgetBefore(now_slot);
     std::map<JobId, std::size_t> rows;
     for (std::size_t i = 0; i < m; ++i) rows[input.jobs[i].id] = i;
     for (auto it = jobs_.begin(); it != jobs_.end();) {
@@ -187,8 +182,9 @@ class Oasis final : public Policy {
     }
     // The cluster changed: the promises refer to servers that may be gone; start afresh.
     servers_ = std::move(servers);
-    ++epoch_;  // the tabled GPU prices are per server capacity
+    BoundsMoved();  // the tabled GPU prices are per server capacity
     use_.clear();
+    use_base_ = 0;
     for (auto& [id, state] : jobs_) state.plan.clear();
   }
 
@@ -200,12 +196,44 @@ class Oasis final : public Policy {
 
   using EmptyCosts = std::map<std::pair<std::size_t, int>, double>;
 
-  // The dense index of (type, workers, cores per GPU), SlotUse::costs' column.
+  // The dense index of (type, workers, cores per GPU), the column of prices_.
   std::size_t ComboIndex(std::size_t type, int k, double cpus_per_gpu) {
     const auto key = std::make_tuple(type, k, cpus_per_gpu);
     const auto it = combos_.find(key);
     if (it != combos_.end()) return it->second;
+    prices_.emplace_back();
     return combos_.emplace(key, combos_.size()).first->second;
+  }
+
+  // Every price moves (L or U changed, or the servers): no kept slot price is valid.
+  void BoundsMoved() {
+    ++epoch_;
+    for (auto& column : prices_) column.clear();
+  }
+
+  // Slot `index` of use_ changed its promises: its kept prices are stale.
+  void SlotChanged(std::size_t index) {
+    for (auto& column : prices_) {
+      if (index < column.size()) column[index] = kUnpriced;
+    }
+  }
+
+  // Drops the slots before `now_slot` (past); use_ then starts at now_slot.
+  void ForgetBefore(std::int64_t now_slot) {
+    if (use_.empty()) use_base_ = now_slot;
+    for (; use_base_ < now_slot && !use_.empty(); ++use_base_) {
+      use_.pop_front();
+      for (auto& column : prices_) {
+        if (!column.empty()) column.pop_front();
+      }
+    }
+    if (use_.empty()) use_base_ = now_slot;
+    for (; use_base_ > now_slot; --use_base_) {  // a caller whose clock went back
+      use_.emplace_front();
+      for (auto& column : prices_) {
+        if (!column.empty()) column.push_front(kUnpriced);
+      }
+    }
   }
 
   // The greedy cost of `k` workers of `type` for `job` in slot t of the horizon `uses` (+inf
@@ -216,7 +244,7 @@ class Oasis final : public Policy {
   // (type, k, the job's cores per GPU), the cache's key `combo`. The job's own slots are
   // priced in order, so slot t − 1 was priced just before t.
   double SlotCost(const std::vector<SlotUse*>& uses, int t, const PolicyJob& job, std::size_t type, int k,
-                  std::size_t combo, EmptyCosts& empty_cost) {
+                  std::size_t combo, std::size_t offset, EmptyCosts& empty_cost) {
     const auto fresh = [&](const SlotUse* use) {
       const auto greedy = Greedy(use, job, type, k);
       return greedy ? greedy->first : kInf;
@@ -229,21 +257,18 @@ class Oasis final : public Policy {
       return it->second;
     }
     if (o_.reference_pricing) return fresh(use);
-    const auto cached = [&](const SlotUse& u) {
-      return u.epoch == epoch_ && combo < u.costs.size() ? u.costs[combo] : kUnpriced;
-    };
-    double cost = cached(*use);
+    std::deque<double>& column = prices_[combo];
+    const std::size_t index = offset + static_cast<std::size_t>(t);
+    double cost = index < column.size() ? column[index] : kUnpriced;
     if (std::isnan(cost)) {
-      if (use->epoch != epoch_) {
-        use->costs.clear();
-        use->epoch = epoch_;
-      }
       const SlotUse* before = t > 0 ? uses[static_cast<std::size_t>(t - 1)] : nullptr;
-      cost = before != nullptr && before->gpus == use->gpus && before->cpus == use->cpus ? cached(*before)
-                                                                                         : kUnpriced;
+      cost = before != nullptr && index - 1 < column.size() && before->gpus == use->gpus &&
+                     before->cpus == use->cpus
+                 ? column[index - 1]
+                 : kUnpriced;
       if (std::isnan(cost)) cost = fresh(use);
-      if (use->costs.size() <= combo) use->costs.resize(combo + 1, kUnpriced);
-      use->costs[combo] = cost;
+      if (column.size() <= index) column.resize(index + 1, kUnpriced);
+      column[index] = cost;
     }
     if (o_.check_pricing && pricing_mismatch_.empty()) {
       const double expected = fresh(use);
@@ -368,7 +393,7 @@ class Oasis final : public Policy {
     if (!(value > 0.0)) return false;
     // Utility density: what one GPU for one slot is worth to this job at best.
     const double density = value / least_gpu_slots;
-    if (density > upper_ || density / 4.0 < lower_) ++epoch_;  // every price moves
+    if (density > upper_ || density / 4.0 < lower_) BoundsMoved();
     upper_ = std::max(upper_, density);
     lower_ = std::min(lower_, density / 4.0);
     TableGpuPrices();
@@ -397,8 +422,10 @@ class Oasis final : public Policy {
     EmptyCosts empty_cost;
     // The horizon's slots in order, with their promises (nullptr: none), found once.
     std::vector<SlotUse*> uses(static_cast<std::size_t>(slots), nullptr);
-    for (auto it = use_.lower_bound(now_slot); it != use_.end() && it->first < now_slot + slots; ++it) {
-      uses[static_cast<std::size_t>(it->first - now_slot)] = &it->second;
+    const auto offset = static_cast<std::size_t>(now_slot - use_base_);  // use_ starts at now_slot
+    for (std::size_t t = 0; t < uses.size() && offset + t < use_.size(); ++t) {
+      SlotUse& use = use_[offset + t];
+      if (!use.gpus.empty()) uses[t] = &use;
     }
     problem.choices.resize(static_cast<std::size_t>(steps));
     for (int step = 0; step < steps; ++step) {
@@ -416,7 +443,7 @@ class Oasis final : public Policy {
           const std::size_t combo = ComboIndex(j, k, job.cpus_per_gpu);
           double cost = 0.0;
           for (int t = first; t < last && std::isfinite(cost); ++t) {
-            cost += SlotCost(uses, t, job, j, k, combo, empty_cost);
+            cost += SlotCost(uses, t, job, j, k, combo, offset, empty_cost);
           }
           if (!std::isfinite(cost)) continue;
           problem.choices[static_cast<std::size_t>(step)].push_back(
@@ -440,7 +467,7 @@ class Oasis final : public Policy {
         if (!greedy) continue;  // cannot happen: the same prices and room as when chosen
         for (const auto& [server, g] : greedy->second.gpus) use.gpus[server] += g;
         for (const auto& [server, cores] : greedy->second.cpus) use.cpus[server] += cores;
-        use.costs.clear();  // its prices rose
+        SlotChanged(static_cast<std::size_t>(abs_slot - use_base_));  // its prices rose
         state.plan[abs_slot] = std::move(greedy->second);
       }
     }
@@ -449,7 +476,9 @@ class Oasis final : public Policy {
   }
 
   SlotUse& UseFor(std::int64_t slot) {
-    SlotUse& use = use_[slot];
+    const auto index = static_cast<std::size_t>(slot - use_base_);  // slot >= now_slot = use_base_
+    while (use_.size() <= index) use_.emplace_back();
+    SlotUse& use = use_[index];
     if (use.gpus.empty()) {
       use.gpus.assign(servers_.size(), 0);
       use.cpus.assign(servers_.size(), 0.0);
@@ -460,17 +489,25 @@ class Oasis final : public Policy {
   void Release(const JobState& state, std::int64_t now_slot) {
     for (const auto& [slot, entry] : state.plan) {
       if (slot <= now_slot) continue;  // the current slot's GPUs are in use this round
-      const auto it = use_.find(slot);
-      if (it == use_.end()) continue;
-      for (const auto& [s, g] : entry.gpus) it->second.gpus[s] -= g;
-      for (const auto& [s, cores] : entry.cpus) it->second.cpus[s] -= cores;
-      it->second.costs.clear();  // its prices fell
+      if (slot < use_base_ || slot - use_base_ >= static_cast<std::int64_t>(use_.size())) continue;
+      const auto index = static_cast<std::size_t>(slot - use_base_);
+      SlotUse& use = use_[index];
+      if (use.gpus.empty()) continue;
+      for (const auto& [s, g] : entry.gpus) use.gpus[s] -= g;
+      for (const auto& [s, cores] : entry.cpus) use.cpus[s] -= cores;
+      SlotChanged(index);  // its prices fell
     }
   }
 
   OasisOptions o_;
   std::vector<Server> servers_;
-  std::map<std::int64_t, SlotUse> use_;  // promises by absolute slot
+  std::deque<SlotUse> use_;              // promises by slot, from use_base_ on
+  std::int64_t use_base_ = 0;
+  // prices_[combo][slot − use_base_]: the greedy cost of combination `combo` (ComboIndex) at
+  // that slot's promises, +inf = does not fit, NaN = not priced yet; kept until the slot's
+  // promises change (SlotChanged) or the bounds move (BoundsMoved). Columns per combination
+  // so that a job's walk over its horizon reads one contiguous column.
+  std::vector<std::deque<double>> prices_;
   std::map<JobId, JobState> jobs_;       // admitted jobs still active
   double lower_ = kInf;                  // L (set by the first job with a utility)
   double upper_ = 0.0;                   // U
