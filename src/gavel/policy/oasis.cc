@@ -308,8 +308,10 @@ class Oasis final : public Policy {
   std::optional<std::pair<double, PlanEntry>> Greedy(const SlotUse* use, const PolicyJob& job,
                                                      std::size_t type, int k) const {
     const bool cpu_limited = !servers_.empty() && servers_[0].cpus > 0.0;
-    std::vector<std::pair<double, std::size_t>> by_price;  // (price per worker, server)
-    std::vector<double> cpu_room(servers_.size(), 0.0);
+    auto& by_price = scratch_by_price_;  // (price per worker, server)
+    by_price.clear();
+    auto& cpu_room = scratch_cpu_room_;
+    cpu_room.assign(servers_.size(), 0.0);
     for (std::size_t s = 0; s < servers_.size(); ++s) {
       const Server& server = servers_[s];
       const int used = use != nullptr ? use->gpus[s] : 0;
@@ -346,7 +348,8 @@ class Oasis final : public Policy {
     // Parameter servers: CPU cores only, on the servers whose cores are cheapest.
     const int ps = static_cast<int>(std::ceil(k * o_.ps_ratio - 1e-9));
     if (cpu_limited && ps > 0 && o_.ps_cpus > 0.0) {
-      std::vector<std::pair<double, std::size_t>> cpu_price;
+      auto& cpu_price = scratch_cpu_price_;
+      cpu_price.clear();
       for (std::size_t s = 0; s < servers_.size(); ++s) {
         const double used_cpu = servers_[s].cpus - cpu_room[s];
         cpu_price.emplace_back(Price(used_cpu, servers_[s].cpus) * servers_[s].gpus / servers_[s].cpus, s);
@@ -455,20 +458,27 @@ class Oasis final : public Policy {
     if (!best.feasible || !(best.payoff > 0.0)) return false;
 
     // Admitted: promise its resources, slot by slot (prices rise for the next jobs).
+    // A run of slots whose promises were equal gets the same placement (the greedy depends on
+    // nothing else here): it runs once per run.
     JobState state;
+    SlotUse before;  // the promises the last placement was computed at
     for (std::size_t step = 0; step < best.per_slot.size(); ++step) {
       const SlotChoice& c = best.per_slot[step];
       if (c.units == 0) continue;
       const int first = static_cast<int>(step) * group;
+      std::optional<std::pair<double, PlanEntry>> placed;
       for (int t = first; t < std::min(slots, first + group); ++t) {
         const std::int64_t abs_slot = now_slot + t;
         SlotUse& use = UseFor(abs_slot);
-        auto greedy = Greedy(&use, job, static_cast<std::size_t>(c.type), c.workers);
-        if (!greedy) continue;  // cannot happen: the same prices and room as when chosen
-        for (const auto& [server, g] : greedy->second.gpus) use.gpus[server] += g;
-        for (const auto& [server, cores] : greedy->second.cpus) use.cpus[server] += cores;
+        if (!placed || o_.reference_pricing || use.gpus != before.gpus || use.cpus != before.cpus) {
+          before = use;
+          placed = Greedy(&use, job, static_cast<std::size_t>(c.type), c.workers);
+        }
+        if (!placed) continue;  // cannot happen: the same prices and room as when chosen
+        for (const auto& [server, g] : placed->second.gpus) use.gpus[server] += g;
+        for (const auto& [server, cores] : placed->second.cpus) use.cpus[server] += cores;
         SlotChanged(static_cast<std::size_t>(abs_slot - use_base_));  // its prices rose
-        state.plan[abs_slot] = std::move(greedy->second);
+        state.plan.emplace_hint(state.plan.end(), abs_slot, placed->second);
       }
     }
     jobs_[job.id] = std::move(state);
@@ -515,6 +525,10 @@ class Oasis final : public Policy {
   std::string pricing_mismatch_;         // check_pricing's first finding ("" = none)
   std::map<std::tuple<std::size_t, int, double>, std::size_t> combos_;  // SlotUse::costs' columns
   std::vector<double> gpu_prices_;       // GpuPrice's table, for gpu_prices_epoch_
+  // Greedy's working space, kept to spare an allocation per call.
+  mutable std::vector<std::pair<double, std::size_t>> scratch_by_price_;
+  mutable std::vector<std::pair<double, std::size_t>> scratch_cpu_price_;
+  mutable std::vector<double> scratch_cpu_room_;
   std::uint64_t gpu_prices_epoch_ = 0;
 };
 
