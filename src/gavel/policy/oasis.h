@@ -17,7 +17,11 @@
 // admitted jobs that are behind their plan or between planned slots, oldest first (the
 // round mechanism cannot hold GPUs idle for a plan; this keeps them busy).
 //
-// Stateful (the promises and bounds); single-threaded like every Policy.
+// Each promised slot keeps its greedy prices per (type, workers, cores per GPU) until a promise
+// or release changes it or the bounds move, so planning an arrival mostly reads kept prices;
+// the result is bit-identical to pricing every slot afresh (OasisOptions::reference_pricing).
+//
+// Stateful (the promises, kept prices and bounds); single-threaded like every Policy.
 #pragma once
 
 #include <functional>
