@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "gavel/core/parse_number.h"
@@ -16,7 +18,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Promised resources of one time slot, per server.
+constexpr double kUnpriced = std::numeric_limits<double>::quiet_NaN();
+
+// Promised resources of one time slot, per server (both empty: nothing promised).
 struct SlotUse {
   std::vector<int> gpus;
   std::vector<double> cpus;
@@ -46,7 +50,7 @@ class Oasis final : public Policy {
     // Phase 1: the cluster's servers, the current slot, forget what is past or gone.
     BuildServers(input);
     const auto now_slot = static_cast<std::int64_t>(std::floor(input.now_seconds / o_.slot_seconds));
-    use_.erase(use_.begin(), use_.lower_bound(now_slot));
+    ForgetBefore(now_slot);
     std::map<JobId, std::size_t> rows;
     for (std::size_t i = 0; i < m; ++i) rows[input.jobs[i].id] = i;
     for (auto it = jobs_.begin(); it != jobs_.end();) {
@@ -76,6 +80,7 @@ class Oasis final : public Policy {
       if (jobs_.contains(job.id)) continue;
       if (!Admit(input, i, now_slot)) output.rejected[i] = 1;
     }
+    if (!pricing_mismatch_.empty()) return Status::Internal("oasis: " + pricing_mismatch_);
 
     // Phase 3: this slot's planned workers, then free GPUs to admitted jobs, oldest first.
     std::vector<int> free(n);
@@ -177,7 +182,9 @@ class Oasis final : public Policy {
     }
     // The cluster changed: the promises refer to servers that may be gone; start afresh.
     servers_ = std::move(servers);
+    BoundsMoved();  // the tabled GPU prices are per server capacity
     use_.clear();
+    use_base_ = 0;
     for (auto& [id, state] : jobs_) state.plan.clear();
   }
 
@@ -187,9 +194,112 @@ class Oasis final : public Policy {
     return lower_ * std::pow(upper / lower_, std::min(1.0, used / capacity));
   }
 
-  const SlotUse* UseAt(std::int64_t slot) const {
-    const auto it = use_.find(slot);
-    return it == use_.end() ? nullptr : &it->second;
+  using EmptyCosts = std::map<std::pair<std::size_t, int>, double>;
+
+  // The dense index of (type, workers, cores per GPU), the column of prices_.
+  std::size_t ComboIndex(std::size_t type, int k, double cpus_per_gpu) {
+    const auto key = std::make_tuple(type, k, cpus_per_gpu);
+    const auto it = combos_.find(key);
+    if (it != combos_.end()) return it->second;
+    prices_.emplace_back();
+    return combos_.emplace(key, combos_.size()).first->second;
+  }
+
+  // Every price moves (L or U changed, or the servers): no kept slot price is valid.
+  void BoundsMoved() {
+    ++epoch_;
+    for (auto& column : prices_) column.clear();
+  }
+
+  // Slot `index` of use_ changed its promises: its kept prices are stale.
+  void SlotChanged(std::size_t index) {
+    for (auto& column : prices_) {
+      if (index < column.size()) column[index] = kUnpriced;
+    }
+  }
+
+  // Drops the slots before `now_slot` (past); use_ then starts at now_slot.
+  void ForgetBefore(std::int64_t now_slot) {
+    if (use_.empty()) use_base_ = now_slot;
+    for (; use_base_ < now_slot && !use_.empty(); ++use_base_) {
+      use_.pop_front();
+      for (auto& column : prices_) {
+        if (!column.empty()) column.pop_front();
+      }
+    }
+    if (use_.empty()) use_base_ = now_slot;
+    for (; use_base_ > now_slot; --use_base_) {  // a caller whose clock went back
+      use_.emplace_front();
+      for (auto& column : prices_) {
+        if (!column.empty()) column.push_front(kUnpriced);
+      }
+    }
+  }
+
+  // The greedy cost of `k` workers of `type` for `job` in slot t of the horizon `uses` (+inf
+  // = does not fit): what Greedy gives, but priced once per slot while its promises and the
+  // bounds stay (the cache on SlotUse), and once per run of slots with the same promises (a
+  // schedule promises the same in consecutive slots, so a horizon is a few runs). Bit-identical
+  // to pricing afresh: Greedy depends only on the slot's promises, the bounds, the servers, and
+  // (type, k, the job's cores per GPU), the cache's key `combo`. The job's own slots are
+  // priced in order, so slot t − 1 was priced just before t.
+  double SlotCost(const std::vector<SlotUse*>& uses, int t, const PolicyJob& job, std::size_t type, int k,
+                  std::size_t combo, std::size_t offset, EmptyCosts& empty_cost) {
+    const auto fresh = [&](const SlotUse* use) {
+      const auto greedy = Greedy(use, job, type, k);
+      return greedy ? greedy->first : kInf;
+    };
+    SlotUse* use = uses[static_cast<std::size_t>(t)];
+    if (use == nullptr) {
+      const auto key = std::make_pair(type, k);
+      auto it = empty_cost.find(key);
+      if (it == empty_cost.end()) it = empty_cost.emplace(key, fresh(nullptr)).first;
+      return it->second;
+    }
+    if (o_.reference_pricing) return fresh(use);
+    std::deque<double>& column = prices_[combo];
+    const std::size_t index = offset + static_cast<std::size_t>(t);
+    double cost = index < column.size() ? column[index] : kUnpriced;
+    if (std::isnan(cost)) {
+      const SlotUse* before = t > 0 ? uses[static_cast<std::size_t>(t - 1)] : nullptr;
+      cost = before != nullptr && index - 1 < column.size() && before->gpus == use->gpus &&
+                     before->cpus == use->cpus
+                 ? column[index - 1]
+                 : kUnpriced;
+      if (std::isnan(cost)) cost = fresh(use);
+      if (column.size() <= index) column.resize(index + 1, kUnpriced);
+      column[index] = cost;
+    }
+    if (o_.check_pricing && pricing_mismatch_.empty()) {
+      const double expected = fresh(use);
+      if (expected != cost) {
+        pricing_mismatch_ = "cached slot price differs from a fresh one (job " +
+                            std::to_string(job.id.value()) + ", type " + std::to_string(type) +
+                            ", " + std::to_string(k) + " workers, horizon slot " + std::to_string(t) + ")";
+      }
+    }
+    return cost;
+  }
+
+  // Price(used, capacity) for a server's whole GPUs, tabled per (capacity, used) while the
+  // bounds stay (the same expression, so the same bits): the greedy's pow per server.
+  double GpuPrice(int used, int capacity) const {
+    const auto cap = static_cast<std::size_t>(capacity);
+    return gpu_prices_[cap * (cap + 1) / 2 + static_cast<std::size_t>(used)];
+  }
+  void TableGpuPrices() {
+    if (gpu_prices_epoch_ == epoch_) return;
+    int most = 0;
+    for (const Server& server : servers_) most = std::max(most, server.gpus);
+    const auto n = static_cast<std::size_t>(most) + 1;
+    gpu_prices_.assign(n * (n + 1) / 2, 0.0);
+    for (int cap = 1; cap <= most; ++cap) {
+      for (int used = 0; used <= cap; ++used) {
+        const auto c = static_cast<std::size_t>(cap);
+        gpu_prices_[c * (c + 1) / 2 + static_cast<std::size_t>(used)] = Price(used, cap);
+      }
+    }
+    gpu_prices_epoch_ = epoch_;
   }
 
   // The greedy of the subroutine: the cheapest `k` workers of `type` (each a GPU plus its
@@ -198,15 +308,17 @@ class Oasis final : public Policy {
   std::optional<std::pair<double, PlanEntry>> Greedy(const SlotUse* use, const PolicyJob& job,
                                                      std::size_t type, int k) const {
     const bool cpu_limited = !servers_.empty() && servers_[0].cpus > 0.0;
-    std::vector<std::pair<double, std::size_t>> by_price;  // (price per worker, server)
-    std::vector<double> cpu_room(servers_.size(), 0.0);
+    auto& by_price = scratch_by_price_;  // (price per worker, server)
+    by_price.clear();
+    auto& cpu_room = scratch_cpu_room_;
+    cpu_room.assign(servers_.size(), 0.0);
     for (std::size_t s = 0; s < servers_.size(); ++s) {
       const Server& server = servers_[s];
       const int used = use != nullptr ? use->gpus[s] : 0;
       const double used_cpu = use != nullptr ? use->cpus[s] : 0.0;
       cpu_room[s] = server.cpus - used_cpu;
       if (server.type != static_cast<int>(type) || used >= server.gpus) continue;
-      double price = Price(used, server.gpus);
+      double price = o_.reference_pricing ? Price(used, server.gpus) : GpuPrice(used, server.gpus);
       if (cpu_limited) price += job.cpus_per_gpu * Price(used_cpu, server.cpus) * server.gpus / server.cpus;
       by_price.emplace_back(price, s);
     }
@@ -236,7 +348,8 @@ class Oasis final : public Policy {
     // Parameter servers: CPU cores only, on the servers whose cores are cheapest.
     const int ps = static_cast<int>(std::ceil(k * o_.ps_ratio - 1e-9));
     if (cpu_limited && ps > 0 && o_.ps_cpus > 0.0) {
-      std::vector<std::pair<double, std::size_t>> cpu_price;
+      auto& cpu_price = scratch_cpu_price_;
+      cpu_price.clear();
       for (std::size_t s = 0; s < servers_.size(); ++s) {
         const double used_cpu = servers_[s].cpus - cpu_room[s];
         cpu_price.emplace_back(Price(used_cpu, servers_[s].cpus) * servers_[s].gpus / servers_[s].cpus, s);
@@ -283,8 +396,10 @@ class Oasis final : public Policy {
     if (!(value > 0.0)) return false;
     // Utility density: what one GPU for one slot is worth to this job at best.
     const double density = value / least_gpu_slots;
+    if (density > upper_ || density / 4.0 < lower_) BoundsMoved();
     upper_ = std::max(upper_, density);
     lower_ = std::min(lower_, density / 4.0);
+    TableGpuPrices();
 
     // The horizon: until the utility is (all but) gone, at most `horizon` slots.
     const UtilityFunction& u = *job.utility;
@@ -307,7 +422,14 @@ class Oasis final : public Policy {
       return job.utility->At(end - (now - since));
     };
     // Greedy cost of (type, k) in a slot nothing is promised in, computed once.
-    std::map<std::pair<std::size_t, int>, std::optional<double>> empty_cost;
+    EmptyCosts empty_cost;
+    // The horizon's slots in order, with their promises (nullptr: none), found once.
+    std::vector<SlotUse*> uses(static_cast<std::size_t>(slots), nullptr);
+    const auto offset = static_cast<std::size_t>(now_slot - use_base_);  // use_ starts at now_slot
+    for (std::size_t t = 0; t < uses.size() && offset + t < use_.size(); ++t) {
+      SlotUse& use = use_[offset + t];
+      if (!use.gpus.empty()) uses[t] = &use;
+    }
     problem.choices.resize(static_cast<std::size_t>(steps));
     for (int step = 0; step < steps; ++step) {
       const int first = step * group;
@@ -321,23 +443,10 @@ class Oasis final : public Policy {
           const int units = static_cast<int>(
               std::min<double>(o_.units, std::floor(tput * seconds / unit_steps)));
           if (units <= 0) continue;
+          const std::size_t combo = ComboIndex(j, k, job.cpus_per_gpu);
           double cost = 0.0;
           for (int t = first; t < last && std::isfinite(cost); ++t) {
-            const SlotUse* use = UseAt(now_slot + t);
-            std::optional<double> c;
-            if (use == nullptr) {
-              const auto key = std::make_pair(j, k);
-              auto it = empty_cost.find(key);
-              if (it == empty_cost.end()) {
-                const auto greedy = Greedy(nullptr, job, j, k);
-                it = empty_cost.emplace(key, greedy ? std::optional<double>(greedy->first)
-                                                    : std::nullopt).first;
-              }
-              c = it->second;
-            } else if (const auto greedy = Greedy(use, job, j, k)) {
-              c = greedy->first;
-            }
-            cost = c ? cost + *c : kInf;
+            cost += SlotCost(uses, t, job, j, k, combo, offset, empty_cost);
           }
           if (!std::isfinite(cost)) continue;
           problem.choices[static_cast<std::size_t>(step)].push_back(
@@ -349,19 +458,27 @@ class Oasis final : public Policy {
     if (!best.feasible || !(best.payoff > 0.0)) return false;
 
     // Admitted: promise its resources, slot by slot (prices rise for the next jobs).
+    // A run of slots whose promises were equal gets the same placement (the greedy depends on
+    // nothing else here): it runs once per run.
     JobState state;
+    SlotUse before;  // the promises the last placement was computed at
     for (std::size_t step = 0; step < best.per_slot.size(); ++step) {
       const SlotChoice& c = best.per_slot[step];
       if (c.units == 0) continue;
       const int first = static_cast<int>(step) * group;
+      std::optional<std::pair<double, PlanEntry>> placed;
       for (int t = first; t < std::min(slots, first + group); ++t) {
         const std::int64_t abs_slot = now_slot + t;
         SlotUse& use = UseFor(abs_slot);
-        auto greedy = Greedy(&use, job, static_cast<std::size_t>(c.type), c.workers);
-        if (!greedy) continue;  // cannot happen: the same prices and room as when chosen
-        for (const auto& [server, g] : greedy->second.gpus) use.gpus[server] += g;
-        for (const auto& [server, cores] : greedy->second.cpus) use.cpus[server] += cores;
-        state.plan[abs_slot] = std::move(greedy->second);
+        if (!placed || o_.reference_pricing || use.gpus != before.gpus || use.cpus != before.cpus) {
+          before = use;
+          placed = Greedy(&use, job, static_cast<std::size_t>(c.type), c.workers);
+        }
+        if (!placed) continue;  // cannot happen: the same prices and room as when chosen
+        for (const auto& [server, g] : placed->second.gpus) use.gpus[server] += g;
+        for (const auto& [server, cores] : placed->second.cpus) use.cpus[server] += cores;
+        SlotChanged(static_cast<std::size_t>(abs_slot - use_base_));  // its prices rose
+        state.plan.emplace_hint(state.plan.end(), abs_slot, placed->second);
       }
     }
     jobs_[job.id] = std::move(state);
@@ -369,7 +486,9 @@ class Oasis final : public Policy {
   }
 
   SlotUse& UseFor(std::int64_t slot) {
-    SlotUse& use = use_[slot];
+    const auto index = static_cast<std::size_t>(slot - use_base_);  // slot >= now_slot = use_base_
+    while (use_.size() <= index) use_.emplace_back();
+    SlotUse& use = use_[index];
     if (use.gpus.empty()) {
       use.gpus.assign(servers_.size(), 0);
       use.cpus.assign(servers_.size(), 0.0);
@@ -380,19 +499,37 @@ class Oasis final : public Policy {
   void Release(const JobState& state, std::int64_t now_slot) {
     for (const auto& [slot, entry] : state.plan) {
       if (slot <= now_slot) continue;  // the current slot's GPUs are in use this round
-      const auto it = use_.find(slot);
-      if (it == use_.end()) continue;
-      for (const auto& [s, g] : entry.gpus) it->second.gpus[s] -= g;
-      for (const auto& [s, cores] : entry.cpus) it->second.cpus[s] -= cores;
+      if (slot < use_base_ || slot - use_base_ >= static_cast<std::int64_t>(use_.size())) continue;
+      const auto index = static_cast<std::size_t>(slot - use_base_);
+      SlotUse& use = use_[index];
+      if (use.gpus.empty()) continue;
+      for (const auto& [s, g] : entry.gpus) use.gpus[s] -= g;
+      for (const auto& [s, cores] : entry.cpus) use.cpus[s] -= cores;
+      SlotChanged(index);  // its prices fell
     }
   }
 
   OasisOptions o_;
   std::vector<Server> servers_;
-  std::map<std::int64_t, SlotUse> use_;  // promises by absolute slot
+  std::deque<SlotUse> use_;              // promises by slot, from use_base_ on
+  std::int64_t use_base_ = 0;
+  // prices_[combo][slot − use_base_]: the greedy cost of combination `combo` (ComboIndex) at
+  // that slot's promises, +inf = does not fit, NaN = not priced yet; kept until the slot's
+  // promises change (SlotChanged) or the bounds move (BoundsMoved). Columns per combination
+  // so that a job's walk over its horizon reads one contiguous column.
+  std::vector<std::deque<double>> prices_;
   std::map<JobId, JobState> jobs_;       // admitted jobs still active
   double lower_ = kInf;                  // L (set by the first job with a utility)
   double upper_ = 0.0;                   // U
+  std::uint64_t epoch_ = 1;              // bumped when L or U changes: every cached price is stale
+  std::string pricing_mismatch_;         // check_pricing's first finding ("" = none)
+  std::map<std::tuple<std::size_t, int, double>, std::size_t> combos_;  // SlotUse::costs' columns
+  std::vector<double> gpu_prices_;       // GpuPrice's table, for gpu_prices_epoch_
+  // Greedy's working space, kept to spare an allocation per call.
+  mutable std::vector<std::pair<double, std::size_t>> scratch_by_price_;
+  mutable std::vector<std::pair<double, std::size_t>> scratch_cpu_price_;
+  mutable std::vector<double> scratch_cpu_room_;
+  std::uint64_t gpu_prices_epoch_ = 0;
 };
 
 Result<double> PositiveOption(const std::string& key, const std::string& text, bool zero_ok) {

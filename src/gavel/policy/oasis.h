@@ -17,7 +17,11 @@
 // admitted jobs that are behind their plan or between planned slots, oldest first (the
 // round mechanism cannot hold GPUs idle for a plan; this keeps them busy).
 //
-// Stateful (the promises and bounds); single-threaded like every Policy.
+// Each promised slot keeps its greedy prices per (type, workers, cores per GPU) until a promise
+// or release changes it or the bounds move, so planning an arrival mostly reads kept prices;
+// the result is bit-identical to pricing every slot afresh (OasisOptions::reference_pricing).
+//
+// Stateful (the promises, kept prices and bounds); single-threaded like every Policy.
 #pragma once
 
 #include <functional>
@@ -38,6 +42,12 @@ struct OasisOptions {
   int steps = 250;              // the programme's time steps at most (each groups slots)
   double ps_ratio = 0.25;       // parameter servers per worker (rounded up; 0 = none)
   double ps_cpus = 2.0;         // CPU cores per parameter server
+  // Test-only switches for the slot-price cache (docs/policies.md "oasis", "Pricing cost"):
+  // price every slot afresh, as before the cache (the oracle the cache is tested against) ...
+  bool reference_pricing = false;
+  // ... or use the cache but also price every slot afresh and fail the round (kInternal) if
+  // a cached price differs in any bit.
+  bool check_pricing = false;
 };
 
 Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options);

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "gavel/core/utility.h"
 #include "gavel/policy/registry.h"
@@ -159,6 +162,136 @@ TEST(Oasis, ChoosesElasticWorkerCountsInRange) {
   EXPECT_GE(out->workers[0], 1);
   EXPECT_LE(out->workers[0], 4);
   EXPECT_EQ(out->allocation(0, 0), 1.0);
+}
+
+// A random cluster and a stream of jobs over `rounds` rounds: arrivals each round, some
+// departures (finished early), progress on the rest. Small horizons and few programme steps
+// so that steps group several slots and the promises form runs of equal slots.
+struct RandomRun {
+  PolicyInput cluster;
+  std::vector<PolicyJob> pool;  // every job, by arrival order (id = index)
+  std::vector<double> arrival;  // seconds
+};
+
+RandomRun MakeRandomRun(std::mt19937_64& rng, int num_jobs, double slot) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  RandomRun run;
+  const int types = 1 + static_cast<int>(rng() % 3);
+  for (int j = 0; j < types; ++j) {
+    run.cluster.gpu_types.push_back(std::string(1, static_cast<char>('a' + j)));
+    run.cluster.gpus_per_server.push_back(1 + static_cast<int>(rng() % 4));
+    run.cluster.gpu_counts.push_back(static_cast<double>(run.cluster.gpus_per_server.back() * (1 + rng() % 3)));
+  }
+  if (u(rng) < 0.5) run.cluster.host_cpus = 4.0 + 12.0 * u(rng);  // CPU cores limit placement
+  for (int i = 0; i < num_jobs; ++i) {
+    PolicyJob job;
+    job.id = JobId(i);
+    job.scale_factor = 1 << (rng() % 3);
+    job.min_workers = job.max_workers = job.scale_factor;
+    if (u(rng) < 0.25) {  // elastic: 1..4 workers, sublinear speed-up
+      job.scale_factor = job.min_workers = 1;
+      job.max_workers = 4;
+      job.throughput_by_workers = Matrix(4, static_cast<std::size_t>(types));
+      for (int j = 0; j < types; ++j) {
+        const double base = 0.5 + u(rng);
+        for (int k = 1; k <= 4; ++k) {
+          job.throughput_by_workers(static_cast<std::size_t>(k - 1), static_cast<std::size_t>(j)) =
+              base * std::pow(k, 0.7);
+        }
+      }
+    }
+    job.cpus_per_gpu = static_cast<double>(rng() % 3);
+    job.steps_remaining = slot * (1.0 + 8.0 * u(rng));
+    const double duration = job.steps_remaining / 1.0;
+    job.utility = u(rng) < 0.5 ? UtilityFunction{UtilityFamily::kLinear, 10.0 * u(rng) + 1.0, 3.0 * duration, 1.0}
+                               : DefaultUtility(UtilityFamily::kSigmoid, duration, job.scale_factor);
+    if (u(rng) < 0.1) job.utility.reset();  // admitted without a schedule
+    run.pool.push_back(job);
+    run.arrival.push_back(static_cast<double>(i / 3) * slot * (0.5 + u(rng)));
+  }
+  return run;
+}
+
+// Plays the run on each policy, round by round, and returns every round's outputs.
+std::vector<std::vector<PolicyOutput>> Play(const RandomRun& run, std::mt19937_64 rng, double slot,
+                                            const std::vector<Policy*>& policies) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::vector<PolicyOutput>> outputs(policies.size());
+  std::vector<double> left;
+  for (const PolicyJob& job : run.pool) left.push_back(job.steps_remaining);
+  std::vector<char> gone(run.pool.size(), 0);
+  for (int round = 0; round < 12; ++round) {
+    const double now = round * slot * 0.75;  // rounds that do not line up with slots
+    PolicyInput input = run.cluster;
+    for (std::size_t i = 0; i < run.pool.size(); ++i) {
+      if (gone[i] != 0 || run.arrival[i] > now) continue;
+      if (u(rng) < 0.08) {  // leaves (finished or cancelled) before its plan ends
+        gone[i] = 1;
+        continue;
+      }
+      PolicyJob job = run.pool[i];
+      job.time_since_start = Seconds(now - run.arrival[i]);
+      left[i] *= 0.8;
+      job.steps_remaining = left[i];
+      input.jobs.push_back(job);
+    }
+    input.now_seconds = now;
+    input.throughput = Matrix(input.jobs.size(), input.num_types());
+    for (std::size_t i = 0; i < input.jobs.size(); ++i) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        // A fixed per-(job, type) speed, 1 in 8 zero.
+        const auto id = static_cast<std::size_t>(input.jobs[i].id.value());
+        input.throughput(i, j) = (id * 7 + j * 3) % 8 == 0 ? 0.0 : 0.5 + static_cast<double>((id + j) % 5) / 4.0;
+      }
+    }
+    for (std::size_t p = 0; p < policies.size(); ++p) {
+      Result<PolicyOutput> out = policies[p]->Allocate(input);
+      EXPECT_TRUE(out.ok()) << "policy " << p << " round " << round << ": " << out.status().ToString();
+      if (!out.ok()) return outputs;
+      outputs[p].push_back(std::move(*out));
+    }
+  }
+  return outputs;
+}
+
+// The slot-price cache (and its runs of equal slots) against pricing every slot afresh, the
+// computation before the cache: the same admissions, the same schedules (the worker counts
+// and types of every round follow them), and, with check_pricing, the same price of every
+// slot priced, to the bit.
+TEST(Oasis, CachedSlotPricesMatchFreshPricing) {
+  for (int trial = 0; trial < 40; ++trial) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(1000 + trial));
+    OasisOptions options;
+    options.slot_seconds = 100.0;
+    options.horizon_slots = 10 + trial % 50;
+    options.steps = 3 + trial % 7;
+    options.units = 5 + trial % 20;
+    const RandomRun run = MakeRandomRun(rng, 20 + trial % 30, options.slot_seconds);
+    OasisOptions fresh = options;
+    fresh.reference_pricing = true;
+    OasisOptions checked = options;
+    checked.check_pricing = true;
+    const auto a = MakeOasis(fresh);
+    const auto b = MakeOasis(options);
+    const auto c = MakeOasis(checked);
+    const auto outputs = Play(run, rng, options.slot_seconds, {a.get(), b.get(), c.get()});
+    ASSERT_EQ(outputs[0].size(), 12u) << "trial " << trial;
+    int admitted = 0;
+    for (std::size_t p = 1; p < outputs.size(); ++p) {
+      ASSERT_EQ(outputs[p].size(), outputs[0].size()) << "trial " << trial;
+      for (std::size_t r = 0; r < outputs[0].size(); ++r) {
+        const PolicyOutput& want = outputs[0][r];
+        const PolicyOutput& got = outputs[p][r];
+        EXPECT_EQ(got.rejected, want.rejected) << "trial " << trial << " round " << r;
+        EXPECT_EQ(got.workers, want.workers) << "trial " << trial << " round " << r;
+        EXPECT_EQ(got.allocation.data(), want.allocation.data()) << "trial " << trial << " round " << r;
+        if (p == 1) {
+          for (const char x : want.rejected) admitted += x == 0 ? 1 : 0;
+        }
+      }
+    }
+    EXPECT_GT(admitted, 0) << "trial " << trial;  // the comparison covers promises
+  }
 }
 
 TEST(Oasis, OptionsAreChecked) {
