@@ -26,3 +26,12 @@ if(NOT GAVEL_PYTHON_DIR)
   set(GAVEL_PYTHON_DIR "lib/python${_gavel_py_version}/dist-packages")
 endif()
 install(FILES ${PROJECT_SOURCE_DIR}/python/gavel_iterator.py DESTINATION ${GAVEL_PYTHON_DIR})
+
+# The data files the binary reads by default (the throughput table, the Philly job
+# distribution, the physics tables): beside the binary, in PREFIX/share/gavel, where an
+# installed gavel looks first (src/gavel/core/shipped_data.h; GAVEL_DATA_DIR overrides).
+install(FILES ${PROJECT_SOURCE_DIR}/data/simulation_throughputs.json
+              ${PROJECT_SOURCE_DIR}/data/placement_penalty.csv
+              ${PROJECT_SOURCE_DIR}/data/restart_overhead.csv
+              ${PROJECT_SOURCE_DIR}/data/philly_job_distribution.csv
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/gavel)

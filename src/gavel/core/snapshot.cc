@@ -11,6 +11,7 @@
 
 #include "gavel/core/bounds.h"
 #include "gavel/core/parse_number.h"
+#include "gavel/core/shipped_data.h"
 
 namespace gavel {
 namespace {
@@ -151,7 +152,7 @@ Result<JobSpec> ReadJob(const json& j, const std::string& where) {
 }  // namespace
 
 std::string DefaultThroughputsFile() {
-  return std::string(GAVEL_SOURCE_DIR) + "/data/simulation_throughputs.json";
+  return ShippedDataFile("simulation_throughputs.json");
 }
 
 Result<ClusterSnapshot> ParseSnapshot(std::string_view json_text, const std::string& source_name,

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "gavel/core/shipped_data.h"
+
 namespace gavel::sim {
 namespace {
 
@@ -246,10 +248,10 @@ mechanism::WorkerDemand DefaultDemand(std::string_view job_type) {
 }
 
 std::string ShippedPlacementPenaltyFile() {
-  return std::string(GAVEL_SOURCE_DIR) + "/data/placement_penalty.csv";
+  return ShippedDataFile("placement_penalty.csv");
 }
 std::string ShippedRestartOverheadFile() {
-  return std::string(GAVEL_SOURCE_DIR) + "/data/restart_overhead.csv";
+  return ShippedDataFile("restart_overhead.csv");
 }
 
 // ---- The model of one run ----

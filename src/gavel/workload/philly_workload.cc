@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "gavel/core/check.h"
+#include "gavel/core/shipped_data.h"
 #include "gavel/workload/job_table.h"
 
 namespace gavel::workload {
@@ -31,7 +32,7 @@ Status Bound(bool ok, const std::string& what) {
 }  // namespace
 
 std::string DefaultPhillyDistributionFile() {
-  return std::string(GAVEL_SOURCE_DIR) + "/data/philly_job_distribution.csv";
+  return ShippedDataFile("philly_job_distribution.csv");
 }
 
 Status ValidatePhillyWorkloadOptions(const PhillyWorkloadOptions& o) {
