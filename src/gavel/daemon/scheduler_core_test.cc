@@ -1294,7 +1294,8 @@ class ThemisCoreTest : public CoreTest {
 
 TEST_F(ThemisCoreTest, TwoJobsOfOneAppBidAsOneApp) {
   EXPECT_EQ(FirstRunner(/*apps=*/true), bob_);
-  const wire::JobTypeStats* v100 = Stats(Job(bob_), "v100");
+  const wire::JobInfo bob = Job(bob_);  // Stats points into it: it must outlive v100
+  const wire::JobTypeStats* v100 = Stats(bob, "v100");
   ASSERT_NE(v100, nullptr);
   EXPECT_DOUBLE_EQ(v100->allocation(), 1.0);
   EXPECT_DOUBLE_EQ(Stats(Job(alice1_), "v100")->allocation(), 0.0);
