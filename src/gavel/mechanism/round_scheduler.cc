@@ -954,11 +954,8 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
     // owed. Skipping it spares a hash lookup per candidate pair per recomputation, which made
     // the O(n^2) pairs of packing policies that reallocate every round (gandiva_introspective)
     // the simulator's hot spot when a few hundred jobs wait (issue 12).
-    bool given = has_pairs;
-    if (given) {
-      given = false;
-      for (std::size_t j = 0; j < n; ++j) given = given || xp(p, j) != 0.0;
-    }
+    bool given = false;
+    for (std::size_t j = 0; has_pairs && !given && j < n; ++j) given = xp(p, j) != 0.0;
     if (!given && !options_.compat.unallocated_stay_idle) continue;
     const policy::JobPair& pair = input.pairs[p];
     const Combination id = Combination::Pair(input.jobs[static_cast<std::size_t>(pair.first)].id,
