@@ -26,6 +26,10 @@
 //   --gavel_packed_budget_s=S   the same for space-sharing policies (60)
 //   --gavel_mem_limit_mib=M     skip points estimated to need more than M MiB (4096)
 //   --gavel_repeat_limit_s=S    one solve slower than S s is not repeated (20)
+//   --gavel_varied_age_scale=A  varied jobs' time since arrival times A (1; e.g. 0.001: as if
+//                               they had hardly waited)
+//   --gavel_varied_unit_weights varied jobs all of weight 1 (with a small age scale: no job's
+//                               finish-time ratio stands out, the ratio search's hard case)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -113,6 +117,8 @@ struct Settings {
   double packed_budget_s = 60.0;
   double mem_limit_mib = 4096.0;
   double repeat_limit_s = 20.0;
+  double varied_age_scale = 1.0;
+  bool varied_unit_weights = false;
 };
 
 Settings& GetSettings() {
@@ -192,9 +198,11 @@ ClusterSnapshot MakeSnapshot(const InputShape& shape) {
       const double done = varied_rng.Uniform(0.0, 0.9);
       left = 1.0 - done;
       job.steps_remaining = *job.steps_remaining * left;
-      job.time_since_start = Seconds(done * duration * varied_rng.Uniform(1.0, 4.0));
+      job.time_since_start = Seconds(done * duration * varied_rng.Uniform(1.0, 4.0) *
+                                     GetSettings().varied_age_scale);
       const double w = varied_rng.Random();
-      job.priority_weight = w < 0.6 ? 1.0 : (w < 0.9 ? 2.0 : 4.0);
+      job.priority_weight =
+          GetSettings().varied_unit_weights ? 1.0 : (w < 0.6 ? 1.0 : (w < 0.9 ? 2.0 : 4.0));
       jitter = std::pow(2.0, varied_rng.Uniform(0.0, 1.0));
     }
     if (shape.slos) {
@@ -492,6 +500,10 @@ void ParseOwnFlags(int* argc, char** argv) {
       settings.mem_limit_mib = ParsePositive("--gavel_mem_limit_mib", value);
     } else if (ParseFlag(arg, "--gavel_repeat_limit_s", &value)) {
       settings.repeat_limit_s = ParsePositive("--gavel_repeat_limit_s", value);
+    } else if (ParseFlag(arg, "--gavel_varied_age_scale", &value)) {
+      settings.varied_age_scale = ParsePositive("--gavel_varied_age_scale", value);
+    } else if (ParseFlag(arg, "--gavel_varied_unit_weights", &value)) {
+      settings.varied_unit_weights = value.empty() || value == "true" || value == "1";
     } else if (arg.starts_with("--gavel_")) {
       std::fprintf(stderr, "policy_bench: unknown flag %s\n", argv[i]);
       std::exit(2);
