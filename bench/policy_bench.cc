@@ -7,6 +7,12 @@
 // each iteration gets a fresh policy object, so stateful policies (FTF, FIFO, Gandiva,
 // AlloX) always start cold, as in the original, which builds its policy once per trial.
 //
+// Varied jobs (`<policy>:varied/<n>`, every space-sharing policy and AlloX): the same jobs part
+// way through their run, as a scheduler sees them after some rounds: each has done a random
+// fraction of its work (so its remaining steps, time since arrival and weight differ from its
+// model's other jobs), and SLOs are not proportional to the remaining work. No two jobs are
+// alike, so the policies cannot solve over classes of alike jobs (docs/policies.md).
+//
 // Sizes: 32, 64, ..., 2048 for every policy; 10,000 and 100,000 for the policies without
 // space sharing, only with --gavel_large (a few extra minutes in all). A point
 // whose solve time, extrapolated from the smaller points of the same policy, would exceed the
@@ -20,6 +26,10 @@
 //   --gavel_packed_budget_s=S   the same for space-sharing policies (60)
 //   --gavel_mem_limit_mib=M     skip points estimated to need more than M MiB (4096)
 //   --gavel_repeat_limit_s=S    one solve slower than S s is not repeated (20)
+//   --gavel_varied_age_scale=A  varied jobs' time since arrival times A (1; e.g. 0.001: as if
+//                               they had hardly waited)
+//   --gavel_varied_unit_weights varied jobs all of weight 1 (with a small age scale: no job's
+//                               finish-time ratio stands out, the ratio search's hard case)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -57,6 +67,8 @@ constexpr std::uint64_t kSeed = 2;
 constexpr std::uint64_t kSloSeed = kSeed + 6;
 // Entities come from their own generator, so the jobs are the same for every policy.
 constexpr std::uint64_t kEntitySeed = kSeed + 10;
+// The varied jobs' progress, ages, weights and deadlines, from their own generator.
+constexpr std::uint64_t kVariedSeed = kSeed + 20;
 constexpr int kNumEntities = 5;
 
 // $ per GPU-hour (the original's cloud prices for these types).
@@ -105,6 +117,8 @@ struct Settings {
   double packed_budget_s = 60.0;
   double mem_limit_mib = 4096.0;
   double repeat_limit_s = 20.0;
+  double varied_age_scale = 1.0;
+  bool varied_unit_weights = false;
 };
 
 Settings& GetSettings() {
@@ -120,12 +134,21 @@ struct InputShape {
   bool costs = false;
   bool slos = false;
   bool entities = false;
+  bool varied = false;  // jobs part way through their run (see the top of the file)
   friend auto operator<=>(const InputShape&, const InputShape&) = default;
 };
 
-InputShape ShapeFor(const policy::PolicyInfo& info, int num_jobs) {
+// One benchmark family: a policy on the reference's jobs or on varied ones.
+struct Case {
+  const policy::PolicyInfo* info = nullptr;
+  bool varied = false;
+  std::string name;  // the policy's, with ":varied" for varied jobs
+};
+
+InputShape ShapeFor(const policy::PolicyInfo& info, bool varied, int num_jobs) {
   InputShape shape;
   shape.num_jobs = num_jobs;
+  shape.varied = varied;
   shape.pairs = info.capabilities.packing;
   shape.costs = info.capabilities.needs_instance_costs;
   shape.slos = info.name.ends_with("_SLOs");
@@ -145,6 +168,7 @@ ClusterSnapshot MakeSnapshot(const InputShape& shape) {
   PyRandom rng(kSeed);
   PyRandom slo_rng(kSloSeed);
   PyRandom entity_rng(kEntitySeed);
+  PyRandom varied_rng(kVariedSeed);
   std::vector<std::string> entities;
   if (shape.entities) {
     for (int e = 0; e < kNumEntities; ++e) {
@@ -165,10 +189,26 @@ ClusterSnapshot MakeSnapshot(const InputShape& shape) {
     const std::optional<int> key = ShippedThroughputTable()->KeyIndex(JobTypeKey{job.job_type, 1});
     GAVEL_CHECK_MSG(key.has_value(), job.job_type.c_str());
     job.steps_remaining = duration * ShippedThroughputTable()->Isolated(*v100, *key).value_or(0.0);
+    // Varied: done a fraction of its work, having spent 1-4 times the V100 time on it (it
+    // waited, or ran on slower GPUs); weight 1, 2 or 4; its deadline a factor of the remaining
+    // V100 time times 1-2 (looser than the reference's: those SLOs can all be met).
+    double left = 1.0;
+    double jitter = 1.0;
+    if (shape.varied) {
+      const double done = varied_rng.Uniform(0.0, 0.9);
+      left = 1.0 - done;
+      job.steps_remaining = *job.steps_remaining * left;
+      job.time_since_start = Seconds(done * duration * varied_rng.Uniform(1.0, 4.0) *
+                                     GetSettings().varied_age_scale);
+      const double w = varied_rng.Random();
+      job.priority_weight =
+          GetSettings().varied_unit_weights ? 1.0 : (w < 0.6 ? 1.0 : (w < 0.9 ? 2.0 : 4.0));
+      jitter = std::pow(2.0, varied_rng.Uniform(0.0, 1.0));
+    }
     if (shape.slos) {
       const double r = slo_rng.Uniform(0.0, 1.0);
       const double factor = r < 0.33 ? 1.2 : (r < 0.67 ? 2.0 : 10.0);
-      job.slo_time_left = Seconds(factor * duration);
+      job.slo_time_left = Seconds(factor * duration * left * jitter);
     }
     if (shape.entities) job.entity = entities[entity_rng.ChoiceIndex(entities.size())];
     snapshot.jobs.push_back(std::move(job));
@@ -178,11 +218,11 @@ ClusterSnapshot MakeSnapshot(const InputShape& shape) {
 
 // The last input built: consecutive repetitions of one point reuse it, and holding only one
 // keeps the n² pairs of a large packed input from piling up.
-Result<std::shared_ptr<const policy::PolicyInput>> InputFor(const policy::PolicyInfo& info,
-                                                            int num_jobs) {
+Result<std::shared_ptr<const policy::PolicyInput>> InputFor(const Case& c, int num_jobs) {
+  const policy::PolicyInfo& info = *c.info;
   static std::optional<InputShape> cached_shape;
   static std::shared_ptr<const policy::PolicyInput> cached_input;
-  const InputShape shape = ShapeFor(info, num_jobs);
+  const InputShape shape = ShapeFor(info, c.varied, num_jobs);
   if (cached_shape == shape) return cached_input;
   cached_input.reset();  // free the old input before building the next
   cached_shape.reset();
@@ -267,9 +307,10 @@ std::string Fixed(double value, int digits) {
 }
 
 // Why this point should not run, or nothing.
-std::optional<std::string> SkipReason(const policy::PolicyInfo& info, int num_jobs) {
+std::optional<std::string> SkipReason(const Case& c, int num_jobs) {
+  const policy::PolicyInfo& info = *c.info;
   const Settings& settings = GetSettings();
-  const auto it = History().find(info.name);
+  const auto it = History().find(c.name);
   if (it == History().end()) return std::nullopt;
   if (const auto self = it->second.find(num_jobs); self != it->second.end()) {
     if (self->second.first_seconds > settings.repeat_limit_s) {
@@ -302,13 +343,14 @@ std::optional<std::string> SkipReason(const policy::PolicyInfo& info, int num_jo
   return std::nullopt;
 }
 
-void BM_Allocate(benchmark::State& state, const policy::PolicyInfo* info) {
+void BM_Allocate(benchmark::State& state, const Case* c) {
+  const policy::PolicyInfo* info = c->info;
   const int num_jobs = static_cast<int>(state.range(0));
-  if (const auto reason = SkipReason(*info, num_jobs)) {
+  if (const auto reason = SkipReason(*c, num_jobs)) {
     state.SkipWithError(reason->c_str());
     return;
   }
-  const auto input = InputFor(*info, num_jobs);
+  const auto input = InputFor(*c, num_jobs);
   if (!input.ok()) {
     state.SkipWithError(("input: " + input.status().ToString()).c_str());
     return;
@@ -353,6 +395,8 @@ void BM_Allocate(benchmark::State& state, const policy::PolicyInfo* info) {
       if (!output->note.empty() && output->status == policy::AllocationStatus::kFallback) {
         label += ": " + output->note;
       }
+      // So is a fast path that gave up for the general one (policy/fast_path.h).
+      if (output->note.find("fast path failed") != std::string::npos) label += " (fast path failed)";
       first = false;
     }
     benchmark::DoNotOptimize(output->allocation.data().data());
@@ -365,7 +409,7 @@ void BM_Allocate(benchmark::State& state, const policy::PolicyInfo* info) {
   state.SetLabel(label);
   // The median, not the fastest call: an optimistic estimate would let a point far above the
   // budget run.
-  Point& recorded = History()[std::string(info->name)].try_emplace(num_jobs, point).first->second;
+  Point& recorded = History()[c->name].try_emplace(num_jobs, point).first->second;
   recorded.call_seconds.push_back(total_seconds / static_cast<double>(state.iterations()));
   std::vector<double> sorted = recorded.call_seconds;
   std::sort(sorted.begin(), sorted.end());
@@ -373,14 +417,29 @@ void BM_Allocate(benchmark::State& state, const policy::PolicyInfo* info) {
   recorded.seconds = sorted.size() % 2 == 1 ? sorted[mid] : 0.5 * (sorted[mid - 1] + sorted[mid]);
 }
 
+// The benchmark families; Google Benchmark keeps pointers to them.
+std::vector<std::unique_ptr<Case>>& Cases() {
+  static std::vector<std::unique_ptr<Case>> cases;
+  return cases;
+}
+
 void RegisterAll() {
   const Settings& settings = GetSettings();
   for (const policy::PolicyInfo& info : policy::AllPolicies()) {
     const std::string name(info.name);
-    auto* small = benchmark::RegisterBenchmark(name.c_str(), BM_Allocate, &info);
-    small->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(3);
-    for (int n : kSmallSizes) {
-      if (n <= settings.max_jobs) small->Arg(n);
+    Case* const base = Cases().emplace_back(new Case{&info, false, name}).get();
+    // Varied jobs for the policies whose fast paths depend on jobs being alike: space sharing
+    // (classes of jobs) and AlloX (its slot classes).
+    std::vector<Case*> families = {base};
+    if (info.capabilities.packing || name == "allox") {
+      families.push_back(Cases().emplace_back(new Case{&info, true, name + ":varied"}).get());
+    }
+    for (Case* c : families) {
+      auto* small = benchmark::RegisterBenchmark(c->name.c_str(), BM_Allocate, c);
+      small->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(3);
+      for (int n : kSmallSizes) {
+        if (n <= settings.max_jobs) small->Arg(n);
+      }
     }
     // Space-sharing inputs grow as n²: 10,000 jobs would already be 50 million pairs.
     if (!settings.large || info.capabilities.packing || settings.max_jobs <= kLargestSmallSize) {
@@ -388,7 +447,7 @@ void RegisterAll() {
     }
     for (int n : kLargeSizes) {
       if (n > settings.max_jobs) continue;
-      auto* large = benchmark::RegisterBenchmark(name.c_str(), BM_Allocate, &info);
+      auto* large = benchmark::RegisterBenchmark(name.c_str(), BM_Allocate, base);
       large->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Arg(n);
       large->Repetitions(n <= kLargeSizes[0] ? 3 : 1);
     }
@@ -441,6 +500,10 @@ void ParseOwnFlags(int* argc, char** argv) {
       settings.mem_limit_mib = ParsePositive("--gavel_mem_limit_mib", value);
     } else if (ParseFlag(arg, "--gavel_repeat_limit_s", &value)) {
       settings.repeat_limit_s = ParsePositive("--gavel_repeat_limit_s", value);
+    } else if (ParseFlag(arg, "--gavel_varied_age_scale", &value)) {
+      settings.varied_age_scale = ParsePositive("--gavel_varied_age_scale", value);
+    } else if (ParseFlag(arg, "--gavel_varied_unit_weights", &value)) {
+      settings.varied_unit_weights = value.empty() || value == "true" || value == "1";
     } else if (arg.starts_with("--gavel_")) {
       std::fprintf(stderr, "policy_bench: unknown flag %s\n", argv[i]);
       std::exit(2);
@@ -461,7 +524,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("input",
                               "n single-GPU jobs, types uniform over the 26 models, "
-                              "cluster v100=p100=k80=n/4, seed 2 (spec 4.6)");
+                              "cluster v100=p100=k80=n/4, seed 2 (spec 4.6); <policy>:varied: "
+                              "the same jobs part way through their run (seed 22)");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
