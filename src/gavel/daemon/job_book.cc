@@ -128,8 +128,8 @@ double JobBook::Estimate(const Job& job, const std::string& gpu_type) const {
 
 double JobBook::ColocatedEstimate(const Job& job, const Job& partner,
                                   const std::string& gpu_type) const {
-  const auto measured = job.colocated.find({gpu_type, partner.row.spec.job_type()});
-  if (measured != job.colocated.end() && measured->second.measurements > 0) {
+  const auto measured = job.row.colocated.find({gpu_type, partner.row.spec.job_type()});
+  if (measured != job.row.colocated.end() && measured->second.measurements > 0) {
     return measured->second.measured;
   }
   const std::optional<double> alone = throughputs_->Isolated(gpu_type, job.mech_type);

@@ -44,14 +44,7 @@ struct Job {
   bool last_launch_failed = false;
   // Throughputs the latest allocation was computed with (for the re-solve threshold).
   mutable std::map<std::string, double> used_estimate;
-  // Space sharing (packing policies): the job's measured steps/s while it shared a GPU, per
-  // (GPU type, the partner's job type), smoothed as the isolated measurements are. Kept in
-  // memory: a restarted daemon learns them again (docs/runtime.md, "Space sharing").
-  struct ColocatedRate {
-    double measured = 0.0;
-    std::uint32_t measurements = 0;
-  };
-  std::map<std::pair<std::string, std::string>, ColocatedRate> colocated;
+  // Space sharing: the measured co-located rates are durable, in row.colocated.
   // The job it shares its GPU(s) with this round, or last shared with (0 = never shared).
   std::uint64_t partner_job = 0;
   std::string partner_type;      // that job's type (spec.job_type)

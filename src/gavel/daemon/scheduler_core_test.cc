@@ -907,6 +907,77 @@ TEST_F(PackingCoreTest, AMeasuredColocatedRateReplacesTheTablesInThePolicy) {
   EXPECT_TRUE(next.tasks(0).job().partner_job_type().empty());
 }
 
+// The co-located throughputs the policy is posed for the pair (a, b) on `gpu_type`, as
+// {a's, b's}; nullopt when the input has no such pair.
+std::optional<std::array<double, 2>> PairRates(const policy::PolicyInput& input,
+                                               std::uint64_t a, std::uint64_t b,
+                                               const std::string& gpu_type) {
+  const int type = input.TypeIndex(gpu_type);
+  for (std::size_t p = 0; p < input.pairs.size(); ++p) {
+    const policy::JobPair& pair = input.pairs[p];
+    const auto first = input.jobs[static_cast<std::size_t>(pair.first)].id.value();
+    const auto second = input.jobs[static_cast<std::size_t>(pair.second)].id.value();
+    if (type < 0 || first != a || second != b) continue;
+    return std::array<double, 2>{
+        input.pair_throughput_first(p, static_cast<std::size_t>(type)),
+        input.pair_throughput_second(p, static_cast<std::size_t>(type))};
+  }
+  return std::nullopt;
+}
+
+// Issue 14 item 2: measured co-located rates are durable. A pair measured at rates the table
+// does not predict, then a daemon crash: the new core over the same store poses its first
+// solve with the measured rates, not the table's slowdown.
+TEST_F(PackingCoreTest, MeasuredColocatedRatesSurviveARestart) {
+  const std::uint64_t gpu = RegisterOne();
+  const std::uint64_t a = Submit(Spec(1'000'000, kA));
+  const std::uint64_t b = Submit(Spec(1'000'000, kB));
+  Tick();
+  const wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 2);
+  // Before any measurement the policy reads the table's co-located rates (independent truth:
+  // the shipped table itself).
+  const ThroughputTable& table = *ShippedThroughputTable();
+  const auto table_pair = table.Colocated("v100", JobTypeKey{kA, 1}, JobTypeKey{kB, 1});
+  ASSERT_TRUE(table_pair.has_value());
+  auto before = core_->MechanismPolicyInput();
+  ASSERT_TRUE(before.has_value());
+  auto unmeasured = PairRates(*before, a, b, "v100");
+  ASSERT_TRUE(unmeasured.has_value());
+  EXPECT_NEAR((*unmeasured)[0], (*table_pair)[0], 1e-9);
+  EXPECT_NEAR((*unmeasured)[1], (*table_pair)[1], 1e-9);
+
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", gpu, a, round.round_id(), wire::LEASE_EXPIRED, 45, 45, 10.0).ok());
+  ASSERT_TRUE(
+      Report("a1", PartnerSlotOf(gpu), b, round.round_id(), wire::LEASE_EXPIRED, 72, 72, 10.0)
+          .ok());
+  ASSERT_DOUBLE_EQ(Job(a).colocated_steps_per_s(), 4.5);
+  ASSERT_DOUBLE_EQ(Job(b).colocated_steps_per_s(), 7.2);
+  ASSERT_NE((*table_pair)[0], 4.5);
+
+  Restart();
+  Advance(500, {"a1"});  // the first round after the restart builds the mechanism
+  auto after = core_->MechanismPolicyInput();
+  ASSERT_TRUE(after.has_value());
+  auto measured = PairRates(*after, a, b, "v100");
+  ASSERT_TRUE(measured.has_value());
+  EXPECT_DOUBLE_EQ((*measured)[0], 4.5);
+  EXPECT_DOUBLE_EQ((*measured)[1], 7.2);
+  // And it keeps learning from there: the next sample is smoothed into the restored EMA.
+  const wire::StartRoundRequest next = NextRound("a1", round.round_id(), {"a1"});
+  ASSERT_EQ(next.tasks_size(), 2) << next.DebugString();
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", TaskOf(next, a)->worker_id(), a, next.round_id(),
+                     wire::LEASE_EXPIRED, 100, 55, 10.0)
+                  .ok());
+  ASSERT_TRUE(Report("a1", TaskOf(next, b)->worker_id(), b, next.round_id(),
+                     wire::LEASE_EXPIRED, 150, 78, 10.0)
+                  .ok());
+  EXPECT_DOUBLE_EQ(Job(a).colocated_steps_per_s(), 0.5 * 5.5 + 0.5 * 4.5);
+  EXPECT_EQ(Job(a).colocated_measurements(), 2u);
+}
+
 // One member ending early — finished, or crashed — harms neither the other's steps nor its
 // lease; a partner that left early gives no co-located sample.
 TEST_F(PackingCoreTest, AMemberThatFinishesOrCrashesEarlyLeavesTheOtherWhole) {
