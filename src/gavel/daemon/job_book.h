@@ -23,6 +23,7 @@
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/utility.h"
 #include "gavel/daemon/journal.h"
+#include "gavel/estimator/reference_rows.h"
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/wire/scheduler.pb.h"
@@ -97,10 +98,18 @@ class JobBook {
   double Estimate(const Job& job, const std::string& gpu_type) const;
   // Space sharing: the job's steps/s while it shares a GPU of `gpu_type` with `partner` — its
   // measurement next to a job of the partner's type once there is one, else its Estimate
-  // scaled by the table's slowdown for the pair of their table keys (co-located over
-  // isolated steps/s), so that a user's own isolated estimate carries over. 0 when the table
-  // has no co-located entry for them (the pair is not used on that type).
+  // scaled by a normalised co-located throughput (co-located over isolated steps/s), so that a
+  // user's own isolated estimate carries over: the table's for the pair of their table keys,
+  // where a job whose type the table lacks stands in as the table type it was matched to
+  // (RowOf) once it has measurements next to table types, and as its stand-in key before. 0
+  // when that entry is 0 or missing (the pair is not used on that type).
   double ColocatedEstimate(const Job& job, const Job& partner, const std::string& gpu_type) const;
+  // Space sharing, for a job whose type the table lacks: its row of normalised co-located
+  // throughputs completed from its measurements next to table types of its scale factor
+  // (estimator/reference_rows.h), and the table type it matches. nullptr for a table type, a
+  // job with no such measurement, or a failed completion. Recomputed when the measurements
+  // (or its isolated estimates) change; valid until the next call for the job.
+  const estimator::CompletedRow* RowOf(const Job& job) const;
   void Touch(const Job& job) { journal_->dirty_jobs.insert(job.row.id); }
 
   Map::iterator begin() { return jobs_.begin(); }
@@ -118,8 +127,18 @@ class JobBook {
   // Sets table_type and mech_type. False when the table has no job type of that scale factor.
   bool ResolveMechType(Job& job) const;
 
+  // The table's rows of a scale factor (null when it has no job type of that size).
+  const estimator::ReferenceRows* ReferenceRowsFor(int scale_factor) const;
+
   Journal* journal_;
   std::shared_ptr<const ThroughputTable> throughputs_;
+  // Space sharing: derived from the table and the jobs' measurements, computed on demand.
+  mutable std::map<int, std::unique_ptr<const estimator::ReferenceRows>> reference_rows_;
+  struct RowCache {
+    std::vector<estimator::RowObservation> observed;
+    std::optional<estimator::CompletedRow> row;  // nullopt: the completion failed
+  };
+  mutable std::map<std::uint64_t, RowCache> rows_;  // by job id
   std::map<int, int> representative_key_;  // scale factor -> table key for unknown job types
   Map jobs_;
   std::uint64_t next_job_id_ = 1;
