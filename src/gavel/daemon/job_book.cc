@@ -128,15 +128,72 @@ double JobBook::Estimate(const Job& job, const std::string& gpu_type) const {
 
 double JobBook::ColocatedEstimate(const Job& job, const Job& partner,
                                   const std::string& gpu_type) const {
-  const auto measured = job.colocated.find({gpu_type, partner.row.spec.job_type()});
-  if (measured != job.colocated.end() && measured->second.measurements > 0) {
+  const auto measured = job.row.colocated.find({gpu_type, partner.row.spec.job_type()});
+  if (measured != job.row.colocated.end() && measured->second.measurements > 0) {
     return measured->second.measured;
+  }
+  // A job the table lacks, once measured next to table types, stands in as the table type
+  // its completed row matches (the estimator's rule, docs/estimator.md).
+  const estimator::CompletedRow* own = job.table_type ? nullptr : RowOf(job);
+  const estimator::CompletedRow* other = partner.table_type ? nullptr : RowOf(partner);
+  if (own != nullptr || other != nullptr) {
+    const ThroughputTable& table = *throughputs_;
+    const estimator::ReferenceRows* rows =
+        ReferenceRowsFor(static_cast<int>(job.row.spec.scale_factor()));
+    const std::optional<int> gpu = table.GpuTypeIndex(gpu_type);
+    const std::optional<int> own_key =
+        own != nullptr ? std::optional<int>(own->match) : table.KeyIndex(job.mech_type);
+    const std::optional<int> other_key =
+        other != nullptr ? std::optional<int>(other->match) : table.KeyIndex(partner.mech_type);
+    if (rows != nullptr && gpu && own_key && other_key) {
+      const std::optional<std::size_t> column = rows->Column(*gpu, *other_key);
+      const std::optional<double> normalized =
+          column ? rows->Reference(*own_key, *column) : std::nullopt;
+      if (normalized) return Estimate(job, gpu_type) * *normalized;
+    }
   }
   const std::optional<double> alone = throughputs_->Isolated(gpu_type, job.mech_type);
   const std::optional<std::array<double, 2>> together =
       throughputs_->Colocated(gpu_type, job.mech_type, partner.mech_type);
   if (!alone || !together || !(*alone > 0.0)) return 0.0;
   return Estimate(job, gpu_type) * (*together)[0] / *alone;
+}
+
+const estimator::ReferenceRows* JobBook::ReferenceRowsFor(int scale_factor) const {
+  auto it = reference_rows_.find(scale_factor);
+  if (it == reference_rows_.end()) {
+    auto rows = estimator::ReferenceRows::Create(throughputs_, scale_factor);
+    it = reference_rows_.emplace(scale_factor, rows.ok() ? std::move(rows).value() : nullptr)
+             .first;
+  }
+  return it->second.get();
+}
+
+const estimator::CompletedRow* JobBook::RowOf(const Job& job) const {
+  if (job.table_type) return nullptr;
+  const int scale_factor = static_cast<int>(job.row.spec.scale_factor());
+  const estimator::ReferenceRows* rows = ReferenceRowsFor(scale_factor);
+  if (rows == nullptr) return nullptr;
+  // Observed: the measured co-located rate next to a table type over the isolated estimate.
+  std::vector<estimator::RowObservation> observed;
+  for (const auto& [key, rate] : job.row.colocated) {
+    if (rate.measurements == 0) continue;
+    const std::optional<int> gpu = throughputs_->GpuTypeIndex(key.first);
+    const std::optional<int> partner = throughputs_->KeyIndex(JobTypeKey{key.second, scale_factor});
+    const double alone = Estimate(job, key.first);
+    if (!gpu || !partner || !(alone > 0.0) || !rows->Column(*gpu, *partner)) continue;
+    observed.push_back({*gpu, *partner, std::clamp(rate.measured / alone, 0.0, 1.0)});
+  }
+  if (observed.empty()) return nullptr;
+  RowCache& cache = rows_[job.row.id];
+  if (cache.observed != observed) {  // a new entry has none
+    cache.observed = observed;
+    Result<estimator::CompletedRow> row =
+        rows->Complete(observed, estimator::OnlinePmfOptions(), job.row.id);
+    cache.row = row.ok() ? std::optional<estimator::CompletedRow>(std::move(row).value())
+                         : std::nullopt;
+  }
+  return cache.row ? &*cache.row : nullptr;
 }
 
 Result<ListPage> ParseListPage(const wire::ListJobsRequest& request) {

@@ -23,6 +23,7 @@
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/utility.h"
 #include "gavel/daemon/journal.h"
+#include "gavel/estimator/reference_rows.h"
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/wire/scheduler.pb.h"
@@ -44,14 +45,7 @@ struct Job {
   bool last_launch_failed = false;
   // Throughputs the latest allocation was computed with (for the re-solve threshold).
   mutable std::map<std::string, double> used_estimate;
-  // Space sharing (packing policies): the job's measured steps/s while it shared a GPU, per
-  // (GPU type, the partner's job type), smoothed as the isolated measurements are. Kept in
-  // memory: a restarted daemon learns them again (docs/runtime.md, "Space sharing").
-  struct ColocatedRate {
-    double measured = 0.0;
-    std::uint32_t measurements = 0;
-  };
-  std::map<std::pair<std::string, std::string>, ColocatedRate> colocated;
+  // Space sharing: the measured co-located rates are durable, in row.colocated.
   // The job it shares its GPU(s) with this round, or last shared with (0 = never shared).
   std::uint64_t partner_job = 0;
   std::string partner_type;      // that job's type (spec.job_type)
@@ -104,10 +98,18 @@ class JobBook {
   double Estimate(const Job& job, const std::string& gpu_type) const;
   // Space sharing: the job's steps/s while it shares a GPU of `gpu_type` with `partner` — its
   // measurement next to a job of the partner's type once there is one, else its Estimate
-  // scaled by the table's slowdown for the pair of their table keys (co-located over
-  // isolated steps/s), so that a user's own isolated estimate carries over. 0 when the table
-  // has no co-located entry for them (the pair is not used on that type).
+  // scaled by a normalised co-located throughput (co-located over isolated steps/s), so that a
+  // user's own isolated estimate carries over: the table's for the pair of their table keys,
+  // where a job whose type the table lacks stands in as the table type it was matched to
+  // (RowOf) once it has measurements next to table types, and as its stand-in key before. 0
+  // when that entry is 0 or missing (the pair is not used on that type).
   double ColocatedEstimate(const Job& job, const Job& partner, const std::string& gpu_type) const;
+  // Space sharing, for a job whose type the table lacks: its row of normalised co-located
+  // throughputs completed from its measurements next to table types of its scale factor
+  // (estimator/reference_rows.h), and the table type it matches. nullptr for a table type, a
+  // job with no such measurement, or a failed completion. Recomputed when the measurements
+  // (or its isolated estimates) change; valid until the next call for the job.
+  const estimator::CompletedRow* RowOf(const Job& job) const;
   void Touch(const Job& job) { journal_->dirty_jobs.insert(job.row.id); }
 
   Map::iterator begin() { return jobs_.begin(); }
@@ -125,8 +127,18 @@ class JobBook {
   // Sets table_type and mech_type. False when the table has no job type of that scale factor.
   bool ResolveMechType(Job& job) const;
 
+  // The table's rows of a scale factor (null when it has no job type of that size).
+  const estimator::ReferenceRows* ReferenceRowsFor(int scale_factor) const;
+
   Journal* journal_;
   std::shared_ptr<const ThroughputTable> throughputs_;
+  // Space sharing: derived from the table and the jobs' measurements, computed on demand.
+  mutable std::map<int, std::unique_ptr<const estimator::ReferenceRows>> reference_rows_;
+  struct RowCache {
+    std::vector<estimator::RowObservation> observed;
+    std::optional<estimator::CompletedRow> row;  // nullopt: the completion failed
+  };
+  mutable std::map<std::uint64_t, RowCache> rows_;  // by job id
   std::map<int, int> representative_key_;  // scale factor -> table key for unknown job types
   Map jobs_;
   std::uint64_t next_job_id_ = 1;

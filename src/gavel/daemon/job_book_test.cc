@@ -89,7 +89,7 @@ TEST(JobBookTest, ColocatedEstimatesScaleTheTablesSlowdownUntilMeasured) {
   EXPECT_DOUBLE_EQ(book.ColocatedEstimate(a3c, transformer, "v100"), 2.0 * pair[0]);
 
   // Measured next to a job of the partner's type: the measurement, for any job of that type.
-  a3c.colocated[{"v100", "Transformer (batch size 16)"}] = Job::ColocatedRate{3.5, 2};
+  a3c.row.colocated[{"v100", "Transformer (batch size 16)"}] = ColocatedRow{3.5, 2};
   EXPECT_DOUBLE_EQ(book.ColocatedEstimate(a3c, transformer, "v100"), 3.5);
   Job& another = book.Add(kAlice, Spec("Transformer (batch size 16)"), 3, {"v100"});
   EXPECT_DOUBLE_EQ(book.ColocatedEstimate(a3c, another, "v100"), 3.5);

@@ -443,6 +443,11 @@ std::optional<mechanism::JobAccounting> Schedule::AccountingOf(std::uint64_t job
   return mech_->AccountingOf(JobId(job_id));
 }
 
+std::optional<policy::PolicyInput> Schedule::PolicyInputNow() const {
+  if (!mech_ || mech_->num_active_jobs() == 0) return std::nullopt;
+  return mech_->PolicyInputAt(mech_clock_->Now());
+}
+
 std::vector<std::string> Schedule::gpu_types() const {
   return mech_ ? mech_->layout().type_names() : std::vector<std::string>{};
 }

@@ -121,6 +121,8 @@ class Schedule {
   std::optional<mechanism::JobAccounting> AccountingOf(std::uint64_t job_id) const;
   std::vector<std::string> gpu_types() const;
   bool Holds(std::uint64_t job_id) const;
+  // The problem the mechanism would pose the policy now (tests, diagnostics).
+  std::optional<policy::PolicyInput> PolicyInputNow() const;
   std::uint64_t rebuilds() const { return rebuilds_; }
   std::uint64_t cluster_changes() const { return cluster_changes_; }
 

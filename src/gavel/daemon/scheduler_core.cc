@@ -451,8 +451,8 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
   if (job.partner_job != 0) {
     info.set_partner_job_id(job.partner_job);
     info.set_partner_job_type(job.partner_type);
-    const auto c = job.colocated.find({job.partner_gpu_type, job.partner_type});
-    if (c != job.colocated.end()) {
+    const auto c = job.row.colocated.find({job.partner_gpu_type, job.partner_type});
+    if (c != job.row.colocated.end()) {
       info.set_colocated_steps_per_s(c->second.measured);
       info.set_colocated_measurements(c->second.measurements);
     }
@@ -752,11 +752,9 @@ void SchedulerCore::LearnColocated(Job& job, const RoundTask& twin, const MicroT
                                   twin.elapsed_s < 0.9 * m.elapsed_s;
   if (partner_left_early) return;
   const double before = jobs_.ColocatedEstimate(job, partner->second, gpu_type);
-  Job::ColocatedRate& rate = job.colocated[{gpu_type, partner->second.row.spec.job_type()}];
-  if (!AddSample(rate.measured, rate.measurements, m.steps_trained, m.training_s,
-                 options_.ema_alpha)) {
-    return;
-  }
+  if (m.steps_trained == 0 || !(m.training_s > 0.0)) return;  // no sample (AddSample's rule)
+  ColocatedRow& rate = job.row.colocated[{gpu_type, partner->second.row.spec.job_type()}];
+  AddSample(rate.measured, rate.measurements, m.steps_trained, m.training_s, options_.ema_alpha);
   if (before <= 0.0 || std::abs(rate.measured - before) > options_.resolve_threshold * before) {
     jobs_changed_ = true;  // worth a new solve
   }
@@ -861,6 +859,10 @@ std::optional<mechanism::JobAccounting> SchedulerCore::MechanismAccounting(
 
 std::vector<std::string> SchedulerCore::mechanism_gpu_types() const {
   return schedule_->gpu_types();
+}
+
+std::optional<policy::PolicyInput> SchedulerCore::MechanismPolicyInput() const {
+  return schedule_->PolicyInputNow();
 }
 
 bool SchedulerCore::MechanismHolds(std::uint64_t job_id) const {

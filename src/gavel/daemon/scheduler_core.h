@@ -199,6 +199,10 @@ class SchedulerCore {
   std::vector<std::string> mechanism_gpu_types() const;
   // Whether the RoundScheduler holds the job out of its plans (backing off after a crash).
   bool MechanismHolds(std::uint64_t job_id) const;
+  // The problem the RoundScheduler would hand the policy now: jobs, throughputs and, under a
+  // packing policy, the pairs' co-located throughputs (tests, diagnostics). nullopt before
+  // the first round or with no active job.
+  std::optional<policy::PolicyInput> MechanismPolicyInput() const;
 
  private:
   SchedulerCore(CoreOptions options, Store* store, AgentTransport* transport,

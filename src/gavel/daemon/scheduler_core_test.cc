@@ -4,13 +4,19 @@
 #include "gavel/daemon/scheduler_core.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <array>
+#include <cstdio>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
+#include "gavel/daemon/job_book.h"
+#include "gavel/daemon/store.h"
 #include "gavel/daemon/fake_transport.h"
 #include "gavel/policy/registry.h"
 
@@ -905,6 +911,271 @@ TEST_F(PackingCoreTest, AMeasuredColocatedRateReplacesTheTablesInThePolicy) {
   ASSERT_EQ(next.tasks_size(), 1) << next.DebugString();
   EXPECT_EQ(next.tasks(0).worker_id(), gpu);
   EXPECT_TRUE(next.tasks(0).job().partner_job_type().empty());
+}
+
+// The co-located throughputs the policy is posed for the pair (a, b) on `gpu_type`, as
+// {a's, b's}; nullopt when the input has no such pair.
+std::optional<std::array<double, 2>> PairRates(const policy::PolicyInput& input,
+                                               std::uint64_t a, std::uint64_t b,
+                                               const std::string& gpu_type) {
+  const int type = input.TypeIndex(gpu_type);
+  for (std::size_t p = 0; p < input.pairs.size(); ++p) {
+    const policy::JobPair& pair = input.pairs[p];
+    const auto first = input.jobs[static_cast<std::size_t>(pair.first)].id.value();
+    const auto second = input.jobs[static_cast<std::size_t>(pair.second)].id.value();
+    if (type < 0 || first != a || second != b) continue;
+    return std::array<double, 2>{
+        input.pair_throughput_first(p, static_cast<std::size_t>(type)),
+        input.pair_throughput_second(p, static_cast<std::size_t>(type))};
+  }
+  return std::nullopt;
+}
+
+// Issue 14 item 2: measured co-located rates are durable. A pair measured at rates the table
+// does not predict, then a daemon crash: the new core over the same store poses its first
+// solve with the measured rates, not the table's slowdown.
+TEST_F(PackingCoreTest, MeasuredColocatedRatesSurviveARestart) {
+  const std::uint64_t gpu = RegisterOne();
+  const std::uint64_t a = Submit(Spec(1'000'000, kA));
+  const std::uint64_t b = Submit(Spec(1'000'000, kB));
+  Tick();
+  const wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 2);
+  // Before any measurement the policy reads the table's co-located rates (independent truth:
+  // the shipped table itself).
+  const ThroughputTable& table = *ShippedThroughputTable();
+  const auto table_pair = table.Colocated("v100", JobTypeKey{kA, 1}, JobTypeKey{kB, 1});
+  ASSERT_TRUE(table_pair.has_value());
+  auto before = core_->MechanismPolicyInput();
+  ASSERT_TRUE(before.has_value());
+  auto unmeasured = PairRates(*before, a, b, "v100");
+  ASSERT_TRUE(unmeasured.has_value());
+  EXPECT_NEAR((*unmeasured)[0], (*table_pair)[0], 1e-9);
+  EXPECT_NEAR((*unmeasured)[1], (*table_pair)[1], 1e-9);
+
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", gpu, a, round.round_id(), wire::LEASE_EXPIRED, 45, 45, 10.0).ok());
+  ASSERT_TRUE(
+      Report("a1", PartnerSlotOf(gpu), b, round.round_id(), wire::LEASE_EXPIRED, 72, 72, 10.0)
+          .ok());
+  ASSERT_DOUBLE_EQ(Job(a).colocated_steps_per_s(), 4.5);
+  ASSERT_DOUBLE_EQ(Job(b).colocated_steps_per_s(), 7.2);
+  ASSERT_NE((*table_pair)[0], 4.5);
+
+  Restart();
+  Advance(500, {"a1"});  // the first round after the restart builds the mechanism
+  auto after = core_->MechanismPolicyInput();
+  ASSERT_TRUE(after.has_value());
+  auto measured = PairRates(*after, a, b, "v100");
+  ASSERT_TRUE(measured.has_value());
+  EXPECT_DOUBLE_EQ((*measured)[0], 4.5);
+  EXPECT_DOUBLE_EQ((*measured)[1], 7.2);
+  // And it keeps learning from there: the next sample is smoothed into the restored EMA.
+  const wire::StartRoundRequest next = NextRound("a1", round.round_id(), {"a1"});
+  ASSERT_EQ(next.tasks_size(), 2) << next.DebugString();
+  Advance(kRoundMs, {"a1"});
+  ASSERT_TRUE(Report("a1", TaskOf(next, a)->worker_id(), a, next.round_id(),
+                     wire::LEASE_EXPIRED, 100, 55, 10.0)
+                  .ok());
+  ASSERT_TRUE(Report("a1", TaskOf(next, b)->worker_id(), b, next.round_id(),
+                     wire::LEASE_EXPIRED, 150, 78, 10.0)
+                  .ok());
+  EXPECT_DOUBLE_EQ(Job(a).colocated_steps_per_s(), 0.5 * 5.5 + 0.5 * 4.5);
+  EXPECT_EQ(Job(a).colocated_measurements(), 2u);
+}
+
+// ---- Issue 14 item 2: pairs with a job type the table lacks ----
+
+// The shipped table without one job type (every GPU type's entry for it and every pair entry
+// with it): the daemon's table, under which a job of that type is "unknown", while the full
+// table still holds its true rates (the independent truth).
+std::shared_ptr<const ThroughputTable> TableWithout(const std::string& hidden_model) {
+  std::ifstream in(DefaultThroughputsFile());
+  nlohmann::json json = nlohmann::json::parse(in);
+  const std::string hidden = JobTypeKey{hidden_model, 1}.ToString();
+  for (auto& [gpu, per_key] : json.items()) {
+    per_key.erase(hidden);
+    for (auto& [key, entries] : per_key.items()) entries.erase(hidden);
+  }
+  auto table = ThroughputTable::Parse(json.dump(), "shipped table without " + hidden);
+  EXPECT_TRUE(table.ok()) << table.status().ToString();
+  return std::make_shared<const ThroughputTable>(std::move(table).value());
+}
+
+// ResNet-18 (batch size 16) hidden: next to ResNet-50 (batch size 16) on a v100 both run at
+// full speed (table: 1.0 and 1.0 of their isolated rates), but the stand-in of an unknown
+// single-GPU type (LM, batch size 5) says 0.36 and 0.36, so without measurements the pair is
+// worth less than time-sharing.
+constexpr const char* kHidden = "ResNet-18 (batch size 16)";
+constexpr const char* kGoodPartner = "ResNet-50 (batch size 16)";
+
+// The hidden type's true normalised co-located throughput next to `partner` on `gpu`, and the
+// partner's next to it.
+std::array<double, 2> TrueNormalized(const std::string& gpu, const std::string& partner) {
+  const ThroughputTable& full = *ShippedThroughputTable();
+  const JobTypeKey x{kHidden, 1}, p{partner, 1};
+  const auto together = full.Colocated(gpu, x, p).value_or(std::array<double, 2>{0.0, 0.0});
+  return {together[0] / *full.Isolated(gpu, x), together[1] / *full.Isolated(gpu, p)};
+}
+
+wire::JobSpec HiddenSpec(std::uint64_t steps) {
+  wire::JobSpec spec = Spec(steps, kHidden);
+  for (const char* gpu : {"k80", "p100", "v100"}) {
+    (*spec.mutable_throughputs())[gpu] = *ShippedThroughputTable()->Isolated(gpu, JobTypeKey{kHidden, 1});
+  }
+  return spec;
+}
+
+// JobBook alone: a hidden-type job next to every table type. Without measurements its
+// estimates are the stand-in's (the old rule, exactly); measured next to 8 of the 25 types on
+// every GPU type, its estimates next to the other 17 — and theirs next to it — come from the
+// type its completed row matches, and are closer to the truth than the stand-in's.
+TEST(ColocatedEstimateTest, AnUnknownTypeLearnsItsPairsFromMeasuredOnes) {
+  Journal journal;
+  const auto table = TableWithout(kHidden);
+  JobBook book(&journal, table);
+  const std::vector<std::string> gpus = {"k80", "p100", "v100"};
+  Job& x = book.Add(kAlice, HiddenSpec(100), 1, gpus);
+  ASSERT_FALSE(x.table_type);
+  std::vector<const Job*> partners;
+  for (const JobTypeKey& key : table->job_types()) {
+    if (key.scale_factor == 1) partners.push_back(&book.Add(kAlice, Spec(100, key.model), 1, gpus));
+  }
+  ASSERT_EQ(partners.size(), 25u);
+  const auto stand_in = [&](const Job& job, const Job& partner, const std::string& gpu) {
+    const auto together = table->Colocated(gpu, job.mech_type, partner.mech_type);
+    return together ? book.Estimate(job, gpu) * (*together)[0] / *table->Isolated(gpu, job.mech_type)
+                    : 0.0;
+  };
+  for (const Job* p : partners) {
+    for (const std::string& gpu : gpus) {
+      EXPECT_DOUBLE_EQ(book.ColocatedEstimate(x, *p, gpu), stand_in(x, *p, gpu));
+      EXPECT_DOUBLE_EQ(book.ColocatedEstimate(*p, x, gpu), stand_in(*p, x, gpu));
+    }
+  }
+  EXPECT_EQ(book.RowOf(x), nullptr);
+
+  // Measured next to every third type, at the true rates.
+  std::set<std::string> measured;
+  for (std::size_t i = 0; i < partners.size(); i += 3) {
+    const std::string& model = partners[i]->row.spec.job_type();
+    measured.insert(model);
+    for (const std::string& gpu : gpus) {
+      x.row.colocated[{gpu, model}] =
+          ColocatedRow{TrueNormalized(gpu, model)[0] * book.Estimate(x, gpu), 1};
+    }
+  }
+  const estimator::CompletedRow* row = book.RowOf(x);
+  ASSERT_NE(row, nullptr);
+  std::printf("matched to %s\n", table->job_types()[static_cast<std::size_t>(row->match)].ToString().c_str());
+  double error = 0.0, stand_in_error = 0.0, partner_error = 0.0, partner_stand_in_error = 0.0;
+  int entries = 0;
+  for (const Job* p : partners) {
+    const std::string& model = p->row.spec.job_type();
+    for (const std::string& gpu : gpus) {
+      const std::array<double, 2> truth = TrueNormalized(gpu, model);
+      const double alone_x = book.Estimate(x, gpu);
+      const double alone_p = book.Estimate(*p, gpu);
+      if (measured.contains(model)) {
+        EXPECT_DOUBLE_EQ(book.ColocatedEstimate(x, *p, gpu), truth[0] * alone_x) << "measured";
+        continue;
+      }
+      error += std::abs(book.ColocatedEstimate(x, *p, gpu) / alone_x - truth[0]);
+      stand_in_error += std::abs(stand_in(x, *p, gpu) / alone_x - truth[0]);
+      if (alone_p > 0.0) {
+        partner_error += std::abs(book.ColocatedEstimate(*p, x, gpu) / alone_p - truth[1]);
+        partner_stand_in_error += std::abs(stand_in(*p, x, gpu) / alone_p - truth[1]);
+      }
+      ++entries;
+    }
+  }
+  error /= entries;
+  stand_in_error /= entries;
+  partner_error /= entries;
+  partner_stand_in_error /= entries;
+  std::printf("mean abs error of the normalised estimates, unmeasured pairs: the job's %.4f "
+              "(stand-in %.4f), its partners' %.4f (stand-in %.4f)\n",
+              error, stand_in_error, partner_error, partner_stand_in_error);
+  EXPECT_LT(error, stand_in_error);
+  EXPECT_LT(partner_error, partner_stand_in_error);
+  EXPECT_LT(error, 0.15);
+  EXPECT_LT(partner_error, 0.15);
+}
+
+// The whole daemon: a hidden-type job and a partner it truly packs perfectly with, on one v100.
+// Without measurements the stand-in's estimate keeps them apart (the old behaviour); once the
+// job's measurements next to other types are in the state (here written before a restart, as
+// a daemon that ran it earlier would have stored them), the completed estimate is close to
+// the truth and max-min fairness packs the pair.
+TEST_F(PackingCoreTest, AnUnknownTypeMeasuredNextToOthersIsPackedWithAnUnmeasuredPartner) {
+  const auto table = TableWithout(kHidden);
+  const auto open = [&](Store* store) {
+    CoreOptions options = Options();
+    options.throughputs = table;
+    auto core = SchedulerCore::Create(options, store, &transport_, &clock_);
+    ASSERT_TRUE(core.ok()) << core.status().ToString();
+    core_ = *std::move(core);
+  };
+  core_.reset();
+  open(&store_);
+  const std::uint64_t gpu = RegisterOne();
+  const std::uint64_t x = Submit(HiddenSpec(1'000'000));
+  const std::uint64_t p = Submit(Spec(1'000'000, kGoodPartner));
+  Tick();
+  const wire::StartRoundRequest alone = transport_.LastRound("a1");
+  ASSERT_EQ(alone.tasks_size(), 1) << "the stand-in's estimate: not worth packing";
+  const auto stand_in_pair = core_->MechanismPolicyInput();
+  ASSERT_TRUE(stand_in_pair.has_value());
+  const auto stand_in = PairRates(*stand_in_pair, x, p, "v100");
+  ASSERT_TRUE(stand_in.has_value());
+  // The round ends normally (a job silent past its deadline would count as crashed).
+  Advance(kRoundMs, {"a1"});
+  const wire::Task& ran = alone.tasks(0);
+  const std::string ran_type = ran.job().job_id() == x ? kHidden : kGoodPartner;
+  // At its true isolated rate (to 0.1 steps/s), so that the estimates stay the truth's.
+  const auto steps = static_cast<std::uint64_t>(
+      std::llround(10.0 * *ShippedThroughputTable()->Isolated("v100", JobTypeKey{ran_type, 1})));
+  ASSERT_TRUE(Report("a1", ran.worker_id(), ran.job().job_id(), alone.round_id(),
+                     wire::LEASE_EXPIRED, steps, steps, 10.0)
+                  .ok());
+
+  // Measurements of x next to five other table types, at the true rates.
+  ASSERT_TRUE(core_->Flush().ok());
+  auto state = store_.Load();
+  ASSERT_TRUE(state.ok());
+  const double alone_x = HiddenSpec(1).throughputs().at("v100");
+  for (JobRow& row : state->jobs) {
+    if (row.id != x) continue;
+    for (const char* other : {"ResNet-18 (batch size 32)", "ResNet-50 (batch size 64)",
+                              "LM (batch size 20)", "Transformer (batch size 64)", "A3C"}) {
+      for (const char* g : {"k80", "p100", "v100"}) {
+        const double rate = TrueNormalized(g, other)[0] * HiddenSpec(1).throughputs().at(g);
+        row.colocated[{g, other}] = ColocatedRow{rate, 2};
+      }
+    }
+  }
+  MemoryStore measured(*std::move(state));
+  core_.reset();
+  open(&measured);
+  const wire::StartRoundRequest next = NextRound("a1", alone.round_id(), {"a1"});
+  auto input = core_->MechanismPolicyInput();
+  ASSERT_TRUE(input.has_value());
+  auto rates = PairRates(*input, x, p, "v100");
+  ASSERT_TRUE(rates.has_value());
+  const std::array<double, 2> truth = TrueNormalized("v100", kGoodPartner);
+  const double alone_p = *table->Isolated("v100", JobTypeKey{kGoodPartner, 1});
+  const double estimate_x = (*rates)[0] / alone_x, estimate_p = (*rates)[1] / alone_p;
+  std::printf("pair on v100: estimated %.3f, %.3f of alone (stand-in %.3f, %.3f); true %.3f, "
+              "%.3f\n", estimate_x, estimate_p, (*stand_in)[0] / alone_x,
+              (*stand_in)[1] / alone_p, truth[0], truth[1]);
+  EXPECT_LT(std::abs(estimate_x - truth[0]), std::abs((*stand_in)[0] / alone_x - truth[0]));
+  EXPECT_LT(std::abs(estimate_p - truth[1]), std::abs((*stand_in)[1] / alone_p - truth[1]));
+  EXPECT_GT(std::min(estimate_x, estimate_p), 0.6) << "worth more than half a GPU each";
+  ASSERT_EQ(next.tasks_size(), 2) << next.DebugString();
+  ASSERT_TRUE(TaskOf(next, x) && TaskOf(next, p));
+  EXPECT_EQ((std::set<std::uint64_t>{TaskOf(next, x)->worker_id(), TaskOf(next, p)->worker_id()}),
+            (std::set<std::uint64_t>{gpu, PartnerSlotOf(gpu)}))
+      << "both on the one GPU";
 }
 
 // One member ending early — finished, or crashed — harms neither the other's steps nor its

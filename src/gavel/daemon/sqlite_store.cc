@@ -10,7 +10,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <sstream>
+
+#include "gavel/daemon/error_text.h"
 
 namespace gavel::daemon {
 namespace {
@@ -18,10 +21,12 @@ namespace {
 // Version 2 (issue 16): agents.owner added; agents.token holds the agent's callback token
 // instead of the token it registered with. Version 3 (issue 13): jobs.last_startup_s and
 // jobs.startup_total_s. Version 4 (issue 12 item 7): agents.host_cpus and agents.host_mem_gb
-// (0 = not advertised). Older versions are migrated on open. (New job fields such as the app,
+// (0 = not advertised). Version 5 (issue 14 item 2): the job_colocated table, the measured
+// co-located throughputs (a version-4 state had none: the table starts empty). Older versions
+// are migrated on open. (New job fields such as the app,
 // utility and host demands live in the jobs.spec blob, a JobSpec message: proto3 reads old
 // blobs with those fields at their defaults, so they need no migration.)
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,6 +41,10 @@ CREATE TABLE IF NOT EXISTS job_gpu(
   job_id INTEGER NOT NULL, gpu_type TEXT NOT NULL, seconds REAL NOT NULL, steps REAL NOT NULL,
   allocation REAL NOT NULL, prior REAL NOT NULL, measured REAL NOT NULL,
   measurements INTEGER NOT NULL, PRIMARY KEY(job_id, gpu_type));
+CREATE TABLE IF NOT EXISTS job_colocated(
+  job_id INTEGER NOT NULL, gpu_type TEXT NOT NULL, partner_type TEXT NOT NULL,
+  measured REAL NOT NULL, measurements INTEGER NOT NULL,
+  PRIMARY KEY(job_id, gpu_type, partner_type));
 CREATE TABLE IF NOT EXISTS agents(
   agent_id TEXT PRIMARY KEY, address TEXT NOT NULL, gpu_type TEXT NOT NULL,
   num_gpus INTEGER NOT NULL, first_worker_id INTEGER NOT NULL, registered_ms INTEGER NOT NULL,
@@ -240,8 +249,14 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& state_
         if (created.ok()) {
           created = store->Exec(
               "ALTER TABLE agents ADD COLUMN host_cpus REAL NOT NULL DEFAULT 0;"
-              "ALTER TABLE agents ADD COLUMN host_mem_gb REAL NOT NULL DEFAULT 0;"
-              "UPDATE meta SET value='4' WHERE key='schema_version';");
+              "ALTER TABLE agents ADD COLUMN host_mem_gb REAL NOT NULL DEFAULT 0;");
+        }
+      }
+      if (version == "1" || version == "2" || version == "3" || version == "4") {
+        // No co-located throughputs were stored before version 5: job_colocated (created
+        // above) starts empty and the daemon learns them again.
+        if (created.ok()) {
+          created = store->Exec("UPDATE meta SET value='5' WHERE key='schema_version';");
         }
       } else if (version != std::to_string(kSchemaVersion)) {
         created = Status::FailedPrecondition("state database " + path + " has schema version " +
@@ -329,6 +344,27 @@ Result<StoredState> SqliteStore::Load() {
   }
   {
     Stmt q(db_,
+           "SELECT job_id, gpu_type, partner_type, measured, measurements FROM job_colocated");
+    while (q.Next()) {
+      const auto job = static_cast<std::uint64_t>(q.Int(0));
+      const std::string where = "state database, table job_colocated, job " +
+                                std::to_string(job) + " type " + q.Text(1) + " partner " +
+                                Quoted(q.Text(2));
+      const auto it = index.find(job);
+      if (it == index.end()) return Status::InvalidArgument(where + ": no such job");
+      const double measured = q.Real(3);
+      if (!q.IsNumber(3) || !std::isfinite(measured) || measured < 0.0) {
+        return Status::InvalidArgument(where + ", field measured: must be a non-negative number");
+      }
+      if (!q.IsInteger(4) || q.Int(4) < 0 || q.Int(4) > std::numeric_limits<std::uint32_t>::max()) {
+        return Status::InvalidArgument(where + ", field measurements: must be a count");
+      }
+      state.jobs[it->second].colocated[{q.Text(1), q.Text(2)}] =
+          ColocatedRow{measured, static_cast<std::uint32_t>(q.Int(4))};
+    }
+  }
+  {
+    Stmt q(db_,
            "SELECT agent_id, address, gpu_type, num_gpus, first_worker_id, registered_ms, token, "
            "alive, busy_seconds, owner, host_cpus, host_mem_gb FROM agents "
            "ORDER BY first_worker_id");
@@ -403,6 +439,9 @@ Status SqliteStore::Commit(const WriteBatch& batch) {
       Stmt gpu(db_,
                "INSERT OR REPLACE INTO job_gpu(job_id, gpu_type, seconds, steps, allocation, "
                "prior, measured, measurements) VALUES(?,?,?,?,?,?,?,?)");
+      Stmt colocated(db_,
+                     "INSERT OR REPLACE INTO job_colocated(job_id, gpu_type, partner_type, "
+                     "measured, measurements) VALUES(?,?,?,?,?)");
       for (const JobRow& row : batch.jobs) {
         std::string spec;
         row.spec.SerializeToString(&spec);
@@ -433,6 +472,14 @@ Status SqliteStore::Commit(const WriteBatch& batch) {
                                     .Bind(7, g.measured)
                                     .Bind(8, static_cast<std::int64_t>(g.measurements))
                                     .Run("write job progress"));
+        }
+        for (const auto& [key, c] : row.colocated) {
+          GAVEL_RETURN_IF_ERROR(colocated.Bind(1, static_cast<std::int64_t>(row.id))
+                                    .Bind(2, key.first)
+                                    .Bind(3, key.second)
+                                    .Bind(4, c.measured)
+                                    .Bind(5, static_cast<std::int64_t>(c.measurements))
+                                    .Run("write job co-located throughput"));
         }
       }
     }

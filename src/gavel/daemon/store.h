@@ -7,7 +7,8 @@
 // submissions share one fsync). Load reads everything back after a restart.
 //
 // What is stored: submitted jobs (spec, owner, state, checkpointed steps, retries), per job and
-// GPU type the time and steps run, the allocation, the prior and measured throughputs;
+// GPU type the time and steps run, the allocation, the prior and measured throughputs, and
+// (space sharing) the measured co-located throughputs per (GPU type, partner's job type);
 // registered agents and their worker ids; the open round and its tasks (so reports of the
 // round a crash interrupted are still credited after a restart); counters (meta) and an
 // event log.
@@ -22,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gavel/core/mutex.h"
@@ -39,6 +41,14 @@ struct JobGpuRow {
   double measured = 0.0;      // EMA of measured steps/s (0 = none yet)
   std::uint32_t measurements = 0;
   friend bool operator==(const JobGpuRow&, const JobGpuRow&) = default;
+};
+
+// Per job, GPU type and the partner's job type (space sharing): the job's measured steps/s
+// while it shared a GPU of that type with a job of that type, smoothed like JobGpuRow::measured.
+struct ColocatedRow {
+  double measured = 0.0;  // EMA of measured steps/s (0 = none yet)
+  std::uint32_t measurements = 0;
+  friend bool operator==(const ColocatedRow&, const ColocatedRow&) = default;
 };
 
 struct JobRow {
@@ -61,6 +71,8 @@ struct JobRow {
   double last_startup_s = 0.0;
   double startup_total_s = 0.0;
   std::map<std::string, JobGpuRow> per_type;  // by GPU type name
+  // By (GPU type name, the partner's spec.job_type); rows are only added and updated.
+  std::map<std::pair<std::string, std::string>, ColocatedRow> colocated;
 };
 
 struct AgentRow {

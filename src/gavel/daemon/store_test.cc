@@ -55,6 +55,9 @@ JobRow MakeJob(std::uint64_t id, std::uint64_t steps_done) {
   row.startup_total_s = 7.25;
   row.per_type["v100"] = JobGpuRow{12.0, 300.0, 0.5, 10.0, 11.5, 4};
   row.per_type["k80"] = JobGpuRow{3.0, 20.0, 0.25, 2.0, 0.0, 0};
+  row.colocated[{"v100", "A3C"}] = ColocatedRow{6.5, 3};
+  row.colocated[{"v100", "Transformer (batch size 16)"}] = ColocatedRow{0.125, 1};
+  row.colocated[{"k80", "A3C"}] = ColocatedRow{1.75, 2};
   return row;
 }
 
@@ -75,6 +78,7 @@ void ExpectSameJob(const JobRow& a, const JobRow& b) {
   EXPECT_EQ(a.last_startup_s, b.last_startup_s);
   EXPECT_EQ(a.startup_total_s, b.startup_total_s);
   EXPECT_EQ(a.per_type, b.per_type);
+  EXPECT_EQ(a.colocated, b.colocated);
 }
 
 WriteBatch FullBatch() {
@@ -129,7 +133,7 @@ TEST(SqliteStoreTest, CommittedBatchesSurviveReopening) {
   EXPECT_FALSE(state->open_round->tasks[0].reported);
   EXPECT_TRUE(state->open_round->tasks[1].reported);
   EXPECT_EQ(state->meta["next_job_id"], "3");
-  EXPECT_EQ(state->meta["schema_version"], "4");
+  EXPECT_EQ(state->meta["schema_version"], "5");
 }
 
 TEST(SqliteStoreTest, ClosingARoundForgetsItsTasksAndUpsertsReplaceRows) {
@@ -209,7 +213,12 @@ TEST(SqliteStoreTest, MalformedRowsAreRefusedNamingTheField) {
       {"UPDATE jobs SET spec=x'ffffffff' WHERE id=1", "job 1, field spec"},
       {"UPDATE jobs SET steps_done='many' WHERE id=1", "job 1, field steps_done"},
       {"UPDATE agents SET busy_seconds='1.5,x'", "agent agent-a, field busy_seconds"},
-      {"UPDATE meta SET value='5' WHERE key='schema_version'", "schema version 5"},
+      {"UPDATE meta SET value='6' WHERE key='schema_version'", "schema version 6"},
+      {"UPDATE job_colocated SET measured=-2 WHERE job_id=1 AND partner_type='A3C' AND "
+       "gpu_type='k80'",
+       "table job_colocated, job 1 type k80 partner \"A3C\", field measured"},
+      {"UPDATE job_colocated SET measurements='often' WHERE job_id=2", "field measurements"},
+      {"UPDATE job_colocated SET job_id=9 WHERE job_id=2", "job_colocated, job 9"},
       {"UPDATE agents SET host_cpus=-1", "agent agent-a, field host_cpus"},
       {"UPDATE agents SET host_mem_gb='lots'", "agent agent-a, field host_mem_gb"},
   };
@@ -299,7 +308,7 @@ TEST(SqliteStoreTest, SchemaOneIsMigratedWithoutItsTokens) {
   EXPECT_EQ(state->agents[0].owner, "");
   EXPECT_FALSE(state->agents[0].alive);
   EXPECT_EQ(state->jobs.size(), FullBatch().jobs.size());
-  EXPECT_EQ(state->meta.at("schema_version"), "4");
+  EXPECT_EQ(state->meta.at("schema_version"), "5");
   EXPECT_EQ(state->jobs[0].startup_total_s, 0.0);  // not measured before version 3
 }
 
@@ -321,7 +330,7 @@ TEST(SqliteStoreTest, SchemaTwoGainsTheStartUpColumns) {
   ASSERT_EQ(state->jobs.size(), FullBatch().jobs.size());
   EXPECT_EQ(state->jobs[0].last_startup_s, 0.0);
   EXPECT_EQ(state->agents[0].owner, "host-a");  // version 2's columns are kept
-  EXPECT_EQ(state->meta.at("schema_version"), "4");
+  EXPECT_EQ(state->meta.at("schema_version"), "5");
   // Written back with the new columns.
   ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
   EXPECT_EQ((*store)->Load()->jobs[0].startup_total_s, 7.25);
@@ -350,7 +359,7 @@ TEST(SqliteStoreTest, SchemaThreeGainsTheHostResourceColumns) {
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   auto state = (*store)->Load();
   ASSERT_TRUE(state.ok()) << state.status().ToString();
-  EXPECT_EQ(state->meta.at("schema_version"), "4");
+  EXPECT_EQ(state->meta.at("schema_version"), "5");
   ASSERT_EQ(state->agents.size(), 1u);
   EXPECT_EQ(state->agents[0].host_cpus, 0.0);
   EXPECT_EQ(state->agents[0].host_mem_gb, 0.0);
@@ -362,6 +371,34 @@ TEST(SqliteStoreTest, SchemaThreeGainsTheHostResourceColumns) {
   EXPECT_EQ(state->jobs[1].spec.cpus_per_gpu(), 4.0);
   EXPECT_EQ(state->jobs[1].spec.utility().family(), wire::JobUtility::LINEAR);
   EXPECT_EQ(state->jobs[1].spec.utility().time_s(), 600.0);
+}
+
+// Version 4 stored no co-located throughputs: the table is added empty, everything else is
+// kept, and the rates a daemon learns afterwards are written and read back.
+TEST(SqliteStoreTest, SchemaFourGainsTheColocatedTable) {
+  TempDir dir;
+  {
+    auto store = SqliteStore::Open(dir.path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
+  }
+  Corrupt(dir.path(),
+          "DROP TABLE job_colocated; UPDATE meta SET value='4' WHERE key='schema_version'");
+  auto store = SqliteStore::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->meta.at("schema_version"), "5");
+  ASSERT_EQ(state->jobs.size(), 2u);
+  EXPECT_TRUE(state->jobs[0].colocated.empty());
+  JobRow without = MakeJob(1, 100);
+  without.colocated.clear();
+  ExpectSameJob(state->jobs[0], without);
+  EXPECT_EQ(state->agents[0].host_cpus, 32.0);  // version 4's columns are kept
+  ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
+  auto again = (*store)->Load();
+  ASSERT_TRUE(again.ok());
+  ExpectSameJob(again->jobs[0], MakeJob(1, 100));
 }
 
 TEST(MemoryStoreTest, BehavesLikeTheSqliteStore) {
