@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "gavel/policy/queue_discipline.h"
 
 namespace gavel::policy {
 namespace {
@@ -55,12 +56,25 @@ class GandivaIntrospective final : public Policy {
     std::vector<int> type_of(m, -1);
     std::vector<int> workers(m);
     for (std::size_t i = 0; i < m; ++i) workers[i] = input.jobs[i].scale_factor;
+    // GPUs that running jobs (last in the order) will want back: a job placed before them
+    // goes where there is room rather than onto their GPUs (no needless migration).
+    std::vector<int> held(n, 0);
+    for (const PolicyJob& job : input.jobs) {
+      if (job.running_type >= 0 && static_cast<std::size_t>(job.running_type) < n) {
+        held[static_cast<std::size_t>(job.running_type)] += Smallest(job);
+      }
+    }
     std::vector<std::size_t> waiting;
     for (std::size_t i : order) {
       const PolicyJob& job = input.jobs[i];
       // Shrink when busy; start from the smallest count and grow below when not.
       const int k = Smallest(job);
-      const int type = ChooseType(input, i, k, free);
+      if (job.running_type >= 0 && static_cast<std::size_t>(job.running_type) < n) {
+        held[static_cast<std::size_t>(job.running_type)] -= k;
+      }
+      const int type = ChooseGpuType(job.running_type, k, free, held, [&](int t) {
+        return Throughput(input, i, k, static_cast<std::size_t>(t)) > 0.0;
+      });
       if (type < 0) {
         waiting.push_back(i);
         continue;
@@ -138,24 +152,6 @@ class GandivaIntrospective final : public Policy {
     const PolicyJob& job = input.jobs[i];
     if (job.elastic()) return job.ElasticThroughput(k, type);
     return input.throughput(i, type);
-  }
-
-  // The type it ran on while it still fits (no migration without need), else the type with
-  // the most free GPUs where it runs (heterogeneity-agnostic, as Gandiva is); -1 = none fits.
-  static int ChooseType(const PolicyInput& input, std::size_t i, int k, const std::vector<int>& free) {
-    const auto fits = [&](int t) {
-      return t >= 0 && static_cast<std::size_t>(t) < free.size() &&
-             free[static_cast<std::size_t>(t)] >= k &&
-             Throughput(input, i, k, static_cast<std::size_t>(t)) > 0.0;
-    };
-    if (fits(input.jobs[i].running_type)) return input.jobs[i].running_type;
-    int chosen = -1;
-    for (int t = 0; t < static_cast<int>(free.size()); ++t) {
-      if (fits(t) && (chosen < 0 || free[static_cast<std::size_t>(t)] > free[static_cast<std::size_t>(chosen)])) {
-        chosen = t;
-      }
-    }
-    return chosen;
   }
 
   // The measurement: Σ over both members of packed / alone throughput on the type they shared.

@@ -55,6 +55,32 @@ TEST(GandivaIntrospective, TimeSlicesByLongestWait) {
   EXPECT_EQ(out->allocation(2, 0), 0.0);
 }
 
+TEST(GandivaIntrospective, AWaitingJobTakesFreeGpusRatherThanMovingARunningOne) {
+  // Types a and b, one GPU each; job 0 runs on a, job 1 waited (placed first). Both types
+  // have a free GPU, so "most free" alone ties and picks a, moving job 0 to b for nothing.
+  const auto policy = Make();
+  PolicyInput input = Problem(1, {0.0, 500.0});
+  input.gpu_types = {"a", "b"};
+  input.gpu_counts = {1.0, 1.0};
+  input.gpus_per_server = {1, 1};
+  input.throughput = Matrix(2, 2, 1.0);
+  input.pair_throughput_first = Matrix(0, 2);
+  input.pair_throughput_second = Matrix(0, 2);
+  input.jobs[0].running_type = 0;
+  const Result<PolicyOutput> out = policy->Allocate(input);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->allocation(0, 0), 1.0);  // job 0 stays on a
+  EXPECT_EQ(out->allocation(1, 1), 1.0);  // job 1 starts on b
+  // One GPU only: time slicing suspends the running job for the one that waited.
+  const auto sliced = Make();
+  PolicyInput one = Problem(1, {0.0, 500.0});
+  one.jobs[0].running_type = 0;
+  const Result<PolicyOutput> turn = sliced->Allocate(one);
+  ASSERT_TRUE(turn.ok());
+  EXPECT_EQ(turn->allocation(0, 0), 0.0);
+  EXPECT_EQ(turn->allocation(1, 0), 1.0);
+}
+
 TEST(GandivaIntrospective, PacksThenUnpacksAPairMeasuredSlow) {
   const auto policy = Make();
   PolicyInput slow = Problem(1, {0.0, 10.0});

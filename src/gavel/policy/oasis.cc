@@ -17,6 +17,9 @@ namespace gavel::policy {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// A job long against its dynamic programme's step gets enough workload units that its best
+// rate does this many per step (Admit says why).
+constexpr double kUnitsPerStep = 4.0;
 
 constexpr double kUnpriced = std::numeric_limits<double>::quiet_NaN();
 
@@ -413,10 +416,19 @@ class Oasis final : public Policy {
     const int group = (slots + o_.steps - 1) / o_.steps;
     const int steps = (slots + group - 1) / group;
 
+    // The workload's units E: `units`, or more for a job long against its step. A step's units
+    // are rounded down (a plan must be feasible), so a unit longer than a step would round to
+    // 0 and a job longer than 0.4 of its horizon could never be planned, however idle the
+    // cluster: E grows until the job's best rate does kUnitsPerStep units a step (a rounding
+    // loss of at most 1 / kUnitsPerStep of its best speed).
+    const double step_seconds = group * slot;
+    const int least_units = static_cast<int>(std::min(
+        std::ceil(kUnitsPerStep * best_time / step_seconds), kUnitsPerStep * steps));
+    const int workload_units = std::max(o_.units, least_units);
     // The problem: E units over the steps, each step's choices at its slots' prices.
     ScheduleProblem problem;
-    problem.units = o_.units;
-    const double unit_steps = job.steps_remaining / o_.units;
+    problem.units = workload_units;
+    const double unit_steps = job.steps_remaining / workload_units;
     problem.utility = [&](int step) {
       const double end = slot_start + std::min(slots, (step + 1) * group) * slot;
       return job.utility->At(end - (now - since));
@@ -441,7 +453,7 @@ class Oasis final : public Policy {
           const double tput = Throughput(input, i, k, j);
           if (tput <= 0.0) continue;
           const int units = static_cast<int>(
-              std::min<double>(o_.units, std::floor(tput * seconds / unit_steps)));
+              std::min<double>(workload_units, std::floor(tput * seconds / unit_steps)));
           if (units <= 0) continue;
           const std::size_t combo = ComboIndex(j, k, job.cpus_per_gpu);
           double cost = 0.0;

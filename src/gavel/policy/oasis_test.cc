@@ -144,6 +144,31 @@ TEST(Oasis, AdmitsWhileCheapAndNeverOverCommitsAGpuType) {
   EXPECT_EQ(running, 2.0);  // and none left idle while admitted jobs wait
 }
 
+TEST(Oasis, AdmitsAJobLongAgainstItsHorizonOnAnIdleCluster) {
+  // Horizon 100 slots of 100 s in 25 steps of 4 slots (400 s); the job needs 6,000 s alone
+  // (0.6 of the horizon), worth 10 until 20,000 s. With 10 workload units a unit (600 s) is
+  // longer than a step, each step's units rounded down to 0, and the job was rejected on an
+  // idle cluster; the units now grow until a step does 4 at the best rate (60 units here).
+  OasisOptions options;
+  options.slot_seconds = 100.0;
+  options.horizon_slots = 100;
+  options.steps = 25;
+  options.units = 10;
+  const auto policy = MakeOasis(options);
+  PolicyInput input = Problem(1, 1, 10.0, 20000.0);
+  input.jobs[0].steps_remaining = 6000.0;  // 6,000 s at 1 step/s
+  const Result<PolicyOutput> out = policy->Allocate(input);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->rejected[0], 0);
+  EXPECT_EQ(out->allocation(0, 0), 1.0);
+  // One it cannot finish in its horizon at all (12,000 s > 10,000 s) is still rejected.
+  const auto other = MakeOasis(options);
+  input.jobs[0].steps_remaining = 12000.0;
+  const Result<PolicyOutput> late = other->Allocate(input);
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->rejected[0], 1);
+}
+
 TEST(Oasis, ChoosesElasticWorkerCountsInRange) {
   OasisOptions options;
   options.slot_seconds = 100.0;

@@ -107,6 +107,44 @@ TEST(TiresiasTest, HigherQueueFirstFifoInsideAQueueSkippingWhatDoesNotFit) {
   EXPECT_EQ(Runs(later, "tiresias_2das:queues=1"), (std::vector<double>{1, 0, 1}));
 }
 
+// The type each job was given (−1: none), from an allocation of whole GPUs of one type.
+std::vector<int> Types(const PolicyInput& input, const std::string& name) {
+  const Result<PolicyOutput> out = Make(name)->Allocate(input);
+  EXPECT_TRUE(out.ok());
+  std::vector<int> types(input.num_jobs(), -1);
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      if (out->allocation(i, j) > 0.0) types[i] = static_cast<int>(j);
+    }
+  }
+  return types;
+}
+
+TEST(TiresiasTest, NewcomerTakesFreeGpusRatherThanPreemptingOrMovingARunningJob) {
+  // Types a and b, one GPU each. Job 0 was demoted (queue 1) and runs on a; job 1 is new
+  // (queue 0, placed first). Both types have one free GPU, so "most free GPUs" alone ties and
+  // picks a, moving job 0 to b (a needless migration: on a heterogeneous cluster, often to a
+  // slower type). a's GPU is held by job 0, so job 1 goes to b and job 0 stays on a.
+  const PolicyInput spare = Input({1, 1}, {{.arrival = 0, .attained = 5000, .running_type = 0},
+                                           {.arrival = 10}});
+  EXPECT_EQ(Types(spare, "tiresias_2das"), (std::vector<int>{0, 1}));
+  // Without a spare GPU the newcomer still preempts the demoted job (LAS needs it).
+  const PolicyInput full = Input({1}, {{.arrival = 0, .attained = 5000, .running_type = 0},
+                                       {.arrival = 10}});
+  EXPECT_EQ(Types(full, "tiresias_2das"), (std::vector<int>{-1, 0}));
+  // Three types of 2: jobs 0 and 1 (demoted) run on a and b; of three newcomers the first
+  // takes c (2 GPUs nobody holds), the next two the one spare GPU left on each type (a before
+  // b: the first of equals); nobody moves, and it is what yarn_cs does.
+  const PolicyInput three =
+      Input({2, 2, 2}, {{.arrival = 0, .attained = 5000, .running_type = 0},
+                        {.arrival = 1, .attained = 5000, .running_type = 1},
+                        {.arrival = 10},
+                        {.arrival = 11},
+                        {.arrival = 12}});
+  EXPECT_EQ(Types(three, "tiresias_2das"), (std::vector<int>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(Types(three, "yarn_cs"), (std::vector<int>{0, 1, 2, 0, 1}));
+}
+
 TEST(TiresiasTest, StarvedJobIsPromotedAndDemotedAgainAfterAThresholdMore) {
   // One GPU. A (demoted, waiting 1,500 s) and B (new, queue 1).
   std::vector<Job> jobs = {{.arrival = 0, .attained = 5000, .waiting = 1500},

@@ -255,6 +255,26 @@ class Themis final : public Policy {
     double total_gpus = 0.0;
     for (double count : input.gpu_counts) total_gpus += count;
     const double share = members.empty() ? 0.0 : total_gpus / double(members.size());
+    // Inside an app, its agent hands what the app wins to its jobs furthest behind their own
+    // fair finish time first (the arbiter's rule, one level down): the app's ρ counts any of
+    // its jobs' progress alike, so without an order the first trials of a search would run
+    // and its short, early-stopped trials wait behind them, with the largest job-level ρ.
+    // A job's ρ on its app's share: (elapsed + W_i / r_i) / ((W_i + done_i) / r_i).
+    const auto job_rho = [&](std::size_t i) {
+      const PolicyJob& job = input.jobs[i];
+      const double rate = std::min(1.0, share / job.scale_factor);
+      const double work = job.steps_remaining / best[i];
+      const double whole = std::max(work + job.attained_gpu_seconds / job.scale_factor, kTinySeconds);
+      return (job.time_since_start.value() * rate + work) / whole;
+    };
+    for (std::vector<std::size_t>& rows : members) {
+      if (rows.size() < 2) continue;
+      std::vector<std::pair<double, std::size_t>> keyed;
+      for (std::size_t i : rows) keyed.emplace_back(-job_rho(i), i);
+      std::stable_sort(keyed.begin(), keyed.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = keyed[k].second;
+    }
     std::vector<AuctionApp> apps(members.size());
     std::vector<double> rho(members.size());
     for (std::size_t a = 0; a < members.size(); ++a) {

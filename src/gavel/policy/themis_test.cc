@@ -135,6 +135,20 @@ TEST(ThemisTest, WaitingAppBidsFirstAndLeftoversFollowRho) {
   EXPECT_EQ(out.allocation(0, 0), 0.0);
 }
 
+TEST(ThemisTest, AnAppGivesWhatItWinsToItsJobFurthestBehindFirst) {
+  // One GPU, one app of two trials that arrived together 1,000 s ago: job 0 has 10,000 s of
+  // work left, job 1 (an early-stopped trial) 100 s. The app's ρ is the same whichever runs;
+  // job by job, on the app's share (1 GPU), ρ_0 = (1,000 + 10,000) / 10,000 = 1.1 and
+  // ρ_1 = (1,000 + 100) / 100 = 11, so job 1 runs (before, the app's first job took it).
+  const PolicyInput input = Input({1}, {{.app = 0, .steps = 10000.0, .elapsed = 1000.0},
+                                        {.app = 0, .steps = 100.0, .elapsed = 1000.0}});
+  for (const char* name : {"themis:f=0", "themis:f=1"}) {  // the auction, the leftovers
+    const PolicyOutput out = Allocated(name, input);
+    EXPECT_EQ(out.allocation(0, 0), 0.0) << name;
+    EXPECT_EQ(out.allocation(1, 0), 1.0) << name;
+  }
+}
+
 TEST(ThemisTest, OptionsAreChecked) {
   EXPECT_FALSE(MakePolicy("themis:f=1.5", PolicyOptions{}).ok());
   EXPECT_FALSE(MakePolicy("themis:f=-0.1", PolicyOptions{}).ok());
