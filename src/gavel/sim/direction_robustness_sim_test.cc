@@ -31,15 +31,6 @@ struct Workload {
   int jobs = 48;             // drawn jobs, all at time 0
 };
 
-// How many jobs a generated workload holds, extra trials included.
-std::size_t JobsIn(const workload::GeneratorOptions& g) {
-  auto stream = workload::GeneratedJobStream::Create(g, *ShippedThroughputTable());
-  GAVEL_CHECK_MSG(stream.ok(), stream.status().ToString().c_str());
-  std::size_t jobs = 0;
-  for (; (*stream)->PeekArrival().has_value(); ++jobs) (*stream)->Pop();
-  return jobs;
-}
-
 SimulationOptions Burst(const Workload& w, const std::string& policy, std::uint64_t seed) {
   SimulationOptions o;
   const char* const types[] = {"v100", "p100", "k80"};
@@ -66,9 +57,9 @@ SimulationOptions Burst(const Workload& w, const std::string& policy, std::uint6
   g.max_jobs = static_cast<std::size_t>(w.jobs);
   o.generator = g;
   o.window_start = 0;
-  // The whole burst: a search's extra trials come on top of the `jobs` drawn jobs, and a
-  // window of the first ids alone would favour FIFO, which serves a burst's lowest ids first.
-  o.window_end = w.hpo_fraction > 0.0 ? JobsIn(g) : static_cast<std::size_t>(w.jobs);
+  // `jobs` drawn jobs; a static workload's window holds the whole burst, a search's extra
+  // trials included (sim/setup.cc).
+  o.window_end = static_cast<std::size_t>(w.jobs);
   o.saturation_limit = Seconds(1e9);  // a guard only: every window job must finish
   return o;
 }

@@ -51,10 +51,21 @@ Result<RunSetup> PrepareRun(const SimulationOptions& options) {
     }
     setup.window_end = *options.window_end;
     workload::GeneratorOptions generator = *options.generator;
-    // Static workload: exactly window_end jobs, all at time 0.
-    if (generator.mean_interarrival.value() == 0.0) generator.max_jobs = setup.window_end;
+    // Static workload: exactly window_end drawn jobs, all at time 0.
+    const bool is_static = generator.mean_interarrival.value() == 0.0;
+    if (is_static) generator.max_jobs = setup.window_end;
     GAVEL_ASSIGN_OR_RETURN(auto stream,
                            workload::GeneratedJobStream::Create(generator, *options.throughputs));
+    // A search's extra trials follow its drawn job and do not count towards the job limit, so
+    // a static burst with searches holds more than window_end jobs: the window covers all of
+    // them (else it would measure only the first ids, the burst's head, which FIFO favours).
+    if (is_static && generator.hpo_fraction > 0.0) {
+      GAVEL_ASSIGN_OR_RETURN(auto counter,
+                             workload::GeneratedJobStream::Create(generator, *options.throughputs));
+      std::size_t jobs = 0;
+      for (; counter->PeekArrival().has_value(); ++jobs) counter->Pop();
+      setup.window_end = jobs;
+    }
     setup.stream = std::move(stream);
   } else {
     GAVEL_RETURN_IF_ERROR(workload::ValidateArrivalOrder(options.trace));

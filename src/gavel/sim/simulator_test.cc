@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "gavel/core/shipped_table.h"
@@ -11,6 +12,7 @@
 #include "gavel/core/snapshot.h"
 #include "gavel/sim/event_queue.h"
 #include "gavel/sim/sim_executor.h"
+#include "gavel/workload/generator.h"
 
 namespace gavel::sim {
 namespace {
@@ -183,6 +185,38 @@ TEST(SimulatorTest, StaticWorkloadPutsEveryJobAtTimeZero) {
     last_finish = std::max(last_finish, job.finish->value());
   }
   EXPECT_DOUBLE_EQ(r.makespan_seconds, last_finish);
+}
+
+// A static burst of 12 drawn jobs, half of them searches of 3 trials: the extra trials come on
+// top of the 12 (ids after their drawn job), and the window holds the whole burst.
+TEST(SimulatorTest, StaticWorkloadWindowHoldsEverySearchTrial) {
+  SimulationOptions o;
+  o.cluster = {{"v100", 2, 1}, {"p100", 2, 1}, {"k80", 2, 1}};
+  o.throughputs = ShippedThroughputTable();
+  o.policy = "fifo";
+  workload::GeneratorOptions g;
+  g.mean_interarrival = Seconds(0.0);
+  g.hpo_fraction = 0.5;
+  g.hpo_trials = 3;
+  o.generator = g;
+  o.window_end = 12;
+  const SimulationResult r = MustSimulate(o);
+  // The same 12 draws straight from the generator: their jobs and apps (one per drawn job).
+  g.max_jobs = 12;
+  auto stream = workload::GeneratedJobStream::Create(g, *ShippedThroughputTable());
+  ASSERT_TRUE(stream.ok());
+  std::size_t jobs = 0;
+  std::set<int> searches;
+  std::size_t alone = 0;
+  for (; (*stream)->PeekArrival().has_value(); ++jobs) {
+    const workload::TraceJob job = (*stream)->Pop();
+    if (job.app.has_value()) searches.insert(*job.app); else ++alone;
+  }
+  EXPECT_EQ(searches.size() + alone, 12u);
+  EXPECT_GT(jobs, 12u);  // some searches were drawn
+  EXPECT_EQ(r.jobs.size(), jobs);
+  EXPECT_EQ(r.window_end, jobs);
+  EXPECT_EQ(r.window_jobs_completed, jobs);
 }
 
 // Accounting invariants on a generated workload: GPU-seconds booked to jobs add up to the
