@@ -9,7 +9,7 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	@cmake --preset release -DGAVEL_UNIT_TESTS_IN_ALL=ON >/dev/null
+	@cmake --preset release -DGAVEL_UNIT_TESTS_IN_ALL=ON -DGAVEL_BENCHMARKS_IN_ALL=ON >/dev/null
 	@cmake --build --preset release -j $(JOBS)
 
 PREFIX ?= /usr/local
@@ -39,7 +39,7 @@ test: test-release test-debug test-fuzz
 # every other test runs in the sanitizer build below, so compiling it twice bought nothing but
 # CI time (GAVEL_UNIT_TESTS_IN_ALL, cmake/GavelHelpers.cmake).
 test-release: deps
-	@cmake --preset release -DGAVEL_UNIT_TESTS_IN_ALL=OFF >/dev/null
+	@cmake --preset release -DGAVEL_UNIT_TESTS_IN_ALL=OFF -DGAVEL_BENCHMARKS_IN_ALL=OFF >/dev/null
 	@cmake --build --preset release -j $(JOBS)
 	@ctest --preset release -L slow
 

@@ -115,9 +115,17 @@ function(gavel_test)
 endfunction()
 
 # gavel_benchmark(NAME <target> SRCS <files...> DEPS <targets...>)
+# `make test` compiles and links the benchmarks only in the sanitizer build, so that they cannot
+# rot unnoticed, with the test units' cheaper flags (gavel_test_unit_flags: -O0 there; none in
+# the optimised build, whose benchmarks are the ones bench/run.sh runs). Its optimised build
+# leaves them out of the default build (GAVEL_BENCHMARKS_IN_ALL off): nothing there runs them.
 function(gavel_benchmark)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_executable(${ARG_NAME} ${ARG_SRCS})
+  if(NOT GAVEL_BENCHMARKS_IN_ALL)
+    set_target_properties(${ARG_NAME} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+  endif()
+  gavel_test_unit_flags(${ARG_NAME})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark)
   target_compile_definitions(${ARG_NAME} PRIVATE GAVEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gavel_apply_warnings(${ARG_NAME})
