@@ -120,7 +120,7 @@ struct InputShape {
   bool costs = false;
   bool slos = false;
   bool entities = false;
-  friend auto operator<=>(const InputShape&, const InputShape&) = default;
+  friend bool operator==(const InputShape&, const InputShape&) = default;
 };
 
 InputShape ShapeFor(const policy::PolicyInfo& info, int num_jobs) {

@@ -41,6 +41,11 @@ function(gavel_test_unit_flags target)
     separate_arguments(flags UNIX_COMMAND "${GAVEL_TEST_UNIT_FLAGS}")
     target_compile_options(${target} PRIVATE ${flags})
   endif()
+  if(GAVEL_TEST_PCH)
+    # The runtime's tests get -pthread from gRPC, the others not, and clang refuses a
+    # precompiled header made with the other setting: every test unit gets it.
+    target_compile_options(${target} PRIVATE -pthread)
+  endif()
 endfunction()
 
 # gavel_test_pch_target(): with GAVEL_TEST_PCH (the debug preset), the target whose
