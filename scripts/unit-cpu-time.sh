@@ -18,7 +18,7 @@ done
 t="$(mktemp)"
 /usr/bin/time -f "%U %S %e" -o "$t" "$@"
 rc=$?
-read -r user sys wall <"$t"
+read -r user sys wall < <(tail -n 1 "$t")  # after "Command exited with non-zero status"
 rm -f "$t"
 awk -v u="$user" -v s="$sys" -v w="$wall" -v o="$out" 'BEGIN { printf "%.2f %s %s\n", u + s, w, o }' >>"$log"
 exit $rc
