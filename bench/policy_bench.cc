@@ -135,7 +135,7 @@ struct InputShape {
   bool slos = false;
   bool entities = false;
   bool varied = false;  // jobs part way through their run (see the top of the file)
-  friend auto operator<=>(const InputShape&, const InputShape&) = default;
+  friend bool operator==(const InputShape&, const InputShape&) = default;
 };
 
 // One benchmark family: a policy on the reference's jobs or on varied ones.

@@ -17,7 +17,8 @@ status=0
 for phase in release-build release-ctest debug-build debug-ctest fuzz; do
   start=$(date +%s)
   case $phase in
-    release-build) make deps && cmake --preset release -DGAVEL_UNIT_TESTS_IN_ALL=OFF >/dev/null &&
+    release-build) make deps && cmake --preset release -DGAVEL_UNIT_TESTS_IN_ALL=OFF \
+                     -DGAVEL_BENCHMARKS_IN_ALL=OFF >/dev/null &&
                    cmake --build --preset release -j 2 ;;
     release-ctest) ctest --preset release -L slow ;;
     debug-build) cmake --preset debug >/dev/null && cmake --build --preset debug -j 2 ;;

@@ -30,11 +30,10 @@ else
   for dir in fuzz/corpus/*/; do targets+=("$(basename "$dir")"); done
 fi
 
-failed=()
-for name in "${targets[@]}"; do
-  [ -x "$bin/${name}_fuzz" ] || { echo "fuzz-smoke: no target ${name}_fuzz" >&2; exit 1; }
+# One target: fuzz it for $seconds, then report (exit status: the fuzzer's).
+fuzz_one() {
+  local name="$1"
   rm -rf "${scratch:?}/$name" && mkdir -p "$scratch/$name"
-  echo "fuzz-smoke: $name for ${seconds}s" >&2
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a parser must not balloon.
   if ! ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
@@ -42,11 +41,36 @@ for name in "${targets[@]}"; do
        -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/${name}-" \
        "$scratch/$name" "fuzz/corpus/$name" > "$artifacts/$name.log" 2>&1; then
     tail -40 "$artifacts/$name.log" >&2
-    failed+=("$name")
-  else
-    grep -E "^stat::number_of_executed_units|^Done" "$artifacts/$name.log" | tail -1 >&2 || true
+    return 1
   fi
+  echo "fuzz-smoke: $name: $(grep -E "^stat::number_of_executed_units|^Done" \
+    "$artifacts/$name.log" | tail -1)" >&2
+}
+
+# Each libFuzzer process uses one core, so $jobs targets run at once: each still gets its
+# $seconds of a whole core, and the run takes 1/$jobs of the time (CI: 2 cores).
+for name in "${targets[@]}"; do
+  [ -x "$bin/${name}_fuzz" ] || { echo "fuzz-smoke: no target ${name}_fuzz" >&2; exit 1; }
 done
+echo "fuzz-smoke: ${#targets[@]} targets, ${seconds}s each, $jobs at a time" >&2
+declare -A running=()  # pid -> target
+failed=()
+# Waits for one target to finish (bash 5.1's wait -n -p) and records a failure.
+reap_one() {
+  local pid
+  if wait -n -p pid; then
+    :
+  else
+    failed+=("${running[$pid]}")
+  fi
+  unset "running[$pid]"
+}
+for name in "${targets[@]}"; do
+  while [ ${#running[@]} -ge "$jobs" ]; do reap_one; done
+  fuzz_one "$name" &
+  running[$!]="$name"
+done
+while [ ${#running[@]} -gt 0 ]; do reap_one; done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz-smoke: FAILED: ${failed[*]} (inputs in $artifacts/)" >&2
   exit 1
