@@ -50,6 +50,11 @@
 // capacity for the others, so an answer that leans on that raises levels past what is
 // feasible and later LPs fail. Every LP answer is therefore checked, and solved again (from
 // its basis, then in a fresh session) when it breaks a row by more than 1e-9.
+//
+// On the fast path (docs/policies.md, "Fast paths"): over lazy pair columns, NET_k is a
+// column of its own and the level rows read it (LevelLp::through_net_columns_); and where
+// jobs stop at their own caps, one LP checks a predicted run of several freezes instead of
+// one LP per freeze (TryCapFreezes, with the proof that the result is the same).
 
 namespace gavel::policy {
 namespace {
