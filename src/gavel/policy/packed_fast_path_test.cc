@@ -321,6 +321,32 @@ INSTANTIATE_TEST_SUITE_P(ClassPolicies, AlikeJobsTest,
                            return param.param;
                          });
 
+// Water filling's fast and general answers agree: same status and first optimum, and every
+// job at the same normalised level (the leximin allocation is unique in them).
+void ExpectSameWaterFilling(const PolicyInput& input, const Result<PolicyOutput>& fast,
+                            const Result<PolicyOutput>& general) {
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  ASSERT_TRUE(general.ok()) << general.status().ToString();
+  ExpectValidAllocation(input, *fast);
+  EXPECT_EQ(fast->status, general->status);
+  ASSERT_EQ(fast->objective.has_value(), general->objective.has_value());
+  if (general->objective.has_value()) {
+    EXPECT_NEAR(*fast->objective, *general->objective,
+                1e-6 * std::max(1.0, std::abs(*general->objective)));
+  }
+  const std::vector<double> prop = ProportionalThroughputs(input, input.throughput);
+  double top = 0.0;
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    if (prop[i] > 0.0) top = std::max(top, ThroughputOf(input, *general, i) / prop[i]);
+  }
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    if (prop[i] <= 0.0) continue;
+    EXPECT_NEAR(ThroughputOf(input, *fast, i) / prop[i],
+                ThroughputOf(input, *general, i) / prop[i], 1e-5 * std::max(1.0, top))
+        << "job " << i;
+  }
+}
+
 // Water filling with many copies of a few jobs (entities included): it fills over classes
 // of interchangeable jobs, and every job must end at the whole LP's level (Clp). The path is
 // checked as above: over classes the models have at most (k + Q)·n columns not fixed at 0,
@@ -353,29 +379,45 @@ TEST(PackedFastPathTest, WaterFillingOverJobClassesReachesTheWholeLpLevels) {
       if (ExpectModelsOverClasses(input, *classes, *counter, 1 + input.entities.size())) ++telling;
     }
     const auto general = Allocate(policy, input, SolvePath::kGeneral);
-    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
-    ASSERT_TRUE(general.ok()) << general.status().ToString();
-    ExpectValidAllocation(input, *fast);
-    EXPECT_EQ(fast->status, general->status);
-    ASSERT_EQ(fast->objective.has_value(), general->objective.has_value());
-    if (general->objective.has_value()) {
-      EXPECT_NEAR(*fast->objective, *general->objective,
-                  1e-6 * std::max(1.0, std::abs(*general->objective)));
-    }
-    const std::vector<double> prop = ProportionalThroughputs(input, input.throughput);
-    double top = 0.0;
-    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-      if (prop[i] > 0.0) top = std::max(top, ThroughputOf(input, *general, i) / prop[i]);
-    }
-    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-      if (prop[i] <= 0.0) continue;
-      EXPECT_NEAR(ThroughputOf(input, *fast, i) / prop[i],
-                  ThroughputOf(input, *general, i) / prop[i], 1e-5 * std::max(1.0, top))
-          << "job " << i;
-    }
+    ExpectSameWaterFilling(input, fast, general);
   }
   EXPECT_GE(by_classes, 8);
   EXPECT_GE(telling, 8);
+}
+
+// Water filling over classes whose copies differ in weight (1, 2 or 4) and entity, as in the
+// benchmark's varied family: many classes, most frozen one by one at their caps, which the
+// fast path freezes several to an LP (water_filling.cc, TryCapFreezes). Every job must end at
+// the whole LP's level (the general path: one LP per iteration over the jobs, no batching).
+TEST(PackedFastPathTest, WaterFillingWithVariedWeightsReachesTheWholeLpLevels) {
+  const std::string policy = "max_min_fairness_water_filling_packed";
+  const PolicyInfo& info = **FindPolicy(policy);
+  int by_classes = 0;
+  for (int instance = 0; instance < 10; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    std::mt19937_64 rng(2300 + static_cast<std::uint64_t>(instance));
+    ClusterSnapshot snapshot = RandomTableCluster(rng, /*max_gpus_per_type=*/12);
+    std::vector<JobSpec> kinds;
+    for (int t = 0; t < 1 + static_cast<int>(rng() % 3); ++t) {
+      kinds.push_back(RandomTableJob(rng, JobId(0), rng() % 5 == 0 ? 2 : 1));
+    }
+    const int m = 30 + static_cast<int>(rng() % 40);
+    const char* const entities[] = {"team-a", "team-b", ""};
+    for (int i = 0; i < m; ++i) {
+      snapshot.jobs.push_back(kinds[rng() % kinds.size()]);
+      snapshot.jobs.back().id = JobId(static_cast<std::uint64_t>(i));
+      snapshot.jobs.back().priority_weight = static_cast<double>(1 << (rng() % 3));
+      snapshot.jobs.back().entity = entities[rng() % 3];
+    }
+    const PolicyInput input = Build(info, snapshot);
+    if (FindInterchangeableJobs(input, input.throughput, /*by_entity=*/true).has_value()) {
+      ++by_classes;
+    }
+    const auto fast = Allocate(policy, input, SolvePath::kFast);
+    const auto general = Allocate(policy, input, SolvePath::kGeneral);
+    ExpectSameWaterFilling(input, fast, general);
+  }
+  EXPECT_GE(by_classes, 7);
 }
 
 // SpreadPairTime gives every member its share of a class pair's time, within a class too:

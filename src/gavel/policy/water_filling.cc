@@ -50,6 +50,11 @@
 // capacity for the others, so an answer that leans on that raises levels past what is
 // feasible and later LPs fail. Every LP answer is therefore checked, and solved again (from
 // its basis, then in a fresh session) when it breaks a row by more than 1e-9.
+//
+// On the fast path (docs/policies.md, "Fast paths"): over lazy pair columns, NET_k is a
+// column of its own and the level rows read it (LevelLp::through_net_columns_); and where
+// jobs stop at their own caps, one LP checks a predicted run of several freezes instead of
+// one LP per freeze (TryCapFreezes, with the proof that the result is the same).
 
 namespace gavel::policy {
 namespace {
@@ -183,7 +188,9 @@ class LevelLp {
 
   // maximise t s.t. NET_k >= level_k + rate_k t for active jobs, NET_k >= level_k for the
   // others, 0 <= t <= t_cap. Advances the clocks by the gain t.
-  Result<Raised> Raise(const Levels& s, double t_cap) {
+  // `retry` false: an answer that is not clean or not optimal is returned as it is (for a
+  // trial the caller can do without).
+  Result<Raised> Raise(const Levels& s, double t_cap, bool retry = true) {
     const auto required = [&](std::size_t k, const lp::Solution& solution) {
       return s.level[k] + s.rate[k] * (solution.values[static_cast<std::size_t>(tau_)] - clock_);
     };
@@ -191,7 +198,16 @@ class LevelLp {
       SetLevels(s);
       session_->SetColumnBounds(tau_, clock_, clock_ + t_cap);
     };
-    GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, SolveWithRetry(required, set_up));
+    lp::Solution solution;
+    if (retry) {
+      GAVEL_ASSIGN_OR_RETURN(solution, SolveWithRetry(required, set_up));
+    } else {
+      set_up();
+      GAVEL_ASSIGN_OR_RETURN(solution, session_->Solve());
+      if (solution.outcome == lp::Outcome::kOptimal && !Clean(solution, required)) {
+        solution.outcome = lp::Outcome::kLimitReached;  // (not trusted: the trial fails)
+      }
+    }
     double gain = 0.0;
     if (solution.outcome == lp::Outcome::kOptimal) {
       gain = std::max(0.0, solution.values[static_cast<std::size_t>(tau_)] - clock_);
@@ -199,6 +215,67 @@ class LevelLp {
       for (std::size_t e = 0; e < entity_clock_.size(); ++e) entity_clock_[e] += s.share[e] * gain;
     }
     return Raised{std::move(solution), gain};
+  }
+
+  // The clocks (τ, then σ_e per entity), to move them along a predicted filling and back.
+  struct Clocks {
+    double global = 0.0;
+    std::vector<double> entity;
+  };
+  Clocks clocks() const { return Clocks{clock_, entity_clock_}; }
+  void set_clocks(const Clocks& clocks) {
+    clock_ = clocks.global;
+    entity_clock_ = clocks.entity;
+  }
+
+  // U_k, an upper bound on NET_k over the base constraints alone (kInfinity when none is
+  // found): from a base row Σ a_c x_c <= u with a_c >= 0 over columns >= 0 that holds every
+  // column of NET_k (a job's, or a class's, time row), U_k = u · max_c g_c / a_c.
+  std::vector<double> Caps() const {
+    const lp::Model& base = f_->base.model;
+    const auto num_rows = static_cast<std::size_t>(base.num_rows());
+    std::vector<bool> packing(num_rows, false);
+    for (std::size_t row = 0; row < num_rows; ++row) {
+      bool ok = base.row_upper()[row] < lp::kInfinity;
+      for (int e = base.row_start()[row]; ok && e < base.row_start()[row + 1]; ++e) {
+        const auto entry = static_cast<std::size_t>(e);
+        const auto column = static_cast<std::size_t>(base.entry_column()[entry]);
+        ok = base.entry_value()[entry] >= 0.0 && base.columns()[column].lower >= 0.0;
+      }
+      packing[row] = ok;
+    }
+    std::vector<double> caps(f_->net.size(), lp::kInfinity);
+    std::vector<double> in_row(static_cast<std::size_t>(base.num_columns()), 0.0);
+    for (std::size_t k = 0; k < f_->net.size(); ++k) {
+      if (!f_->included[k] || f_->net[k].empty()) continue;
+      const auto first = static_cast<std::size_t>(f_->net[k].front().first);
+      for (std::size_t e = by_column_.start[first]; e < by_column_.start[first + 1]; ++e) {
+        const auto row = static_cast<std::size_t>(by_column_.entries[e].first);
+        if (row >= num_rows || !packing[row]) continue;
+        const auto begin = static_cast<std::size_t>(base.row_start()[row]);
+        const auto end = static_cast<std::size_t>(base.row_start()[row + 1]);
+        if (end - begin > 8 * f_->net[k].size() + 64) continue;  // a capacity row: not it
+        for (std::size_t q = begin; q < end; ++q) {
+          in_row[static_cast<std::size_t>(base.entry_column()[q])] = base.entry_value()[q];
+        }
+        double bound = 0.0;
+        bool covers = true;
+        for (const auto& [column, coef] : f_->net[k]) {
+          const auto c = static_cast<std::size_t>(column);
+          if (coef <= 0.0 || base.columns()[c].upper <= 0.0) continue;
+          if (in_row[c] <= 0.0 || base.columns()[c].lower < 0.0) {
+            covers = false;
+            break;
+          }
+          bound = std::max(bound, coef / in_row[c]);
+        }
+        for (std::size_t q = begin; q < end; ++q) {
+          in_row[static_cast<std::size_t>(base.entry_column()[q])] = 0.0;
+        }
+        if (covers) caps[k] = std::min(caps[k], base.row_upper()[row] * bound);
+      }
+    }
+    return caps;
   }
 
   // The multiplier on job k's rows in `solution`, the last answer of Raise; nullopt when the
@@ -211,7 +288,12 @@ class LevelLp {
                  ? std::abs(duals[static_cast<std::size_t>(row)])
                  : 0.0;
     };
-    return dual(level_rows_[k]) + dual(floor_rows_[k]);
+    if (net_columns_.empty()) return dual(level_rows_[k]) + dual(floor_rows_[k]);
+    // Through a NET column the floor is the column's bound: its reduced cost is the floor's
+    // multiplier (the defining row's dual is NET_k's price, not a multiplier).
+    const std::vector<double>& reduced = solution.reduced_costs;
+    const auto column = static_cast<std::size_t>(net_columns_[k]);
+    return dual(level_rows_[k]) + (column < reduced.size() ? std::abs(reduced[column]) : 0.0);
   }
 
   // maximise Σ_{k ∈ jobs} NET_k s.t. NET_l >= level_l for every job.
@@ -240,7 +322,52 @@ class LevelLp {
   };
 
   LevelLp(const PolicyInput& input, const Formulation& f, lp::Solver& solver)
-      : input_(&input), f_(&f), solver_(&solver), entity_clock_(input.entities.size(), 0.0) {}
+      : input_(&input),
+        f_(&f),
+        solver_(&solver),
+        entity_clock_(input.entities.size(), 0.0),
+        through_net_columns_(HasLazyColumns(f.base.model)),
+        by_column_(ByColumn(f)) {}
+
+  static bool HasLazyColumns(const lp::Model& model) {
+    return std::any_of(model.columns().begin(), model.columns().end(),
+                       [](const lp::Column& c) { return c.lazy; });
+  }
+
+  // The base rows' entries and the NET terms, column by column (CSR over the base model's
+  // columns), so that an answer is checked over its nonzero values only: of the hundreds of
+  // thousands of pair columns the formulation lists, an answer uses a few thousand.
+  struct ByColumn {
+    explicit ByColumn(const Formulation& f) {
+      const lp::Model& base = f.base.model;
+      const auto n = static_cast<std::size_t>(base.num_columns());
+      start.assign(n + 1, 0);
+      for (int column : base.entry_column()) ++start[static_cast<std::size_t>(column) + 1];
+      for (const Terms& terms : f.net) {
+        for (const auto& term : terms) ++start[static_cast<std::size_t>(term.first) + 1];
+      }
+      for (std::size_t c = 0; c < n; ++c) start[c + 1] += start[c];
+      std::vector<std::size_t> next(start.begin(), start.end() - 1);
+      entries.resize(start[n]);
+      for (int i = 0; i < base.num_rows(); ++i) {
+        const auto row = static_cast<std::size_t>(i);
+        for (int e = base.row_start()[row]; e < base.row_start()[row + 1]; ++e) {
+          const auto entry = static_cast<std::size_t>(e);
+          const auto column = static_cast<std::size_t>(base.entry_column()[entry]);
+          entries[next[column]++] = {i, base.entry_value()[entry]};
+        }
+      }
+      // NET terms as rows after the base rows: num_rows + k for job k.
+      for (std::size_t k = 0; k < f.net.size(); ++k) {
+        for (const auto& [column, coef] : f.net[k]) {
+          entries[next[static_cast<std::size_t>(column)]++] = {
+              base.num_rows() + static_cast<int>(k), coef};
+        }
+      }
+    }
+    std::vector<std::size_t> start;
+    std::vector<std::pair<int, double>> entries;  // (row, coefficient)
+  };
 
   // (Re)loads the base problem, the clocks and the floor rows NET_k >= 0 into a fresh
   // session; level and link rows are added by SetLevels as needed.
@@ -251,10 +378,20 @@ class LevelLp {
     entity_columns_.clear();
     for (double clock : entity_clock_) entity_columns_.push_back(model.AddColumn(clock, clock));
     floor_rows_.assign(f_->net.size(), -1);
+    net_columns_.clear();
+    if (through_net_columns_) net_columns_.assign(f_->net.size(), -1);
     for (std::size_t k = 0; k < f_->net.size(); ++k) {
       if (!f_->included[k]) continue;
-      floor_rows_[k] =
-          model.AddRow(0.0, lp::kInfinity, ColumnsOf(f_->net[k]), CoefficientsOf(f_->net[k]));
+      std::vector<int> cols = ColumnsOf(f_->net[k]);
+      std::vector<double> coefs = CoefficientsOf(f_->net[k]);
+      if (!through_net_columns_) {
+        floor_rows_[k] = model.AddRow(0.0, lp::kInfinity, cols, coefs);
+        continue;
+      }
+      net_columns_[k] = model.AddColumn(0.0, lp::kInfinity);
+      cols.push_back(net_columns_[k]);
+      coefs.push_back(-1.0);
+      floor_rows_[k] = model.AddRow(0.0, 0.0, cols, coefs);
     }
     level_rows_.assign(f_->net.size(), -1);
     link_rows_.assign(entity_clock_.size(), LinkRow{});
@@ -286,21 +423,39 @@ class LevelLp {
       if (!f_->included[k]) continue;
       int& row = level_rows_[k];
       if (!s.active[k]) {
-        session_->SetRowBounds(floor_rows_[k], s.level[k], lp::kInfinity);
+        SetFloor(k, s.level[k]);
         if (row >= 0) session_->SetRowBounds(row, -lp::kInfinity, lp::kInfinity);
         row = -1;
         continue;
       }
       if (row >= 0) continue;
+      // (0 unless a failed trial held it at its cap: PredictCapFreezes.)
+      SetFloor(k, 0.0);
       const int entity = input_->jobs[k].entity;
       const int column = entity < 0 ? tau_ : entity_columns_[static_cast<std::size_t>(entity)];
       const double clock = entity < 0 ? clock_ : entity_clock_[static_cast<std::size_t>(entity)];
       const double own_rate = input_->jobs[k].priority_weight / input_->jobs[k].scale_factor;
-      std::vector<int> cols = ColumnsOf(f_->net[k]);
-      std::vector<double> coefs = CoefficientsOf(f_->net[k]);
+      std::vector<int> cols;
+      std::vector<double> coefs;
+      if (through_net_columns_) {
+        cols = {net_columns_[k]};
+        coefs = {1.0};
+      } else {
+        cols = ColumnsOf(f_->net[k]);
+        coefs = CoefficientsOf(f_->net[k]);
+      }
       cols.push_back(column);
       coefs.push_back(-own_rate);
       row = session_->AddRow(s.level[k] - own_rate * clock, lp::kInfinity, cols, coefs);
+    }
+  }
+
+  // NET_k >= floor: its floor row's bound, or its NET column's.
+  void SetFloor(std::size_t k, double floor) {
+    if (through_net_columns_) {
+      session_->SetColumnBounds(net_columns_[k], floor, lp::kInfinity);
+    } else {
+      session_->SetRowBounds(floor_rows_[k], floor, lp::kInfinity);
     }
   }
 
@@ -342,20 +497,26 @@ class LevelLp {
   template <class Required>
   double Violation(const lp::Solution& solution, const Required& required) const {
     const lp::Model& base = f_->base.model;
-    double worst = 0.0;
-    for (int i = 0; i < base.num_rows(); ++i) {
-      const auto row = static_cast<std::size_t>(i);
-      double activity = 0.0;
-      for (int e = base.row_start()[row]; e < base.row_start()[row + 1]; ++e) {
-        const auto entry = static_cast<std::size_t>(e);
-        activity += base.entry_value()[entry] *
-                    solution.values[static_cast<std::size_t>(base.entry_column()[entry])];
+    const auto num_rows = static_cast<std::size_t>(base.num_rows());
+    // Base rows' activities, then each job's NET.
+    std::vector<double> activity(num_rows + f_->net.size(), 0.0);
+    const auto num_columns = static_cast<std::size_t>(base.num_columns());
+    for (std::size_t c = 0; c < num_columns; ++c) {
+      const double value = solution.values[c];
+      if (value == 0.0) continue;
+      for (std::size_t e = by_column_.start[c]; e < by_column_.start[c + 1]; ++e) {
+        const auto& [row, coef] = by_column_.entries[e];
+        activity[static_cast<std::size_t>(row)] += coef * value;
       }
-      worst = std::max({worst, base.row_lower()[row] - activity, activity - base.row_upper()[row]});
+    }
+    double worst = 0.0;
+    for (std::size_t row = 0; row < num_rows; ++row) {
+      worst = std::max(
+          {worst, base.row_lower()[row] - activity[row], activity[row] - base.row_upper()[row]});
     }
     for (std::size_t k = 0; k < f_->net.size(); ++k) {
       if (!f_->included[k]) continue;
-      worst = std::max(worst, required(k, solution) - Evaluate(f_->net[k], solution.values));
+      worst = std::max(worst, required(k, solution) - activity[num_rows + k]);
     }
     return worst;
   }
@@ -371,6 +532,14 @@ class LevelLp {
   std::vector<int> floor_rows_;       // per job
   std::vector<int> level_rows_;       // per job; -1 while it has none
   std::vector<LinkRow> link_rows_;    // per entity
+  // With lazy columns, NET_k is a column of its own, defined by its floor row (NET_k's terms
+  // − NET_k = 0), and level rows read that column: a level row over NET_k's terms would carry
+  // every left-out pair column, which column generation must scatter duals onto in every
+  // pricing round and gather entries from in every load (most of the solve at 2,048 varied
+  // jobs). Without them, the rows as they were (and the same answers as before).
+  bool through_net_columns_;
+  std::vector<int> net_columns_;  // per job; empty unless through_net_columns_
+  ByColumn by_column_;
   double tolerated_violation_ = kCleanViolation;
 };
 
@@ -472,7 +641,22 @@ class WaterFilling final : public Policy {
     std::optional<double> objective;
     std::string note;  // why the filling stopped early, if it did
 
+    // Fast path only: several freezes per LP where jobs stop at their caps (TryCapFreezes).
+    const bool by_caps = !compat && UsesColumnGeneration(options_);
+    const std::vector<double> caps = by_caps ? lp.Caps() : std::vector<double>();
+    std::size_t cap_batch = 0;  // how many cap freezes the next trial predicts; 0: no trial
+
     while (UpdateWeights(input, f.included, s)) {
+      if (cap_batch > 0 && objective.has_value()) {
+        GAVEL_ASSIGN_OR_RETURN(const std::optional<int> batched,
+                               TryCapFreezes(input, f, caps, cap_batch, lp, s, last));
+        if (batched.has_value()) {
+          cap_batch *= 2;
+          if (*batched == 0) break;
+          continue;
+        }
+        cap_batch = 0;
+      }
       // Raise the active jobs. The original takes the minimum over every job, adding M for
       // inactive ones: under compat, t cannot exceed M once a job is inactive.
       GAVEL_ASSIGN_OR_RETURN(Raised raised,
@@ -486,6 +670,7 @@ class WaterFilling final : public Policy {
         break;
       }
       if (!objective.has_value()) objective = raised.gain;
+      const std::vector<bool> before = s.frozen;
       const bool progress = RaiseLevels(raised.gain, s);
       last = std::move(raised.solution);
 
@@ -493,9 +678,74 @@ class WaterFilling final : public Policy {
                              compat ? FreezeLikeOriginal(f, s, note)
                                     : FreezeStuck(lp, last, /*thorough=*/!progress, s));
       if (newly_frozen == 0) break;
+      if (by_caps && AllFrozenAtCaps(before, s, caps)) cap_batch = std::max<std::size_t>(cap_batch, 1);
     }
 
     return Filled{std::move(last), objective, std::move(note)};
+  }
+
+  // Whether every job frozen since `before` ended at its cap (Caps).
+  static bool AllFrozenAtCaps(const std::vector<bool>& before, const Levels& s,
+                              const std::vector<double>& caps) {
+    for (std::size_t k = 0; k < before.size(); ++k) {
+      if (before[k] || !s.frozen[k]) continue;
+      if (!(std::abs(s.level[k] - caps[k]) <= kMinimumRise * std::max(1.0, caps[k]))) return false;
+    }
+    return true;
+  }
+
+  // Several freezes with one LP, where jobs stop at their caps U_k (Caps). The filling from
+  // here is predicted as if the next `batch` freezes were each the active job that reaches
+  // its cap first (rates as UpdateWeights sets them after each): P those jobs, r(T) every
+  // job's level at the end. One LP then raises the rest from r(T) with P frozen at their
+  // caps. When it has an optimum, the prediction was the filling's own: levels only rise
+  // along it, so r(τ) <= r(T) is feasible for every τ <= T; at each predicted freeze the job
+  // is at its cap and cannot rise, and every other active job can (r just after is
+  // feasible), so the filling freezes exactly that job there. The LP then goes on as an
+  // iteration of its own, with its freezes. Returns how many jobs were frozen, or nullopt
+  // when the trial failed (the LP had no trusted optimum): nothing changed, and the caller
+  // raises as usual.
+  Result<std::optional<int>> TryCapFreezes(const PolicyInput& input, const Formulation& f,
+                                           const std::vector<double>& caps, std::size_t batch,
+                                           LevelLp& lp, Levels& s, lp::Solution& last) const {
+    Levels trial = s;
+    const LevelLp::Clocks saved = lp.clocks();
+    LevelLp::Clocks clocks = saved;
+    std::size_t predicted = 0;
+    for (; predicted < batch; ++predicted) {
+      std::size_t first = s.level.size();
+      double wait = lp::kInfinity;
+      std::size_t active = 0;
+      for (std::size_t k = 0; k < trial.level.size(); ++k) {
+        if (!trial.active[k]) continue;
+        ++active;
+        if (caps[k] >= lp::kInfinity) continue;
+        const double until = std::max(0.0, (caps[k] - trial.level[k]) / trial.rate[k]);
+        if (until < wait) {
+          wait = until;
+          first = k;
+        }
+      }
+      if (first == s.level.size() || active < 2) break;  // (the LP needs an active job)
+      for (std::size_t k = 0; k < trial.level.size(); ++k) trial.level[k] += trial.rate[k] * wait;
+      clocks.global += wait;
+      for (std::size_t e = 0; e < clocks.entity.size(); ++e) clocks.entity[e] += trial.share[e] * wait;
+      trial.level[first] = caps[first];
+      trial.frozen[first] = true;
+      UpdateWeights(input, f.included, trial);
+    }
+    if (predicted == 0) return std::optional<int>();
+    lp.set_clocks(clocks);
+    GAVEL_ASSIGN_OR_RETURN(Raised raised, lp.Raise(trial, lp::kInfinity, /*retry=*/false));
+    if (raised.solution.outcome != lp::Outcome::kOptimal) {
+      lp.set_clocks(saved);
+      return std::optional<int>();
+    }
+    const bool progress = RaiseLevels(raised.gain, trial);
+    s = std::move(trial);
+    last = std::move(raised.solution);
+    GAVEL_ASSIGN_OR_RETURN(const int frozen, FreezeStuck(lp, last, /*thorough=*/!progress, s));
+    return std::optional<int>(static_cast<int>(predicted) + frozen);
   }
 
   // The filling over classes of interchangeable jobs (packed_classes.h), spread back over
