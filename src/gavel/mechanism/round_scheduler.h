@@ -36,8 +36,13 @@
 //   HoldJob/ReleaseJob  keep a job out of the plans until a time (a crashed job backing off);
 //   ChangeCluster     GPUs joined or left (an agent registered or died).
 //
-// Cost: a round is O(C · T · log C) for C combinations (jobs, plus pairs for packing policies)
-// and T GPU types; per-job records of finished jobs are kept compactly for metrics.
+// Cost: a round visits only the combinations that matter (those in the allocation, and for
+// policies that run priority-0 combinations those that ever ran or were allocated, plus the
+// first untouched ones in insertion order until the GPUs are full): O(A · T · log A) for A
+// such combinations and T GPU types, where a packing policy has C = n + n²/2 candidates in
+// all. Untouched pairs are never visited: their priority, allocation and deficit follow from
+// when they were made (see Track). Building the policy's problem still lists every
+// candidate pair. Per-job records of finished jobs are kept compactly for metrics.
 //
 // Thread-safety: none; one thread feeds events and plans rounds (the daemon serialises its
 // RPC handlers onto that thread). The clock must outlive the scheduler.
@@ -97,6 +102,10 @@ struct SchedulerOptions {
   // Where pairs' co-located throughputs come from (ports.h), shared with the caller that
   // updates it; null = the table.
   std::shared_ptr<ColocatedThroughputSource> colocated;
+  // Tests only: every round visits every combination (the plain O(C) scans over all n²/2
+  // candidate pairs that the incremental ones replaced). Plans and results are bit-identical
+  // either way; the tests that prove it run both.
+  bool exhaustive_scans = false;
 };
 
 // What the mechanism acts on: the policy's capabilities as the registry declares them
@@ -366,6 +375,13 @@ class RoundScheduler {
     bool running = false;
     std::vector<WorkerReport> reports;
     std::int64_t placed_round = -1;  // scratch for PlaceOnGpus
+    // Creation order (the queues' tie-break: order_ is sorted by it).
+    std::uint64_t seq = 0;
+    // In tracked_: its time accounting is stored. An untracked combination (a pair never
+    // allocated, never run) has priority 0, allocation 0, and job_time = deficit = half a
+    // round on every type if it existed at the last reset (seq < reset_seq_), else 0; its
+    // stored job_time/deficit are stale until Track stores them.
+    bool tracked = false;
   };
   struct Chosen {
     int slot;
@@ -399,6 +415,9 @@ class RoundScheduler {
   void UpdatePriorities();
   std::vector<int> RoundTypeOrder();
   std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
+  // The plain versions of the scans (SchedulerOptions::exhaustive_scans), the tests' oracle.
+  void UpdatePrioritiesExhaustive();
+  std::vector<Chosen> ChooseCombinationsExhaustive(const std::vector<int>& type_order);
   Result<std::vector<Placed>> PlaceOnGpus(const std::vector<int>& type_order,
                                           const std::vector<Chosen>& chosen);
   std::vector<Placed> PlaceByTopology(const std::vector<int>& type_order,
@@ -407,6 +426,9 @@ class RoundScheduler {
 
   // Job table upkeep.
   int NewCombo(const Combination& id, int scale_factor);
+  // Makes the combination tracked, storing the time accounting an untracked one has
+  // implicitly (ComboState::tracked). Before anything reads or changes that accounting.
+  void Track(int slot);
   // Takes an active job out of the table (no combination of it may be running).
   void EraseJob(JobId job, bool dropped);
   // Recomputes the throughputs of the job's single (estimate or table, 0 where oversized).
@@ -441,6 +463,15 @@ class RoundScheduler {
   std::vector<int> order_;
   std::size_t dead_in_order_ = 0;
   std::unordered_map<Combination, int> pair_slots_;
+  std::uint64_t next_seq_ = 0;
+  // Combinations with seq below this existed at the last reset of the time accounting.
+  std::uint64_t reset_seq_ = 0;
+  // Slots of the combinations in the allocation (in_allocation), of the tracked ones, and of
+  // those taken out of the allocation whose priority the next UpdatePriorities zeroes. Any
+  // order; dead slots are skipped and dropped when the order is compacted.
+  std::vector<int> allocated_;
+  std::vector<int> tracked_;
+  std::vector<int> stale_priority_;
 
   // Jobs the policy rejected since the last plan (RoundPlan::rejected).
   std::vector<JobId> rejected_;

@@ -1039,5 +1039,142 @@ TEST(RoundSchedulerAdmissionTest, RejectedJobsLeaveForGoodAndThePlanSaysSo) {
   EXPECT_FALSE(f.scheduler->record(refused).jct().has_value());
 }
 
+
+// ---- The incremental scans against the plain ones (SchedulerOptions::exhaustive_scans) ----
+
+// A random allocation that is a function of the input alone (so two schedulers in the same
+// state get the same one): some jobs and some pairs get a share, many get none.
+FakePolicy::Rule RandomShares() {
+  return [](const policy::PolicyInput& in, policy::PolicyOutput& out) {
+    std::uint64_t seed = static_cast<std::uint64_t>(in.now_seconds) * 31 + in.num_jobs();
+    for (const policy::PolicyJob& job : in.jobs) seed = seed * 1000003 + job.id.value();
+    PyRandom rng(seed);
+    for (std::size_t i = 0; i < in.num_jobs(); ++i) {
+      const bool none = rng.Random() < 0.3;
+      for (std::size_t j = 0; j < in.num_types(); ++j) {
+        out.allocation(i, j) = none ? 0.0 : 0.5 * rng.Random();
+      }
+    }
+    for (std::size_t p = 0; p < in.pairs.size(); ++p) {
+      if (rng.Random() >= 0.05) continue;
+      for (std::size_t j = 0; j < in.num_types(); ++j) out.pair_allocation(p, j) = 0.3 * rng.Random();
+    }
+  };
+}
+
+// Drives two schedulers, one with each kind of scan, through the same random events (jobs of
+// both sizes arriving, micro-tasks failing, jobs held, removed, GPUs joining and leaving) and
+// requires the same plans and the same time accounting after every round.
+void ExpectScansAgree(PolicyTraits traits, Compat compat, std::uint64_t seed) {
+  SchedulerOptions fast_options;
+  fast_options.round_length = Seconds(360.0);
+  fast_options.min_reset_interval = Seconds(1000.0);  // a reset every third round
+  SchedulerOptions plain_options = fast_options;
+  plain_options.exhaustive_scans = true;
+  const std::vector<GpuTypeSpec> cluster = {{"v100", 4, 2}, {"k80", 3, 1}};
+  Fixture fast(cluster, RandomShares(), compat, traits, fast_options);
+  Fixture plain(cluster, RandomShares(), compat, traits, plain_options);
+  PyRandom rng(seed);
+  std::vector<JobId> added;
+  bool with_k80 = true;
+  double now = 0.0;
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + ", round " + std::to_string(round));
+    const int arrivals = static_cast<int>(rng.RandBelow(round < 20 ? 4 : 2));
+    for (int k = 0; k < arrivals; ++k) {
+      const std::string model = rng.Random() < 0.5 ? "A" : "B";
+      const int sf = model == "A" && rng.Random() < 0.2 ? 2 : 1;
+      const double steps = 200.0 + 2000.0 * rng.Random();
+      added.push_back(fast.Add(model, sf, steps, now));
+      ASSERT_EQ(plain.Add(model, sf, steps, now), added.back());
+    }
+    // Now and then: a hold, a removal, GPUs joining or leaving (between rounds).
+    const double event = rng.Random();
+    if (!added.empty() && event < 0.3) {
+      const JobId job = added[rng.ChoiceIndex(added.size())];
+      if (fast.scheduler->IsActive(job)) {
+        if (event < 0.15) {
+          ASSERT_TRUE(fast.scheduler->HoldJob(job, Seconds(now + 700.0)).ok());
+          ASSERT_TRUE(plain.scheduler->HoldJob(job, Seconds(now + 700.0)).ok());
+        } else {
+          ASSERT_TRUE(fast.scheduler->RemoveJob(job).ok());
+          ASSERT_TRUE(plain.scheduler->RemoveJob(job).ok());
+        }
+      }
+    } else if (event > 0.88) {
+      // The k80s leave or come back: a type new to the cluster starts every combination as
+      // after a reset. Ids: k80 0-2 then v100 3-6 with the k80s, v100 0-3 without.
+      with_k80 = !with_k80;
+      std::vector<GpuTypeSpec> next = {{"v100", 4, 2}};
+      if (with_k80) next.push_back({"k80", 3, 1});
+      auto layout = ClusterLayout::Create(next);
+      ASSERT_TRUE(layout.ok());
+      std::vector<std::optional<WorkerId>> successor;
+      for (std::uint64_t w = 0; w < (with_k80 ? 4u : 7u); ++w) {
+        if (with_k80) successor.emplace_back(WorkerId(w + 3));
+        else successor.emplace_back(w < 3 ? std::nullopt : std::optional(WorkerId(w - 3)));
+      }
+      ASSERT_TRUE(fast.scheduler->ChangeCluster(*layout, successor).ok());
+      ASSERT_TRUE(plain.scheduler->ChangeCluster(*layout, successor).ok());
+    }
+    const RoundPlan a = fast.Plan(now);
+    const RoundPlan b = plain.Plan(now);
+    ASSERT_EQ(a.assignments.size(), b.assignments.size());
+    for (std::size_t k = 0; k < a.assignments.size(); ++k) {
+      const Assignment& x = a.assignments[k];
+      const Assignment& y = b.assignments[k];
+      ASSERT_EQ(x.combination, y.combination) << "assignment " << k;
+      EXPECT_EQ(x.gpu_type, y.gpu_type);
+      EXPECT_EQ(x.workers, y.workers);
+      EXPECT_EQ(x.max_steps, y.max_steps);
+      EXPECT_EQ(x.lease_extended, y.lease_extended);
+    }
+    // Every micro-task ends: most run the whole round, some fail (zero steps).
+    for (const Assignment& x : a.assignments) {
+      MicroTaskResult result;
+      result.combination = x.combination;
+      const bool failed = rng.Random() < 0.1;
+      const double elapsed = 360.0 - 60.0 * rng.Random();
+      for (double steps : x.max_steps) {
+        result.steps.push_back(failed ? 0.0 : steps);
+        result.elapsed.push_back(Seconds(elapsed));
+      }
+      result.finished_at = Seconds(now + elapsed);
+      auto done_fast = fast.scheduler->OnMicroTaskDone(result);
+      auto done_plain = plain.scheduler->OnMicroTaskDone(result);
+      ASSERT_TRUE(done_fast.ok() && done_plain.ok());
+      EXPECT_EQ(done_fast->completed, done_plain->completed);
+    }
+    for (JobId job : added) {
+      ASSERT_EQ(fast.scheduler->IsActive(job), plain.scheduler->IsActive(job));
+      if (!fast.scheduler->IsActive(job)) continue;
+      const JobAccounting x = *fast.scheduler->AccountingOf(job);
+      const JobAccounting y = *plain.scheduler->AccountingOf(job);
+      EXPECT_EQ(x.time_received, y.time_received) << "job " << job.ToString();
+      EXPECT_EQ(x.deficit, y.deficit) << "job " << job.ToString();
+      EXPECT_EQ(x.priority, y.priority) << "job " << job.ToString();
+      EXPECT_EQ(fast.scheduler->AllocationOf(job), plain.scheduler->AllocationOf(job));
+    }
+    EXPECT_EQ(fast.scheduler->type_time(), plain.scheduler->type_time());
+    if (::testing::Test::HasFailure()) return;
+    now += 360.0;
+  }
+  // The runs must have exercised the queues: pairs ran, and jobs finished.
+  EXPECT_GT(fast.scheduler->stats().micro_tasks, 100);
+}
+
+TEST(RoundSchedulerScansTest, IncrementalScansMatchThePlainOnes) {
+  for (std::uint64_t seed = 0; seed < 12; ++seed) {
+    // Priority-0 combinations run (max_min_fairness_packed, gandiva) or are skipped
+    // (gandiva_introspective); every round a new allocation or only after changes.
+    ExpectScansAgree(PolicyTraits{.packing = true}, Compat{}, seed);
+    ExpectScansAgree(PolicyTraits{.packing = true, .skips_zero_priority = true,
+                                  .reallocates_every_round = true},
+                     Compat{}, seed);
+    ExpectScansAgree(PolicyTraits{.packing = true}, Compat::Gavel(), seed);
+    ExpectScansAgree(PolicyTraits{.shuffles_gpu_type_order = true}, Compat{}, seed);
+  }
+}
+
 }  // namespace
 }  // namespace gavel::mechanism

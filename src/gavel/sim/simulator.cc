@@ -78,6 +78,7 @@ class RoundSimulation {
     so.lp_solver = options_.lp_solver;
     so.solve_path = options_.solve_path;
     so.topology_aware_placement = options_.physics.topology_aware();
+    so.exhaustive_scans = options_.exhaustive_scans;
     GAVEL_ASSIGN_OR_RETURN(estimation_, SimEstimation::Create(options_, setup_.layout));
     so.colocated = estimation_;
     GAVEL_ASSIGN_OR_RETURN(

@@ -104,6 +104,9 @@ struct SimulationOptions {
   // co-located throughputs, replaced by the table's as pairs run. P in [0, 1], K in [1, 26].
   double profiling_percentage = 1.0;
   int num_reference_models = 26;
+  // Tests only (mechanism::SchedulerOptions::exhaustive_scans): the round mechanism's plain
+  // scans over every combination, which must give bit-identical results.
+  bool exhaustive_scans = false;
 };
 
 // How well the estimator did (SimulationResult::throughput_estimation).
