@@ -80,8 +80,11 @@ void SendRaw(int port, const std::string& raw) {
   char buffer[4096];
   while (true) {
     pollfd p{fd, POLLIN, 0};
-    // The server closes at EOF; 5 s without an answer is a hang worth reporting.
-    if (::poll(&p, 1, 5000) <= 0) std::abort();
+    // The server closes at EOF, or once a stalled read and the keep-alive wait have run out
+    // (each idle_timeout, 2 s, in whole seconds: about 4 s, more under ASan on a busy
+    // machine); 8 s without an answer is a hang worth reporting (libFuzzer's -timeout of
+    // fuzz-smoke.sh is 10 s). A 5-s bound here failed twice in one afternoon's smoke runs.
+    if (::poll(&p, 1, 8000) <= 0) std::abort();
     if (::recv(fd, buffer, sizeof(buffer), 0) <= 0) break;
   }
   ::close(fd);
