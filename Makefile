@@ -32,8 +32,8 @@ run: build
 # test, and apt's first install; 1774 s (stop 19) compiling each test once; 1979 s (stop 20)
 # with the tests' own units at -O0 in the debug tree (the library stays -O1). Since then the
 # debug tree's test units share one precompiled header (~40% of their compile time), the
-# benchmarks are compiled there at -O0 instead of at -O3 in the release tree. (The fuzz
-# targets can run JOBS at a time, but `make test` runs them one by one: see test-fuzz.) bench/README.md, "CI time", has what was measured per unit
+# benchmarks are compiled there at -O0 instead of at -O3 in the release tree, and the fuzz
+# targets run JOBS at a time. bench/README.md, "CI time", has what was measured per unit
 # (scripts/unit-cpu-time.sh) and the command to time each phase again (scripts/ci-time.sh).
 test: test-release test-debug test-fuzz
 
@@ -52,17 +52,12 @@ test-debug: deps
 	@cmake --build --preset debug -j $(JOBS)
 	@ctest --preset debug
 
-# One target at a time, and without iterator_endpoint: that target (a real HTTP server and
-# its threads, 5,000 connections a second on an idle machine) fails now and then with no
-# answer from the server within 8 s on inputs that pass when replayed alone (3 of 9 smoke
-# runs on 2026-11-26, 0 of 4 runs of it alone); an open problem (bench/README.md "CI time"),
-# so CI does not turn red on it. `make fuzz` still runs it, and `ctest --preset debug`
-# replays its corpus (fuzz_corpus_iterator_endpoint).
+# JOBS targets at a time (each libFuzzer process uses one core).
 # 5 s per target, on the fuzz targets test-debug built (scripts/fuzz-smoke.sh only checks
 # they are up to date). fuzz-smoke.sh's libFuzzer runs start from every corpus file, and
 # `ctest --preset debug` replays each corpus once as well (fuzz_corpus_<name>).
 test-fuzz: deps
-	@JOBS=1 FUZZ_SKIP=iterator_endpoint FUZZ_SECONDS=5 scripts/fuzz-smoke.sh
+	@JOBS=$(JOBS) FUZZ_SECONDS=5 scripts/fuzz-smoke.sh
 
 # Longer fuzzing: FUZZ_SECONDS per target (default 20 here; e.g. make fuzz FUZZ_SECONDS=600).
 FUZZ_SECONDS ?= 20

@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -69,23 +71,42 @@ void SendRaw(int port, const std::string& raw) {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
+  // libFuzzer's -timeout arms a SIGALRM every second or so: any blocking call here may return
+  // EINTR, which is no failure of the server (the cause of this target's intermittent
+  // "no answer" aborts in the smoke runs).
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (errno != EINTR) std::abort();
+    pollfd w{fd, POLLOUT, 0};
+    while (::poll(&w, 1, 8000) < 0 && errno == EINTR) {
+    }
+    int error = 0;
+    socklen_t length = sizeof(error);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0) std::abort();
+  }
   std::size_t sent = 0;
   while (sent < raw.size()) {
     const ssize_t n = ::send(fd, raw.data() + sent, raw.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     sent += static_cast<std::size_t>(n);
   }
   ::shutdown(fd, SHUT_WR);
   char buffer[4096];
+  // The server closes at EOF, or once a stalled read and the keep-alive wait have run out
+  // (each idle_timeout, 2 s, in whole seconds); 8 s without an answer is a hang worth
+  // reporting (libFuzzer's -timeout in fuzz-smoke.sh is 10 s).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
   while (true) {
     pollfd p{fd, POLLIN, 0};
-    // The server closes at EOF, or once a stalled read and the keep-alive wait have run out
-    // (each idle_timeout, 2 s, in whole seconds: about 4 s, more under ASan on a busy
-    // machine); 8 s without an answer is a hang worth reporting (libFuzzer's -timeout of
-    // fuzz-smoke.sh is 10 s). A 5-s bound here failed twice in one afternoon's smoke runs.
-    if (::poll(&p, 1, 8000) <= 0) std::abort();
-    if (::recv(fd, buffer, sizeof(buffer), 0) <= 0) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) std::abort();
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) std::abort();
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
   }
   ::close(fd);
 }
