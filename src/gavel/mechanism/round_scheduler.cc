@@ -1100,6 +1100,33 @@ std::vector<int> RoundScheduler::RoundTypeOrder() {
   return order;
 }
 
+RoundScheduler::Capacity RoundScheduler::BeginChoice() {
+  Capacity capacity;
+  capacity.left.resize(static_cast<std::size_t>(num_types_));
+  for (int t = 0; t < num_types_; ++t) {
+    capacity.left[static_cast<std::size_t>(t)] = layout_.gpu_count(t);
+    capacity.total_left += layout_.gpu_count(t);
+  }
+  ++stamp_;
+  for (const auto& [job, until] : held_) job_stamp_[Index(job)] = stamp_;
+  return capacity;
+}
+
+bool RoundScheduler::Blocked(const ComboState& c, const Capacity& capacity,
+                             std::size_t type) const {
+  const auto taken = [&](JobId j) { return job_stamp_[Index(j)] == stamp_; };
+  return c.scale_factor > capacity.left[type] || taken(c.id.member(0)) ||
+         (c.id.is_pair() && taken(c.id.member(1)));
+}
+
+void RoundScheduler::Take(int slot, int type, Capacity& capacity, std::vector<Chosen>& chosen) {
+  const ComboState& c = combo(slot);
+  capacity.left[static_cast<std::size_t>(type)] -= c.scale_factor;
+  capacity.total_left -= c.scale_factor;
+  for (int i = 0; i < c.id.size(); ++i) job_stamp_[Index(c.id.member(i))] = stamp_;
+  chosen.push_back(Chosen{slot, type, c.scale_factor});
+}
+
 // Spec §3.5: per-type queues sorted by (priority, deficit, allocation) descending, ties in
 // insertion order, concatenated in type order; a greedy scan takes what fits.
 //
@@ -1119,15 +1146,7 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     std::uint64_t seq;
     int slot;
   };
-  std::vector<int> left(static_cast<std::size_t>(num_types_));
-  int total_left = 0;
-  for (int t = 0; t < num_types_; ++t) {
-    left[static_cast<std::size_t>(t)] = layout_.gpu_count(t);
-    total_left += layout_.gpu_count(t);
-  }
-  ++stamp_;  // job_stamp_[j] == stamp_: job j was chosen this round, or is held
-  auto taken = [&](JobId j) { return job_stamp_[Index(j)] == stamp_; };
-  for (const auto& [job, until] : held_) job_stamp_[Index(job)] = stamp_;
+  Capacity capacity = BeginChoice();
   const bool untracked_candidates = !traits_.skips_zero_priority;
   const std::vector<int>& pool = untracked_candidates ? tracked_ : allocated_;
   const double half = HalfRound(options_);
@@ -1142,12 +1161,7 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
   };
   for (int t : type_order) {
     const auto ut = static_cast<std::size_t>(t);
-    // Needs more GPUs than are left, or holds a job already chosen (or held): both only grow
-    // during the scan, so a combination blocked once stays blocked.
-    const auto blocked = [&](const ComboState& c) {
-      return c.scale_factor > left[ut] || taken(c.id.member(0)) ||
-             (c.id.is_pair() && taken(c.id.member(1)));
-    };
+    const auto blocked = [&](const ComboState& c) { return Blocked(c, capacity, ut); };
     const auto runs_here = [&](const ComboState& c) {
       return !(c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0));
     };
@@ -1171,7 +1185,7 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
       }
       return nullptr;
     };
-    while (left[ut] > 0) {
+    while (capacity.left[ut] > 0) {
       const ComboState* untracked = next_untracked();
       bool from_heap = unvisited != entries.begin();
       if (from_heap && untracked != nullptr) {
@@ -1190,15 +1204,10 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
         break;
       }
       const ComboState& c = combo(slot);
-      if (blocked(c)) continue;
-      left[ut] -= c.scale_factor;
-      total_left -= c.scale_factor;
-      for (int i = 0; i < c.id.size(); ++i) {
-        job_stamp_[Index(c.id.member(i))] = stamp_;
-      }
-      chosen.push_back(Chosen{slot, t, c.scale_factor});
+      if (Blocked(c, capacity, ut)) continue;
+      Take(slot, t, capacity, chosen);
     }
-    if (total_left == 0) break;
+    if (capacity.total_left == 0) break;
   }
   return chosen;
 }
@@ -1212,26 +1221,13 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinationsExhaustive
     double allocation;
     int position;  // in order_
   };
-  std::vector<int> left(static_cast<std::size_t>(num_types_));
-  int total_left = 0;
-  for (int t = 0; t < num_types_; ++t) {
-    left[static_cast<std::size_t>(t)] = layout_.gpu_count(t);
-    total_left += layout_.gpu_count(t);
-  }
-  ++stamp_;  // job_stamp_[j] == stamp_: job j was chosen this round, or is held
-  auto taken = [&](JobId j) { return job_stamp_[Index(j)] == stamp_; };
-  for (const auto& [job, until] : held_) job_stamp_[Index(job)] = stamp_;
+  Capacity capacity = BeginChoice();
   std::vector<Chosen> chosen;
   std::vector<Entry> entries;
   entries.reserve(order_.size());
   for (int t : type_order) {
     const auto ut = static_cast<std::size_t>(t);
-    // Needs more GPUs than are left, or holds a job already chosen (or held): both change as
-    // the scan below chooses, so they are checked again there.
-    const auto blocked = [&](const ComboState& c) {
-      return c.scale_factor > left[ut] || taken(c.id.member(0)) ||
-             (c.id.is_pair() && taken(c.id.member(1)));
-    };
+    const auto blocked = [&](const ComboState& c) { return Blocked(c, capacity, ut); };
     // The candidates: what can run on this type now.
     entries.clear();
     for (std::size_t pos = 0; pos < order_.size(); ++pos) {
@@ -1253,21 +1249,17 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinationsExhaustive
       return a.position > b.position;
     };
     std::make_heap(entries.begin(), entries.end(), after);
-    for (auto unvisited = entries.end(); unvisited != entries.begin() && left[ut] > 0;) {
+    for (auto unvisited = entries.end();
+         unvisited != entries.begin() && capacity.left[ut] > 0;) {
       std::pop_heap(entries.begin(), unvisited, after);
       --unvisited;
       const Entry& e = *unvisited;
       const int slot = order_[static_cast<std::size_t>(e.position)];
       const ComboState& c = combo(slot);
-      if (blocked(c)) continue;
-      left[ut] -= c.scale_factor;
-      total_left -= c.scale_factor;
-      for (int i = 0; i < c.id.size(); ++i) {
-        job_stamp_[Index(c.id.member(i))] = stamp_;
-      }
-      chosen.push_back(Chosen{slot, t, c.scale_factor});
+      if (Blocked(c, capacity, ut)) continue;
+      Take(slot, t, capacity, chosen);
     }
-    if (total_left == 0) break;
+    if (capacity.total_left == 0) break;
   }
   return chosen;
 }

@@ -415,6 +415,17 @@ class RoundScheduler {
   void UpdatePriorities();
   std::vector<int> RoundTypeOrder();
   std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
+  // A round's choice in progress, shared by both scans: free GPUs per type, and the jobs
+  // already chosen or held (job_stamp_ == stamp_). BeginChoice starts one (held jobs taken);
+  // Blocked: needs more GPUs than `type` has left, or holds a taken job (both only grow during
+  // the scan, so a combination blocked once stays blocked); Take books `slot` on `type`.
+  struct Capacity {
+    std::vector<int> left;
+    int total_left = 0;
+  };
+  Capacity BeginChoice();
+  bool Blocked(const ComboState& c, const Capacity& capacity, std::size_t type) const;
+  void Take(int slot, int type, Capacity& capacity, std::vector<Chosen>& chosen);
   // The plain versions of the scans (SchedulerOptions::exhaustive_scans), the tests' oracle.
   void UpdatePrioritiesExhaustive();
   std::vector<Chosen> ChooseCombinationsExhaustive(const std::vector<int>& type_order);
