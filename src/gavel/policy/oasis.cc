@@ -1,14 +1,15 @@
 #include "gavel/policy/oasis.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "gavel/core/parse_number.h"
@@ -21,13 +22,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // rate does this many per step (Admit says why).
 constexpr double kUnitsPerStep = 4.0;
 
-constexpr double kUnpriced = std::numeric_limits<double>::quiet_NaN();
-
-// Promised resources of one time slot, per server (both empty: nothing promised).
-struct SlotUse {
-  std::vector<int> gpus;
-  std::vector<double> cpus;
-};
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 // What a schedule holds in one slot: the choice and the per-server amounts it promised.
 struct PlanEntry {
@@ -35,6 +30,43 @@ struct PlanEntry {
   int workers = 0;
   std::vector<std::pair<std::size_t, int>> gpus;     // (server, GPUs)
   std::vector<std::pair<std::size_t, double>> cpus;  // (server, cores)
+
+  bool operator==(const PlanEntry&) const = default;
+};
+
+// A job's plan: consecutive slots [first, end) that hold the same entry.
+struct PlanRun {
+  std::int64_t first = 0;
+  std::int64_t end = 0;
+  PlanEntry entry;
+};
+
+// The greedy's answer for one (promise state, combination) at the bounds of `epoch`.
+struct KeptPrice {
+  std::uint64_t epoch = 0;      // 0: never priced (epochs start at 1)
+  double cost = 0.0;            // +inf: does not fit
+  std::uint32_t extra = kNone;  // its KeptExtra (Oasis::extras_), once one was needed
+};
+
+// What only some (state, combination) pairs need, kept beside their KeptPrice: the sums of a
+// programme step inside one run of the state, and the placement that promising it makes.
+struct KeptExtra {
+  std::uint64_t epoch = 0;     // stale (cleared on use) when it is not the current epoch
+  std::vector<double> folds;   // folds[n − 1]: ((0 + cost) + cost) + ..., n terms, in order
+  bool placed = false;         // `fits`, `entry` and `next` computed
+  bool fits = false;
+  PlanEntry entry;             // the greedy's placement
+  std::uint32_t next = kNone;  // the state with `entry` added (kNone: not interned yet)
+};
+
+// Promised resources of one time slot, per server, interned (Oasis::Intern): slots with equal
+// promises share one state and so one kept price per combination. Immutable once interned.
+struct PromiseState {
+  std::vector<int> gpus;
+  std::vector<double> cpus;
+  std::uint64_t hash = 0;
+  std::uint32_t next_same_hash = kNone;  // the chain of states whose contents hash alike
+  std::vector<KeptPrice> prices;         // by combination (Oasis::ComboIndex)
 };
 
 struct Server {
@@ -64,6 +96,7 @@ class Oasis final : public Policy {
       Release(it->second, now_slot);  // finished early: its later promises are free again
       it = jobs_.erase(it);
     }
+    CollectStates();
 
     // Phase 2: admission of the jobs seen for the first time, oldest first.
     std::vector<std::size_t> order(m);
@@ -91,11 +124,10 @@ class Oasis final : public Policy {
     std::vector<char> chosen(m, 0);
     for (std::size_t i : order) {
       if (output.rejected[i] != 0) continue;
-      const auto& plan = jobs_.at(input.jobs[i].id).plan;
-      const auto entry = plan.find(now_slot);
-      if (entry == plan.end()) continue;
-      const auto type = static_cast<std::size_t>(entry->second.type);
-      const int k = entry->second.workers;
+      const PlanEntry* entry = Planned(jobs_.at(input.jobs[i].id).plan, now_slot);
+      if (entry == nullptr) continue;
+      const auto type = static_cast<std::size_t>(entry->type);
+      const int k = entry->workers;
       if (free[type] < k || Throughput(input, i, k, type) <= 0.0) continue;
       free[type] -= k;
       output.allocation(i, type) = 1.0;
@@ -148,7 +180,7 @@ class Oasis final : public Policy {
 
  private:
   struct JobState {
-    std::map<std::int64_t, PlanEntry> plan;  // by absolute slot
+    std::vector<PlanRun> plan;  // by absolute slot, in order
   };
 
   static int MinWorkers(const PolicyJob& job) {
@@ -161,6 +193,15 @@ class Oasis final : public Policy {
     const PolicyJob& job = input.jobs[i];
     if (job.elastic()) return job.ElasticThroughput(k, type);
     return k == job.scale_factor ? input.throughput(i, type) : 0.0;
+  }
+
+  // The entry `plan` holds for `slot` (nullptr: none).
+  static const PlanEntry* Planned(const std::vector<PlanRun>& plan, std::int64_t slot) {
+    const auto after = std::upper_bound(plan.begin(), plan.end(), slot,
+                                        [](std::int64_t s, const PlanRun& run) { return s < run.first; });
+    if (after == plan.begin()) return nullptr;
+    const PlanRun& run = *(after - 1);
+    return slot < run.end ? &run.entry : nullptr;
   }
 
   void BuildServers(const PolicyInput& input) {
@@ -177,7 +218,7 @@ class Oasis final : public Policy {
         servers.push_back(Server{static_cast<int>(j), std::min(per, left), cpus});
       }
     }
-    if (servers.size() == servers_.size() &&
+    if (!states_.empty() && servers.size() == servers_.size() &&
         std::equal(servers.begin(), servers.end(), servers_.begin(), [](const Server& a, const Server& b) {
           return a.type == b.type && a.gpus == b.gpus && a.cpus == b.cpus;
         })) {
@@ -186,8 +227,7 @@ class Oasis final : public Policy {
     // The cluster changed: the promises refer to servers that may be gone; start afresh.
     servers_ = std::move(servers);
     BoundsMoved();  // the tabled GPU prices are per server capacity
-    use_.clear();
-    use_base_ = 0;
+    ResetStates();
     for (auto& [id, state] : jobs_) state.plan.clear();
   }
 
@@ -197,91 +237,182 @@ class Oasis final : public Policy {
     return lower_ * std::pow(upper / lower_, std::min(1.0, used / capacity));
   }
 
-  using EmptyCosts = std::map<std::pair<std::size_t, int>, double>;
-
-  // The dense index of (type, workers, cores per GPU), the column of prices_.
+  // The dense index of (type, workers, cores per GPU), a KeptPrice's place in a state.
   std::size_t ComboIndex(std::size_t type, int k, double cpus_per_gpu) {
     const auto key = std::make_tuple(type, k, cpus_per_gpu);
     const auto it = combos_.find(key);
     if (it != combos_.end()) return it->second;
-    prices_.emplace_back();
     return combos_.emplace(key, combos_.size()).first->second;
   }
 
-  // Every price moves (L or U changed, or the servers): no kept slot price is valid.
-  void BoundsMoved() {
-    ++epoch_;
-    for (auto& column : prices_) column.clear();
+  // Every price moves (L or U changed, or the servers): no kept price is valid.
+  void BoundsMoved() { ++epoch_; }
+
+  // ---- Promise states: interned slot contents and what is kept per (state, combination) ----
+
+  // Only the empty state (id 0, nothing promised), sized for servers_.
+  void ResetStates() {
+    states_.clear();
+    state_by_hash_.clear();
+    extras_.clear();
+    timeline_.clear();
+    PromiseState empty;
+    empty.gpus.assign(servers_.size(), 0);
+    empty.cpus.assign(servers_.size(), 0.0);
+    Intern(std::move(empty));
+    live_after_collect_ = 1;
   }
 
-  // Slot `index` of use_ changed its promises: its kept prices are stale.
-  void SlotChanged(std::size_t index) {
-    for (auto& column : prices_) {
-      if (index < column.size()) column[index] = kUnpriced;
-    }
-  }
-
-  // Drops the slots before `now_slot` (past); use_ then starts at now_slot.
-  void ForgetBefore(std::int64_t now_slot) {
-    if (use_.empty()) use_base_ = now_slot;
-    for (; use_base_ < now_slot && !use_.empty(); ++use_base_) {
-      use_.pop_front();
-      for (auto& column : prices_) {
-        if (!column.empty()) column.pop_front();
-      }
-    }
-    if (use_.empty()) use_base_ = now_slot;
-    for (; use_base_ > now_slot; --use_base_) {  // a caller whose clock went back
-      use_.emplace_front();
-      for (auto& column : prices_) {
-        if (!column.empty()) column.push_front(kUnpriced);
-      }
-    }
-  }
-
-  // The greedy cost of `k` workers of `type` for `job` in slot t of the horizon `uses` (+inf
-  // = does not fit): what Greedy gives, but priced once per slot while its promises and the
-  // bounds stay (the cache on SlotUse), and once per run of slots with the same promises (a
-  // schedule promises the same in consecutive slots, so a horizon is a few runs). Bit-identical
-  // to pricing afresh: Greedy depends only on the slot's promises, the bounds, the servers, and
-  // (type, k, the job's cores per GPU), the cache's key `combo`. The job's own slots are
-  // priced in order, so slot t − 1 was priced just before t.
-  double SlotCost(const std::vector<SlotUse*>& uses, int t, const PolicyJob& job, std::size_t type, int k,
-                  std::size_t combo, std::size_t offset, EmptyCosts& empty_cost) {
-    const auto fresh = [&](const SlotUse* use) {
-      const auto greedy = Greedy(use, job, type, k);
-      return greedy ? greedy->first : kInf;
+  static std::uint64_t HashOf(const PromiseState& state) {
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+    const auto mix = [&h](std::uint64_t v) {
+      h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     };
-    SlotUse* use = uses[static_cast<std::size_t>(t)];
-    if (use == nullptr) {
-      const auto key = std::make_pair(type, k);
-      auto it = empty_cost.find(key);
-      if (it == empty_cost.end()) it = empty_cost.emplace(key, fresh(nullptr)).first;
-      return it->second;
-    }
-    if (o_.reference_pricing) return fresh(use);
-    std::deque<double>& column = prices_[combo];
-    const std::size_t index = offset + static_cast<std::size_t>(t);
-    double cost = index < column.size() ? column[index] : kUnpriced;
-    if (std::isnan(cost)) {
-      const SlotUse* before = t > 0 ? uses[static_cast<std::size_t>(t - 1)] : nullptr;
-      cost = before != nullptr && index - 1 < column.size() && before->gpus == use->gpus &&
-                     before->cpus == use->cpus
-                 ? column[index - 1]
-                 : kUnpriced;
-      if (std::isnan(cost)) cost = fresh(use);
-      if (column.size() <= index) column.resize(index + 1, kUnpriced);
-      column[index] = cost;
-    }
-    if (o_.check_pricing && pricing_mismatch_.empty()) {
-      const double expected = fresh(use);
-      if (expected != cost) {
-        pricing_mismatch_ = "cached slot price differs from a fresh one (job " +
-                            std::to_string(job.id.value()) + ", type " + std::to_string(type) +
-                            ", " + std::to_string(k) + " workers, horizon slot " + std::to_string(t) + ")";
+    for (const int g : state.gpus) mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(g)));
+    // −0 and +0 compare equal, so they must hash alike.
+    for (const double c : state.cpus) mix(c == 0.0 ? 0 : std::bit_cast<std::uint64_t>(c));
+    return h;
+  }
+
+  // The id of the state with these contents (a new one when none has them).
+  std::uint32_t Intern(PromiseState&& state) {
+    state.hash = HashOf(state);
+    const auto head = state_by_hash_.find(state.hash);
+    if (head != state_by_hash_.end()) {
+      for (std::uint32_t id = head->second; id != kNone; id = states_[id].next_same_hash) {
+        if (states_[id].gpus == state.gpus && states_[id].cpus == state.cpus) return id;
       }
     }
-    return cost;
+    const auto id = static_cast<std::uint32_t>(states_.size());
+    state.next_same_hash = head != state_by_hash_.end() ? head->second : kNone;
+    state.prices.clear();
+    state_by_hash_[state.hash] = id;
+    states_.push_back(std::move(state));
+    return id;
+  }
+
+  // The state of slot `index` of the timeline (slot timeline_base_ + index).
+  std::uint32_t StateAt(std::size_t index) const { return index < timeline_.size() ? timeline_[index] : 0; }
+
+  // The greedy cost of combination `combo` = (type, k, cpus_per_gpu) in state `id`, computed
+  // once per epoch.
+  KeptPrice& Priced(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu) {
+    std::vector<KeptPrice>& prices = states_[id].prices;
+    if (prices.size() <= combo) prices.resize(combo + 1);
+    KeptPrice& kept = prices[combo];
+    if (kept.epoch != epoch_) {
+      const auto greedy = Greedy(states_[id], cpus_per_gpu, type, k);
+      kept.cost = greedy ? greedy->first : kInf;
+      kept.epoch = epoch_;
+    }
+    return kept;
+  }
+
+  // Priced's KeptExtra, current (cleared if it was of an older epoch).
+  KeptExtra& ExtraOf(KeptPrice& kept) {
+    if (kept.extra == kNone) {
+      kept.extra = static_cast<std::uint32_t>(extras_.size());
+      extras_.emplace_back();
+    }
+    KeptExtra& extra = extras_[kept.extra];
+    if (extra.epoch != epoch_) {
+      extra = KeptExtra{};
+      extra.epoch = epoch_;
+    }
+    return extra;
+  }
+
+  // The sum of `slots` slots of state `id` in a programme step, added in slot order from 0.
+  double FoldedCost(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu, int slots) {
+    KeptPrice& kept = Priced(id, combo, type, k, cpus_per_gpu);
+    if (slots == 1) return kept.cost;  // 0 + cost
+    const double cost = kept.cost;
+    std::vector<double>& folds = ExtraOf(kept).folds;
+    if (folds.empty()) folds.push_back(0.0 + cost);
+    while (folds.size() < static_cast<std::size_t>(slots)) folds.push_back(folds.back() + cost);
+    return folds[static_cast<std::size_t>(slots - 1)];
+  }
+
+  // `state` with `entry` added (sign +1) or taken away (−1), in the entry's order (the sums
+  // must equal slot-by-slot bookkeeping to the bit).
+  std::uint32_t Apply(std::uint32_t id, const PlanEntry& entry, int sign) {
+    PromiseState changed;
+    changed.gpus = states_[id].gpus;
+    changed.cpus = states_[id].cpus;
+    for (const auto& [server, g] : entry.gpus) changed.gpus[server] += sign * g;
+    for (const auto& [server, cores] : entry.cpus) {
+      if (sign > 0) {
+        changed.cpus[server] += cores;
+      } else {
+        changed.cpus[server] -= cores;
+      }
+    }
+    return Intern(std::move(changed));
+  }
+
+  // The placement of `combo` in state `id` and the state it leads to (nullptr: does not fit).
+  const KeptExtra* Transition(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu) {
+    KeptPrice& kept = Priced(id, combo, type, k, cpus_per_gpu);
+    const std::uint32_t index = (ExtraOf(kept), kept.extra);
+    if (!extras_[index].placed) {
+      auto greedy = Greedy(states_[id], cpus_per_gpu, type, k);
+      KeptExtra& extra = extras_[index];
+      extra.placed = true;
+      extra.fits = greedy.has_value();
+      if (greedy) extra.entry = std::move(greedy->second);
+    }
+    if (!extras_[index].fits) return nullptr;
+    if (extras_[index].next == kNone) {
+      const std::uint32_t next = Apply(id, extras_[index].entry, +1);  // may grow states_, not extras_
+      extras_[index].next = next;
+    }
+    return &extras_[index];
+  }
+
+  // Drops the states no slot holds any more (their kept prices with them) once they outnumber
+  // the live ones, so that a long run's memory stays bounded; ids are renumbered.
+  void CollectStates() {
+    if (states_.size() < 4096 || states_.size() < 4 * live_after_collect_) return;
+    std::vector<char> live(states_.size(), 0);  // state 0 always stays
+    for (const std::uint32_t id : timeline_) live[id] = 1;
+    std::vector<std::uint32_t> renumber(states_.size(), kNone);
+    std::vector<PromiseState> kept_states;
+    std::vector<KeptExtra> kept_extras;
+    for (std::size_t id = 0; id < states_.size(); ++id) {
+      if (id != 0 && live[id] == 0) continue;
+      renumber[id] = static_cast<std::uint32_t>(kept_states.size());
+      kept_states.push_back(std::move(states_[id]));
+    }
+    state_by_hash_.clear();
+    for (std::size_t id = 0; id < kept_states.size(); ++id) {
+      PromiseState& state = kept_states[id];
+      const auto head = state_by_hash_.find(state.hash);
+      state.next_same_hash = head != state_by_hash_.end() ? head->second : kNone;
+      state_by_hash_[state.hash] = static_cast<std::uint32_t>(id);
+      for (KeptPrice& price : state.prices) {
+        if (price.extra == kNone) continue;
+        KeptExtra extra = std::move(extras_[price.extra]);
+        if (extra.next != kNone) extra.next = renumber[extra.next];
+        price.extra = static_cast<std::uint32_t>(kept_extras.size());
+        kept_extras.push_back(std::move(extra));
+      }
+    }
+    for (std::uint32_t& id : timeline_) id = renumber[id];
+    states_ = std::move(kept_states);
+    extras_ = std::move(kept_extras);
+    live_after_collect_ = states_.size();
+  }
+
+  // Drops the slots before `now_slot` (past); the timeline then starts at now_slot.
+  void ForgetBefore(std::int64_t now_slot) {
+    if (now_slot > timeline_base_) {
+      const auto past = static_cast<std::uint64_t>(now_slot - timeline_base_);
+      timeline_.erase(timeline_.begin(),
+                      timeline_.begin() + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(past, timeline_.size())));
+    } else if (now_slot < timeline_base_ && !timeline_.empty()) {  // a caller whose clock went back
+      timeline_.insert(timeline_.begin(), static_cast<std::size_t>(timeline_base_ - now_slot), 0);
+    }
+    timeline_base_ = now_slot;
   }
 
   // Price(used, capacity) for a server's whole GPUs, tabled per (capacity, used) while the
@@ -308,7 +439,7 @@ class Oasis final : public Policy {
   // The greedy of the subroutine: the cheapest `k` workers of `type` (each a GPU plus its
   // CPU cores) and the job's parameter servers, at this slot's prices. nullopt when they do
   // not fit.
-  std::optional<std::pair<double, PlanEntry>> Greedy(const SlotUse* use, const PolicyJob& job,
+  std::optional<std::pair<double, PlanEntry>> Greedy(const PromiseState& use, double cpus_per_gpu,
                                                      std::size_t type, int k) const {
     const bool cpu_limited = !servers_.empty() && servers_[0].cpus > 0.0;
     auto& by_price = scratch_by_price_;  // (price per worker, server)
@@ -317,12 +448,12 @@ class Oasis final : public Policy {
     cpu_room.assign(servers_.size(), 0.0);
     for (std::size_t s = 0; s < servers_.size(); ++s) {
       const Server& server = servers_[s];
-      const int used = use != nullptr ? use->gpus[s] : 0;
-      const double used_cpu = use != nullptr ? use->cpus[s] : 0.0;
+      const int used = use.gpus[s];
+      const double used_cpu = use.cpus[s];
       cpu_room[s] = server.cpus - used_cpu;
       if (server.type != static_cast<int>(type) || used >= server.gpus) continue;
       double price = o_.reference_pricing ? Price(used, server.gpus) : GpuPrice(used, server.gpus);
-      if (cpu_limited) price += job.cpus_per_gpu * Price(used_cpu, server.cpus) * server.gpus / server.cpus;
+      if (cpu_limited) price += cpus_per_gpu * Price(used_cpu, server.cpus) * server.gpus / server.cpus;
       by_price.emplace_back(price, s);
     }
     std::sort(by_price.begin(), by_price.end());
@@ -333,18 +464,18 @@ class Oasis final : public Policy {
     int left = k;
     for (const auto& [price, s] : by_price) {
       if (left == 0) break;
-      const int used = use != nullptr ? use->gpus[s] : 0;
+      const int used = use.gpus[s];
       int take = std::min(left, servers_[s].gpus - used);
-      if (cpu_limited && job.cpus_per_gpu > 0.0) {
-        take = std::min(take, static_cast<int>(std::floor(cpu_room[s] / job.cpus_per_gpu)));
+      if (cpu_limited && cpus_per_gpu > 0.0) {
+        take = std::min(take, static_cast<int>(std::floor(cpu_room[s] / cpus_per_gpu)));
       }
       if (take <= 0) continue;
       left -= take;
       cost += take * price;
       entry.gpus.emplace_back(s, take);
-      if (cpu_limited && job.cpus_per_gpu > 0.0) {
-        cpu_room[s] -= take * job.cpus_per_gpu;
-        entry.cpus.emplace_back(s, take * job.cpus_per_gpu);
+      if (cpu_limited && cpus_per_gpu > 0.0) {
+        cpu_room[s] -= take * cpus_per_gpu;
+        entry.cpus.emplace_back(s, take * cpus_per_gpu);
       }
     }
     if (left > 0) return std::nullopt;
@@ -433,33 +564,37 @@ class Oasis final : public Policy {
       const double end = slot_start + std::min(slots, (step + 1) * group) * slot;
       return job.utility->At(end - (now - since));
     };
-    // Greedy cost of (type, k) in a slot nothing is promised in, computed once.
-    EmptyCosts empty_cost;
-    // The horizon's slots in order, with their promises (nullptr: none), found once.
-    std::vector<SlotUse*> uses(static_cast<std::size_t>(slots), nullptr);
-    const auto offset = static_cast<std::size_t>(now_slot - use_base_);  // use_ starts at now_slot
-    for (std::size_t t = 0; t < uses.size() && offset + t < use_.size(); ++t) {
-      SlotUse& use = use_[offset + t];
-      if (!use.gpus.empty()) uses[t] = &use;
+    // The horizon's slots as pieces of equal promises, step by step: pieces_[piece_begin_[s]
+    // .. piece_begin_[s + 1]) are step s's slots in order, found once for all combinations.
+    pieces_.clear();
+    piece_begin_.assign(1, 0);
+    for (int step = 0; step < steps; ++step) {
+      const int last = std::min(slots, (step + 1) * group);
+      for (int t = step * group; t < last;) {
+        const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
+        int end = t + 1;
+        if (static_cast<std::size_t>(t) >= timeline_.size()) end = last;  // nothing promised on
+        while (end < last && StateAt(static_cast<std::size_t>(end)) == id) ++end;
+        pieces_.push_back(Piece{id, end - t});
+        t = end;
+      }
+      piece_begin_.push_back(pieces_.size());
     }
     problem.choices.resize(static_cast<std::size_t>(steps));
-    for (int step = 0; step < steps; ++step) {
-      const int first = step * group;
-      const int last = std::min(slots, first + group);
-      // The current slot has only what is left of it.
-      const double seconds = (last - first) * slot - (first == 0 ? now - slot_start : 0.0);
-      for (std::size_t j = 0; j < input.num_types(); ++j) {
-        for (int k = MinWorkers(job); k <= MaxWorkers(job); ++k) {
-          const double tput = Throughput(input, i, k, j);
-          if (tput <= 0.0) continue;
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      for (int k = MinWorkers(job); k <= MaxWorkers(job); ++k) {
+        const double tput = Throughput(input, i, k, j);
+        if (tput <= 0.0) continue;
+        const std::size_t combo = ComboIndex(j, k, job.cpus_per_gpu);
+        for (int step = 0; step < steps; ++step) {
+          const int first = step * group;
+          const int last = std::min(slots, first + group);
+          // The current slot has only what is left of it.
+          const double seconds = (last - first) * slot - (first == 0 ? now - slot_start : 0.0);
           const int units = static_cast<int>(
               std::min<double>(workload_units, std::floor(tput * seconds / unit_steps)));
           if (units <= 0) continue;
-          const std::size_t combo = ComboIndex(j, k, job.cpus_per_gpu);
-          double cost = 0.0;
-          for (int t = first; t < last && std::isfinite(cost); ++t) {
-            cost += SlotCost(uses, t, job, j, k, combo, offset, empty_cost);
-          }
+          const double cost = StepCost(step, first, last, combo, j, k, job);
           if (!std::isfinite(cost)) continue;
           problem.choices[static_cast<std::size_t>(step)].push_back(
               SlotChoice{units, cost, static_cast<int>(j), k});
@@ -469,73 +604,134 @@ class Oasis final : public Policy {
     const Schedule best = BestSchedule(problem);
     if (!best.feasible || !(best.payoff > 0.0)) return false;
 
-    // Admitted: promise its resources, slot by slot (prices rise for the next jobs).
-    // A run of slots whose promises were equal gets the same placement (the greedy depends on
-    // nothing else here): it runs once per run.
+    // Admitted: promise its resources, slot by slot (prices rise for the next jobs). A slot's
+    // placement and the state it leads to are kept per (state, combination), so a run of equal
+    // slots is placed once.
     JobState state;
-    SlotUse before;  // the promises the last placement was computed at
     for (std::size_t step = 0; step < best.per_slot.size(); ++step) {
       const SlotChoice& c = best.per_slot[step];
       if (c.units == 0) continue;
+      const auto type = static_cast<std::size_t>(c.type);
+      const std::size_t combo = ComboIndex(type, c.workers, job.cpus_per_gpu);
       const int first = static_cast<int>(step) * group;
-      std::optional<std::pair<double, PlanEntry>> placed;
       for (int t = first; t < std::min(slots, first + group); ++t) {
-        const std::int64_t abs_slot = now_slot + t;
-        SlotUse& use = UseFor(abs_slot);
-        if (!placed || o_.reference_pricing || use.gpus != before.gpus || use.cpus != before.cpus) {
-          before = use;
-          placed = Greedy(&use, job, static_cast<std::size_t>(c.type), c.workers);
+        const auto index = static_cast<std::size_t>(t);  // the timeline starts at now_slot
+        if (timeline_.size() <= index) timeline_.resize(index + 1, 0);
+        const std::uint32_t id = timeline_[index];
+        std::optional<std::pair<double, PlanEntry>> fresh;
+        const PlanEntry* entry = nullptr;
+        std::uint32_t next = kNone;
+        if (o_.reference_pricing) {
+          fresh = Greedy(states_[id], job.cpus_per_gpu, type, c.workers);
+          if (!fresh) continue;  // cannot happen: the same prices and room as when chosen
+          entry = &fresh->second;
+          next = Apply(id, *entry, +1);
+        } else {
+          const KeptExtra* placed = Transition(id, combo, type, c.workers, job.cpus_per_gpu);
+          if (placed == nullptr) continue;  // as above
+          entry = &placed->entry;
+          next = placed->next;
         }
-        if (!placed) continue;  // cannot happen: the same prices and room as when chosen
-        for (const auto& [server, g] : placed->second.gpus) use.gpus[server] += g;
-        for (const auto& [server, cores] : placed->second.cpus) use.cpus[server] += cores;
-        SlotChanged(static_cast<std::size_t>(abs_slot - use_base_));  // its prices rose
-        state.plan.emplace_hint(state.plan.end(), abs_slot, placed->second);
+        timeline_[index] = next;  // its prices rose
+        const std::int64_t abs_slot = now_slot + t;
+        if (!state.plan.empty() && state.plan.back().end == abs_slot && state.plan.back().entry == *entry) {
+          ++state.plan.back().end;
+        } else {
+          state.plan.push_back(PlanRun{abs_slot, abs_slot + 1, *entry});
+        }
       }
     }
     jobs_[job.id] = std::move(state);
     return true;
   }
 
-  SlotUse& UseFor(std::int64_t slot) {
-    const auto index = static_cast<std::size_t>(slot - use_base_);  // slot >= now_slot = use_base_
-    while (use_.size() <= index) use_.emplace_back();
-    SlotUse& use = use_[index];
-    if (use.gpus.empty()) {
-      use.gpus.assign(servers_.size(), 0);
-      use.cpus.assign(servers_.size(), 0.0);
+  // The cost of programme step `step` (slots [first, last) of the horizon) for combination
+  // `combo`: its slots' greedy prices added in slot order from 0, as pricing every slot afresh
+  // adds them, but read from the kept prices, a whole piece of equal slots at the step's start
+  // from its kept sums. +inf = does not fit in some slot.
+  double StepCost(int step, int first, int last, std::size_t combo, std::size_t type, int k, const PolicyJob& job) {
+    if (o_.reference_pricing) return FreshStepCost(first, last, type, k, job.cpus_per_gpu);
+    const std::size_t begin = piece_begin_[static_cast<std::size_t>(step)];
+    const std::size_t end = piece_begin_[static_cast<std::size_t>(step) + 1];
+    double cost = FoldedCost(pieces_[begin].state, combo, type, k, job.cpus_per_gpu, pieces_[begin].slots);
+    for (std::size_t p = begin + 1; p < end && std::isfinite(cost); ++p) {
+      const double price = Priced(pieces_[p].state, combo, type, k, job.cpus_per_gpu).cost;
+      for (int n = 0; n < pieces_[p].slots; ++n) cost += price;
     }
-    return use;
+    if (o_.check_pricing && pricing_mismatch_.empty()) {
+      for (int t = first; t < last; ++t) {
+        const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
+        const auto greedy = Greedy(states_[id], job.cpus_per_gpu, type, k);
+        if ((greedy ? greedy->first : kInf) != Priced(id, combo, type, k, job.cpus_per_gpu).cost) {
+          pricing_mismatch_ = "kept slot price differs from a fresh one (job " + std::to_string(job.id.value()) +
+                              ", type " + std::to_string(type) + ", " + std::to_string(k) +
+                              " workers, horizon slot " + std::to_string(t) + ")";
+        }
+      }
+      const double fresh = FreshStepCost(first, last, type, k, job.cpus_per_gpu);
+      if (pricing_mismatch_.empty() && fresh != cost) {
+        pricing_mismatch_ = "kept step cost differs from a fresh sum (job " + std::to_string(job.id.value()) +
+                            ", step " + std::to_string(step) + ")";
+      }
+    }
+    return cost;
   }
 
+  // Step cost by pricing every slot afresh (the computation before the kept prices).
+  double FreshStepCost(int first, int last, std::size_t type, int k, double cpus_per_gpu) const {
+    double cost = 0.0;
+    for (int t = first; t < last && std::isfinite(cost); ++t) {
+      const auto greedy = Greedy(states_[StateAt(static_cast<std::size_t>(t))], cpus_per_gpu, type, k);
+      cost += greedy ? greedy->first : kInf;
+    }
+    return cost;
+  }
+
+  // Gives back a leaving job's promises after the current slot (whose GPUs are in use).
   void Release(const JobState& state, std::int64_t now_slot) {
-    for (const auto& [slot, entry] : state.plan) {
-      if (slot <= now_slot) continue;  // the current slot's GPUs are in use this round
-      if (slot < use_base_ || slot - use_base_ >= static_cast<std::int64_t>(use_.size())) continue;
-      const auto index = static_cast<std::size_t>(slot - use_base_);
-      SlotUse& use = use_[index];
-      if (use.gpus.empty()) continue;
-      for (const auto& [s, g] : entry.gpus) use.gpus[s] -= g;
-      for (const auto& [s, cores] : entry.cpus) use.cpus[s] -= cores;
-      SlotChanged(index);  // its prices fell
+    for (const PlanRun& run : state.plan) {
+      std::uint32_t before = kNone;  // a run of equal slots: one subtraction
+      std::uint32_t after = kNone;
+      for (std::int64_t slot = std::max(run.first, std::max(now_slot + 1, timeline_base_)); slot < run.end; ++slot) {
+        const auto index = static_cast<std::size_t>(slot - timeline_base_);
+        if (index >= timeline_.size()) break;
+        std::uint32_t& id = timeline_[index];
+        if (id == 0) continue;  // nothing promised (cannot hold this plan)
+        if (id != before) {
+          before = id;
+          after = Apply(id, run.entry, -1);
+        }
+        id = after;  // its prices fell
+      }
     }
   }
+
+  struct Piece {
+    std::uint32_t state = 0;
+    int slots = 0;
+  };
 
   OasisOptions o_;
   std::vector<Server> servers_;
-  std::deque<SlotUse> use_;              // promises by slot, from use_base_ on
-  std::int64_t use_base_ = 0;
-  // prices_[combo][slot − use_base_]: the greedy cost of combination `combo` (ComboIndex) at
-  // that slot's promises, +inf = does not fit, NaN = not priced yet; kept until the slot's
-  // promises change (SlotChanged) or the bounds move (BoundsMoved). Columns per combination
-  // so that a job's walk over its horizon reads one contiguous column.
-  std::vector<std::deque<double>> prices_;
+  // The promise states: states_[0] holds nothing; state_by_hash_ heads each chain of states
+  // whose contents hash alike. A state's kept prices live in it (PromiseState::prices), valid
+  // for the epoch they were computed at: they change only where promises do, so a slot
+  // changed by a promise or a release simply moves to another state.
+  std::vector<PromiseState> states_;
+  std::unordered_map<std::uint64_t, std::uint32_t> state_by_hash_;
+  std::vector<KeptExtra> extras_;  // KeptPrice::extra's
+  std::size_t live_after_collect_ = 1;
+  // timeline_[s − timeline_base_]: the state of slot s (past its end: state 0).
+  std::vector<std::uint32_t> timeline_;
+  std::int64_t timeline_base_ = 0;
+  std::vector<Piece> pieces_;             // Admit's working space
+  std::vector<std::size_t> piece_begin_;  // ... by step
   std::map<JobId, JobState> jobs_;       // admitted jobs still active
   double lower_ = kInf;                  // L (set by the first job with a utility)
   double upper_ = 0.0;                   // U
-  std::uint64_t epoch_ = 1;              // bumped when L or U changes: every cached price is stale
+  std::uint64_t epoch_ = 1;              // bumped when L or U changes: every kept price is stale
   std::string pricing_mismatch_;         // check_pricing's first finding ("" = none)
-  std::map<std::tuple<std::size_t, int, double>, std::size_t> combos_;  // SlotUse::costs' columns
+  std::map<std::tuple<std::size_t, int, double>, std::size_t> combos_;  // KeptPrice's index in a state
   std::vector<double> gpu_prices_;       // GpuPrice's table, for gpu_prices_epoch_
   // Greedy's working space, kept to spare an allocation per call.
   mutable std::vector<std::pair<double, std::size_t>> scratch_by_price_;
