@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 
 #include "gavel/core/parse_number.h"
@@ -23,6 +22,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kUnitsPerStep = 4.0;
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+// Promise states are collected (Oasis::CollectStates) from this many on, at 4 per live one.
+constexpr std::size_t kCollectAt = 1 << 16;
 
 // What a schedule holds in one slot: the choice and the per-server amounts it promised.
 struct PlanEntry {
@@ -43,15 +44,15 @@ struct PlanRun {
 
 // The greedy's answer for one (promise state, combination) at the bounds of `epoch`.
 struct KeptPrice {
-  std::uint64_t epoch = 0;      // 0: never priced (epochs start at 1)
   double cost = 0.0;            // +inf: does not fit
+  std::uint32_t epoch = 0;      // 0: never priced (epochs start at 1)
   std::uint32_t extra = kNone;  // its KeptExtra (Oasis::extras_), once one was needed
 };
 
 // What only some (state, combination) pairs need, kept beside their KeptPrice: the sums of a
 // programme step inside one run of the state, and the placement that promising it makes.
 struct KeptExtra {
-  std::uint64_t epoch = 0;     // stale (cleared on use) when it is not the current epoch
+  std::uint32_t epoch = 0;     // stale (cleared on use) when it is not the current epoch
   std::vector<double> folds;   // folds[n − 1]: ((0 + cost) + cost) + ..., n terms, in order
   bool placed = false;         // `fits`, `entry` and `next` computed
   bool fits = false;
@@ -59,14 +60,18 @@ struct KeptExtra {
   std::uint32_t next = kNone;  // the state with `entry` added (kNone: not interned yet)
 };
 
-// Promised resources of one time slot, per server, interned (Oasis::Intern): slots with equal
-// promises share one state and so one kept price per combination. Immutable once interned.
+// Promised resources of one time slot, interned (Oasis::Intern): slots with equal promises
+// share one state and so one kept price per combination. Immutable once interned; its
+// contents (GPUs and cores promised per server) live in Oasis's arenas, at the state's id.
 struct PromiseState {
-  std::vector<int> gpus;
-  std::vector<double> cpus;
   std::uint64_t hash = 0;
-  std::uint32_t next_same_hash = kNone;  // the chain of states whose contents hash alike
-  std::vector<KeptPrice> prices;         // by combination (Oasis::ComboIndex)
+  std::vector<KeptPrice> prices;  // by combination (Oasis::ComboIndex)
+};
+
+// One state's contents, per server (pointers into the arenas or a scratch copy).
+struct SlotView {
+  const int* gpus = nullptr;
+  const double* cpus = nullptr;
 };
 
 struct Server {
@@ -226,6 +231,10 @@ class Oasis final : public Policy {
     }
     // The cluster changed: the promises refer to servers that may be gone; start afresh.
     servers_ = std::move(servers);
+    servers_of_type_.assign(input.num_types(), {});
+    for (std::size_t s = 0; s < servers_.size(); ++s) {
+      servers_of_type_[static_cast<std::size_t>(servers_[s].type)].push_back(s);
+    }
     BoundsMoved();  // the tabled GPU prices are per server capacity
     ResetStates();
     for (auto& [id, state] : jobs_) state.plan.clear();
@@ -246,48 +255,80 @@ class Oasis final : public Policy {
   }
 
   // Every price moves (L or U changed, or the servers): no kept price is valid.
-  void BoundsMoved() { ++epoch_; }
+  void BoundsMoved() {
+    if (++epoch_ != 0) return;
+    // The epoch wrapped around (after 2^32 moves): forget every kept price for certain.
+    for (PromiseState& state : states_) state.prices.clear();
+    for (KeptExtra& extra : extras_) extra.epoch = 0;
+    epoch_ = 1;
+    gpu_prices_epoch_ = 0;
+  }
 
   // ---- Promise states: interned slot contents and what is kept per (state, combination) ----
 
   // Only the empty state (id 0, nothing promised), sized for servers_.
   void ResetStates() {
     states_.clear();
-    state_by_hash_.clear();
+    state_gpus_.clear();
+    state_cpus_.clear();
+    state_table_.assign(1024, kNone);
     extras_.clear();
     timeline_.clear();
-    PromiseState empty;
-    empty.gpus.assign(servers_.size(), 0);
-    empty.cpus.assign(servers_.size(), 0.0);
-    Intern(std::move(empty));
+    scratch_gpus_.assign(servers_.size(), 0);
+    scratch_cpus_.assign(servers_.size(), 0.0);
+    Intern();
     live_after_collect_ = 1;
   }
 
-  static std::uint64_t HashOf(const PromiseState& state) {
+  SlotView Contents(std::uint32_t id) const {
+    const std::size_t at = static_cast<std::size_t>(id) * servers_.size();
+    return SlotView{state_gpus_.data() + at, state_cpus_.data() + at};
+  }
+
+  std::uint64_t HashOfScratch() const {
     std::uint64_t h = 0x9e3779b97f4a7c15ULL;
     const auto mix = [&h](std::uint64_t v) {
       h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     };
-    for (const int g : state.gpus) mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(g)));
+    for (const int g : scratch_gpus_) mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(g)));
     // −0 and +0 compare equal, so they must hash alike.
-    for (const double c : state.cpus) mix(c == 0.0 ? 0 : std::bit_cast<std::uint64_t>(c));
-    return h;
+    for (const double c : scratch_cpus_) mix(c == 0.0 ? 0 : std::bit_cast<std::uint64_t>(c));
+    return h ^ (h >> 29);
   }
 
-  // The id of the state with these contents (a new one when none has them).
-  std::uint32_t Intern(PromiseState&& state) {
-    state.hash = HashOf(state);
-    const auto head = state_by_hash_.find(state.hash);
-    if (head != state_by_hash_.end()) {
-      for (std::uint32_t id = head->second; id != kNone; id = states_[id].next_same_hash) {
-        if (states_[id].gpus == state.gpus && states_[id].cpus == state.cpus) return id;
-      }
+  bool ScratchEquals(std::uint32_t id) const {
+    const SlotView view = Contents(id);
+    return std::equal(scratch_gpus_.begin(), scratch_gpus_.end(), view.gpus) &&
+           std::equal(scratch_cpus_.begin(), scratch_cpus_.end(), view.cpus);
+  }
+
+  // Places state `id` (hash `hash`) in the open-addressing table state_table_.
+  void Enter(std::uint32_t id, std::uint64_t hash) {
+    const std::size_t mask = state_table_.size() - 1;
+    std::size_t at = hash & mask;
+    while (state_table_[at] != kNone) at = (at + 1) & mask;
+    state_table_[at] = id;
+  }
+
+  // The id of the state whose contents are scratch_gpus_ / scratch_cpus_ (a new one when
+  // none has them).
+  std::uint32_t Intern() {
+    const std::uint64_t hash = HashOfScratch();
+    const std::size_t mask = state_table_.size() - 1;
+    for (std::size_t at = hash & mask; state_table_[at] != kNone; at = (at + 1) & mask) {
+      const std::uint32_t id = state_table_[at];
+      if (states_[id].hash == hash && ScratchEquals(id)) return id;
     }
     const auto id = static_cast<std::uint32_t>(states_.size());
-    state.next_same_hash = head != state_by_hash_.end() ? head->second : kNone;
-    state.prices.clear();
-    state_by_hash_[state.hash] = id;
-    states_.push_back(std::move(state));
+    states_.push_back(PromiseState{hash, {}});
+    state_gpus_.insert(state_gpus_.end(), scratch_gpus_.begin(), scratch_gpus_.end());
+    state_cpus_.insert(state_cpus_.end(), scratch_cpus_.begin(), scratch_cpus_.end());
+    if (2 * states_.size() > state_table_.size()) {
+      state_table_.assign(2 * state_table_.size(), kNone);
+      for (std::uint32_t s = 0; s < states_.size(); ++s) Enter(s, states_[s].hash);
+    } else {
+      Enter(id, hash);
+    }
     return id;
   }
 
@@ -301,8 +342,7 @@ class Oasis final : public Policy {
     if (prices.size() <= combo) prices.resize(combo + 1);
     KeptPrice& kept = prices[combo];
     if (kept.epoch != epoch_) {
-      const auto greedy = Greedy(states_[id], cpus_per_gpu, type, k);
-      kept.cost = greedy ? greedy->first : kInf;
+      kept.cost = Greedy(Contents(id), cpus_per_gpu, type, k, nullptr);
       kept.epoch = epoch_;
     }
     return kept;
@@ -336,18 +376,18 @@ class Oasis final : public Policy {
   // `state` with `entry` added (sign +1) or taken away (−1), in the entry's order (the sums
   // must equal slot-by-slot bookkeeping to the bit).
   std::uint32_t Apply(std::uint32_t id, const PlanEntry& entry, int sign) {
-    PromiseState changed;
-    changed.gpus = states_[id].gpus;
-    changed.cpus = states_[id].cpus;
-    for (const auto& [server, g] : entry.gpus) changed.gpus[server] += sign * g;
+    const SlotView view = Contents(id);
+    std::copy(view.gpus, view.gpus + servers_.size(), scratch_gpus_.begin());
+    std::copy(view.cpus, view.cpus + servers_.size(), scratch_cpus_.begin());
+    for (const auto& [server, g] : entry.gpus) scratch_gpus_[server] += sign * g;
     for (const auto& [server, cores] : entry.cpus) {
       if (sign > 0) {
-        changed.cpus[server] += cores;
+        scratch_cpus_[server] += cores;
       } else {
-        changed.cpus[server] -= cores;
+        scratch_cpus_[server] -= cores;
       }
     }
-    return Intern(std::move(changed));
+    return Intern();
   }
 
   // The placement of `combo` in state `id` and the state it leads to (nullptr: does not fit).
@@ -355,11 +395,9 @@ class Oasis final : public Policy {
     KeptPrice& kept = Priced(id, combo, type, k, cpus_per_gpu);
     const std::uint32_t index = (ExtraOf(kept), kept.extra);
     if (!extras_[index].placed) {
-      auto greedy = Greedy(states_[id], cpus_per_gpu, type, k);
       KeptExtra& extra = extras_[index];
       extra.placed = true;
-      extra.fits = greedy.has_value();
-      if (greedy) extra.entry = std::move(greedy->second);
+      extra.fits = std::isfinite(Greedy(Contents(id), cpus_per_gpu, type, k, &extra.entry));
     }
     if (!extras_[index].fits) return nullptr;
     if (extras_[index].next == kNone) {
@@ -372,23 +410,25 @@ class Oasis final : public Policy {
   // Drops the states no slot holds any more (their kept prices with them) once they outnumber
   // the live ones, so that a long run's memory stays bounded; ids are renumbered.
   void CollectStates() {
-    if (states_.size() < 4096 || states_.size() < 4 * live_after_collect_) return;
+    if (states_.size() < kCollectAt || states_.size() < 4 * live_after_collect_) return;
     std::vector<char> live(states_.size(), 0);  // state 0 always stays
     for (const std::uint32_t id : timeline_) live[id] = 1;
     std::vector<std::uint32_t> renumber(states_.size(), kNone);
     std::vector<PromiseState> kept_states;
-    std::vector<KeptExtra> kept_extras;
+    std::vector<int> kept_gpus;
+    std::vector<double> kept_cpus;
+    const std::size_t width = servers_.size();
     for (std::size_t id = 0; id < states_.size(); ++id) {
       if (id != 0 && live[id] == 0) continue;
       renumber[id] = static_cast<std::uint32_t>(kept_states.size());
       kept_states.push_back(std::move(states_[id]));
+      kept_gpus.insert(kept_gpus.end(), state_gpus_.begin() + static_cast<std::ptrdiff_t>(id * width),
+                       state_gpus_.begin() + static_cast<std::ptrdiff_t>((id + 1) * width));
+      kept_cpus.insert(kept_cpus.end(), state_cpus_.begin() + static_cast<std::ptrdiff_t>(id * width),
+                       state_cpus_.begin() + static_cast<std::ptrdiff_t>((id + 1) * width));
     }
-    state_by_hash_.clear();
-    for (std::size_t id = 0; id < kept_states.size(); ++id) {
-      PromiseState& state = kept_states[id];
-      const auto head = state_by_hash_.find(state.hash);
-      state.next_same_hash = head != state_by_hash_.end() ? head->second : kNone;
-      state_by_hash_[state.hash] = static_cast<std::uint32_t>(id);
+    std::vector<KeptExtra> kept_extras;
+    for (PromiseState& state : kept_states) {
       for (KeptPrice& price : state.prices) {
         if (price.extra == kNone) continue;
         KeptExtra extra = std::move(extras_[price.extra]);
@@ -399,7 +439,13 @@ class Oasis final : public Policy {
     }
     for (std::uint32_t& id : timeline_) id = renumber[id];
     states_ = std::move(kept_states);
+    state_gpus_ = std::move(kept_gpus);
+    state_cpus_ = std::move(kept_cpus);
     extras_ = std::move(kept_extras);
+    std::size_t size = 1024;
+    while (size < 2 * states_.size()) size *= 2;
+    state_table_.assign(size, kNone);
+    for (std::uint32_t id = 0; id < states_.size(); ++id) Enter(id, states_[id].hash);
     live_after_collect_ = states_.size();
   }
 
@@ -433,14 +479,37 @@ class Oasis final : public Policy {
         gpu_prices_[c * (c + 1) / 2 + static_cast<std::size_t>(used)] = Price(used, cap);
       }
     }
+    // Cores promised are mostly whole or half (cores per GPU, parameter servers): the same
+    // for every quarter core of a server's capacity (every server has the same).
+    cpu_prices_.clear();
+    cpu_prices_capacity_ = !servers_.empty() ? servers_[0].cpus : 0.0;
+    if (cpu_prices_capacity_ > 0.0 && cpu_prices_capacity_ < 1e5) {
+      const auto quarters = static_cast<std::size_t>(std::floor(4.0 * cpu_prices_capacity_));
+      for (std::size_t q = 0; q <= quarters; ++q) {
+        cpu_prices_.push_back(Price(static_cast<double>(q) / 4.0, cpu_prices_capacity_));
+      }
+    }
     gpu_prices_epoch_ = epoch_;
+  }
+
+  // Price(used, capacity) for a server's cores: tabled where `used` is a quarter core
+  // (the same expression on the same numbers, so the same bits), computed otherwise.
+  double CpuPrice(double used, double capacity) const {
+    if (!o_.reference_pricing && capacity == cpu_prices_capacity_) {
+      const double quarters = used * 4.0;
+      if (quarters >= 0.0 && quarters < static_cast<double>(cpu_prices_.size()) && quarters == std::floor(quarters)) {
+        return cpu_prices_[static_cast<std::size_t>(quarters)];
+      }
+    }
+    return Price(used, capacity);
   }
 
   // The greedy of the subroutine: the cheapest `k` workers of `type` (each a GPU plus its
   // CPU cores) and the job's parameter servers, at this slot's prices. nullopt when they do
-  // not fit.
-  std::optional<std::pair<double, PlanEntry>> Greedy(const PromiseState& use, double cpus_per_gpu,
-                                                     std::size_t type, int k) const {
+  // not fit. As first written (every server's price computed, all of them sorted): the
+  // oracle of OasisOptions::reference_pricing and check_pricing.
+  std::optional<std::pair<double, PlanEntry>> ReferenceGreedy(SlotView use, double cpus_per_gpu,
+                                                              std::size_t type, int k) const {
     const bool cpu_limited = !servers_.empty() && servers_[0].cpus > 0.0;
     auto& by_price = scratch_by_price_;  // (price per worker, server)
     by_price.clear();
@@ -452,7 +521,7 @@ class Oasis final : public Policy {
       const double used_cpu = use.cpus[s];
       cpu_room[s] = server.cpus - used_cpu;
       if (server.type != static_cast<int>(type) || used >= server.gpus) continue;
-      double price = o_.reference_pricing ? Price(used, server.gpus) : GpuPrice(used, server.gpus);
+      double price = Price(used, server.gpus);
       if (cpu_limited) price += cpus_per_gpu * Price(used_cpu, server.cpus) * server.gpus / server.cpus;
       by_price.emplace_back(price, s);
     }
@@ -501,6 +570,76 @@ class Oasis final : public Policy {
       if (ps_left > 0) return std::nullopt;
     }
     return std::make_pair(cost, std::move(entry));
+  }
+
+  // ReferenceGreedy's cost (+inf: does not fit) and placement (into `entry`, when given), by
+  // the same arithmetic in the same order: servers are visited in the same (price, server)
+  // order, but by selecting the cheapest left each time, only as far as needed (a placement
+  // takes a few servers), instead of sorting them all; prices come from the tables.
+  double Greedy(SlotView use, double cpus_per_gpu, std::size_t type, int k, PlanEntry* entry) const {
+    const bool cpu_limited = !servers_.empty() && servers_[0].cpus > 0.0;
+    const bool cores_per_worker = cpu_limited && cpus_per_gpu > 0.0;
+    if (type >= servers_of_type_.size()) return kInf;  // no server of the type
+    auto& by_price = scratch_by_price_;  // (price per worker, server)
+    by_price.clear();
+    auto& cpu_room = scratch_cpu_room_;
+    cpu_room.resize(servers_.size());
+    for (std::size_t s = 0; s < servers_.size(); ++s) cpu_room[s] = servers_[s].cpus - use.cpus[s];
+    for (const std::size_t s : servers_of_type_[type]) {
+      const Server& server = servers_[s];
+      const int used = use.gpus[s];
+      if (used >= server.gpus) continue;
+      double price = GpuPrice(used, server.gpus);
+      if (cpu_limited) price += cpus_per_gpu * CpuPrice(use.cpus[s], server.cpus) * server.gpus / server.cpus;
+      by_price.emplace_back(price, s);
+    }
+    if (entry != nullptr) {
+      *entry = PlanEntry{};
+      entry->type = static_cast<int>(type);
+      entry->workers = k;
+    }
+    double cost = 0.0;
+    int left = k;
+    for (auto next = by_price.begin(); left > 0 && next != by_price.end(); ++next) {
+      std::iter_swap(next, std::min_element(next, by_price.end()));
+      const auto [price, s] = *next;
+      int take = std::min(left, servers_[s].gpus - use.gpus[s]);
+      if (cores_per_worker) take = std::min(take, static_cast<int>(std::floor(cpu_room[s] / cpus_per_gpu)));
+      if (take <= 0) continue;
+      left -= take;
+      cost += take * price;
+      if (entry != nullptr) entry->gpus.emplace_back(s, take);
+      if (cores_per_worker) {
+        cpu_room[s] -= take * cpus_per_gpu;
+        if (entry != nullptr) entry->cpus.emplace_back(s, take * cpus_per_gpu);
+      }
+    }
+    if (left > 0) return kInf;
+    // Parameter servers: CPU cores only, on the servers whose cores are cheapest (those
+    // without room for one are passed over in the reference's order, so left out here).
+    const int ps = static_cast<int>(std::ceil(k * o_.ps_ratio - 1e-9));
+    if (cpu_limited && ps > 0 && o_.ps_cpus > 0.0) {
+      auto& cpu_price = scratch_cpu_price_;
+      cpu_price.clear();
+      for (std::size_t s = 0; s < servers_.size(); ++s) {
+        if (!(cpu_room[s] >= o_.ps_cpus)) continue;
+        const double used_cpu = servers_[s].cpus - cpu_room[s];
+        cpu_price.emplace_back(CpuPrice(used_cpu, servers_[s].cpus) * servers_[s].gpus / servers_[s].cpus, s);
+      }
+      int ps_left = ps;
+      for (auto next = cpu_price.begin(); ps_left > 0 && next != cpu_price.end(); ++next) {
+        std::iter_swap(next, std::min_element(next, cpu_price.end()));
+        const auto [price, s] = *next;
+        while (ps_left > 0 && cpu_room[s] >= o_.ps_cpus) {
+          cpu_room[s] -= o_.ps_cpus;
+          cost += price * o_.ps_cpus;
+          if (entry != nullptr) entry->cpus.emplace_back(s, o_.ps_cpus);
+          --ps_left;
+        }
+      }
+      if (ps_left > 0) return kInf;
+    }
+    return cost;
   }
 
   // Primal-dual admission of row i: true = admitted (its schedule promised).
@@ -622,7 +761,7 @@ class Oasis final : public Policy {
         const PlanEntry* entry = nullptr;
         std::uint32_t next = kNone;
         if (o_.reference_pricing) {
-          fresh = Greedy(states_[id], job.cpus_per_gpu, type, c.workers);
+          fresh = ReferenceGreedy(Contents(id), job.cpus_per_gpu, type, c.workers);
           if (!fresh) continue;  // cannot happen: the same prices and room as when chosen
           entry = &fresh->second;
           next = Apply(id, *entry, +1);
@@ -661,7 +800,7 @@ class Oasis final : public Policy {
     if (o_.check_pricing && pricing_mismatch_.empty()) {
       for (int t = first; t < last; ++t) {
         const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
-        const auto greedy = Greedy(states_[id], job.cpus_per_gpu, type, k);
+        const auto greedy = ReferenceGreedy(Contents(id), job.cpus_per_gpu, type, k);
         if ((greedy ? greedy->first : kInf) != Priced(id, combo, type, k, job.cpus_per_gpu).cost) {
           pricing_mismatch_ = "kept slot price differs from a fresh one (job " + std::to_string(job.id.value()) +
                               ", type " + std::to_string(type) + ", " + std::to_string(k) +
@@ -681,7 +820,7 @@ class Oasis final : public Policy {
   double FreshStepCost(int first, int last, std::size_t type, int k, double cpus_per_gpu) const {
     double cost = 0.0;
     for (int t = first; t < last && std::isfinite(cost); ++t) {
-      const auto greedy = Greedy(states_[StateAt(static_cast<std::size_t>(t))], cpus_per_gpu, type, k);
+      const auto greedy = ReferenceGreedy(Contents(StateAt(static_cast<std::size_t>(t))), cpus_per_gpu, type, k);
       cost += greedy ? greedy->first : kInf;
     }
     return cost;
@@ -713,12 +852,16 @@ class Oasis final : public Policy {
 
   OasisOptions o_;
   std::vector<Server> servers_;
-  // The promise states: states_[0] holds nothing; state_by_hash_ heads each chain of states
-  // whose contents hash alike. A state's kept prices live in it (PromiseState::prices), valid
+  std::vector<std::vector<std::size_t>> servers_of_type_;  // ascending
+  // The promise states: states_[0] holds nothing. A state's kept prices live in it (PromiseState::prices), valid
   // for the epoch they were computed at: they change only where promises do, so a slot
   // changed by a promise or a release simply moves to another state.
   std::vector<PromiseState> states_;
-  std::unordered_map<std::uint64_t, std::uint32_t> state_by_hash_;
+  std::vector<int> state_gpus_;             // state id · servers + server: GPUs promised
+  std::vector<double> state_cpus_;          // ... and cores
+  std::vector<std::uint32_t> state_table_;  // the states by hash (open addressing; kNone: free)
+  std::vector<int> scratch_gpus_;           // Intern's argument
+  std::vector<double> scratch_cpus_;
   std::vector<KeptExtra> extras_;  // KeptPrice::extra's
   std::size_t live_after_collect_ = 1;
   // timeline_[s − timeline_base_]: the state of slot s (past its end: state 0).
@@ -729,15 +872,17 @@ class Oasis final : public Policy {
   std::map<JobId, JobState> jobs_;       // admitted jobs still active
   double lower_ = kInf;                  // L (set by the first job with a utility)
   double upper_ = 0.0;                   // U
-  std::uint64_t epoch_ = 1;              // bumped when L or U changes: every kept price is stale
+  std::uint32_t epoch_ = 1;              // bumped when L or U changes: every kept price is stale
   std::string pricing_mismatch_;         // check_pricing's first finding ("" = none)
   std::map<std::tuple<std::size_t, int, double>, std::size_t> combos_;  // KeptPrice's index in a state
   std::vector<double> gpu_prices_;       // GpuPrice's table, for gpu_prices_epoch_
+  std::vector<double> cpu_prices_;       // CpuPrice's, by quarter core, for the same epoch
+  double cpu_prices_capacity_ = 0.0;     // ... at this capacity
   // Greedy's working space, kept to spare an allocation per call.
   mutable std::vector<std::pair<double, std::size_t>> scratch_by_price_;
   mutable std::vector<std::pair<double, std::size_t>> scratch_cpu_price_;
   mutable std::vector<double> scratch_cpu_room_;
-  std::uint64_t gpu_prices_epoch_ = 0;
+  std::uint32_t gpu_prices_epoch_ = 0;
 };
 
 Result<double> PositiveOption(const std::string& key, const std::string& text, bool zero_ok) {
