@@ -49,11 +49,10 @@ struct KeptPrice {
   std::uint32_t extra = kNone;  // its KeptExtra (Oasis::extras_), once one was needed
 };
 
-// What only some (state, combination) pairs need, kept beside their KeptPrice: the sums of a
-// programme step inside one run of the state, and the placement that promising it makes.
+// What only some (state, combination) pairs need, kept beside their KeptPrice: the placement
+// that promising it makes.
 struct KeptExtra {
   std::uint32_t epoch = 0;     // stale (cleared on use) when it is not the current epoch
-  std::vector<double> folds;   // folds[n − 1]: ((0 + cost) + cost) + ..., n terms, in order
   bool placed = false;         // `fits`, `entry` and `next` computed
   bool fits = false;
   PlanEntry entry;             // the greedy's placement
@@ -360,17 +359,6 @@ class Oasis final : public Policy {
       extra.epoch = epoch_;
     }
     return extra;
-  }
-
-  // The sum of `slots` slots of state `id` in a programme step, added in slot order from 0.
-  double FoldedCost(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu, int slots) {
-    KeptPrice& kept = Priced(id, combo, type, k, cpus_per_gpu);
-    if (slots == 1) return kept.cost;  // 0 + cost
-    const double cost = kept.cost;
-    std::vector<double>& folds = ExtraOf(kept).folds;
-    if (folds.empty()) folds.push_back(0.0 + cost);
-    while (folds.size() < static_cast<std::size_t>(slots)) folds.push_back(folds.back() + cost);
-    return folds[static_cast<std::size_t>(slots - 1)];
   }
 
   // `state` with `entry` added (sign +1) or taken away (−1), in the entry's order (the sums
@@ -703,28 +691,15 @@ class Oasis final : public Policy {
       const double end = slot_start + std::min(slots, (step + 1) * group) * slot;
       return job.utility->At(end - (now - since));
     };
-    // The horizon's slots as pieces of equal promises, step by step: pieces_[piece_begin_[s]
-    // .. piece_begin_[s + 1]) are step s's slots in order, found once for all combinations.
-    pieces_.clear();
-    piece_begin_.assign(1, 0);
-    for (int step = 0; step < steps; ++step) {
-      const int last = std::min(slots, (step + 1) * group);
-      for (int t = step * group; t < last;) {
-        const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
-        int end = t + 1;
-        if (static_cast<std::size_t>(t) >= timeline_.size()) end = last;  // nothing promised on
-        while (end < last && StateAt(static_cast<std::size_t>(end)) == id) ++end;
-        pieces_.push_back(Piece{id, end - t});
-        t = end;
-      }
-      piece_begin_.push_back(pieces_.size());
-    }
-    problem.choices.resize(static_cast<std::size_t>(steps));
+    // The (type, workers) combinations that can run, in the order the choices list them, and
+    // the units each does per step (0: none).
+    job_combos_.clear();
+    step_units_.clear();
     for (std::size_t j = 0; j < input.num_types(); ++j) {
       for (int k = MinWorkers(job); k <= MaxWorkers(job); ++k) {
         const double tput = Throughput(input, i, k, j);
         if (tput <= 0.0) continue;
-        const std::size_t combo = ComboIndex(j, k, job.cpus_per_gpu);
+        bool runs = false;
         for (int step = 0; step < steps; ++step) {
           const int first = step * group;
           const int last = std::min(slots, first + group);
@@ -732,12 +707,29 @@ class Oasis final : public Policy {
           const double seconds = (last - first) * slot - (first == 0 ? now - slot_start : 0.0);
           const int units = static_cast<int>(
               std::min<double>(workload_units, std::floor(tput * seconds / unit_steps)));
-          if (units <= 0) continue;
-          const double cost = StepCost(step, first, last, combo, j, k, job);
-          if (!std::isfinite(cost)) continue;
-          problem.choices[static_cast<std::size_t>(step)].push_back(
-              SlotChoice{units, cost, static_cast<int>(j), k});
+          step_units_.push_back(units);
+          runs = runs || units > 0;
         }
+        if (!runs) {
+          step_units_.resize(step_units_.size() - static_cast<std::size_t>(steps));
+          continue;
+        }
+        job_combos_.push_back(JobCombo{j, k, ComboIndex(j, k, job.cpus_per_gpu)});
+      }
+    }
+    // Every step's cost for every combination (StepCosts), then the choices step by step.
+    const std::size_t width = job_combos_.size();
+    step_costs_.assign(static_cast<std::size_t>(steps) * width, 0.0);
+    StepCosts(steps, group, slots, job);
+    problem.choices.resize(static_cast<std::size_t>(steps));
+    for (std::size_t c = 0; c < width; ++c) {
+      for (int step = 0; step < steps; ++step) {
+        const auto at = static_cast<std::size_t>(step);
+        const int units = step_units_[c * static_cast<std::size_t>(steps) + at];
+        const double cost = step_costs_[at * width + c];
+        if (units <= 0 || !std::isfinite(cost)) continue;
+        problem.choices[at].push_back(
+            SlotChoice{units, cost, static_cast<int>(job_combos_[c].type), job_combos_[c].workers});
       }
     }
     const Schedule best = BestSchedule(problem);
@@ -784,36 +776,77 @@ class Oasis final : public Policy {
     return true;
   }
 
-  // The cost of programme step `step` (slots [first, last) of the horizon) for combination
-  // `combo`: its slots' greedy prices added in slot order from 0, as pricing every slot afresh
-  // adds them, but read from the kept prices, a whole piece of equal slots at the step's start
-  // from its kept sums. +inf = does not fit in some slot.
-  double StepCost(int step, int first, int last, std::size_t combo, std::size_t type, int k, const PolicyJob& job) {
-    if (o_.reference_pricing) return FreshStepCost(first, last, type, k, job.cpus_per_gpu);
-    const std::size_t begin = piece_begin_[static_cast<std::size_t>(step)];
-    const std::size_t end = piece_begin_[static_cast<std::size_t>(step) + 1];
-    double cost = FoldedCost(pieces_[begin].state, combo, type, k, job.cpus_per_gpu, pieces_[begin].slots);
-    for (std::size_t p = begin + 1; p < end && std::isfinite(cost); ++p) {
-      const double price = Priced(pieces_[p].state, combo, type, k, job.cpus_per_gpu).cost;
-      for (int n = 0; n < pieces_[p].slots; ++n) cost += price;
+  // step_costs_[step · width + c]: the cost of programme step `step` (slots [step · group,
+  // min(slots, (step + 1) · group)) of the horizon) for job_combos_[c], +inf where it does not
+  // fit in some slot: the slots' greedy prices added in slot order from 0, as pricing every
+  // slot afresh adds them (FreshStepCost), but read from the kept prices once per piece of
+  // equal slots for all combinations; a step that is one piece like the step before it
+  // (the unpromised tail of a horizon, a long run) repeats its costs.
+  void StepCosts(int steps, int group, int slots, const PolicyJob& job) {
+    const std::size_t width = job_combos_.size();
+    if (width == 0) return;
+    prices_of_piece_.resize(width);
+    std::uint32_t lone_state = kNone;  // the step before was one piece of this state ...
+    int lone_slots = 0;                // ... and this many slots
+    for (int step = 0; step < steps; ++step) {
+      const int first = step * group;
+      const int last = std::min(slots, first + group);
+      double* cost = &step_costs_[static_cast<std::size_t>(step) * width];
+      if (o_.reference_pricing) {
+        for (std::size_t c = 0; c < width; ++c) {
+          cost[c] = FreshStepCost(first, last, job_combos_[c].type, job_combos_[c].workers, job.cpus_per_gpu);
+        }
+        continue;
+      }
+      bool lone = true;
+      for (int t = first; t < last;) {
+        const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
+        int end = t + 1;
+        if (static_cast<std::size_t>(t) >= timeline_.size()) end = last;  // nothing promised on
+        while (end < last && StateAt(static_cast<std::size_t>(end)) == id) ++end;
+        lone = t == first && end == last;
+        if (lone && id == lone_state && end - t == lone_slots) {
+          std::copy(cost - width, cost, cost);
+          break;
+        }
+        if (lone) {
+          lone_state = id;
+          lone_slots = end - t;
+        }
+        for (std::size_t c = 0; c < width; ++c) {
+          prices_of_piece_[c] =
+              Priced(id, job_combos_[c].combo, job_combos_[c].type, job_combos_[c].workers, job.cpus_per_gpu).cost;
+        }
+        for (int n = t; n < end; ++n) {
+          for (std::size_t c = 0; c < width; ++c) cost[c] += prices_of_piece_[c];
+        }
+        t = end;
+      }
+      if (!lone) lone_state = kNone;
+      if (o_.check_pricing) CheckStepCosts(step, first, last, cost, job);
     }
-    if (o_.check_pricing && pricing_mismatch_.empty()) {
+  }
+
+  // check_pricing: every kept price of the step against ReferenceGreedy, and its costs
+  // against FreshStepCost; the first difference is kept in pricing_mismatch_.
+  void CheckStepCosts(int step, int first, int last, const double* cost, const PolicyJob& job) {
+    for (std::size_t c = 0; c < job_combos_.size() && pricing_mismatch_.empty(); ++c) {
+      const JobCombo& combo = job_combos_[c];
       for (int t = first; t < last; ++t) {
         const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
-        const auto greedy = ReferenceGreedy(Contents(id), job.cpus_per_gpu, type, k);
-        if ((greedy ? greedy->first : kInf) != Priced(id, combo, type, k, job.cpus_per_gpu).cost) {
+        const auto greedy = ReferenceGreedy(Contents(id), job.cpus_per_gpu, combo.type, combo.workers);
+        if ((greedy ? greedy->first : kInf) != Priced(id, combo.combo, combo.type, combo.workers, job.cpus_per_gpu).cost) {
           pricing_mismatch_ = "kept slot price differs from a fresh one (job " + std::to_string(job.id.value()) +
-                              ", type " + std::to_string(type) + ", " + std::to_string(k) +
+                              ", type " + std::to_string(combo.type) + ", " + std::to_string(combo.workers) +
                               " workers, horizon slot " + std::to_string(t) + ")";
+          return;
         }
       }
-      const double fresh = FreshStepCost(first, last, type, k, job.cpus_per_gpu);
-      if (pricing_mismatch_.empty() && fresh != cost) {
+      if (FreshStepCost(first, last, combo.type, combo.workers, job.cpus_per_gpu) != cost[c]) {
         pricing_mismatch_ = "kept step cost differs from a fresh sum (job " + std::to_string(job.id.value()) +
                             ", step " + std::to_string(step) + ")";
       }
     }
-    return cost;
   }
 
   // Step cost by pricing every slot afresh (the computation before the kept prices).
@@ -845,9 +878,11 @@ class Oasis final : public Policy {
     }
   }
 
-  struct Piece {
-    std::uint32_t state = 0;
-    int slots = 0;
+  // One (type, workers) an arriving job may run with, and its KeptPrice index.
+  struct JobCombo {
+    std::size_t type = 0;
+    int workers = 0;
+    std::size_t combo = 0;
   };
 
   OasisOptions o_;
@@ -867,8 +902,12 @@ class Oasis final : public Policy {
   // timeline_[s − timeline_base_]: the state of slot s (past its end: state 0).
   std::vector<std::uint32_t> timeline_;
   std::int64_t timeline_base_ = 0;
-  std::vector<Piece> pieces_;             // Admit's working space
-  std::vector<std::size_t> piece_begin_;  // ... by step
+  // Admit's working space: the arriving job's combinations, units per (combination, step),
+  // costs per (step, combination), and one piece's prices.
+  std::vector<JobCombo> job_combos_;
+  std::vector<int> step_units_;
+  std::vector<double> step_costs_;
+  std::vector<double> prices_of_piece_;
   std::map<JobId, JobState> jobs_;       // admitted jobs still active
   double lower_ = kInf;                  // L (set by the first job with a utility)
   double upper_ = 0.0;                   // U
@@ -897,31 +936,50 @@ Schedule BestSchedule(const ScheduleProblem& problem) {
   Schedule best;
   if (units <= 0 || slots == 0) return best;
   const auto width = static_cast<std::size_t>(units + 1);
-  // cost[t][e]: least cost of e units done by the end of slot t; pick[t][e]: the choice made in
-  // slot t on that path (-1 = idle).
-  std::vector<double> cost(static_cast<std::size_t>(slots) * width, kInf);
-  std::vector<int> pick(static_cast<std::size_t>(slots) * width, -1);
-  std::vector<double> previous(width, kInf);
+  // row[e]: least cost of e units done by the end of slot t (previous: by t − 1); done[t]:
+  // row[units] of slot t; pick[t][e]: the choice made in slot t on that path (-1 = idle).
+  // Choice by choice over all e (the same comparisons, in the same order per e, as choice by
+  // choice per e), branch-free so that it vectorises; the buffers are reused across calls.
+  thread_local std::vector<double> previous;
+  thread_local std::vector<double> row;
+  thread_local std::vector<double> done;
+  thread_local std::vector<int> pick;
+  previous.assign(width, kInf);
   previous[0] = 0.0;
+  row.resize(width);
+  done.resize(static_cast<std::size_t>(slots));
+  pick.assign(static_cast<std::size_t>(slots) * width, -1);
   for (int t = 0; t < slots; ++t) {
-    double* row = &cost[static_cast<std::size_t>(t) * width];
     int* picked = &pick[static_cast<std::size_t>(t) * width];
     const auto& choices = problem.choices[static_cast<std::size_t>(t)];
-    for (int e = 0; e <= units; ++e) {
-      row[e] = previous[static_cast<std::size_t>(e)];
-      for (std::size_t c = 0; c < choices.size(); ++c) {
-        const double before = previous[static_cast<std::size_t>(std::max(0, e - choices[c].units))];
-        if (before + choices[c].cost < row[e]) {
-          row[e] = before + choices[c].cost;
-          picked[e] = static_cast<int>(c);
-        }
+    std::copy(previous.begin(), previous.end(), row.begin());
+    double* least = row.data();
+    const double* before = previous.data();
+    for (std::size_t c = 0; c < choices.size(); ++c) {
+      const int label = static_cast<int>(c);
+      const double cost = choices[c].cost;
+      // e < units of the choice: from nothing done (index max(0, e − units) = 0).
+      const auto shift = static_cast<std::size_t>(std::max(0, choices[c].units));
+      const std::size_t split = std::min(shift, width);
+      const double from_none = before[0] + cost;
+      for (std::size_t e = 0; e < split; ++e) {
+        const bool better = from_none < least[e];
+        least[e] = better ? from_none : least[e];
+        picked[e] = better ? label : picked[e];
+      }
+      for (std::size_t e = split; e < width; ++e) {
+        const double candidate = before[e - shift] + cost;
+        const bool better = candidate < least[e];
+        least[e] = better ? candidate : least[e];
+        picked[e] = better ? label : picked[e];
       }
     }
-    previous.assign(row, row + width);
+    done[static_cast<std::size_t>(t)] = row[static_cast<std::size_t>(units)];
+    std::swap(previous, row);
   }
   // Completion at the end of slot t needs E units by t; the utility decides which t is best.
   for (int t = 0; t < slots; ++t) {
-    const double c = cost[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(units)];
+    const double c = done[static_cast<std::size_t>(t)];
     if (!std::isfinite(c)) continue;
     const double payoff = problem.utility(t) - c;
     if (!best.feasible || payoff > best.payoff) {
