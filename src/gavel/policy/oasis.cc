@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "gavel/core/parse_number.h"
@@ -42,29 +43,15 @@ struct PlanRun {
   PlanEntry entry;
 };
 
-// The greedy's answer for one (promise state, combination) at the bounds of `epoch`.
-struct KeptPrice {
-  double cost = 0.0;            // +inf: does not fit
-  std::uint32_t epoch = 0;      // 0: never priced (epochs start at 1)
-  std::uint32_t extra = kNone;  // its KeptExtra (Oasis::extras_), once one was needed
-};
+constexpr double kUnpriced = std::numeric_limits<double>::quiet_NaN();
 
-// What only some (state, combination) pairs need, kept beside their KeptPrice: the placement
-// that promising it makes.
+// What promising one (state, combination) makes, kept once needed (Oasis::Transition).
 struct KeptExtra {
   std::uint32_t epoch = 0;     // stale (cleared on use) when it is not the current epoch
   bool placed = false;         // `fits`, `entry` and `next` computed
   bool fits = false;
   PlanEntry entry;             // the greedy's placement
   std::uint32_t next = kNone;  // the state with `entry` added (kNone: not interned yet)
-};
-
-// Promised resources of one time slot, interned (Oasis::Intern): slots with equal promises
-// share one state and so one kept price per combination. Immutable once interned; its
-// contents (GPUs and cores promised per server) live in Oasis's arenas, at the state's id.
-struct PromiseState {
-  std::uint64_t hash = 0;
-  std::vector<KeptPrice> prices;  // by combination (Oasis::ComboIndex)
 };
 
 // One state's contents, per server (pointers into the arenas or a scratch copy).
@@ -222,7 +209,7 @@ class Oasis final : public Policy {
         servers.push_back(Server{static_cast<int>(j), std::min(per, left), cpus});
       }
     }
-    if (!states_.empty() && servers.size() == servers_.size() &&
+    if (!state_hash_.empty() && servers.size() == servers_.size() &&
         std::equal(servers.begin(), servers.end(), servers_.begin(), [](const Server& a, const Server& b) {
           return a.type == b.type && a.gpus == b.gpus && a.cpus == b.cpus;
         })) {
@@ -250,15 +237,30 @@ class Oasis final : public Policy {
     const auto key = std::make_tuple(type, k, cpus_per_gpu);
     const auto it = combos_.find(key);
     if (it != combos_.end()) return it->second;
-    return combos_.emplace(key, combos_.size()).first->second;
+    // (k, cores per GPU) for every type at once, side by side, so that the prices an arriving
+    // job reads in a state share a cache line.
+    for (std::size_t j = 0; j < std::max(type + 1, servers_of_type_.size()); ++j) {
+      combos_.emplace(std::make_tuple(j, k, cpus_per_gpu), combos_.size());
+    }
+    if (combos_.size() > price_stride_) {  // widen every state's row
+      const std::size_t stride = std::max<std::size_t>(8, 2 * combos_.size());
+      std::vector<double> widened(state_hash_.size() * stride, kUnpriced);
+      for (std::size_t id = 0; id < state_hash_.size(); ++id) {
+        std::copy_n(state_prices_.begin() + static_cast<std::ptrdiff_t>(id * price_stride_), price_stride_,
+                    widened.begin() + static_cast<std::ptrdiff_t>(id * stride));
+      }
+      state_prices_ = std::move(widened);
+      price_stride_ = stride;
+    }
+    return combos_.at(key);
   }
 
   // Every price moves (L or U changed, or the servers): no kept price is valid.
   void BoundsMoved() {
     if (++epoch_ != 0) return;
     // The epoch wrapped around (after 2^32 moves): forget every kept price for certain.
-    for (PromiseState& state : states_) state.prices.clear();
-    for (KeptExtra& extra : extras_) extra.epoch = 0;
+    std::fill(state_epoch_.begin(), state_epoch_.end(), 0);
+    for (auto& [key, extra] : extras_) extra.epoch = 0;
     epoch_ = 1;
     gpu_prices_epoch_ = 0;
   }
@@ -267,7 +269,9 @@ class Oasis final : public Policy {
 
   // Only the empty state (id 0, nothing promised), sized for servers_.
   void ResetStates() {
-    states_.clear();
+    state_hash_.clear();
+    state_epoch_.clear();
+    state_prices_.clear();
     state_gpus_.clear();
     state_cpus_.clear();
     state_table_.assign(1024, kNone);
@@ -316,15 +320,17 @@ class Oasis final : public Policy {
     const std::size_t mask = state_table_.size() - 1;
     for (std::size_t at = hash & mask; state_table_[at] != kNone; at = (at + 1) & mask) {
       const std::uint32_t id = state_table_[at];
-      if (states_[id].hash == hash && ScratchEquals(id)) return id;
+      if (state_hash_[id] == hash && ScratchEquals(id)) return id;
     }
-    const auto id = static_cast<std::uint32_t>(states_.size());
-    states_.push_back(PromiseState{hash, {}});
+    const auto id = static_cast<std::uint32_t>(state_hash_.size());
+    state_hash_.push_back(hash);
+    state_epoch_.push_back(0);  // its row is filled on first use
+    state_prices_.resize(state_prices_.size() + price_stride_);
     state_gpus_.insert(state_gpus_.end(), scratch_gpus_.begin(), scratch_gpus_.end());
     state_cpus_.insert(state_cpus_.end(), scratch_cpus_.begin(), scratch_cpus_.end());
-    if (2 * states_.size() > state_table_.size()) {
+    if (2 * state_hash_.size() > state_table_.size()) {
       state_table_.assign(2 * state_table_.size(), kNone);
-      for (std::uint32_t s = 0; s < states_.size(); ++s) Enter(s, states_[s].hash);
+      for (std::uint32_t s = 0; s < state_hash_.size(); ++s) Enter(s, state_hash_[s]);
     } else {
       Enter(id, hash);
     }
@@ -334,31 +340,22 @@ class Oasis final : public Policy {
   // The state of slot `index` of the timeline (slot timeline_base_ + index).
   std::uint32_t StateAt(std::size_t index) const { return index < timeline_.size() ? timeline_[index] : 0; }
 
-  // The greedy cost of combination `combo` = (type, k, cpus_per_gpu) in state `id`, computed
-  // once per epoch.
-  KeptPrice& Priced(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu) {
-    std::vector<KeptPrice>& prices = states_[id].prices;
-    if (prices.size() <= combo) prices.resize(combo + 1);
-    KeptPrice& kept = prices[combo];
-    if (kept.epoch != epoch_) {
-      kept.cost = Greedy(Contents(id), cpus_per_gpu, type, k, nullptr);
-      kept.epoch = epoch_;
+  // Where state `id`'s kept price of `combo` lives (its row holds no price of another epoch).
+  double& PriceSlot(std::uint32_t id, std::size_t combo) {
+    double* row = &state_prices_[static_cast<std::size_t>(id) * price_stride_];
+    if (state_epoch_[id] != epoch_) {
+      std::fill(row, row + price_stride_, kUnpriced);
+      state_epoch_[id] = epoch_;
     }
-    return kept;
+    return row[combo];
   }
 
-  // Priced's KeptExtra, current (cleared if it was of an older epoch).
-  KeptExtra& ExtraOf(KeptPrice& kept) {
-    if (kept.extra == kNone) {
-      kept.extra = static_cast<std::uint32_t>(extras_.size());
-      extras_.emplace_back();
-    }
-    KeptExtra& extra = extras_[kept.extra];
-    if (extra.epoch != epoch_) {
-      extra = KeptExtra{};
-      extra.epoch = epoch_;
-    }
-    return extra;
+  // The greedy cost of combination `combo` = (type, k, cpus_per_gpu) in state `id` (+inf:
+  // does not fit), computed once per epoch.
+  double Priced(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu) {
+    double& kept = PriceSlot(id, combo);
+    if (std::isnan(kept)) kept = Greedy(Contents(id), cpus_per_gpu, type, k, nullptr);
+    return kept;
   }
 
   // `state` with `entry` added (sign +1) or taken away (−1), in the entry's order (the sums
@@ -380,61 +377,64 @@ class Oasis final : public Policy {
 
   // The placement of `combo` in state `id` and the state it leads to (nullptr: does not fit).
   const KeptExtra* Transition(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu) {
-    KeptPrice& kept = Priced(id, combo, type, k, cpus_per_gpu);
-    const std::uint32_t index = (ExtraOf(kept), kept.extra);
-    if (!extras_[index].placed) {
-      KeptExtra& extra = extras_[index];
+    KeptExtra& extra = extras_[(static_cast<std::uint64_t>(id) << 32) | combo];  // stable address
+    if (extra.epoch != epoch_) {
+      extra = KeptExtra{};
+      extra.epoch = epoch_;
+    }
+    if (!extra.placed) {
       extra.placed = true;
       extra.fits = std::isfinite(Greedy(Contents(id), cpus_per_gpu, type, k, &extra.entry));
     }
-    if (!extras_[index].fits) return nullptr;
-    if (extras_[index].next == kNone) {
-      const std::uint32_t next = Apply(id, extras_[index].entry, +1);  // may grow states_, not extras_
-      extras_[index].next = next;
-    }
-    return &extras_[index];
+    if (!extra.fits) return nullptr;
+    if (extra.next == kNone) extra.next = Apply(id, extra.entry, +1);
+    return &extra;
   }
 
   // Drops the states no slot holds any more (their kept prices with them) once they outnumber
   // the live ones, so that a long run's memory stays bounded; ids are renumbered.
   void CollectStates() {
-    if (states_.size() < kCollectAt || states_.size() < 4 * live_after_collect_) return;
-    std::vector<char> live(states_.size(), 0);  // state 0 always stays
+    const std::size_t count = state_hash_.size();
+    if (count < kCollectAt || count < 4 * live_after_collect_) return;
+    std::vector<char> live(count, 0);  // state 0 always stays
     for (const std::uint32_t id : timeline_) live[id] = 1;
-    std::vector<std::uint32_t> renumber(states_.size(), kNone);
-    std::vector<PromiseState> kept_states;
-    std::vector<int> kept_gpus;
-    std::vector<double> kept_cpus;
+    std::vector<std::uint32_t> renumber(count, kNone);
+    std::uint32_t kept = 0;
     const std::size_t width = servers_.size();
-    for (std::size_t id = 0; id < states_.size(); ++id) {
+    for (std::size_t id = 0; id < count; ++id) {
       if (id != 0 && live[id] == 0) continue;
-      renumber[id] = static_cast<std::uint32_t>(kept_states.size());
-      kept_states.push_back(std::move(states_[id]));
-      kept_gpus.insert(kept_gpus.end(), state_gpus_.begin() + static_cast<std::ptrdiff_t>(id * width),
-                       state_gpus_.begin() + static_cast<std::ptrdiff_t>((id + 1) * width));
-      kept_cpus.insert(kept_cpus.end(), state_cpus_.begin() + static_cast<std::ptrdiff_t>(id * width),
-                       state_cpus_.begin() + static_cast<std::ptrdiff_t>((id + 1) * width));
+      // Moved down in place: kept <= id.
+      renumber[id] = kept;
+      state_hash_[kept] = state_hash_[id];
+      state_epoch_[kept] = state_epoch_[id];
+      const auto move_row = [&](auto& arena, std::size_t stride) {
+        std::copy_n(arena.begin() + static_cast<std::ptrdiff_t>(id * stride), stride,
+                    arena.begin() + static_cast<std::ptrdiff_t>(kept * stride));
+      };
+      move_row(state_gpus_, width);
+      move_row(state_cpus_, width);
+      move_row(state_prices_, price_stride_);
+      ++kept;
     }
-    std::vector<KeptExtra> kept_extras;
-    for (PromiseState& state : kept_states) {
-      for (KeptPrice& price : state.prices) {
-        if (price.extra == kNone) continue;
-        KeptExtra extra = std::move(extras_[price.extra]);
-        if (extra.next != kNone) extra.next = renumber[extra.next];
-        price.extra = static_cast<std::uint32_t>(kept_extras.size());
-        kept_extras.push_back(std::move(extra));
-      }
+    state_hash_.resize(kept);
+    state_epoch_.resize(kept);
+    state_gpus_.resize(kept * width);
+    state_cpus_.resize(kept * width);
+    state_prices_.resize(kept * price_stride_);
+    std::unordered_map<std::uint64_t, KeptExtra> kept_extras;
+    for (auto& [key, extra] : extras_) {
+      const std::uint32_t id = renumber[key >> 32];
+      if (id == kNone) continue;
+      if (extra.next != kNone) extra.next = renumber[extra.next];
+      kept_extras.emplace((static_cast<std::uint64_t>(id) << 32) | (key & 0xffffffffULL), std::move(extra));
     }
-    for (std::uint32_t& id : timeline_) id = renumber[id];
-    states_ = std::move(kept_states);
-    state_gpus_ = std::move(kept_gpus);
-    state_cpus_ = std::move(kept_cpus);
     extras_ = std::move(kept_extras);
+    for (std::uint32_t& id : timeline_) id = renumber[id];
     std::size_t size = 1024;
-    while (size < 2 * states_.size()) size *= 2;
+    while (size < 2 * kept) size *= 2;
     state_table_.assign(size, kNone);
-    for (std::uint32_t id = 0; id < states_.size(); ++id) Enter(id, states_[id].hash);
-    live_after_collect_ = states_.size();
+    for (std::uint32_t id = 0; id < kept; ++id) Enter(id, state_hash_[id]);
+    live_after_collect_ = kept;
   }
 
   // Drops the slots before `now_slot` (past); the timeline then starts at now_slot.
@@ -785,45 +785,58 @@ class Oasis final : public Policy {
   void StepCosts(int steps, int group, int slots, const PolicyJob& job) {
     const std::size_t width = job_combos_.size();
     if (width == 0) return;
-    prices_of_piece_.resize(width);
-    std::uint32_t lone_state = kNone;  // the step before was one piece of this state ...
-    int lone_slots = 0;                // ... and this many slots
-    for (int step = 0; step < steps; ++step) {
-      const int first = step * group;
-      const int last = std::min(slots, first + group);
-      double* cost = &step_costs_[static_cast<std::size_t>(step) * width];
-      if (o_.reference_pricing) {
+    if (o_.reference_pricing) {
+      for (int step = 0; step < steps; ++step) {
+        const int first = step * group;
+        const int last = std::min(slots, first + group);
         for (std::size_t c = 0; c < width; ++c) {
-          cost[c] = FreshStepCost(first, last, job_combos_[c].type, job_combos_[c].workers, job.cpus_per_gpu);
+          step_costs_[static_cast<std::size_t>(step) * width + c] =
+              FreshStepCost(first, last, job_combos_[c].type, job_combos_[c].workers, job.cpus_per_gpu);
         }
-        continue;
       }
-      bool lone = true;
-      for (int t = first; t < last;) {
+      return;
+    }
+    // The pieces first, each state's row of prices fetched ahead (the rows are scattered; a
+    // piece costs little else).
+    pieces_.clear();
+    piece_begin_.assign(1, 0);
+    for (int step = 0; step < steps; ++step) {
+      const int last = std::min(slots, (step + 1) * group);
+      for (int t = step * group; t < last;) {
         const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
         int end = t + 1;
         if (static_cast<std::size_t>(t) >= timeline_.size()) end = last;  // nothing promised on
         while (end < last && StateAt(static_cast<std::size_t>(end)) == id) ++end;
-        lone = t == first && end == last;
-        if (lone && id == lone_state && end - t == lone_slots) {
-          std::copy(cost - width, cost, cost);
-          break;
-        }
-        if (lone) {
-          lone_state = id;
-          lone_slots = end - t;
-        }
-        for (std::size_t c = 0; c < width; ++c) {
-          prices_of_piece_[c] =
-              Priced(id, job_combos_[c].combo, job_combos_[c].type, job_combos_[c].workers, job.cpus_per_gpu).cost;
-        }
-        for (int n = t; n < end; ++n) {
-          for (std::size_t c = 0; c < width; ++c) cost[c] += prices_of_piece_[c];
-        }
+        __builtin_prefetch(&state_prices_[static_cast<std::size_t>(id) * price_stride_ + job_combos_[0].combo]);
+        __builtin_prefetch(&state_epoch_[id]);
+        pieces_.push_back(Piece{id, end - t});
         t = end;
       }
-      if (!lone) lone_state = kNone;
-      if (o_.check_pricing) CheckStepCosts(step, first, last, cost, job);
+      piece_begin_.push_back(pieces_.size());
+    }
+    prices_of_piece_.resize(width);
+    for (int step = 0; step < steps; ++step) {
+      double* cost = &step_costs_[static_cast<std::size_t>(step) * width];
+      const std::size_t begin = piece_begin_[static_cast<std::size_t>(step)];
+      const std::size_t end = piece_begin_[static_cast<std::size_t>(step) + 1];
+      if (step > 0 && end - begin == 1 && piece_begin_[static_cast<std::size_t>(step) - 1] + 1 == begin &&
+          pieces_[begin].state == pieces_[begin - 1].state && pieces_[begin].slots == pieces_[begin - 1].slots) {
+        std::copy(cost - width, cost, cost);  // one piece, like the step before
+      } else {
+        for (std::size_t p = begin; p < end; ++p) {
+          for (std::size_t c = 0; c < width; ++c) {
+            prices_of_piece_[c] = Priced(pieces_[p].state, job_combos_[c].combo, job_combos_[c].type,
+                                         job_combos_[c].workers, job.cpus_per_gpu);
+          }
+          for (int n = 0; n < pieces_[p].slots; ++n) {
+            for (std::size_t c = 0; c < width; ++c) cost[c] += prices_of_piece_[c];
+          }
+        }
+      }
+      if (o_.check_pricing) {
+        const int first = step * group;
+        CheckStepCosts(step, first, std::min(slots, first + group), cost, job);
+      }
     }
   }
 
@@ -835,7 +848,7 @@ class Oasis final : public Policy {
       for (int t = first; t < last; ++t) {
         const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
         const auto greedy = ReferenceGreedy(Contents(id), job.cpus_per_gpu, combo.type, combo.workers);
-        if ((greedy ? greedy->first : kInf) != Priced(id, combo.combo, combo.type, combo.workers, job.cpus_per_gpu).cost) {
+        if ((greedy ? greedy->first : kInf) != Priced(id, combo.combo, combo.type, combo.workers, job.cpus_per_gpu)) {
           pricing_mismatch_ = "kept slot price differs from a fresh one (job " + std::to_string(job.id.value()) +
                               ", type " + std::to_string(combo.type) + ", " + std::to_string(combo.workers) +
                               " workers, horizon slot " + std::to_string(t) + ")";
@@ -888,22 +901,36 @@ class Oasis final : public Policy {
   OasisOptions o_;
   std::vector<Server> servers_;
   std::vector<std::vector<std::size_t>> servers_of_type_;  // ascending
-  // The promise states: states_[0] holds nothing. A state's kept prices live in it (PromiseState::prices), valid
-  // for the epoch they were computed at: they change only where promises do, so a slot
-  // changed by a promise or a release simply moves to another state.
-  std::vector<PromiseState> states_;
+  // Promise states: the promised resources of a time slot, interned (Intern) so that slots
+  // with equal promises share one id and one row of kept prices (by combination, valid for
+  // the epoch they were computed at). A state is immutable: a promise or a release moves a
+  // slot to another state, so prices change only where promises do. State 0 holds nothing.
+  // Contents per state id in the arenas state_gpus_ and state_cpus_ (servers_.size() each).
+  std::vector<std::uint64_t> state_hash_;    // by state id
+  std::vector<std::uint32_t> state_epoch_;   // the epoch of the state's row of kept prices
+  // state_prices_[id · price_stride_ + combo]: the kept greedy cost (+inf: does not fit; NaN:
+  // not priced yet); a row per state, of price_stride_ >= combos_.size().
+  std::vector<double> state_prices_;
+  std::size_t price_stride_ = 0;
   std::vector<int> state_gpus_;             // state id · servers + server: GPUs promised
   std::vector<double> state_cpus_;          // ... and cores
   std::vector<std::uint32_t> state_table_;  // the states by hash (open addressing; kNone: free)
   std::vector<int> scratch_gpus_;           // Intern's argument
   std::vector<double> scratch_cpus_;
-  std::vector<KeptExtra> extras_;  // KeptPrice::extra's
+  std::unordered_map<std::uint64_t, KeptExtra> extras_;  // by (state id << 32 | combo)
   std::size_t live_after_collect_ = 1;
   // timeline_[s − timeline_base_]: the state of slot s (past its end: state 0).
   std::vector<std::uint32_t> timeline_;
   std::int64_t timeline_base_ = 0;
+  struct Piece {  // slots of a programme step in one state
+    std::uint32_t state = 0;
+    int slots = 0;
+  };
   // Admit's working space: the arriving job's combinations, units per (combination, step),
-  // costs per (step, combination), and one piece's prices.
+  // costs per (step, combination), one piece's prices, and the pieces of the horizon's
+  // steps: pieces_[piece_begin_[s] .. piece_begin_[s + 1]) are step s's, in slot order.
+  std::vector<Piece> pieces_;
+  std::vector<std::size_t> piece_begin_;
   std::vector<JobCombo> job_combos_;
   std::vector<int> step_units_;
   std::vector<double> step_costs_;
