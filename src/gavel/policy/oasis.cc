@@ -23,8 +23,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kUnitsPerStep = 4.0;
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-// Promise states are collected (Oasis::CollectStates) from this many on, at 4 per live one.
-constexpr std::size_t kCollectAt = 1 << 16;
 
 // What a schedule holds in one slot: the choice and the per-server amounts it promised.
 struct PlanEntry {
@@ -395,7 +393,7 @@ class Oasis final : public Policy {
   // the live ones, so that a long run's memory stays bounded; ids are renumbered.
   void CollectStates() {
     const std::size_t count = state_hash_.size();
-    if (count < kCollectAt || count < 4 * live_after_collect_) return;
+    if (count < o_.collect_states_at || count < 4 * live_after_collect_) return;
     std::vector<char> live(count, 0);  // state 0 always stays
     for (const std::uint32_t id : timeline_) live[id] = 1;
     std::vector<std::uint32_t> renumber(count, kNone);
@@ -733,6 +731,7 @@ class Oasis final : public Policy {
       }
     }
     const Schedule best = BestSchedule(problem);
+    if (o_.on_schedule) o_.on_schedule(job.id, problem, best);
     if (!best.feasible || !(best.payoff > 0.0)) return false;
 
     // Admitted: promise its resources, slot by slot (prices rise for the next jobs). A slot's

@@ -24,6 +24,7 @@
 // Stateful (the promises, kept prices and bounds); single-threaded like every Policy.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -32,6 +33,9 @@
 #include "gavel/policy/policy.h"
 
 namespace gavel::policy {
+
+struct ScheduleProblem;
+struct Schedule;
 
 struct OasisOptions {
   double slot_seconds = 360.0;  // a time slot (the default round length)
@@ -48,6 +52,12 @@ struct OasisOptions {
   // ... or use the cache but also price every slot afresh and fail the round (kInternal) if
   // a cached price differs in any bit.
   bool check_pricing = false;
+  // Test-only: promise states are collected from this many on (at 4 per live one); tests set
+  // it low so that collection runs.
+  std::size_t collect_states_at = std::size_t{1} << 16;
+  // Test-only: called with every planned arrival's programme and best schedule, before its
+  // admission is decided, so that tests can compare prices and plans across pricing modes.
+  std::function<void(JobId, const ScheduleProblem&, const Schedule&)> on_schedule;
 };
 
 Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options);
