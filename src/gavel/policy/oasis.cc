@@ -241,7 +241,7 @@ class Oasis final : public Policy {
       combos_.emplace(std::make_tuple(j, k, cpus_per_gpu), combos_.size());
     }
     if (combos_.size() > price_stride_) {  // widen every state's row
-      const std::size_t stride = std::max<std::size_t>(8, 2 * combos_.size());
+      const std::size_t stride = (combos_.size() + combos_.size() / 4 + 8) / 8 * 8;  // cache lines
       std::vector<double> widened(state_hash_.size() * stride, kUnpriced);
       for (std::size_t id = 0; id < state_hash_.size(); ++id) {
         std::copy_n(state_prices_.begin() + static_cast<std::ptrdiff_t>(id * price_stride_), price_stride_,
@@ -568,9 +568,6 @@ class Oasis final : public Policy {
     if (type >= servers_of_type_.size()) return kInf;  // no server of the type
     auto& by_price = scratch_by_price_;  // (price per worker, server)
     by_price.clear();
-    auto& cpu_room = scratch_cpu_room_;
-    cpu_room.resize(servers_.size());
-    for (std::size_t s = 0; s < servers_.size(); ++s) cpu_room[s] = servers_[s].cpus - use.cpus[s];
     for (const std::size_t s : servers_of_type_[type]) {
       const Server& server = servers_[s];
       const int used = use.gpus[s];
@@ -586,17 +583,20 @@ class Oasis final : public Policy {
     }
     double cost = 0.0;
     int left = k;
+    auto& workers_room = scratch_workers_room_;  // (server, cores left) where workers went
+    workers_room.clear();
     for (auto next = by_price.begin(); left > 0 && next != by_price.end(); ++next) {
       std::iter_swap(next, std::min_element(next, by_price.end()));
       const auto [price, s] = *next;
+      const double room = servers_[s].cpus - use.cpus[s];
       int take = std::min(left, servers_[s].gpus - use.gpus[s]);
-      if (cores_per_worker) take = std::min(take, static_cast<int>(std::floor(cpu_room[s] / cpus_per_gpu)));
+      if (cores_per_worker) take = std::min(take, static_cast<int>(std::floor(room / cpus_per_gpu)));
       if (take <= 0) continue;
       left -= take;
       cost += take * price;
       if (entry != nullptr) entry->gpus.emplace_back(s, take);
       if (cores_per_worker) {
-        cpu_room[s] -= take * cpus_per_gpu;
+        workers_room.emplace_back(s, room - take * cpus_per_gpu);
         if (entry != nullptr) entry->cpus.emplace_back(s, take * cpus_per_gpu);
       }
     }
@@ -605,6 +605,10 @@ class Oasis final : public Policy {
     // without room for one are passed over in the reference's order, so left out here).
     const int ps = static_cast<int>(std::ceil(k * o_.ps_ratio - 1e-9));
     if (cpu_limited && ps > 0 && o_.ps_cpus > 0.0) {
+      auto& cpu_room = scratch_cpu_room_;
+      cpu_room.resize(servers_.size());
+      for (std::size_t s = 0; s < servers_.size(); ++s) cpu_room[s] = servers_[s].cpus - use.cpus[s];
+      for (const auto& [s, room] : workers_room) cpu_room[s] = room;
       auto& cpu_price = scratch_cpu_price_;
       cpu_price.clear();
       for (std::size_t s = 0; s < servers_.size(); ++s) {
@@ -824,8 +828,11 @@ class Oasis final : public Policy {
       } else {
         for (std::size_t p = begin; p < end; ++p) {
           for (std::size_t c = 0; c < width; ++c) {
-            prices_of_piece_[c] = Priced(pieces_[p].state, job_combos_[c].combo, job_combos_[c].type,
-                                         job_combos_[c].workers, job.cpus_per_gpu);
+            // A combination that did not fit in an earlier slot of the step stays +inf (+inf +
+            // 0); its later slots need no price.
+            prices_of_piece_[c] = cost[c] == kInf ? 0.0
+                                                  : Priced(pieces_[p].state, job_combos_[c].combo, job_combos_[c].type,
+                                                           job_combos_[c].workers, job.cpus_per_gpu);
           }
           for (int n = 0; n < pieces_[p].slots; ++n) {
             for (std::size_t c = 0; c < width; ++c) cost[c] += prices_of_piece_[c];
@@ -947,6 +954,7 @@ class Oasis final : public Policy {
   mutable std::vector<std::pair<double, std::size_t>> scratch_by_price_;
   mutable std::vector<std::pair<double, std::size_t>> scratch_cpu_price_;
   mutable std::vector<double> scratch_cpu_room_;
+  mutable std::vector<std::pair<std::size_t, double>> scratch_workers_room_;
   std::uint32_t gpu_prices_epoch_ = 0;
 };
 
