@@ -558,11 +558,38 @@ class Oasis final : public Policy {
     return std::make_pair(cost, std::move(entry));
   }
 
+  // A parameter server's price per core on server `s` with `room` cores free.
+  double PsPrice(std::size_t s, double room) const {
+    const double used_cpu = servers_[s].cpus - room;
+    return CpuPrice(used_cpu, servers_[s].cpus) * servers_[s].gpus / servers_[s].cpus;
+  }
+
+  // (price per core, server) of every server with room for a parameter server, by `room`
+  // (cores free per server), in server order.
+  void PsCandidates(const std::vector<double>& room, std::vector<std::pair<double, std::size_t>>& out) const {
+    out.clear();
+    for (std::size_t s = 0; s < servers_.size(); ++s) {
+      if (room[s] >= o_.ps_cpus) out.emplace_back(PsPrice(s, room[s]), s);
+    }
+  }
+
+  // The same for a state's own room (before a job's workers are placed), for Greedy's ps_base.
+  void PsCandidates(SlotView use, std::vector<std::pair<double, std::size_t>>& out) const {
+    auto& room = scratch_base_room_;
+    room.resize(servers_.size());
+    for (std::size_t s = 0; s < servers_.size(); ++s) room[s] = servers_[s].cpus - use.cpus[s];
+    PsCandidates(room, out);
+  }
+
   // ReferenceGreedy's cost (+inf: does not fit) and placement (into `entry`, when given), by
   // the same arithmetic in the same order: servers are visited in the same (price, server)
   // order, but by selecting the cheapest left each time, only as far as needed (a placement
   // takes a few servers), instead of sorting them all; prices come from the tables.
-  double Greedy(SlotView use, double cpus_per_gpu, std::size_t type, int k, PlanEntry* entry) const {
+  //
+  // `ps_base`, when given, is PsCandidates(use): the parameter servers' candidates before any
+  // worker is placed, computed once for several combinations in one state.
+  double Greedy(SlotView use, double cpus_per_gpu, std::size_t type, int k, PlanEntry* entry,
+                const std::vector<std::pair<double, std::size_t>>* ps_base = nullptr) const {
     const bool cpu_limited = !servers_.empty() && servers_[0].cpus > 0.0;
     const bool cores_per_worker = cpu_limited && cpus_per_gpu > 0.0;
     if (type >= servers_of_type_.size()) return kInf;  // no server of the type
@@ -610,11 +637,15 @@ class Oasis final : public Policy {
       for (std::size_t s = 0; s < servers_.size(); ++s) cpu_room[s] = servers_[s].cpus - use.cpus[s];
       for (const auto& [s, room] : workers_room) cpu_room[s] = room;
       auto& cpu_price = scratch_cpu_price_;
-      cpu_price.clear();
-      for (std::size_t s = 0; s < servers_.size(); ++s) {
-        if (!(cpu_room[s] >= o_.ps_cpus)) continue;
-        const double used_cpu = servers_[s].cpus - cpu_room[s];
-        cpu_price.emplace_back(CpuPrice(used_cpu, servers_[s].cpus) * servers_[s].gpus / servers_[s].cpus, s);
+      if (ps_base != nullptr) {  // the base, with the servers that took workers priced anew
+        cpu_price = *ps_base;
+        for (const auto& [server, room] : workers_room) {
+          const std::size_t s = server;
+          std::erase_if(cpu_price, [s](const auto& candidate) { return candidate.second == s; });
+          if (room >= o_.ps_cpus) cpu_price.emplace_back(PsPrice(s, room), s);
+        }
+      } else {
+        PsCandidates(cpu_room, cpu_price);
       }
       int ps_left = ps;
       for (auto next = cpu_price.begin(); ps_left > 0 && next != cpu_price.end(); ++next) {
@@ -799,6 +830,7 @@ class Oasis final : public Policy {
       }
       return;
     }
+    const bool cpu_limited = !servers_.empty() && servers_[0].cpus > 0.0 && o_.ps_cpus > 0.0;
     // The pieces first, each state's row of prices fetched ahead (the rows are scattered; a
     // piece costs little else).
     pieces_.clear();
@@ -827,12 +859,24 @@ class Oasis final : public Policy {
         std::copy(cost - width, cost, cost);  // one piece, like the step before
       } else {
         for (std::size_t p = begin; p < end; ++p) {
+          const std::uint32_t id = pieces_[p].state;
+          bool based = false;  // ps_base_ holds the state's candidates
           for (std::size_t c = 0; c < width; ++c) {
             // A combination that did not fit in an earlier slot of the step stays +inf (+inf +
             // 0); its later slots need no price.
-            prices_of_piece_[c] = cost[c] == kInf ? 0.0
-                                                  : Priced(pieces_[p].state, job_combos_[c].combo, job_combos_[c].type,
-                                                           job_combos_[c].workers, job.cpus_per_gpu);
+            if (cost[c] == kInf) {
+              prices_of_piece_[c] = 0.0;
+              continue;
+            }
+            double& kept = PriceSlot(id, job_combos_[c].combo);
+            if (std::isnan(kept)) {
+              const SlotView use = Contents(id);
+              if (!based && cpu_limited) PsCandidates(use, ps_base_);
+              based = true;
+              kept = Greedy(use, job.cpus_per_gpu, job_combos_[c].type, job_combos_[c].workers, nullptr,
+                            cpu_limited ? &ps_base_ : nullptr);
+            }
+            prices_of_piece_[c] = kept;
           }
           for (int n = 0; n < pieces_[p].slots; ++n) {
             for (std::size_t c = 0; c < width; ++c) cost[c] += prices_of_piece_[c];
@@ -955,6 +999,8 @@ class Oasis final : public Policy {
   mutable std::vector<std::pair<double, std::size_t>> scratch_cpu_price_;
   mutable std::vector<double> scratch_cpu_room_;
   mutable std::vector<std::pair<std::size_t, double>> scratch_workers_room_;
+  mutable std::vector<double> scratch_base_room_;
+  std::vector<std::pair<double, std::size_t>> ps_base_;  // StepCosts': PsCandidates of a piece's state
   std::uint32_t gpu_prices_epoch_ = 0;
 };
 
