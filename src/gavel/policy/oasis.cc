@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -56,6 +57,40 @@ struct KeptExtra {
 struct SlotView {
   const int* gpus = nullptr;
   const double* cpus = nullptr;
+};
+
+// Rows of `width` values, one per promise state, in blocks of kRowsPerBlock rows: growing
+// never moves a row (no copy, and each page is touched once; the arenas grow to tens of MB
+// in a burst of arrivals).
+template <class T>
+class RowArena {
+ public:
+  void Reset(std::size_t width) {
+    blocks_.clear();
+    width_ = width;
+    rows_ = 0;
+  }
+  std::size_t width() const { return width_; }
+  std::size_t rows() const { return rows_; }
+  T* Row(std::size_t id) { return blocks_[id / kRowsPerBlock].get() + (id % kRowsPerBlock) * width_; }
+  const T* Row(std::size_t id) const {
+    return blocks_[id / kRowsPerBlock].get() + (id % kRowsPerBlock) * width_;
+  }
+  // A new last row, its values unset.
+  T* Append() {
+    if (rows_ % kRowsPerBlock == 0) blocks_.push_back(std::make_unique_for_overwrite<T[]>(kRowsPerBlock * width_));
+    return Row(rows_++);
+  }
+  void Truncate(std::size_t rows) {
+    rows_ = std::min(rows_, rows);
+    blocks_.resize((rows_ + kRowsPerBlock - 1) / kRowsPerBlock);
+  }
+
+ private:
+  static constexpr std::size_t kRowsPerBlock = 1024;
+  std::vector<std::unique_ptr<T[]>> blocks_;
+  std::size_t width_ = 0;
+  std::size_t rows_ = 0;
 };
 
 struct Server {
@@ -240,15 +275,16 @@ class Oasis final : public Policy {
     for (std::size_t j = 0; j < std::max(type + 1, servers_of_type_.size()); ++j) {
       combos_.emplace(std::make_tuple(j, k, cpus_per_gpu), combos_.size());
     }
-    if (combos_.size() > price_stride_) {  // widen every state's row
+    if (combos_.size() > state_prices_.width()) {  // widen every state's row
       const std::size_t stride = (combos_.size() + combos_.size() / 4 + 8) / 8 * 8;  // cache lines
-      std::vector<double> widened(state_hash_.size() * stride, kUnpriced);
-      for (std::size_t id = 0; id < state_hash_.size(); ++id) {
-        std::copy_n(state_prices_.begin() + static_cast<std::ptrdiff_t>(id * price_stride_), price_stride_,
-                    widened.begin() + static_cast<std::ptrdiff_t>(id * stride));
+      RowArena<double> widened;
+      widened.Reset(stride);
+      for (std::size_t id = 0; id < state_prices_.rows(); ++id) {
+        double* row = widened.Append();
+        std::fill(row, row + stride, kUnpriced);
+        std::copy_n(state_prices_.Row(id), state_prices_.width(), row);
       }
       state_prices_ = std::move(widened);
-      price_stride_ = stride;
     }
     return combos_.at(key);
   }
@@ -269,9 +305,9 @@ class Oasis final : public Policy {
   void ResetStates() {
     state_hash_.clear();
     state_epoch_.clear();
-    state_prices_.clear();
-    state_gpus_.clear();
-    state_cpus_.clear();
+    state_prices_.Reset(state_prices_.width());
+    state_gpus_.Reset(servers_.size());
+    state_cpus_.Reset(servers_.size());
     state_table_.assign(1024, kNone);
     extras_.clear();
     timeline_.clear();
@@ -282,8 +318,7 @@ class Oasis final : public Policy {
   }
 
   SlotView Contents(std::uint32_t id) const {
-    const std::size_t at = static_cast<std::size_t>(id) * servers_.size();
-    return SlotView{state_gpus_.data() + at, state_cpus_.data() + at};
+    return SlotView{state_gpus_.Row(id), state_cpus_.Row(id)};
   }
 
   std::uint64_t HashOfScratch() const {
@@ -323,9 +358,9 @@ class Oasis final : public Policy {
     const auto id = static_cast<std::uint32_t>(state_hash_.size());
     state_hash_.push_back(hash);
     state_epoch_.push_back(0);  // its row is filled on first use
-    state_prices_.resize(state_prices_.size() + price_stride_);
-    state_gpus_.insert(state_gpus_.end(), scratch_gpus_.begin(), scratch_gpus_.end());
-    state_cpus_.insert(state_cpus_.end(), scratch_cpus_.begin(), scratch_cpus_.end());
+    state_prices_.Append();
+    std::copy(scratch_gpus_.begin(), scratch_gpus_.end(), state_gpus_.Append());
+    std::copy(scratch_cpus_.begin(), scratch_cpus_.end(), state_cpus_.Append());
     if (2 * state_hash_.size() > state_table_.size()) {
       state_table_.assign(2 * state_table_.size(), kNone);
       for (std::uint32_t s = 0; s < state_hash_.size(); ++s) Enter(s, state_hash_[s]);
@@ -340,9 +375,9 @@ class Oasis final : public Policy {
 
   // Where state `id`'s kept price of `combo` lives (its row holds no price of another epoch).
   double& PriceSlot(std::uint32_t id, std::size_t combo) {
-    double* row = &state_prices_[static_cast<std::size_t>(id) * price_stride_];
+    double* row = state_prices_.Row(id);
     if (state_epoch_[id] != epoch_) {
-      std::fill(row, row + price_stride_, kUnpriced);
+      std::fill(row, row + state_prices_.width(), kUnpriced);
       state_epoch_[id] = epoch_;
     }
     return row[combo];
@@ -398,27 +433,23 @@ class Oasis final : public Policy {
     for (const std::uint32_t id : timeline_) live[id] = 1;
     std::vector<std::uint32_t> renumber(count, kNone);
     std::uint32_t kept = 0;
-    const std::size_t width = servers_.size();
     for (std::size_t id = 0; id < count; ++id) {
       if (id != 0 && live[id] == 0) continue;
       // Moved down in place: kept <= id.
       renumber[id] = kept;
       state_hash_[kept] = state_hash_[id];
       state_epoch_[kept] = state_epoch_[id];
-      const auto move_row = [&](auto& arena, std::size_t stride) {
-        std::copy_n(arena.begin() + static_cast<std::ptrdiff_t>(id * stride), stride,
-                    arena.begin() + static_cast<std::ptrdiff_t>(kept * stride));
-      };
-      move_row(state_gpus_, width);
-      move_row(state_cpus_, width);
-      move_row(state_prices_, price_stride_);
+      const auto move_row = [&](auto& arena) { std::copy_n(arena.Row(id), arena.width(), arena.Row(kept)); };
+      move_row(state_gpus_);
+      move_row(state_cpus_);
+      move_row(state_prices_);
       ++kept;
     }
     state_hash_.resize(kept);
     state_epoch_.resize(kept);
-    state_gpus_.resize(kept * width);
-    state_cpus_.resize(kept * width);
-    state_prices_.resize(kept * price_stride_);
+    state_gpus_.Truncate(kept);
+    state_cpus_.Truncate(kept);
+    state_prices_.Truncate(kept);
     std::unordered_map<std::uint64_t, KeptExtra> kept_extras;
     for (auto& [key, extra] : extras_) {
       const std::uint32_t id = renumber[key >> 32];
@@ -842,7 +873,7 @@ class Oasis final : public Policy {
         int end = t + 1;
         if (static_cast<std::size_t>(t) >= timeline_.size()) end = last;  // nothing promised on
         while (end < last && StateAt(static_cast<std::size_t>(end)) == id) ++end;
-        __builtin_prefetch(&state_prices_[static_cast<std::size_t>(id) * price_stride_ + job_combos_[0].combo]);
+        __builtin_prefetch(state_prices_.Row(id) + job_combos_[0].combo);
         __builtin_prefetch(&state_epoch_[id]);
         pieces_.push_back(Piece{id, end - t});
         t = end;
@@ -955,15 +986,14 @@ class Oasis final : public Policy {
   // with equal promises share one id and one row of kept prices (by combination, valid for
   // the epoch they were computed at). A state is immutable: a promise or a release moves a
   // slot to another state, so prices change only where promises do. State 0 holds nothing.
-  // Contents per state id in the arenas state_gpus_ and state_cpus_ (servers_.size() each).
+  // Contents per state id in the arenas state_gpus_ and state_cpus_ (a value per server).
   std::vector<std::uint64_t> state_hash_;    // by state id
   std::vector<std::uint32_t> state_epoch_;   // the epoch of the state's row of kept prices
-  // state_prices_[id · price_stride_ + combo]: the kept greedy cost (+inf: does not fit; NaN:
-  // not priced yet); a row per state, of price_stride_ >= combos_.size().
-  std::vector<double> state_prices_;
-  std::size_t price_stride_ = 0;
-  std::vector<int> state_gpus_;             // state id · servers + server: GPUs promised
-  std::vector<double> state_cpus_;          // ... and cores
+  // state_prices_.Row(id)[combo]: the kept greedy cost (+inf: does not fit; NaN: not priced
+  // yet); rows of at least combos_.size().
+  RowArena<double> state_prices_;
+  RowArena<int> state_gpus_;                // by state id, per server: GPUs promised
+  RowArena<double> state_cpus_;             // ... and cores
   std::vector<std::uint32_t> state_table_;  // the states by hash (open addressing; kNone: free)
   std::vector<int> scratch_gpus_;           // Intern's argument
   std::vector<double> scratch_cpus_;
