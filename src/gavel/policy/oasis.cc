@@ -110,10 +110,17 @@ class Oasis final : public Policy {
     BuildServers(input);
     const auto now_slot = static_cast<std::int64_t>(std::floor(input.now_seconds / o_.slot_seconds));
     ForgetBefore(now_slot);
-    std::map<JobId, std::size_t> rows;
-    for (std::size_t i = 0; i < m; ++i) rows[input.jobs[i].id] = i;
+    // The rows in id order, merged with jobs_ (also in id order): the known rows' states,
+    // and the jobs that left.
+    std::vector<std::pair<JobId, std::size_t>> by_id(m);
+    for (std::size_t i = 0; i < m; ++i) by_id[i] = {input.jobs[i].id, i};
+    std::sort(by_id.begin(), by_id.end());
+    std::vector<JobState*> state_of(m, nullptr);  // nullptr: seen for the first time
+    auto row = by_id.begin();
     for (auto it = jobs_.begin(); it != jobs_.end();) {
-      if (rows.contains(it->first)) {
+      while (row != by_id.end() && row->first < it->first) ++row;
+      if (row != by_id.end() && row->first == it->first) {
+        for (; row != by_id.end() && row->first == it->first; ++row) state_of[row->second] = &it->second;
         ++it;
         continue;
       }
@@ -137,8 +144,16 @@ class Oasis final : public Policy {
     for (std::size_t i = 0; i < m; ++i) output.workers[i] = input.jobs[i].scale_factor;
     for (std::size_t i : order) {
       const PolicyJob& job = input.jobs[i];
-      if (jobs_.contains(job.id)) continue;
-      if (!Admit(input, i, now_slot)) output.rejected[i] = 1;
+      if (state_of[i] != nullptr) continue;
+      if (const auto known = jobs_.find(job.id); known != jobs_.end()) {  // an id listed twice
+        state_of[i] = &known->second;
+        continue;
+      }
+      if (Admit(input, i, now_slot)) {
+        state_of[i] = &jobs_.at(job.id);  // map nodes stay put
+      } else {
+        output.rejected[i] = 1;
+      }
     }
     if (!pricing_mismatch_.empty()) return Status::Internal("oasis: " + pricing_mismatch_);
 
@@ -148,7 +163,7 @@ class Oasis final : public Policy {
     std::vector<char> chosen(m, 0);
     for (std::size_t i : order) {
       if (output.rejected[i] != 0) continue;
-      const PlanEntry* entry = Planned(jobs_.at(input.jobs[i].id).plan, now_slot);
+      const PlanEntry* entry = Planned(state_of[i]->plan, now_slot);
       if (entry == nullptr) continue;
       const auto type = static_cast<std::size_t>(entry->type);
       const int k = entry->workers;
