@@ -1055,6 +1055,25 @@ Result<double> PositiveOption(const std::string& key, const std::string& text, b
 
 }  // namespace
 
+namespace {
+
+// least[e] = candidate(e) and picked[e] = label where candidate(e) < least[e], for e < count:
+// selects on doubles only (the labels are small integers, exact as doubles), no branch, so
+// that it vectorises.
+template <class Candidate>
+void Improve(double* __restrict least, double* __restrict picked, std::size_t count, double label,
+             Candidate candidate) {
+  for (std::size_t e = 0; e < count; ++e) {
+    const double value = candidate(e);
+    const double old = least[e];
+    const double better = value < old ? 1.0 : 0.0;
+    least[e] = std::min(old, value);                        // value < old ? value : old
+    picked[e] = picked[e] + (label - picked[e]) * better;  // exact: small integers
+  }
+}
+
+}  // namespace
+
 Schedule BestSchedule(const ScheduleProblem& problem) {
   const int slots = static_cast<int>(problem.choices.size());
   const int units = problem.units;
@@ -1068,36 +1087,28 @@ Schedule BestSchedule(const ScheduleProblem& problem) {
   thread_local std::vector<double> previous;
   thread_local std::vector<double> row;
   thread_local std::vector<double> done;
-  thread_local std::vector<int> pick;
+  thread_local std::vector<double> pick;  // labels as doubles, so that the selects vectorise
   previous.assign(width, kInf);
   previous[0] = 0.0;
   row.resize(width);
   done.resize(static_cast<std::size_t>(slots));
   pick.assign(static_cast<std::size_t>(slots) * width, -1);
   for (int t = 0; t < slots; ++t) {
-    int* picked = &pick[static_cast<std::size_t>(t) * width];
+    double* picked = &pick[static_cast<std::size_t>(t) * width];
     const auto& choices = problem.choices[static_cast<std::size_t>(t)];
     std::copy(previous.begin(), previous.end(), row.begin());
     double* least = row.data();
     const double* before = previous.data();
     for (std::size_t c = 0; c < choices.size(); ++c) {
-      const int label = static_cast<int>(c);
+      const auto label = static_cast<double>(c);
       const double cost = choices[c].cost;
       // e < units of the choice: from nothing done (index max(0, e − units) = 0).
       const auto shift = static_cast<std::size_t>(std::max(0, choices[c].units));
       const std::size_t split = std::min(shift, width);
       const double from_none = before[0] + cost;
-      for (std::size_t e = 0; e < split; ++e) {
-        const bool better = from_none < least[e];
-        least[e] = better ? from_none : least[e];
-        picked[e] = better ? label : picked[e];
-      }
-      for (std::size_t e = split; e < width; ++e) {
-        const double candidate = before[e - shift] + cost;
-        const bool better = candidate < least[e];
-        least[e] = better ? candidate : least[e];
-        picked[e] = better ? label : picked[e];
-      }
+      Improve(least, picked, split, label, [from_none](std::size_t) { return from_none; });
+      Improve(least + split, picked + split, width - split, label,
+              [from = before + split - shift, cost](std::size_t e) { return from[e] + cost; });
     }
     done[static_cast<std::size_t>(t)] = row[static_cast<std::size_t>(units)];
     std::swap(previous, row);
@@ -1118,7 +1129,7 @@ Schedule BestSchedule(const ScheduleProblem& problem) {
   best.per_slot.assign(static_cast<std::size_t>(best.finish_slot + 1), SlotChoice{});
   int e = units;
   for (int t = best.finish_slot; t >= 0 && e > 0; --t) {
-    const int c = pick[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(e)];
+    const auto c = static_cast<int>(pick[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(e)]);
     if (c < 0) continue;  // idle in slot t on this path
     const SlotChoice& choice = problem.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)];
     best.per_slot[static_cast<std::size_t>(t)] = choice;
