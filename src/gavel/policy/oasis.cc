@@ -825,6 +825,8 @@ class Oasis final : public Policy {
       const auto type = static_cast<std::size_t>(c.type);
       const std::size_t combo = ComboIndex(type, c.workers, job.cpus_per_gpu);
       const int first = static_cast<int>(step) * group;
+      std::uint32_t last_id = kNone;        // the slot before, in this step: its state ...
+      const KeptExtra* last_placed = nullptr;  // ... and placement there
       for (int t = first; t < std::min(slots, first + group); ++t) {
         const auto index = static_cast<std::size_t>(t);  // the timeline starts at now_slot
         if (timeline_.size() <= index) timeline_.resize(index + 1, 0);
@@ -838,7 +840,10 @@ class Oasis final : public Policy {
           entry = &fresh->second;
           next = Apply(id, *entry, +1);
         } else {
-          const KeptExtra* placed = Transition(id, combo, type, c.workers, job.cpus_per_gpu);
+          const KeptExtra* placed =
+              id == last_id ? last_placed : Transition(id, combo, type, c.workers, job.cpus_per_gpu);
+          last_id = id;
+          last_placed = placed;
           if (placed == nullptr) continue;  // as above
           entry = &placed->entry;
           next = placed->next;
