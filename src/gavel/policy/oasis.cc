@@ -280,7 +280,8 @@ class Oasis final : public Policy {
     return lower_ * std::pow(upper / lower_, std::min(1.0, used / capacity));
   }
 
-  // The dense index of (type, workers, cores per GPU), a KeptPrice's place in a state.
+  // The dense index of (type, workers, cores per GPU): its column in every state's row of
+  // kept prices (state_prices_), widened here when a new combination needs it.
   std::size_t ComboIndex(std::size_t type, int k, double cpus_per_gpu) {
     const auto key = std::make_tuple(type, k, cpus_per_gpu);
     const auto it = combos_.find(key);
