@@ -993,7 +993,7 @@ class Oasis final : public Policy {
     }
   }
 
-  // One (type, workers) an arriving job may run with, and its KeptPrice index.
+  // One (type, workers) an arriving job may run with, and its column in the price rows.
   struct JobCombo {
     std::size_t type = 0;
     int workers = 0;
@@ -1041,7 +1041,7 @@ class Oasis final : public Policy {
   double upper_ = 0.0;                   // U
   std::uint32_t epoch_ = 1;              // bumped when L or U changes: every kept price is stale
   std::string pricing_mismatch_;         // check_pricing's first finding ("" = none)
-  std::map<std::tuple<std::size_t, int, double>, std::size_t> combos_;  // KeptPrice's index in a state
+  std::map<std::tuple<std::size_t, int, double>, std::size_t> combos_;  // columns of state_prices_
   std::vector<double> gpu_prices_;       // GpuPrice's table, for gpu_prices_epoch_
   std::vector<double> cpu_prices_;       // CpuPrice's, by quarter core, for the same epoch
   double cpu_prices_capacity_ = 0.0;     // ... at this capacity
