@@ -9,8 +9,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <span>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 
 #include "gavel/core/parse_number.h"
@@ -44,13 +44,21 @@ struct PlanRun {
 
 constexpr double kUnpriced = std::numeric_limits<double>::quiet_NaN();
 
-// What promising one (state, combination) makes, kept once needed (Oasis::Transition).
-struct KeptExtra {
-  std::uint32_t epoch = 0;     // stale (cleared on use) when it is not the current epoch
-  bool placed = false;         // `fits`, `entry` and `next` computed
-  bool fits = false;
-  PlanEntry entry;             // the greedy's placement
-  std::uint32_t next = kNone;  // the state with `entry` added (kNone: not interned yet)
+using GpuPlacement = std::pair<std::size_t, int>;     // (server, GPUs)
+using CpuPlacement = std::pair<std::size_t, double>;  // (server, cores)
+
+// What promising one (state, combination) makes, kept once needed (Oasis::Transition): the
+// greedy's placement, as ranges of Oasis's placement pools, and the state it leads to. Plain
+// data, so that keeping and dropping tens of thousands costs no allocation.
+struct KeptTransition {
+  std::uint64_t key = 0;       // state id << 32 | combination
+  std::uint32_t epoch = 0;     // stale (recomputed on use) when it is not the current epoch
+  std::uint32_t next = kNone;  // the state with the placement added (kNone: not interned yet)
+  bool fits = false;           // false: no placement (the combination does not fit)
+  std::uint32_t gpus_begin = 0;  // placed_gpus_[gpus_begin, + gpus_count)
+  std::uint32_t gpus_count = 0;
+  std::uint32_t cpus_begin = 0;  // placed_cpus_[cpus_begin, + cpus_count)
+  std::uint32_t cpus_count = 0;
 };
 
 // One state's contents, per server (pointers into the arenas or a scratch copy).
@@ -310,7 +318,7 @@ class Oasis final : public Policy {
     if (++epoch_ != 0) return;
     // The epoch wrapped around (after 2^32 moves): forget every kept price for certain.
     std::fill(state_epoch_.begin(), state_epoch_.end(), 0);
-    for (auto& [key, extra] : extras_) extra.epoch = 0;
+    for (KeptTransition& transition : transitions_) transition.epoch = 0;
     epoch_ = 1;
     gpu_prices_epoch_ = 0;
   }
@@ -325,7 +333,10 @@ class Oasis final : public Policy {
     state_gpus_.Reset(servers_.size());
     state_cpus_.Reset(servers_.size());
     state_table_.assign(1024, kNone);
-    extras_.clear();
+    transitions_.clear();
+    transition_table_.assign(1024, kNone);
+    placed_gpus_.clear();
+    placed_cpus_.clear();
     timeline_.clear();
     scratch_gpus_.assign(servers_.size(), 0);
     scratch_cpus_.assign(servers_.size(), 0.0);
@@ -407,14 +418,15 @@ class Oasis final : public Policy {
     return kept;
   }
 
-  // `state` with `entry` added (sign +1) or taken away (−1), in the entry's order (the sums
-  // must equal slot-by-slot bookkeeping to the bit).
-  std::uint32_t Apply(std::uint32_t id, const PlanEntry& entry, int sign) {
+  // `state` with a placement added (sign +1) or taken away (−1), in the placement's order (the
+  // sums must equal slot-by-slot bookkeeping to the bit).
+  std::uint32_t Apply(std::uint32_t id, std::span<const GpuPlacement> gpus, std::span<const CpuPlacement> cpus,
+                      int sign) {
     const SlotView view = Contents(id);
     std::copy(view.gpus, view.gpus + servers_.size(), scratch_gpus_.begin());
     std::copy(view.cpus, view.cpus + servers_.size(), scratch_cpus_.begin());
-    for (const auto& [server, g] : entry.gpus) scratch_gpus_[server] += sign * g;
-    for (const auto& [server, cores] : entry.cpus) {
+    for (const auto& [server, g] : gpus) scratch_gpus_[server] += sign * g;
+    for (const auto& [server, cores] : cpus) {
       if (sign > 0) {
         scratch_cpus_[server] += cores;
       } else {
@@ -424,20 +436,80 @@ class Oasis final : public Policy {
     return Intern();
   }
 
-  // The placement of `combo` in state `id` and the state it leads to (nullptr: does not fit).
-  const KeptExtra* Transition(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu) {
-    KeptExtra& extra = extras_[(static_cast<std::uint64_t>(id) << 32) | combo];  // stable address
-    if (extra.epoch != epoch_) {
-      extra = KeptExtra{};
-      extra.epoch = epoch_;
+  std::span<const GpuPlacement> GpusOf(const KeptTransition& t) const {
+    return {placed_gpus_.data() + t.gpus_begin, t.gpus_count};
+  }
+  std::span<const CpuPlacement> CpusOf(const KeptTransition& t) const {
+    return {placed_cpus_.data() + t.cpus_begin, t.cpus_count};
+  }
+
+  static std::size_t TransitionSlot(std::uint64_t key, std::size_t mask) {
+    const std::uint64_t h = key * 0x9e3779b97f4a7c15ULL;
+    return static_cast<std::size_t>(h ^ (h >> 32)) & mask;
+  }
+
+  // The index in transitions_ of `key` (kNone: none kept).
+  std::uint32_t FindTransition(std::uint64_t key) const {
+    const std::size_t mask = transition_table_.size() - 1;
+    for (std::size_t at = TransitionSlot(key, mask); transition_table_[at] != kNone; at = (at + 1) & mask) {
+      if (transitions_[transition_table_[at]].key == key) return transition_table_[at];
     }
-    if (!extra.placed) {
-      extra.placed = true;
-      extra.fits = std::isfinite(Greedy(Contents(id), cpus_per_gpu, type, k, &extra.entry));
+    return kNone;
+  }
+
+  void PlaceTransition(std::uint32_t index) {
+    const std::size_t mask = transition_table_.size() - 1;
+    std::size_t at = TransitionSlot(transitions_[index].key, mask);
+    while (transition_table_[at] != kNone) at = (at + 1) & mask;
+    transition_table_[at] = index;
+  }
+
+  // Every transition in a table at most half full.
+  void RebuildTransitionTable() {
+    std::size_t size = 1024;
+    while (2 * transitions_.size() > size) size *= 2;
+    transition_table_.assign(size, kNone);
+    for (std::uint32_t t = 0; t < transitions_.size(); ++t) PlaceTransition(t);
+  }
+
+  // Enters the new last transitions_[index] in the open-addressing table.
+  void EnterTransition(std::uint32_t index) {
+    if (2 * transitions_.size() > transition_table_.size()) {
+      RebuildTransitionTable();
+    } else {
+      PlaceTransition(index);
     }
-    if (!extra.fits) return nullptr;
-    if (extra.next == kNone) extra.next = Apply(id, extra.entry, +1);
-    return &extra;
+  }
+
+  // The placement of `combo` in state `id` and the state it leads to, kept (an index in
+  // transitions_; kNone: does not fit).
+  std::uint32_t Transition(std::uint32_t id, std::size_t combo, std::size_t type, int k, double cpus_per_gpu) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(id) << 32) | combo;
+    std::uint32_t index = FindTransition(key);
+    if (index == kNone || transitions_[index].epoch != epoch_) {
+      PlanEntry& entry = scratch_entry_;
+      KeptTransition placed;
+      placed.key = key;
+      placed.epoch = epoch_;
+      placed.fits = std::isfinite(Greedy(Contents(id), cpus_per_gpu, type, k, &entry));
+      placed.gpus_begin = static_cast<std::uint32_t>(placed_gpus_.size());
+      placed.gpus_count = static_cast<std::uint32_t>(entry.gpus.size());
+      placed.cpus_begin = static_cast<std::uint32_t>(placed_cpus_.size());
+      placed.cpus_count = static_cast<std::uint32_t>(entry.cpus.size());
+      placed_gpus_.insert(placed_gpus_.end(), entry.gpus.begin(), entry.gpus.end());
+      placed_cpus_.insert(placed_cpus_.end(), entry.cpus.begin(), entry.cpus.end());
+      if (index == kNone) {
+        index = static_cast<std::uint32_t>(transitions_.size());
+        transitions_.push_back(placed);
+        EnterTransition(index);
+      } else {
+        transitions_[index] = placed;  // a stale one (its pool ranges left until collection)
+      }
+    }
+    KeptTransition& transition = transitions_[index];
+    if (!transition.fits) return kNone;
+    if (transition.next == kNone) transition.next = Apply(id, GpusOf(transition), CpusOf(transition), +1);
+    return index;
   }
 
   // Drops the states no slot holds any more (their kept prices with them) once they outnumber
@@ -466,14 +538,27 @@ class Oasis final : public Policy {
     state_gpus_.Truncate(kept);
     state_cpus_.Truncate(kept);
     state_prices_.Truncate(kept);
-    std::unordered_map<std::uint64_t, KeptExtra> kept_extras;
-    for (auto& [key, extra] : extras_) {
-      const std::uint32_t id = renumber[key >> 32];
-      if (id == kNone) continue;
-      if (extra.next != kNone) extra.next = renumber[extra.next];
-      kept_extras.emplace((static_cast<std::uint64_t>(id) << 32) | (key & 0xffffffffULL), std::move(extra));
+    // The live states' current transitions, their placements copied to fresh pools.
+    std::vector<KeptTransition> kept_transitions;
+    std::vector<GpuPlacement> kept_gpus;
+    std::vector<CpuPlacement> kept_cpus;
+    for (KeptTransition transition : transitions_) {
+      const std::uint32_t id = renumber[transition.key >> 32];
+      if (id == kNone || transition.epoch != epoch_) continue;
+      transition.key = (static_cast<std::uint64_t>(id) << 32) | (transition.key & 0xffffffffULL);
+      if (transition.next != kNone) transition.next = renumber[transition.next];
+      const auto gpus = GpusOf(transition);
+      const auto cpus = CpusOf(transition);
+      transition.gpus_begin = static_cast<std::uint32_t>(kept_gpus.size());
+      transition.cpus_begin = static_cast<std::uint32_t>(kept_cpus.size());
+      kept_gpus.insert(kept_gpus.end(), gpus.begin(), gpus.end());
+      kept_cpus.insert(kept_cpus.end(), cpus.begin(), cpus.end());
+      kept_transitions.push_back(transition);
     }
-    extras_ = std::move(kept_extras);
+    transitions_ = std::move(kept_transitions);
+    placed_gpus_ = std::move(kept_gpus);
+    placed_cpus_ = std::move(kept_cpus);
+    RebuildTransitionTable();
     for (std::uint32_t& id : timeline_) id = renumber[id];
     std::size_t size = 1024;
     while (size < 2 * kept) size *= 2;
@@ -651,7 +736,8 @@ class Oasis final : public Policy {
       by_price.emplace_back(price, s);
     }
     if (entry != nullptr) {
-      *entry = PlanEntry{};
+      entry->gpus.clear();
+      entry->cpus.clear();
       entry->type = static_cast<int>(type);
       entry->workers = k;
     }
@@ -826,35 +912,42 @@ class Oasis final : public Policy {
       const auto type = static_cast<std::size_t>(c.type);
       const std::size_t combo = ComboIndex(type, c.workers, job.cpus_per_gpu);
       const int first = static_cast<int>(step) * group;
-      std::uint32_t last_id = kNone;        // the slot before, in this step: its state ...
-      const KeptExtra* last_placed = nullptr;  // ... and placement there
+      std::uint32_t last_id = kNone;      // the slot before, in this step: its state ...
+      std::uint32_t last_placed = kNone;  // ... and its transition
       for (int t = first; t < std::min(slots, first + group); ++t) {
         const auto index = static_cast<std::size_t>(t);  // the timeline starts at now_slot
         if (timeline_.size() <= index) timeline_.resize(index + 1, 0);
         const std::uint32_t id = timeline_[index];
         std::optional<std::pair<double, PlanEntry>> fresh;
-        const PlanEntry* entry = nullptr;
+        std::span<const GpuPlacement> gpus;
+        std::span<const CpuPlacement> cpus;
         std::uint32_t next = kNone;
         if (o_.reference_pricing) {
           fresh = ReferenceGreedy(Contents(id), job.cpus_per_gpu, type, c.workers);
           if (!fresh) continue;  // cannot happen: the same prices and room as when chosen
-          entry = &fresh->second;
-          next = Apply(id, *entry, +1);
+          gpus = fresh->second.gpus;
+          cpus = fresh->second.cpus;
+          next = Apply(id, gpus, cpus, +1);
         } else {
-          const KeptExtra* placed =
+          const std::uint32_t placed =
               id == last_id ? last_placed : Transition(id, combo, type, c.workers, job.cpus_per_gpu);
           last_id = id;
           last_placed = placed;
-          if (placed == nullptr) continue;  // as above
-          entry = &placed->entry;
-          next = placed->next;
+          if (placed == kNone) continue;  // as above
+          gpus = GpusOf(transitions_[placed]);
+          cpus = CpusOf(transitions_[placed]);
+          next = transitions_[placed].next;
         }
         timeline_[index] = next;  // its prices rose
         const std::int64_t abs_slot = now_slot + t;
-        if (!state.plan.empty() && state.plan.back().end == abs_slot && state.plan.back().entry == *entry) {
-          ++state.plan.back().end;
+        PlanRun* back = state.plan.empty() ? nullptr : &state.plan.back();
+        if (back != nullptr && back->end == abs_slot && back->entry.type == c.type &&
+            back->entry.workers == c.workers && std::ranges::equal(back->entry.gpus, gpus) &&
+            std::ranges::equal(back->entry.cpus, cpus)) {
+          ++back->end;
         } else {
-          state.plan.push_back(PlanRun{abs_slot, abs_slot + 1, *entry});
+          state.plan.push_back(PlanRun{abs_slot, abs_slot + 1,
+                                       PlanEntry{c.type, c.workers, {gpus.begin(), gpus.end()}, {cpus.begin(), cpus.end()}}});
         }
       }
     }
@@ -986,7 +1079,7 @@ class Oasis final : public Policy {
         if (id == 0) continue;  // nothing promised (cannot hold this plan)
         if (id != before) {
           before = id;
-          after = Apply(id, run.entry, -1);
+          after = Apply(id, run.entry.gpus, run.entry.cpus, -1);
         }
         id = after;  // its prices fell
       }
@@ -1018,7 +1111,13 @@ class Oasis final : public Policy {
   std::vector<std::uint32_t> state_table_;  // the states by hash (open addressing; kNone: free)
   std::vector<int> scratch_gpus_;           // Intern's argument
   std::vector<double> scratch_cpus_;
-  std::unordered_map<std::uint64_t, KeptExtra> extras_;  // by (state id << 32 | combo)
+  // Kept transitions (Transition), found by key in the open-addressing transition_table_;
+  // their placements in the pools.
+  std::vector<KeptTransition> transitions_;
+  std::vector<std::uint32_t> transition_table_;
+  std::vector<GpuPlacement> placed_gpus_;
+  std::vector<CpuPlacement> placed_cpus_;
+  PlanEntry scratch_entry_;  // Transition's
   std::size_t live_after_collect_ = 1;
   // timeline_[s − timeline_base_]: the state of slot s (past its end: state 0).
   std::vector<std::uint32_t> timeline_;

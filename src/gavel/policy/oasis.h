@@ -57,7 +57,7 @@ struct OasisOptions {
   bool check_pricing = false;
   // Test-only: promise states are collected from this many on (at 4 per live one); tests set
   // it low so that collection runs.
-  std::size_t collect_states_at = std::size_t{1} << 16;
+  std::size_t collect_states_at = std::size_t{1} << 14;
   // Test-only: called with every planned arrival's programme and best schedule, before its
   // admission is decided, so that tests can compare prices and plans across pricing modes.
   std::function<void(JobId, const ScheduleProblem&, const Schedule&)> on_schedule;
