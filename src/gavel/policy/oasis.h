@@ -17,13 +17,17 @@
 // admitted jobs that are behind their plan or between planned slots, oldest first (the
 // round mechanism cannot hold GPUs idle for a plan; this keeps them busy).
 //
-// Each promised slot keeps its greedy prices per (type, workers, cores per GPU) until a promise
-// or release changes it or the bounds move, so planning an arrival mostly reads kept prices;
-// the result is bit-identical to pricing every slot afresh (OasisOptions::reference_pricing).
+// A slot's promises are interned as a promise state (equal promises, one state) that keeps its
+// greedy prices per (type, workers, cores per GPU) while the bounds stay; a promise or a release
+// moves the slot to another state. Planning an arrival walks its horizon as pieces of equal
+// states and mostly reads kept prices; plans, admissions and every price are bit-identical to
+// pricing every slot afresh with the first greedy (OasisOptions::reference_pricing), and
+// BestSchedule's to the programme as first written (docs/policies.md "oasis", "Pricing cost").
 //
 // Stateful (the promises, kept prices and bounds); single-threaded like every Policy.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -32,6 +36,9 @@
 #include "gavel/policy/policy.h"
 
 namespace gavel::policy {
+
+struct ScheduleProblem;
+struct Schedule;
 
 struct OasisOptions {
   double slot_seconds = 360.0;  // a time slot (the default round length)
@@ -42,12 +49,18 @@ struct OasisOptions {
   int steps = 250;              // the programme's time steps at most (each groups slots)
   double ps_ratio = 0.25;       // parameter servers per worker (rounded up; 0 = none)
   double ps_cpus = 2.0;         // CPU cores per parameter server
-  // Test-only switches for the slot-price cache (docs/policies.md "oasis", "Pricing cost"):
-  // price every slot afresh, as before the cache (the oracle the cache is tested against) ...
+  // Test-only switches for the kept prices (docs/policies.md "oasis", "Pricing cost"): price
+  // every slot afresh with the first greedy, as before (the oracle they are tested against) ...
   bool reference_pricing = false;
-  // ... or use the cache but also price every slot afresh and fail the round (kInternal) if
-  // a cached price differs in any bit.
+  // ... or use them but also price every slot afresh and fail the round (kInternal) if a
+  // kept price or a step's sum of them differs in any bit.
   bool check_pricing = false;
+  // Test-only: promise states are collected from this many on (at 4 per live one); tests set
+  // it low so that collection runs.
+  std::size_t collect_states_at = std::size_t{1} << 14;
+  // Test-only: called with every planned arrival's programme and best schedule, before its
+  // admission is decided, so that tests can compare prices and plans across pricing modes.
+  std::function<void(JobId, const ScheduleProblem&, const Schedule&)> on_schedule;
 };
 
 Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options);

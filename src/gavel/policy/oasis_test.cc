@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -99,6 +103,103 @@ TEST(OasisBestSchedule, WaitsForCheapSlotsOnlyWhenUtilityAllows) {
   s = BestSchedule(p);
   EXPECT_EQ(s.finish_slot, 0);
   EXPECT_DOUBLE_EQ(s.payoff, 5.0);
+}
+
+// The dynamic programme as first written (row by row, choice by choice per e, branch on each
+// improvement): BestSchedule must give the same schedule to the bit, ties included.
+Schedule FirstBestSchedule(const ScheduleProblem& problem) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const int slots = static_cast<int>(problem.choices.size());
+  const int units = problem.units;
+  Schedule best;
+  if (units <= 0 || slots == 0) return best;
+  const auto width = static_cast<std::size_t>(units + 1);
+  std::vector<double> cost(static_cast<std::size_t>(slots) * width, kInf);
+  std::vector<int> pick(static_cast<std::size_t>(slots) * width, -1);
+  std::vector<double> previous(width, kInf);
+  previous[0] = 0.0;
+  for (int t = 0; t < slots; ++t) {
+    double* row = &cost[static_cast<std::size_t>(t) * width];
+    int* picked = &pick[static_cast<std::size_t>(t) * width];
+    const auto& choices = problem.choices[static_cast<std::size_t>(t)];
+    for (int e = 0; e <= units; ++e) {
+      row[e] = previous[static_cast<std::size_t>(e)];
+      for (std::size_t c = 0; c < choices.size(); ++c) {
+        const double before = previous[static_cast<std::size_t>(std::max(0, e - choices[c].units))];
+        if (before + choices[c].cost < row[e]) {
+          row[e] = before + choices[c].cost;
+          picked[e] = static_cast<int>(c);
+        }
+      }
+    }
+    previous.assign(row, row + width);
+  }
+  for (int t = 0; t < slots; ++t) {
+    const double c = cost[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(units)];
+    if (!std::isfinite(c)) continue;
+    const double payoff = problem.utility(t) - c;
+    if (!best.feasible || payoff > best.payoff) {
+      best.feasible = true;
+      best.payoff = payoff;
+      best.cost = c;
+      best.finish_slot = t;
+    }
+  }
+  if (!best.feasible) return best;
+  best.per_slot.assign(static_cast<std::size_t>(best.finish_slot + 1), SlotChoice{});
+  int e = units;
+  for (int t = best.finish_slot; t >= 0 && e > 0; --t) {
+    const int c = pick[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(e)];
+    if (c < 0) continue;
+    const SlotChoice& choice = problem.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)];
+    best.per_slot[static_cast<std::size_t>(t)] = choice;
+    e = std::max(0, e - choice.units);
+  }
+  return best;
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Equal to the bit: feasibility, payoff, cost, finish slot and every slot's choice.
+void ExpectSameSchedule(const Schedule& got, const Schedule& want, const std::string& where) {
+  EXPECT_EQ(got.feasible, want.feasible) << where;
+  EXPECT_TRUE(SameBits(got.payoff, want.payoff)) << where << ": " << got.payoff << " vs " << want.payoff;
+  EXPECT_TRUE(SameBits(got.cost, want.cost)) << where;
+  EXPECT_EQ(got.finish_slot, want.finish_slot) << where;
+  ASSERT_EQ(got.per_slot.size(), want.per_slot.size()) << where;
+  for (std::size_t t = 0; t < got.per_slot.size(); ++t) {
+    EXPECT_EQ(got.per_slot[t].units, want.per_slot[t].units) << where << " slot " << t;
+    EXPECT_TRUE(SameBits(got.per_slot[t].cost, want.per_slot[t].cost)) << where << " slot " << t;
+    EXPECT_EQ(got.per_slot[t].type, want.per_slot[t].type) << where << " slot " << t;
+    EXPECT_EQ(got.per_slot[t].workers, want.per_slot[t].workers) << where << " slot " << t;
+  }
+}
+
+// Random programmes, many with ties (costs of a few integer values, repeated choices) and
+// choices of 0 units or more units than the workload: the same schedule as the first
+// programme, to the bit.
+TEST(OasisBestSchedule, MatchesTheFirstProgrammeExactly) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    ScheduleProblem p;
+    p.units = 1 + static_cast<int>(rng() % 40);
+    const int slots = 1 + static_cast<int>(rng() % 30);
+    const bool ties = trial % 2 == 0;
+    p.choices.resize(static_cast<std::size_t>(slots));
+    for (auto& choices : p.choices) {
+      const int count = static_cast<int>(rng() % 6);
+      for (int c = 0; c < count; ++c) {
+        const int units = static_cast<int>(rng() % static_cast<unsigned>(p.units + 5));
+        const double cost = ties ? static_cast<double>(rng() % 4) : std::ldexp(static_cast<double>(rng() % 1000000), -13);
+        choices.push_back(SlotChoice{units, cost, static_cast<int>(rng() % 3), c + 1});
+      }
+    }
+    const double midpoint = 1.0 + static_cast<double>(rng() % 30);
+    const UtilityFunction u{trial % 3 == 0 ? UtilityFamily::kLinear : UtilityFamily::kSigmoid, 50.0, midpoint, 0.5};
+    p.utility = [&](int t) { return u.At(t + 1.0); };
+    ExpectSameSchedule(BestSchedule(p), FirstBestSchedule(p), "trial " + std::to_string(trial));
+    if (HasFailure()) return;
+  }
 }
 
 // A cluster of `gpus` one-GPU servers of one type and `jobs` jobs that each need one GPU for
@@ -316,6 +417,159 @@ TEST(Oasis, CachedSlotPricesMatchFreshPricing) {
       }
     }
     EXPECT_GT(admitted, 0) << "trial " << trial;  // the comparison covers promises
+  }
+}
+
+// What one Oasis saw and decided for each planned arrival: its programme's every choice and
+// its best schedule.
+struct PlanRecord {
+  JobId job;
+  ScheduleProblem problem;  // choices only (the utility is not kept)
+  Schedule best;
+};
+
+// Bursts of arrivals (tens of jobs in one round, as when a cluster opens or a queue is
+// replayed) on clusters of several 4-GPU servers, CPU-limited or not, with departures
+// between bursts: planning with kept prices (and with state collection forced often) against
+// pricing every slot afresh with the first greedy: the same programmes (every step's
+// price for every choice, to the bit), the same schedules, admissions and allocations; and
+// check_pricing finds no kept price that differs.
+TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
+  for (int trial = 0; trial < 24; ++trial) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(5000 + trial));
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    OasisOptions options;
+    options.slot_seconds = 100.0;
+    options.horizon_slots = 40 + 20 * (trial % 6);
+    options.steps = 6 + trial % 9;
+    options.units = 10 + trial % 15;
+    PolicyInput cluster;
+    const int types = 1 + trial % 3;
+    for (int j = 0; j < types; ++j) {
+      cluster.gpu_types.push_back(std::string(1, static_cast<char>('a' + j)));
+      cluster.gpus_per_server.push_back(4);
+      cluster.gpu_counts.push_back(4.0 * static_cast<double>(1 + rng() % 4));
+    }
+    if (trial % 2 == 0) cluster.host_cpus = 16.0 * static_cast<double>(2 + rng() % 6);
+    options.collect_states_at = 32;
+    std::vector<OasisOptions> modes(3, options);
+    modes[0].reference_pricing = true;
+    modes[2].check_pricing = true;
+    std::vector<std::vector<PlanRecord>> records(modes.size());
+    std::vector<std::unique_ptr<Policy>> policies;
+    for (std::size_t mode = 0; mode < modes.size(); ++mode) {
+      modes[mode].on_schedule = [&records, mode](JobId job, const ScheduleProblem& problem, const Schedule& best) {
+        records[mode].push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}}, best});
+      };
+      policies.push_back(MakeOasis(modes[mode]));
+    }
+    // Four bursts of 15-60 jobs, two rounds apart; a fifth of the running jobs leave before
+    // each burst, the rest make progress.
+    std::vector<PolicyJob> active;
+    std::vector<double> arrived;
+    int next_id = 0;
+    for (int round = 0; round < 8; ++round) {
+      const double now = round * options.slot_seconds * 0.9;
+      for (std::size_t a = 0; a < active.size();) {
+        if (u(rng) < 0.1) {
+          active.erase(active.begin() + static_cast<std::ptrdiff_t>(a));
+          arrived.erase(arrived.begin() + static_cast<std::ptrdiff_t>(a));
+          continue;
+        }
+        active[a].steps_remaining *= 0.85;
+        active[a].time_since_start = Seconds(now - arrived[a]);
+        ++a;
+      }
+      if (round % 2 == 0) {
+        const int burst = 15 + static_cast<int>(rng() % 46);
+        for (int b = 0; b < burst; ++b) {
+          PolicyJob job;
+          job.id = JobId(next_id++);
+          job.scale_factor = 1 << (rng() % 4);
+          job.min_workers = job.max_workers = job.scale_factor;
+          if (u(rng) < 0.2) {  // elastic: 1..4 workers, sublinear speed-up
+            job.scale_factor = job.min_workers = 1;
+            job.max_workers = 4;
+            job.throughput_by_workers = Matrix(4, static_cast<std::size_t>(types));
+            for (int j = 0; j < types; ++j) {
+              const double base = 0.5 + u(rng);
+              for (int k = 1; k <= 4; ++k) {
+                job.throughput_by_workers(static_cast<std::size_t>(k - 1), static_cast<std::size_t>(j)) =
+                    base * std::pow(k, 0.7);
+              }
+            }
+          }
+          job.cpus_per_gpu = static_cast<double>(rng() % 5) / 2.0;  // halves: tabled CPU prices
+          job.steps_remaining = options.slot_seconds * (1.0 + 15.0 * u(rng));
+          job.time_since_start = Seconds(0.0);
+          job.utility = u(rng) < 0.5 ? DefaultUtility(UtilityFamily::kSigmoid, job.steps_remaining, job.scale_factor)
+                                     : UtilityFunction{UtilityFamily::kLinear, 20.0 * u(rng) + 1.0,
+                                                       (2.0 + 4.0 * u(rng)) * job.steps_remaining, 1.0};
+          active.push_back(job);
+          arrived.push_back(now);
+        }
+      }
+      PolicyInput input = cluster;
+      input.now_seconds = now;
+      input.jobs = active;
+      input.throughput = Matrix(active.size(), static_cast<std::size_t>(types));
+      for (std::size_t a = 0; a < active.size(); ++a) {
+        const auto id = static_cast<std::size_t>(active[a].id.value());
+        for (std::size_t j = 0; j < static_cast<std::size_t>(types); ++j) {
+          input.throughput(a, j) = (id * 5 + j * 3) % 9 == 0 ? 0.0 : 0.5 + static_cast<double>((id + 2 * j) % 7) / 4.0;
+        }
+      }
+      std::vector<PolicyOutput> outputs;
+      for (std::size_t mode = 0; mode < modes.size(); ++mode) {
+        Result<PolicyOutput> out = policies[mode]->Allocate(input);
+        ASSERT_TRUE(out.ok()) << "trial " << trial << " mode " << mode << " round " << round << ": "
+                              << out.status().ToString();
+        outputs.push_back(std::move(*out));
+      }
+      for (std::size_t mode = 1; mode < modes.size(); ++mode) {
+        const std::string where = "trial " + std::to_string(trial) + " mode " + std::to_string(mode) +
+                                  " round " + std::to_string(round);
+        EXPECT_EQ(outputs[mode].rejected, outputs[0].rejected) << where;
+        EXPECT_EQ(outputs[mode].workers, outputs[0].workers) << where;
+        EXPECT_EQ(outputs[mode].allocation.data(), outputs[0].allocation.data()) << where;
+      }
+      // Rejected jobs leave (the round mechanism removes them).
+      for (std::size_t a = active.size(); a-- > 0;) {
+        if (outputs[0].rejected[a] != 0) {
+          active.erase(active.begin() + static_cast<std::ptrdiff_t>(a));
+          arrived.erase(arrived.begin() + static_cast<std::ptrdiff_t>(a));
+        }
+      }
+    }
+    int admitted = 0;
+    for (std::size_t mode = 1; mode < modes.size(); ++mode) {
+      ASSERT_EQ(records[mode].size(), records[0].size()) << "trial " << trial;
+      for (std::size_t r = 0; r < records[0].size(); ++r) {
+        const PlanRecord& want = records[0][r];
+        const PlanRecord& got = records[mode][r];
+        const std::string where = "trial " + std::to_string(trial) + " mode " + std::to_string(mode) +
+                                  " plan " + std::to_string(r);
+        ASSERT_EQ(got.job, want.job) << where;
+        ASSERT_EQ(got.problem.units, want.problem.units) << where;
+        ASSERT_EQ(got.problem.choices.size(), want.problem.choices.size()) << where;
+        for (std::size_t t = 0; t < want.problem.choices.size(); ++t) {
+          const auto& g = got.problem.choices[t];
+          const auto& w = want.problem.choices[t];
+          ASSERT_EQ(g.size(), w.size()) << where << " step " << t;
+          for (std::size_t c = 0; c < w.size(); ++c) {
+            EXPECT_EQ(g[c].units, w[c].units) << where << " step " << t;
+            EXPECT_TRUE(SameBits(g[c].cost, w[c].cost)) << where << " step " << t << ": " << g[c].cost << " vs " << w[c].cost;
+            EXPECT_EQ(g[c].type, w[c].type) << where << " step " << t;
+            EXPECT_EQ(g[c].workers, w[c].workers) << where << " step " << t;
+          }
+        }
+        ExpectSameSchedule(got.best, want.best, where);
+        if (mode == 1 && want.best.feasible && want.best.payoff > 0.0) ++admitted;
+      }
+    }
+    // The comparison covers promises, and prices raised by them: admissions in every burst.
+    EXPECT_GT(admitted, 10) << "trial " << trial;
+    if (HasFailure()) return;
   }
 }
 
