@@ -422,17 +422,19 @@ class FinishTimeFairness final : public Policy {
     }
     options.start_points.assign(1, best);
     Result<decomp::JobSolution> spread = decomp::SolveJobProblem(problem, *solvers_.master, options);
-    if (!spread.ok() || spread->outcome != decomp::JobOutcome::kOptimal) {
+    if (!spread.ok()) {
       // The search accepts r when τ is within kRelativeGap of 1, so `best` may fall short of
       // these demands by about that much; the solve then cannot start from it, and its first
-      // phase can end with a master that Clp finds infeasible by a hair (4 of 8,485 calls at
-      // 6 jobs/h on 36:36:36, which then fell back to the whole LP). The demands at the ratio
-      // `best` reaches (above hi by about as much) are met by it: solve under those instead.
+      // phase can end with a master that Clp finds infeasible by a hair, an error (4 of 8,485
+      // calls at 6 jobs/h on 36:36:36, seed 0, which then fell back to the whole LP). The
+      // demands at the ratio `best` reaches (above hi by about as much) are met by it: solve
+      // under those instead. (When the first phase instead reports the demands infeasible,
+      // `best` is kept below, as before.)
       const double reached = max_rho(best);
       for (const FairnessRow& f : rows) problem.level[f.job] = *RowLowerBound(f, std::max(hi, reached));
       spread = decomp::SolveJobProblem(problem, *solvers_.master, options);
     }
-    // (Should round-off make even that fail, the allocation that reached the ratio is kept.)
+    // (When the solve does not end optimal, the allocation that reached the ratio is kept.)
     decomp::JobSolution chosen;
     if (spread.ok() && spread->outcome == decomp::JobOutcome::kOptimal) {
       chosen = std::move(*spread);
