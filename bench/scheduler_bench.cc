@@ -1,6 +1,7 @@
 // The field's schedulers (issue 12) at a congested round: one Policy::Allocate at 1,000 (and
 // 2,000) active jobs on 36:36:36 (108 GPUs), the issue's "per-round decision <= 10 ms at 1,000
-// active jobs". policy_bench's input gives n/4 GPUs per type, so there nearly every job runs
+// active jobs"; Gavel's five headline `_perf` policies at the same round beside them.
+// policy_bench's input gives n/4 GPUs per type, so there nearly every job runs
 // and the auction, queues and packing never compete for GPUs; here most jobs wait. Jobs:
 // 1/2/4/8 GPUs (70/15/10/5 %), random arrivals, attained service, remaining steps, a third of
 // them running, host CPUs and memory per GPU; throughputs drawn per type, 1 in 10 zero.
@@ -147,8 +148,12 @@ void RegisterAll() {
         ->Arg(1000)
         ->Iterations(1);
   }
+  // Gavel's five headline heterogeneity-aware policies (the sweep's `_perf` variants) beside
+  // the field's, at the same round.
   for (const char* name : {"themis", "themis:f=0", "tiresias_2das", "tiresias_gittins", "tetris",
-                           "yarn_cs", "drf", "gandiva_introspective"}) {
+                           "yarn_cs", "drf", "gandiva_introspective", "max_min_fairness_perf",
+                           "finish_time_fairness_perf", "fifo_perf", "min_total_duration_perf",
+                           "max_sum_throughput_perf"}) {
     benchmark::RegisterBenchmark((std::string("congested/") + name).c_str(), BM_CongestedRound,
                                  name, false)
         ->UseManualTime()

@@ -148,13 +148,18 @@ struct RatioStep {
   double tau = 0.0;
   double reached = 0.0;
   Point point;
+  // A lower bound on r* the solve proves by other means (PricedRatioLowerBound from its
+  // capacity prices), 0 when none.
+  double priced_bound = 0.0;
 };
 
 // The smallest max_k ρ_k, within kRelativeGap, and an allocation reaching it, by the ratio
 // search (docs/policies.md): from r = max_k ρ_k(thr_max_k), each `solve_at(r)` (a
 // Result<RatioStep<Point>>) gives an allocation reaching some ρ (an upper bound on r*) and
 // τ; τ >= 1 means r is feasible (so optimal), τ < 1 that no ratio below RatioLowerBound(r, τ)
-// is, which is where the next solve goes. Converges like Newton's method.
+// is, nor below the step's priced bound; the next solve goes to the larger. The τ bound
+// converges like Newton's method when the b_k are alike; with many different b_k (a saturated
+// cluster) it creeps, and the priced bound is what closes the gap in a few solves.
 template <class Point, class SolveAt>
 Result<std::pair<double, Point>> SearchRatio(const std::vector<FairnessRow>& rows,
                                              const SolveAt& solve_at) {
@@ -183,7 +188,7 @@ Result<std::pair<double, Point>> SearchRatio(const std::vector<FairnessRow>& row
     }
     if (step.tau <= 0.0) return Status::Internal("finish_time_fairness: no throughput for some job");
     // Round-off must not push the bound past what an allocation reaches.
-    lo = std::min(std::max(lo, RatioLowerBound(rows, r, step.tau)), hi);
+    lo = std::min(std::max({lo, RatioLowerBound(rows, r, step.tau), step.priced_bound}), hi);
   }
   if (!converged()) {
     return Status::Internal("finish_time_fairness: the ratio search did not converge");
@@ -350,8 +355,11 @@ class FinishTimeFairness final : public Policy {
   // allocation X: X itself reaches max_k ρ_k(X) (an upper bound on r*), and since
   // ρ_k <= r/τ + b_k (1 − 1/τ) for b_k = a_k / t_iso_k, no r below min_k of that can be
   // feasible when τ < 1 (a lower bound). Solving again at the lower bound converges like
-  // Newton's method (in one solve when every b_k is equal, e.g. all jobs just arrived). The
-  // final LP maximises Σ_k thr_k / thr_max_k among the allocations meeting the ratio found.
+  // Newton's method (in one solve when every b_k is equal, e.g. all jobs just arrived). When
+  // the b_k differ widely (hundreds of jobs at saturation) that bound creeps up, and the
+  // solve's capacity prices give a tighter one by weak duality (PricedRatioLowerBound): the
+  // next solve goes to the larger of the two. The final LP maximises Σ_k thr_k / thr_max_k
+  // among the allocations meeting the ratio found.
   Result<PolicyOutput> SolveByDecomposition(const PolicyInput& input, const Matrix& throughput,
                                             const std::vector<FairnessRow>& rows) const {
     decomp::JobProblem problem = BaseJobProblem(input, throughput);
@@ -372,6 +380,16 @@ class FinishTimeFairness final : public Policy {
       }
       return worst;
     };
+    // The jobs in the max as PricedRatioLowerBound reads them (the decomposition's
+    // constraints: capacity, each job's time <= 1).
+    std::vector<FinishTimeJob> priced_jobs;
+    for (const FairnessRow& f : rows) {
+      priced_jobs.push_back(FinishTimeJob{
+          f.time_since_start / f.isolated_time, f.remaining * f.weight / f.isolated_time,
+          problem.size[f.job],
+          std::span<const double>(throughput.data()).subspan(f.job * input.num_types(),
+                                                             input.num_types())});
+    }
     decomp::JobSolveOptions options;
     auto solve_at = [&](double r) -> Result<RatioStep<Matrix>> {
       for (const FairnessRow& f : rows) problem.rate[f.job] = *RowLowerBound(f, r);
@@ -381,7 +399,12 @@ class FinishTimeFairness final : public Policy {
         return Status::Internal("finish_time_fairness: the decomposition found no optimum");
       }
       options.start_points.assign(1, solution.x);  // the next solve starts from this one
-      return RatioStep<Matrix>{solution.t, max_rho(solution.x), std::move(solution.x)};
+      const double reached = max_rho(solution.x);
+      // Only an infeasible r needs a lower bound; the prices then make it exceed r.
+      const double priced = solution.t < 1.0 ? PricedRatioLowerBound(priced_jobs, problem.capacity,
+                                                                     solution.prices, r, reached)
+                                             : 0.0;
+      return RatioStep<Matrix>{solution.t, reached, std::move(solution.x), priced};
     };
     GAVEL_ASSIGN_OR_RETURN(auto found, SearchRatio<Matrix>(rows, solve_at));
     const double hi = found.first;
@@ -398,12 +421,27 @@ class FinishTimeFairness final : public Policy {
       problem.rate[f.job] = 0.0;
     }
     options.start_points.assign(1, best);
-    GAVEL_ASSIGN_OR_RETURN(decomp::JobSolution spread,
-                           decomp::SolveJobProblem(problem, *solvers_.master, options));
-    // (The start point meets these demands, so the solve cannot be infeasible; should round-off
-    // make it so, the allocation that reached the ratio is kept.)
-    if (spread.outcome != decomp::JobOutcome::kOptimal) spread.x = best;
-    PolicyOutput output = AllocationOf(input, spread);
+    Result<decomp::JobSolution> spread = decomp::SolveJobProblem(problem, *solvers_.master, options);
+    if (!spread.ok()) {
+      // The search accepts r when τ is within kRelativeGap of 1, so `best` may fall short of
+      // these demands by about that much; the solve then cannot start from it, and its first
+      // phase can end with a master that Clp finds infeasible by a hair, an error (4 of 8,485
+      // calls at 6 jobs/h on 36:36:36, seed 0, which then fell back to the whole LP). The
+      // demands at the ratio `best` reaches (above hi by about as much) are met by it: solve
+      // under those instead. (When the first phase instead reports the demands infeasible,
+      // `best` is kept below, as before.)
+      const double reached = max_rho(best);
+      for (const FairnessRow& f : rows) problem.level[f.job] = *RowLowerBound(f, std::max(hi, reached));
+      spread = decomp::SolveJobProblem(problem, *solvers_.master, options);
+    }
+    // (When the solve does not end optimal, the allocation that reached the ratio is kept.)
+    decomp::JobSolution chosen;
+    if (spread.ok() && spread->outcome == decomp::JobOutcome::kOptimal) {
+      chosen = std::move(*spread);
+    } else {
+      chosen.x = best;
+    }
+    PolicyOutput output = AllocationOf(input, chosen);
     output.objective = hi;
     return output;
   }
@@ -686,6 +724,72 @@ class FinishTimeFairness final : public Policy {
 
 std::unique_ptr<Policy> MakeFinishTimeFairness(Variant variant, const PolicyOptions& options) {
   return std::make_unique<FinishTimeFairness>(variant, options);
+}
+
+namespace {
+
+// The cheapest Σ_j p_j s x_j that gives `job` thr >= demand > 0 with Σ_j x_j <= 1, x >= 0:
+// the lower convex envelope of (0, 0) (idle) and (T_j, p_j s) at `demand`. The envelope is
+// nondecreasing (it starts at idle's 0 and costs are >= 0), so meeting the demand exactly is
+// cheapest, on a segment between a point below the demand (idle or a type) and one at or
+// above it. +∞ when no type reaches the demand.
+double CheapestCost(const FinishTimeJob& job, std::span<const double> prices, double demand) {
+  double cheapest = lp::kInfinity;
+  const std::size_t n = job.throughput.size();
+  for (std::size_t above = 0; above < n; ++above) {
+    const double t_above = job.throughput[above];
+    if (t_above < demand) continue;
+    const double cost_above = std::max(prices[above], 0.0) * job.scale_factor;
+    cheapest = std::min(cheapest, cost_above * demand / t_above);  // mixed with idle
+    for (std::size_t below = 0; below < n; ++below) {
+      const double t_below = job.throughput[below];
+      if (t_below <= 0.0 || t_below >= demand) continue;
+      const double cost_below = std::max(prices[below], 0.0) * job.scale_factor;
+      const double share_above = (demand - t_below) / (t_above - t_below);
+      cheapest = std::min(cheapest, cost_below + share_above * (cost_above - cost_below));
+    }
+  }
+  return cheapest;
+}
+
+}  // namespace
+
+double PricedRatioLowerBound(std::span<const FinishTimeJob> jobs,
+                             std::span<const double> capacity, std::span<const double> prices,
+                             double lo, double hi) {
+  double budget = 0.0;
+  for (std::size_t j = 0; j < capacity.size(); ++j) budget += std::max(prices[j], 0.0) * capacity[j];
+  // Margin for the round-off of the sums: a bound a hair above the optimum would make the
+  // search's next solve look feasible by less than its tolerance.
+  const double most = budget * (1.0 + 1e-10);
+  // Whether the prices prove no allocation reaches ρ_k <= r for every job. Costs are >= 0, so
+  // the sum can stop once it is over the budget.
+  const auto shown_infeasible = [&](double r) {
+    double total = 0.0;
+    for (const FinishTimeJob& job : jobs) {
+      if (r <= job.base) return true;
+      total += CheapestCost(job, prices, job.excess / (r - job.base));
+      if (total > most) return true;
+    }
+    return false;
+  };
+  if (!shown_infeasible(lo)) return lo;
+  // (Should `hi` not be finite, e.g. an allocation leaving a job without throughput, double
+  // from lo until a ratio is not shown infeasible.)
+  double top = hi;
+  if (!std::isfinite(top)) {
+    top = std::max(2.0 * lo, lo + 1.0);
+    for (int doubling = 0; doubling < kMaxBracketDoublings && shown_infeasible(top); ++doubling) {
+      top = 2.0 * top + 1.0;
+    }
+  }
+  if (shown_infeasible(top)) return top;
+  double bottom = lo;
+  while (top - bottom > 1e-12 * top) {
+    const double mid = 0.5 * (bottom + top);
+    (shown_infeasible(mid) ? bottom : top) = mid;
+  }
+  return bottom;
 }
 
 }  // namespace gavel::policy

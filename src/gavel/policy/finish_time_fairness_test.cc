@@ -6,10 +6,12 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gavel/decomp/job_decomposition.h"
 #include "gavel/lp/glpk_solver.h"
 #include "gavel/lp/model.h"
 #include "gavel/lp/solver.h"
@@ -360,6 +362,159 @@ TEST(FinishTimeFairnessTest, MatchesIndependentBisectionOnRandomInstances) {
     EXPECT_NEAR(*out->objective / expected, 1.0, 1e-6);
     EXPECT_LE(MaxRho(input, truth, *out), expected * (1 + 1e-6));
   }
+}
+
+// The jobs in the max as PricedRatioLowerBound reads them, from the spec's formulas (Truth,
+// unweighted isolated times of a first call): b_k = a_k / t_iso_k, e_k = R_k w_k / t_iso_k.
+// The spans point into input.throughput.
+std::vector<FinishTimeJob> FinishTimeJobsOf(const PolicyInput& input, const Truth& truth) {
+  const std::size_t n = input.num_types();
+  std::vector<FinishTimeJob> jobs;
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    if (truth.isolated_time[i] <= 0) continue;
+    jobs.push_back(FinishTimeJob{
+        input.jobs[i].time_since_start.value() / truth.isolated_time[i],
+        input.jobs[i].steps_remaining * truth.weight[i] / truth.isolated_time[i],
+        static_cast<double>(input.jobs[i].scale_factor),
+        std::span<const double>(input.throughput.data()).subspan(i * n, n)});
+  }
+  return jobs;
+}
+
+// Weak duality: whatever the nonnegative capacity prices, the priced bound never passes the
+// optimum (GLPK's bisection, the oracle, itself exact only to GLPK's feasibility tolerance,
+// about 1e-7 relative: hence kRhoTol); with the capacity duals of the max-min solve at a ratio
+// r below the optimum (what the ratio search feeds it) it also passes r. More jobs than GPUs,
+// so that capacity binds.
+TEST(FinishTimeFairnessTest, PricedBoundNeverExceedsTheOptimum) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> speed(0.5, 8.0);
+  std::uniform_real_distribution<double> steps(100.0, 1e5);
+  std::uniform_real_distribution<double> since(0.0, 5000.0);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const std::vector<std::string> all_types = {"k80", "p100", "v100"};
+  const double weights[] = {1, 2, 5};
+  const std::unique_ptr<lp::Solver> clp = lp::MakeClpSolver();
+  int passed_r = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    SCOPED_TRACE(trial);
+    const std::size_t m = 3 + static_cast<std::size_t>(rng() % 6);
+    const std::size_t n = 2 + static_cast<std::size_t>(rng() % 2);
+    std::vector<double> counts;
+    for (std::size_t j = 0; j < n; ++j) counts.push_back(static_cast<double>(1 + rng() % 2));
+    std::vector<PolicyJob> jobs;
+    std::vector<std::vector<double>> rows(m, std::vector<double>(n));
+    for (std::size_t i = 0; i < m; ++i) {
+      jobs.push_back(Job(i, steps(rng), since(rng), weights[rng() % 3], 1 + static_cast<int>(rng() % 2)));
+      for (std::size_t j = 0; j < n; ++j) {
+        rows[i][j] = (j == 0 || unit(rng) > 0.25) ? speed(rng) : 0.0;
+      }
+    }
+    const PolicyInput input = MakeInput(
+        std::vector<std::string>(all_types.begin(), all_types.begin() + static_cast<long>(n)),
+        counts, jobs, rows);
+    const Truth truth = BuildTruth(input, input.throughput, /*packed=*/false, /*weighted=*/true);
+    const double optimum = GlpkOptimalRho(input, truth);
+    const std::vector<FinishTimeJob> finish = FinishTimeJobsOf(input, truth);
+    double lo = 0.0;
+    for (const FinishTimeJob& job : finish) lo = std::max(lo, job.base);
+    const double hi = 2.0 * optimum;
+
+    for (int draw = 0; draw < 5; ++draw) {
+      std::vector<double> prices;
+      for (std::size_t j = 0; j < n; ++j) prices.push_back(unit(rng) < 0.2 ? 0.0 : 3.0 * unit(rng));
+      EXPECT_LE(PricedRatioLowerBound(finish, input.gpu_counts, prices, lo, hi),
+                optimum * (1 + kRhoTol));
+    }
+
+    // The max-min solve at r < r*: the largest τ with thr_k >= τ e_k / (r − b_k) for all k.
+    const double r = lo + (optimum - lo) * (0.5 + 0.49 * unit(rng));
+    decomp::JobProblem problem;
+    problem.capacity = input.gpu_counts;
+    problem.t_weight = 1.0;
+    problem.gain = Matrix(m, n);
+    problem.has_demand.assign(m, 0);
+    problem.level.assign(m, 0.0);
+    problem.rate.assign(m, 0.0);
+    for (std::size_t i = 0; i < m; ++i) {
+      problem.size.push_back(input.jobs[i].scale_factor);
+      for (std::size_t j = 0; j < n; ++j) {
+        problem.allowed.push_back(rows[i][j] > 0.0);
+        problem.gain(i, j) = rows[i][j];
+      }
+      if (truth.isolated_time[i] <= 0) continue;
+      const double b = input.jobs[i].time_since_start.value() / truth.isolated_time[i];
+      problem.has_demand[i] = 1;
+      problem.rate[i] = input.jobs[i].steps_remaining * truth.weight[i] /
+                        truth.isolated_time[i] / (r - b);
+    }
+    const auto solution = decomp::SolveJobProblem(problem, *clp);
+    ASSERT_TRUE(solution.ok()) << solution.status().ToString();
+    ASSERT_EQ(solution->outcome, decomp::JobOutcome::kOptimal);
+    ASSERT_LT(solution->t, 1.0);
+    const double bound = PricedRatioLowerBound(finish, input.gpu_counts, solution->prices, r, hi);
+    EXPECT_GT(bound, r);
+    EXPECT_LE(bound, optimum * (1 + kRhoTol));
+    passed_r += bound > r;
+  }
+  EXPECT_EQ(passed_r, 40);
+}
+
+// A cluster at saturation, simulated round by round: jobs arrive faster than 12 GPUs can
+// serve them, each round runs at the allocation found, jobs that finish leave, so the queue
+// grows to over a hundred jobs that arrived at different times with different work left and
+// different isolated time credited (so b_k = a_k / t_iso_k spread widely; the policy keeps
+// each job's isolated time between calls). Every round, the decomposition's ratio search
+// converges (no note of a fallback to the whole LP) to the ratio of the whole LP's bisection
+// (the general path, the oracle, fed the same rounds). Without the priced bound the search ran
+// out of its solves on the later rounds and fell back to the whole LP.
+TEST(FinishTimeFairnessTest, SaturatedSequencesKeepTheOptimumOfTheWholeLp) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const std::vector<std::string> types = {"k80", "p100", "v100"};
+  const std::vector<double> counts = {4, 4, 4};
+  std::vector<PolicyJob> jobs;
+  std::vector<std::vector<double>> rows;
+  std::uint64_t next_id = 0;
+  const auto arrive = [&] {
+    const double k80 = 0.5 + 2.0 * unit(rng);
+    const double hours_on_k80 = 0.5 + 5.0 * unit(rng);
+    jobs.push_back(Job(next_id++, k80 * hours_on_k80 * 3600.0, 0.0, 1.0,
+                       unit(rng) < 0.8 ? 1 : (unit(rng) < 0.5 ? 2 : 4)));
+    rows.push_back({k80, k80 * (1.0 + 2.0 * unit(rng)), k80 * (1.0 + 4.0 * unit(rng))});
+  };
+  PolicyOptions general_options;
+  general_options.solve_path = SolvePath::kGeneral;
+  const std::unique_ptr<Policy> fast = MakeFinishTimeFairness(Variant::kPerf, PolicyOptions{});
+  const std::unique_ptr<Policy> general = MakeFinishTimeFairness(Variant::kPerf, general_options);
+  constexpr double kRound = 360.0;  // seconds between calls
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE(round);
+    for (int i = 0; i < 3; ++i) arrive();
+    const PolicyInput input = MakeInput(types, counts, jobs, rows);
+    const auto by_search = fast->Allocate(input);
+    const auto by_whole_lp = general->Allocate(input);
+    ASSERT_TRUE(by_search.ok()) << by_search.status().ToString();
+    ASSERT_TRUE(by_whole_lp.ok()) << by_whole_lp.status().ToString();
+    EXPECT_EQ(by_search->note, "");
+    ExpectValidAllocation(input, *by_search);
+    EXPECT_NEAR(*by_search->objective / *by_whole_lp->objective, 1.0, kRhoTol);
+    // Every job runs the round at the allocation found; the finished ones leave.
+    std::vector<PolicyJob> left;
+    std::vector<std::vector<double>> left_rows;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      double thr = 0.0;
+      for (std::size_t j = 0; j < types.size(); ++j) thr += rows[i][j] * by_search->allocation(i, j);
+      jobs[i].steps_remaining -= thr * kRound;
+      jobs[i].time_since_start = Seconds(jobs[i].time_since_start.value() + kRound);
+      if (jobs[i].steps_remaining <= 0.0) continue;
+      left.push_back(jobs[i]);
+      left_rows.push_back(rows[i]);
+    }
+    jobs = std::move(left);
+    rows = std::move(left_rows);
+  }
+  EXPECT_GT(jobs.size(), 100u);  // (saturated indeed)
 }
 
 TEST(FinishTimeFairnessTest, AgnosticCompatNeedsAV100Column) {
