@@ -45,6 +45,11 @@ class ColocatedMatrix {
   bool Known(int a, int b, int type) const {
     return known_[Offset(a, b) + static_cast<std::size_t>(type)] != 0;
   }
+  // Whether either job of the pair has a positive throughput on some type of Row: a pair
+  // that cannot share a GPU anywhere is left out of a policy's problem without reading Row.
+  bool Usable(int a, int b) const {
+    return usable_[static_cast<std::size_t>(a) * capacity_ + static_cast<std::size_t>(b)] != 0;
+  }
 
  private:
   std::size_t Offset(int a, int b) const {
@@ -63,6 +68,7 @@ class ColocatedMatrix {
   std::size_t capacity_ = 0;          // positions a side of values_/known_
   std::vector<std::array<double, 2>> values_;  // (a × capacity_ + b) × types + type
   std::vector<char> known_;                    // same layout
+  std::vector<char> usable_;                   // a × capacity_ + b
 };
 
 }  // namespace gavel

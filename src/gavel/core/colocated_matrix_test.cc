@@ -26,6 +26,7 @@ void ExpectMatchesTable(const ColocatedMatrix& matrix, const ThroughputTable& ta
       ASSERT_GE(b, 0);
       const auto row = matrix.Row(a, b);
       ASSERT_EQ(row.size(), matrix.table_types().size());
+      bool usable = false;
       for (std::size_t t = 0; t < row.size(); ++t) {
         const auto truth = table.Colocated(matrix.table_types()[t], key_a, key_b);
         ASSERT_EQ(matrix.Known(a, b, static_cast<int>(t)), truth.has_value())
@@ -33,7 +34,9 @@ void ExpectMatchesTable(const ColocatedMatrix& matrix, const ThroughputTable& ta
         const std::array<double, 2> expected = truth.value_or(std::array<double, 2>{0.0, 0.0});
         ASSERT_EQ(row[t][0], expected[0]) << key_a << " " << key_b << " " << t;
         ASSERT_EQ(row[t][1], expected[1]) << key_a << " " << key_b << " " << t;
+        usable = usable || expected[0] > 0.0 || expected[1] > 0.0;
       }
+      ASSERT_EQ(matrix.Usable(a, b), usable) << key_a << " " << key_b;
     }
   }
 }
@@ -63,14 +66,23 @@ TEST(ColocatedMatrixTest, EqualsTheTablesLookupForEveryPairAndTypeWhileKeysArriv
       ExpectMatchesTable(matrix, *table, added);
     }
   }
-  // Both kinds of pair occur: known ones (same scale factor) and unknown ones (different).
+  // Every kind of pair occurs: known ones (same scale factor) and unknown ones (different),
+  // usable ones and known ones that cannot share a GPU anywhere.
   int known = 0;
   int unknown = 0;
+  int usable = 0;
+  int known_unusable = 0;
   for (int a = 0; a < matrix.num_keys(); ++a) {
-    for (int b = 0; b < matrix.num_keys(); ++b) (matrix.Known(a, b, 0) ? known : unknown)++;
+    for (int b = 0; b < matrix.num_keys(); ++b) {
+      (matrix.Known(a, b, 0) ? known : unknown)++;
+      if (matrix.Usable(a, b)) ++usable;
+      if (matrix.Known(a, b, 0) && !matrix.Usable(a, b)) ++known_unusable;
+    }
   }
   EXPECT_GT(known, 0);
   EXPECT_GT(unknown, 0);
+  EXPECT_GT(usable, 0);
+  EXPECT_GT(known_unusable, 0);
 }
 
 // A pair listed under one partner only reads the same from either side; a pair the file lacks

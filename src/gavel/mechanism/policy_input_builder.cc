@@ -145,8 +145,14 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
           }
           // Straight into per_type: this runs for every candidate pair at every reallocation.
           if (!position.empty()) {
-            const auto row = options.colocated_table->Row(position[a], position[b]);
-            std::copy(row.begin(), row.end(), per_type.begin());
+            const ColocatedMatrix& dense = *options.colocated_table;
+            // Most candidate pairs cannot share a GPU anywhere (out of memory); such a pair
+            // would be dropped as unusable after copying its zeros.
+            if (!options.keep_unusable_pairs && !dense.Usable(position[a], position[b])) {
+              return false;
+            }
+            const auto row = dense.Row(position[a], position[b]);
+            for (std::size_t j = 0; j < n; ++j) per_type[j] = row[j];
             return true;
           }
           for (std::size_t j = 0; j < n; ++j) {
