@@ -72,6 +72,15 @@ std::vector<std::array<double, 2>> ColocatedThroughputs(const ThroughputTable& t
   return result;
 }
 
+std::vector<std::array<double, 2>> ColocatedThroughputs(const ColocatedMatrix& colocated_table,
+                                                        int key_a, int key_b) {
+  const int a = colocated_table.PositionOf(key_a);
+  const int b = colocated_table.PositionOf(key_b);
+  GAVEL_CHECK(a >= 0 && b >= 0);
+  const auto row = colocated_table.Row(a, b);
+  return {row.begin(), row.end()};
+}
+
 policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
                                             const ThroughputTable& table,
                                             const std::vector<int>& table_types,
@@ -113,6 +122,16 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
   }
 
   if (options.pairs) {
+    // Each job's position in the dense table, when there is one.
+    std::vector<int> position;
+    if (options.colocated_table != nullptr && !options.colocated) {
+      GAVEL_CHECK(options.colocated_table->table_types() == table_types);
+      position.reserve(m);
+      for (const ActiveJobInfo& job : jobs) {
+        position.push_back(options.colocated_table->PositionOf(job.table_key));
+        GAVEL_CHECK(position.back() >= 0 || job.unpairable);
+      }
+    }
     policy::AddSpaceSharingPairs(
         input,
         policy::PairOptions{.keep_unusable = options.keep_unusable_pairs,
@@ -125,6 +144,17 @@ policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,
             return true;
           }
           // Straight into per_type: this runs for every candidate pair at every reallocation.
+          if (!position.empty()) {
+            const ColocatedMatrix& dense = *options.colocated_table;
+            // Most candidate pairs cannot share a GPU anywhere (out of memory); such a pair
+            // would be dropped as unusable after copying its zeros.
+            if (!options.keep_unusable_pairs && !dense.Usable(position[a], position[b])) {
+              return false;
+            }
+            const auto row = dense.Row(position[a], position[b]);
+            for (std::size_t j = 0; j < n; ++j) per_type[j] = row[j];
+            return true;
+          }
           for (std::size_t j = 0; j < n; ++j) {
             per_type[j] = table.Colocated(table_types[j], jobs[a].table_key, jobs[b].table_key)
                               .value_or(std::array<double, 2>{0.0, 0.0});

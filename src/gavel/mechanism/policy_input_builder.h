@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "gavel/core/colocated_matrix.h"
 #include "gavel/core/elastic.h"
 #include "gavel/core/ids.h"
 #include "gavel/core/throughput_table.h"
@@ -50,6 +51,10 @@ struct PolicyInputOptions {
   // Co-located steps/s of jobs[a] and jobs[b] (a < b) on each layout type where the caller
   // knows better than the table (the throughput estimator's estimates); null = the table's.
   std::function<std::vector<std::array<double, 2>>(std::size_t a, std::size_t b)> colocated;
+  // The table's co-located throughputs, dense (the same values without a hash lookup per pair
+  // and type); null = read the table. Built for the same table types as the builder is given,
+  // with every pairable job's key added. Unused when `colocated` is set.
+  const ColocatedMatrix* colocated_table = nullptr;
 };
 
 // Throughput-table GPU type index for each layout type; an error names a type the table lacks.
@@ -63,6 +68,9 @@ std::vector<double> IsolatedThroughputs(const ThroughputTable& table,
 // table has no entry.
 std::vector<std::array<double, 2>> ColocatedThroughputs(const ThroughputTable& table,
                                                         const std::vector<int>& table_types,
+                                                        int key_a, int key_b);
+// The same from a dense table built for the layout's types, with both keys added.
+std::vector<std::array<double, 2>> ColocatedThroughputs(const ColocatedMatrix& colocated_table,
                                                         int key_a, int key_b);
 
 // An elastic job's isolated steps/s at every worker count of its range: row k − min_workers,

@@ -93,6 +93,7 @@ RoundScheduler::RoundScheduler(ClusterLayout layout,
     : layout_(std::move(layout)),
       throughputs_(std::move(throughputs)),
       table_types_(std::move(table_types)),
+      colocated_table_(*throughputs_, table_types_),
       options_(std::move(options)),
       clock_(clock),
       policy_(std::move(policy)),
@@ -242,6 +243,7 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   std::fill(s.job_time.begin(), s.job_time.end(), HalfRound(options_));
 
   if (traits_.packing && !active.elastic()) {
+    colocated_table_.Add(active.table_key);
     for (auto& [other_id, other] : active_) {
       if (other_id == id || other.scale_factor != active.scale_factor || other.elastic()) continue;
       const Combination pair = Combination::Pair(other_id, id);
@@ -329,8 +331,7 @@ void RoundScheduler::RefreshPairThroughputs(ComboState& p) {
                                                  table_types_[static_cast<std::size_t>(t)]));
     }
   } else {
-    co = ColocatedThroughputs(*throughputs_, table_types_, key_of(p.id.member(0)),
-                              key_of(p.id.member(1)));
+    co = ColocatedThroughputs(colocated_table_, key_of(p.id.member(0)), key_of(p.id.member(1)));
   }
   for (int t = 0; t < num_types_; ++t) {
     const auto ut = static_cast<std::size_t>(t);
@@ -780,6 +781,10 @@ Status RoundScheduler::ChangeCluster(ClusterLayout layout,
   worker_time_ = std::move(worker_time);
   worker_busy_ = std::move(busy);
   gpu_seconds_ = std::move(gpu_seconds);
+  colocated_table_ = ColocatedMatrix(*throughputs_, table_types_);
+  for (const auto& [id, job] : active_) {
+    if (traits_.packing && !job.elastic()) colocated_table_.Add(job.table_key);
+  }
   for (const auto& [id, job] : active_) RefreshThroughputs(job);
   for (const auto& [pair, slot] : pair_slots_) RefreshPairThroughputs(combo(slot));
   // Dead slots get vectors of the new size when reused (NewCombo).
@@ -876,6 +881,7 @@ policy::PolicyInput RoundScheduler::PolicyInputAt(Seconds now,
   input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
   input_options.zero_oversized = !options_.compat.raw_policy_input;
   input_options.instance_costs = options_.instance_costs;
+  input_options.colocated_table = &colocated_table_;
   if (options_.colocated) {
     // The policy sees the pairs' throughputs the scheduler holds (estimates until measured).
     input_options.colocated = [&](std::size_t a, std::size_t b) {

@@ -458,6 +458,9 @@ class RoundScheduler {
   ClusterLayout layout_;
   std::shared_ptr<const ThroughputTable> throughputs_;
   std::vector<int> table_types_;  // table GPU type index per layout type
+  // The active jobs' co-located throughputs by layout type, dense (packing policies only:
+  // read for every candidate pair at every reallocation).
+  ColocatedMatrix colocated_table_;
   SchedulerOptions options_;
   const Clock* clock_;
   std::unique_ptr<policy::Policy> policy_;

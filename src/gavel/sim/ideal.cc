@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "gavel/mechanism/policy_input_builder.h"
 #include "gavel/policy/registry.h"
@@ -53,6 +54,7 @@ class FluidSimulation {
     GAVEL_ASSIGN_OR_RETURN(policy_, policy::MakePolicy(options_.policy, po));
     GAVEL_ASSIGN_OR_RETURN(table_types_,
                            mechanism::TableTypesOf(setup_.layout, *options_.throughputs));
+    if (packing_) colocated_table_.emplace(*options_.throughputs, table_types_);
     num_types_ = static_cast<std::size_t>(setup_.layout.num_types());
     for (int t = 0; t < setup_.layout.num_types(); ++t) total_gpus_ += setup_.layout.gpu_count(t);
     return Status::Ok();
@@ -69,6 +71,7 @@ class FluidSimulation {
           }
           JobRecord record;
           record.table_key = *key;
+          if (colocated_table_) colocated_table_->Add(*key);
           record.scale_factor = job.scale_factor;
           record.priority_weight = job.priority_weight;
           record.total_steps = job.total_steps;
@@ -102,6 +105,7 @@ class FluidSimulation {
     input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
     input_options.zero_oversized = !options_.compat.raw_policy_input;
     input_options.instance_costs = setup_.instance_costs;
+    if (colocated_table_) input_options.colocated_table = &*colocated_table_;
     const policy::PolicyInput input = mechanism::BuildPolicyInputForJobs(
         setup_.layout, *options_.throughputs, table_types_, jobs, now_, input_options);
     const auto start = std::chrono::steady_clock::now();
@@ -223,6 +227,9 @@ class FluidSimulation {
   std::unique_ptr<policy::Policy> policy_;
   bool packing_ = false;
   std::vector<int> table_types_;
+  // The jobs' co-located throughputs, dense (packing policies: every candidate pair is read
+  // at every recomputation).
+  std::optional<ColocatedMatrix> colocated_table_;
   std::size_t num_types_ = 0;
   int total_gpus_ = 0;
 
