@@ -149,8 +149,9 @@ class Decomposition {
     }
     if (!has_t_) t_high_ = 0.0;
     GroupIdenticalJobs();
-    vertices_.resize(rep_.size() * (k_ + 1));
-    vertex_count_.resize(rep_.size());
+    vertices_.resize(shape_rep_.size() * (k_ + 1));
+    vertex_count_.resize(shape_rep_.size());
+    best_alone_.resize(shape_rep_.size());
     priced_.resize(k_ + 1);
   }
 
@@ -170,10 +171,10 @@ class Decomposition {
   double Price(std::span<const double> prices, ColumnPoint& column) {
     column.jobs.resize(rep_.size());
     events_.clear();
-    double slope = has_t_ ? p_.t_weight : 0.0;
-    double constant = 0.0;  // Σ over jobs without demand of their best value
-    for (std::size_t c = 0; c < rep_.size(); ++c) {
-      const std::size_t i = rep_[c];
+    // A job's priced choices depend on its shape only (size, cells, gains, profits), not on
+    // its demand's level and rate: one envelope per shape serves all of its classes.
+    for (std::size_t e = 0; e < shape_rep_.size(); ++e) {
+      const std::size_t i = shape_rep_[e];
       const double s = p_.size[i];
       std::size_t count = 0;
       for (std::size_t j = 0; j < k_; ++j) {
@@ -189,13 +190,22 @@ class Decomposition {
         for (std::size_t q = 0; q < count; ++q) {
           if (priced_[q].c > best.c && !SameValue(priced_[q].c, 0.0)) best = priced_[q];
         }
-        column.jobs[c] = JobPoint{best.choice, kIdle, 0.0};
-        constant += members_[c] * best.c;
-        vertex_count_[c] = 0;
+        best_alone_[e] = best;
+        vertex_count_[e] = 0;
         continue;
       }
       priced_[count++] = Vertex{0.0, 0.0, kIdle};
-      BuildEnvelope(c, count);
+      BuildEnvelope(e, count);
+    }
+    double slope = has_t_ ? p_.t_weight : 0.0;
+    double constant = 0.0;  // Σ over jobs without demand of their best value
+    for (std::size_t c = 0; c < rep_.size(); ++c) {
+      if (!demand_[rep_[c]]) {
+        const Vertex& best = best_alone_[shape_of_[c]];
+        column.jobs[c] = JobPoint{best.choice, kIdle, 0.0};
+        constant += members_[c] * best.c;
+        continue;
+      }
       slope += AddSlopeEvents(c);
     }
     const double t = has_t_ ? BestT(slope) : 0.0;
@@ -213,9 +223,9 @@ class Decomposition {
   // −(right derivative of job i's best-response value) at demand d, for the envelope built
   // by the last Price call.
   double MarginalCost(std::size_t i, double d) const {
-    const std::size_t c = class_of_[i];
-    const Vertex* v = &vertices_[c * (k_ + 1)];
-    const std::size_t m = vertex_count_[c];
+    const std::size_t e = shape_of_[class_of_[i]];
+    const Vertex* v = &vertices_[e * (k_ + 1)];
+    const std::size_t m = vertex_count_[e];
     for (std::size_t q = 0; q < m; ++q) {
       if (d < v[q].a - Tolerance(v[q].a)) {
         if (q == 0) return 0.0;
@@ -319,9 +329,13 @@ class Decomposition {
 
   // Jobs with identical rows (size, cells, gains, profits, demand) have identical best
   // responses: they are priced once, as a class (real job mixes repeat a few dozen models).
+  // Classes that differ only in their demand's level and rate share a shape: the same priced
+  // choices and envelope (a queue of thousands of jobs, each with its own remaining work, has
+  // a few dozen shapes), built once per pricing.
   void GroupIdenticalJobs() {
     class_of_.resize(n_);
-    std::unordered_map<std::string, std::size_t> index;
+    std::unordered_map<std::string, std::size_t> shape_index;
+    std::unordered_map<std::string, std::size_t> class_index;
     std::string key;
     const auto append = [&key](double v) {
       char bytes[sizeof v];
@@ -332,19 +346,22 @@ class Decomposition {
       key.clear();
       append(p_.size[i]);
       key.push_back(static_cast<char>(demand_[i]));
-      if (demand_[i]) {
-        append(p_.level[i]);
-        append(p_.rate[i]);
-      }
       for (std::size_t j = 0; j < k_; ++j) {
         key.push_back(static_cast<char>(Allowed(i, j)));
         if (demand_[i]) append(p_.gain(i, j));
         if (p_.profit.rows()) append(p_.profit(i, j));
       }
-      const auto [it, added] = index.emplace(key, rep_.size());
+      const auto [shape, new_shape] = shape_index.emplace(key, shape_rep_.size());
+      if (new_shape) shape_rep_.push_back(i);
+      if (demand_[i]) {
+        append(p_.level[i]);
+        append(p_.rate[i]);
+      }
+      const auto [it, added] = class_index.emplace(key, rep_.size());
       if (added) {
         rep_.push_back(i);
         members_.push_back(0.0);
+        shape_of_.push_back(shape->second);
       }
       class_of_[i] = it->second;
       members_[it->second] += 1.0;
@@ -370,8 +387,8 @@ class Decomposition {
 
   // The part of the upper concave envelope of priced_[0, count) from its highest point
   // (largest gain among ties) to the right: the job's best value as its demand rises.
-  void BuildEnvelope(std::size_t c, std::size_t count) {
-    Vertex* out = &vertices_[c * (k_ + 1)];
+  void BuildEnvelope(std::size_t e, std::size_t count) {
+    Vertex* out = &vertices_[e * (k_ + 1)];
     std::size_t peak = 0;
     for (std::size_t q = 1; q < count; ++q) {
       const Vertex& v = priced_[q];
@@ -396,7 +413,7 @@ class Decomposition {
       if (next == count) break;
       out[m++] = priced_[next];
     }
-    vertex_count_[c] = m;
+    vertex_count_[e] = m;
   }
 
   // Adds class c's slope changes over t > 0 to events_ (for all its jobs); returns its slope
@@ -407,8 +424,8 @@ class Decomposition {
     if (r <= 0.0) return 0.0;
     const double l = p_.level[i];
     const double members = members_[c];
-    const Vertex* v = &vertices_[c * (k_ + 1)];
-    const std::size_t m = vertex_count_[c];
+    const Vertex* v = &vertices_[shape_of_[c] * (k_ + 1)];
+    const std::size_t m = vertex_count_[shape_of_[c]];
     auto segment_slope = [&](std::size_t q) {  // slope left of vertex q (q = 0: flat)
       return q == 0 ? 0.0 : (v[q].c - v[q - 1].c) / (v[q].a - v[q - 1].a);
     };
@@ -459,8 +476,8 @@ class Decomposition {
   // Class c's best point for demand d (envelope from the last Price call); returns its value
   // per job.
   double PointAt(std::size_t c, double d, JobPoint& out) const {
-    const Vertex* v = &vertices_[c * (k_ + 1)];
-    const std::size_t m = vertex_count_[c];
+    const Vertex* v = &vertices_[shape_of_[c] * (k_ + 1)];
+    const std::size_t m = vertex_count_[shape_of_[c]];
     if (d <= v[0].a) {
       out = JobPoint{v[0].choice, kIdle, 0.0};
       return v[0].c;
@@ -485,8 +502,11 @@ class Decomposition {
   std::vector<std::size_t> class_of_;  // per job: its class of identical jobs
   std::vector<std::size_t> rep_;       // per class: its first job
   std::vector<double> members_;        // per class: how many jobs
-  std::vector<Vertex> vertices_;  // classes × (k + 1) envelopes of the last pricing
+  std::vector<std::size_t> shape_of_;  // per class: its shape (rows without level and rate)
+  std::vector<std::size_t> shape_rep_;  // per shape: its first job
+  std::vector<Vertex> vertices_;  // shapes × (k + 1) envelopes of the last pricing
   std::vector<std::size_t> vertex_count_;
+  std::vector<Vertex> best_alone_;  // per shape without demand: its best choice of the last pricing
   std::vector<Vertex> priced_;    // scratch: one job's priced points
   std::vector<SlopeEvent> events_;
 };

@@ -25,7 +25,9 @@
 // combination of best responses that the master keeps within capacity).
 //
 // Jobs with identical rows are priced once, as a class (real job mixes repeat a few dozen
-// models). Cost per iteration: O(classes·k²) plus a master re-solve with k + 1 rows; a few
+// models); classes that differ only in their demand's level and rate share one envelope per
+// pricing (a queue's jobs each have their own remaining work, but a few dozen shapes). Cost
+// per iteration: O(shapes·k² + classes·k) plus a master re-solve with k + 1 rows; a few
 // dozen iterations for 3–8 types. Memory: the columns' points, about 16 bytes per class and
 // column. Types that tie exactly for a job share its time evenly (a central choice among
 // equally good types, rather than the first one).

@@ -270,6 +270,7 @@ int RoundScheduler::NewCombo(const Combination& id, int scale_factor) {
   ComboState& c = combo(slot);
   const auto n = static_cast<std::size_t>(num_types_);
   c.id = id;
+  for (int i = 0; i < id.size(); ++i) c.member_index[static_cast<std::size_t>(i)] = Index(id.member(i));
   c.alive = true;
   c.scale_factor = scale_factor;
   c.in_allocation = false;
@@ -900,6 +901,13 @@ policy::PolicyInput RoundScheduler::PolicyInputAt(Seconds now,
   return input;
 }
 
+template <class ActiveIterator>
+ActiveIterator& RoundScheduler::SeekActive(ActiveIterator& it, JobId id) const {
+  while (it != active_.end() && it->first < id) ++it;
+  GAVEL_CHECK_MSG(it != active_.end() && it->first == id, "policy input rows out of job order");
+  return it;
+}
+
 // What the queue-discipline policies read (attained service, who runs, how long each waits)
 // and DRF's host resources. Plain facts of the job table; the LP policies ignore them.
 void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
@@ -908,8 +916,9 @@ void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
   input.host_cpus = host.cpus_per_server * servers;
   input.host_mem_gb = host.mem_gb_per_server * servers;
   input.now_seconds = now.value();
+  auto active = active_.begin();
   for (policy::PolicyJob& row : input.jobs) {
-    const ActiveJob& job = active_.at(row.id);
+    const ActiveJob& job = SeekActive(active, row.id)->second;
     row.min_workers = job.min_workers;
     row.max_workers = job.max_workers;
     row.utility = job.utility;
@@ -924,8 +933,10 @@ void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
         }
       }
     }
-    const JobRecord& record = records_[Index(row.id)];
-    for (int t = 0; t < num_types_; ++t) row.attained_gpu_seconds += gpu_seconds(row.id, t);
+    const std::size_t index = Index(row.id);
+    const JobRecord& record = records_[index];
+    const auto nt = static_cast<std::size_t>(num_types_);
+    for (std::size_t t = 0; t < nt; ++t) row.attained_gpu_seconds += gpu_seconds_[index * nt + t];
     const ComboState& single = combo(job.single_slot);
     const bool ran_last_round = single.last_round >= 0 && single.last_round == stats_.rounds - 1;
     row.running_type = ran_last_round && single.last_type < num_types_ ? single.last_type : -1;
@@ -992,8 +1003,9 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
                             " allocation for " + std::to_string(input.num_jobs()) + " jobs");
   }
   const auto n = static_cast<std::size_t>(num_types_);
+  auto active = active_.begin();
   for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    const int slot = active_.at(input.jobs[i].id).single_slot;
+    const int slot = SeekActive(active, input.jobs[i].id)->second.single_slot;
     ComboState& c = combo(slot);
     c.in_allocation = true;
     for (std::size_t j = 0; j < n; ++j) c.allocation[j] = x(i, j);
@@ -1031,8 +1043,9 @@ Status RoundScheduler::ApplyResizingAndAdmission(const policy::PolicyInput& inpu
     return Status::Internal("policy " + options_.policy +
                             " returned worker counts or rejections for the wrong number of jobs");
   }
+  auto active = active_.begin();
   for (std::size_t i = 0; i < m; ++i) {
-    ActiveJob& job = active_.at(input.jobs[i].id);
+    ActiveJob& job = SeekActive(active, input.jobs[i].id)->second;
     const int workers = output.workers.empty() ? job.scale_factor : output.workers[i];
     if (workers == job.workers) continue;
     if (workers < job.min_workers || workers > job.max_workers) {
@@ -1120,16 +1133,15 @@ RoundScheduler::Capacity RoundScheduler::BeginChoice() {
 
 bool RoundScheduler::Blocked(const ComboState& c, const Capacity& capacity,
                              std::size_t type) const {
-  const auto taken = [&](JobId j) { return job_stamp_[Index(j)] == stamp_; };
-  return c.scale_factor > capacity.left[type] || taken(c.id.member(0)) ||
-         (c.id.is_pair() && taken(c.id.member(1)));
+  const auto taken = [&](std::size_t member) { return job_stamp_[c.member_index[member]] == stamp_; };
+  return c.scale_factor > capacity.left[type] || taken(0) || (c.id.is_pair() && taken(1));
 }
 
 void RoundScheduler::Take(int slot, int type, Capacity& capacity, std::vector<Chosen>& chosen) {
   const ComboState& c = combo(slot);
   capacity.left[static_cast<std::size_t>(type)] -= c.scale_factor;
   capacity.total_left -= c.scale_factor;
-  for (int i = 0; i < c.id.size(); ++i) job_stamp_[Index(c.id.member(i))] = stamp_;
+  for (int i = 0; i < c.id.size(); ++i) job_stamp_[c.member_index[static_cast<std::size_t>(i)]] = stamp_;
   chosen.push_back(Chosen{slot, type, c.scale_factor});
 }
 
