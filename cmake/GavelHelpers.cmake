@@ -21,6 +21,18 @@ function(gavel_library)
   target_include_directories(${ARG_NAME} PUBLIC "${PROJECT_SOURCE_DIR}/src")
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   gavel_apply_warnings(${ARG_NAME})
+  if(GAVEL_UNITY_BUILD)
+    # The debug preset: a library's units compiled 8 to a batch (CMake's unity build), since
+    # each unit there parses the same standard, JSON and gRPC headers again and the build is
+    # CI's largest share (bench/README.md, "CI time"). The optimised build compiles each unit
+    # alone, so a unit that leans on another's #include or file-local name still fails there.
+    # Within a batch the anonymous namespaces are one: a file-local name defined in two units
+    # of a library fails to compile (or, -Wshadow, to be shadowed), and an overload is worse,
+    # since it compiles and can take the other unit's calls (the generator's Trim(string)
+    # took trace_importers' Trim(string_view) calls and left views of temporaries): give
+    # file-local helpers names of their own, or share one from a header.
+    set_target_properties(${ARG_NAME} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
 endfunction()
 
 # gavel_test_unit_flags(<target>): the compile flags of a test binary's own units, shared by

@@ -8,7 +8,7 @@
 namespace gavel::estimator {
 namespace {
 
-constexpr double kTieTolerance = 1e-12;
+constexpr double kCosineTieTolerance = 1e-12;
 
 std::uint64_t SplitMix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -298,8 +298,8 @@ int ThroughputEstimator::MatchDefault(const Family& f, int true_type, JobId job,
     }
     double euclid = 0.0;
     for (std::size_t c = 0; c < cols; ++c) euclid += (a(x, c) - a(nr, c)) * (a(x, c) - a(nr, c));
-    if (x == 0 || cos < best_cos - kTieTolerance ||
-        (std::abs(cos - best_cos) <= kTieTolerance && euclid < best_euclid)) {
+    if (x == 0 || cos < best_cos - kCosineTieTolerance ||
+        (std::abs(cos - best_cos) <= kCosineTieTolerance && euclid < best_euclid)) {
       best = x;
       best_cos = cos;
       best_euclid = euclid;

@@ -6,16 +6,11 @@
 #include <exception>
 #include <string>
 
+#include "gavel/lp/coin_bounds.h"
 #include "gavel/lp/solver.h"
 
 namespace gavel::lp {
 namespace {
-
-double ToCoin(double v) {
-  if (v == kInfinity) return COIN_DBL_MAX;
-  if (v == -kInfinity) return -COIN_DBL_MAX;
-  return v;
-}
 
 Result<Solution> SolveWithCbc(const Model& model, const SolveOptions& options) {
   try {

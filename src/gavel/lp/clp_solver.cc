@@ -1,4 +1,5 @@
-// Adapter onto COIN-OR Clp. The only file (with cbc_solver.cc) that includes COIN headers.
+// Adapter onto COIN-OR Clp. The only file (with cbc_solver.cc and coin_bounds.h) that includes
+// COIN headers.
 #include <ClpSimplex.hpp>
 #include <ClpSolve.hpp>
 #include <CoinPackedMatrix.hpp>
@@ -10,16 +11,11 @@
 #include <string>
 
 #include "gavel/core/check.h"
+#include "gavel/lp/coin_bounds.h"
 #include "gavel/lp/solver.h"
 
 namespace gavel::lp {
 namespace {
-
-double ToCoin(double v) {
-  if (v == kInfinity) return COIN_DBL_MAX;
-  if (v == -kInfinity) return -COIN_DBL_MAX;
-  return v;
-}
 
 class ClpSession final : public Session {
  public:

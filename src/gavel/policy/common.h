@@ -141,6 +141,10 @@ struct PolicySolvers {
   std::shared_ptr<lp::Solver> master;   // MasterSolverOf
 };
 
+// The largest row or bound violation (rows are scaled to O(1)) accepted from a central point
+// (the lp solver's under --compat gavel) before a policy keeps it instead of the simplex vertex.
+inline constexpr double kCentralPointTolerance = 1e-6;
+
 // An error for a solve that worked but ended neither optimal nor in a case the policy handles.
 Status UnexpectedOutcome(const char* policy, lp::Outcome outcome);
 

@@ -38,8 +38,6 @@ constexpr double kRelativeGap = 1e-9;
 // Doublings of the upper end of the bracket tried when the isolated allocation's rho is not
 // feasible (only under --compat gavel's packed reshape, or numerically).
 constexpr int kMaxBracketDoublings = 60;
-// The largest row or bound violation (rows are scaled to O(1)) accepted from a central point.
-constexpr double kCentralPointTolerance = 1e-6;
 
 // The quantities rho_k depends on, for a job in the max.
 struct FairnessRow {

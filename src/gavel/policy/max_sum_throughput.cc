@@ -23,9 +23,6 @@ namespace {
 //   (slo_time_left_i > 0): thr_i(X) >= R_i / slo_time_left_i.
 // If the SLO rows make it infeasible, it re-solves without them (status fallback).
 
-// The largest row or bound violation accepted from a central point.
-constexpr double kCentralPointTolerance = 1e-6;
-
 class MaxSumThroughput final : public Policy {
  public:
   MaxSumThroughput(const MaxSumThroughputOptions& variant, const PolicyOptions& options)

@@ -32,9 +32,6 @@ constexpr double kCompatStopRatio = 1.05;
 // bracket beyond 10^(6+kCompatMaxWidenings) seconds is an error.
 constexpr int kCompatMaxWidenings = 60;
 
-// The largest row or bound violation (rows are scaled to O(1)) accepted from a central point.
-constexpr double kCentralPointTolerance = 1e-6;
-
 // The original's search (min_total_duration.py): halve [min, max] until 1.05 min >= max,
 // keeping the answer for the last feasible makespan; if none was feasible, retry on the next
 // decade. `feasible_at(M)` is a Result<std::optional<Point>>: the point when M is feasible.

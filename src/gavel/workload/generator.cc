@@ -40,7 +40,7 @@ bool HasFixedDuration(const GeneratorOptions& options) {
   return options.fixed_duration.has_value() && options.fixed_duration->value() != 0.0;
 }
 
-std::string Trim(const std::string& s) {
+std::string TrimLine(const std::string& s) {
   const auto begin = s.find_first_not_of(" \t\r");
   if (begin == std::string::npos) return "";
   const auto end = s.find_last_not_of(" \t\r");
@@ -59,7 +59,7 @@ Result<PhillyJobDistribution> PhillyJobDistribution::LoadCsv(const std::string& 
   while (std::getline(in, line)) {
     ++line_number;
     const std::string where = path + ":" + std::to_string(line_number) + ": ";
-    line = Trim(line);
+    line = TrimLine(line);
     if (line.empty()) continue;
     if (!saw_header) {
       if (line != "duration_seconds,num_gpus") {
@@ -72,8 +72,8 @@ Result<PhillyJobDistribution> PhillyJobDistribution::LoadCsv(const std::string& 
     if (comma == std::string::npos || line.find(',', comma + 1) != std::string::npos) {
       return Status::InvalidArgument(where + "expected 2 comma-separated columns");
     }
-    const std::string duration_text = Trim(line.substr(0, comma));
-    const std::string gpus_text = Trim(line.substr(comma + 1));
+    const std::string duration_text = TrimLine(line.substr(0, comma));
+    const std::string gpus_text = TrimLine(line.substr(comma + 1));
     double duration = 0.0;
     int num_gpus = 0;
     {
