@@ -293,6 +293,22 @@ TEST(Oasis, ChoosesElasticWorkerCountsInRange) {
 // A random cluster and a stream of jobs over `rounds` rounds: arrivals each round, some
 // departures (finished early), progress on the rest. Small horizons and few programme steps
 // so that steps group several slots and the promises form runs of equal slots.
+// Makes `job` elastic: 1..4 workers with a sublinear speed-up (k^0.7) from a random base rate
+// per type. Draws one uniform per type from `rng`, as the tests' sequences expect.
+void MakeElastic(PolicyJob& job, int types, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  job.scale_factor = job.min_workers = 1;
+  job.max_workers = 4;
+  job.throughput_by_workers = Matrix(4, static_cast<std::size_t>(types));
+  for (int j = 0; j < types; ++j) {
+    const double base = 0.5 + u(rng);
+    for (int k = 1; k <= 4; ++k) {
+      job.throughput_by_workers(static_cast<std::size_t>(k - 1), static_cast<std::size_t>(j)) =
+          base * std::pow(k, 0.7);
+    }
+  }
+}
+
 struct RandomRun {
   PolicyInput cluster;
   std::vector<PolicyJob> pool;  // every job, by arrival order (id = index)
@@ -314,18 +330,7 @@ RandomRun MakeRandomRun(std::mt19937_64& rng, int num_jobs, double slot) {
     job.id = JobId(i);
     job.scale_factor = 1 << (rng() % 3);
     job.min_workers = job.max_workers = job.scale_factor;
-    if (u(rng) < 0.25) {  // elastic: 1..4 workers, sublinear speed-up
-      job.scale_factor = job.min_workers = 1;
-      job.max_workers = 4;
-      job.throughput_by_workers = Matrix(4, static_cast<std::size_t>(types));
-      for (int j = 0; j < types; ++j) {
-        const double base = 0.5 + u(rng);
-        for (int k = 1; k <= 4; ++k) {
-          job.throughput_by_workers(static_cast<std::size_t>(k - 1), static_cast<std::size_t>(j)) =
-              base * std::pow(k, 0.7);
-        }
-      }
-    }
+    if (u(rng) < 0.25) MakeElastic(job, types, rng);
     job.cpus_per_gpu = static_cast<double>(rng() % 3);
     job.steps_remaining = slot * (1.0 + 8.0 * u(rng));
     const double duration = job.steps_remaining / 1.0;
@@ -487,18 +492,7 @@ TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
           job.id = JobId(next_id++);
           job.scale_factor = 1 << (rng() % 4);
           job.min_workers = job.max_workers = job.scale_factor;
-          if (u(rng) < 0.2) {  // elastic: 1..4 workers, sublinear speed-up
-            job.scale_factor = job.min_workers = 1;
-            job.max_workers = 4;
-            job.throughput_by_workers = Matrix(4, static_cast<std::size_t>(types));
-            for (int j = 0; j < types; ++j) {
-              const double base = 0.5 + u(rng);
-              for (int k = 1; k <= 4; ++k) {
-                job.throughput_by_workers(static_cast<std::size_t>(k - 1), static_cast<std::size_t>(j)) =
-                    base * std::pow(k, 0.7);
-              }
-            }
-          }
+          if (u(rng) < 0.2) MakeElastic(job, types, rng);
           job.cpus_per_gpu = static_cast<double>(rng() % 5) / 2.0;  // halves: tabled CPU prices
           job.steps_remaining = options.slot_seconds * (1.0 + 15.0 * u(rng));
           job.time_since_start = Seconds(0.0);
