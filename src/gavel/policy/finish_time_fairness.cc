@@ -290,8 +290,8 @@ class FinishTimeFairness final : public Policy {
                              BuildJobsOnlyProblem(input, throughput, options_));
       std::vector<FairnessRow> priced_rows = rows;
       Result<PolicyOutput> output = SolveByRatioSearch(
-          input, &throughput, jobs_only, ThroughputTerms(input, jobs_only, throughput, /*packed=*/false),
-          priced_rows, &*classes);
+          input, &throughput, jobs_only,
+          ThroughputTerms(input, jobs_only, throughput, /*packed=*/false), priced_rows, &*classes);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
       GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
@@ -597,7 +597,9 @@ class FinishTimeFairness final : public Policy {
     PrepareDemandRows(jobs);
     jobs.t_weight = 1.0;
     for (const FairnessRow& f : rows) {
-      for (std::size_t j = 0; j < n; ++j) jobs.gain(f.job, j) = throughput(f.job, j) / f.max_raw_throughput;
+      for (std::size_t j = 0; j < n; ++j) {
+        jobs.gain(f.job, j) = throughput(f.job, j) / f.max_raw_throughput;
+      }
       jobs.has_demand[f.job] = 1;
       jobs.rate[f.job] = *RowLowerBound(f, r);
     }
