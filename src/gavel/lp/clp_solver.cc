@@ -9,6 +9,7 @@
 #include <optional>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "gavel/core/check.h"
 #include "gavel/lp/coin_bounds.h"
@@ -55,7 +56,10 @@ class ClpSession final : public Session {
 
   Result<Solution> Solve() override {
     try {
-      if (!solved_once_) {
+      if (!solved_once_ && !start_.empty()) {
+        CrashFrom(start_);
+        simplex_.primal(1);  // a values pass from the point, then primal simplex
+      } else if (!solved_once_) {
         simplex_.initialSolve();
       } else if (objective_changed_) {
         simplex_.primal(1);  // the old basis stays primal feasible: primal simplex from it
@@ -74,6 +78,7 @@ class ClpSession final : public Session {
     }
     solved_once_ = true;
     objective_changed_ = false;
+    start_.clear();
 
     Solution solution;
     solution.iterations = simplex_.numberIterations();
@@ -138,6 +143,9 @@ class ClpSession final : public Session {
     objective_changed_ = true;
     return first;
   }
+  void SetStartPoint(std::span<const double> values) override {
+    if (!solved_once_) start_.assign(values.begin(), values.end());
+  }
   int AddRow(double lower, double upper, std::span<const int> columns,
              std::span<const double> coefficients) override {
     simplex_.addRow(static_cast<int>(columns.size()), columns.data(), coefficients.data(),
@@ -152,6 +160,56 @@ class ClpSession final : public Session {
     for (std::size_t j = 0; j < values.size(); ++j) value += obj[j] * values[j];
     return value;
   }
+
+  // Loads `point` (clipped to the bounds; columns past its end at 0) as the primal solution
+  // with a basis crashed from it: columns strictly between their bounds and rows strictly
+  // inside theirs are basic, the others at the bound they sit on. The basis need not have
+  // one basic per row: Clp's values pass makes surplus basics superbasic and fills a short
+  // (or singular) basis with slacks.
+  void CrashFrom(const std::vector<double>& point) {
+    const int n = simplex_.numberColumns();
+    const int m = simplex_.numberRows();
+    const double* col_lo = simplex_.getColLower();
+    const double* col_up = simplex_.getColUpper();
+    double* x = simplex_.primalColumnSolution();
+    const auto near = [](double value, double bound) {
+      return std::abs(value - bound) <= kStartTolerance * (1.0 + std::abs(bound));
+    };
+    for (int j = 0; j < n; ++j) {
+      double v = j < static_cast<int>(point.size()) ? point[static_cast<std::size_t>(j)] : 0.0;
+      v = std::clamp(v, col_lo[j], col_up[j]);
+      if (col_lo[j] == col_up[j]) {
+        simplex_.setColumnStatus(j, ClpSimplex::isFixed);
+        v = col_lo[j];
+      } else if (near(v, col_lo[j])) {
+        simplex_.setColumnStatus(j, ClpSimplex::atLowerBound);
+        v = col_lo[j];
+      } else if (near(v, col_up[j])) {
+        simplex_.setColumnStatus(j, ClpSimplex::atUpperBound);
+        v = col_up[j];
+      } else {
+        simplex_.setColumnStatus(j, ClpSimplex::basic);
+      }
+      x[j] = v;
+    }
+    double* activity = simplex_.primalRowSolution();
+    std::fill(activity, activity + m, 0.0);
+    simplex_.matrix()->times(x, activity);
+    const double* row_lo = simplex_.getRowLower();
+    const double* row_up = simplex_.getRowUpper();
+    for (int i = 0; i < m; ++i) {
+      if (near(activity[i], row_lo[i])) {
+        simplex_.setRowStatus(i, ClpSimplex::atLowerBound);
+      } else if (near(activity[i], row_up[i])) {
+        simplex_.setRowStatus(i, ClpSimplex::atUpperBound);
+      } else {
+        simplex_.setRowStatus(i, ClpSimplex::basic);
+      }
+    }
+  }
+
+  // A point closer than this (relative) to a bound sits on it (CrashFrom).
+  static constexpr double kStartTolerance = 1e-9;
 
   // A point near the analytic centre of the optimal face: barrier without crossover on a copy
   // of the model. Simplex has already decided the outcome and the optimal value, because the
@@ -222,6 +280,7 @@ class ClpSession final : public Session {
   bool central_;
   bool solved_once_ = false;
   bool objective_changed_ = false;
+  std::vector<double> start_;  // SetStartPoint's point, until the first solve
 };
 
 class ClpSolver final : public Solver {

@@ -140,6 +140,20 @@ class ColumnGenerationSession final : public Session {
     return full;
   }
 
+  // Hands the point to the inner session over the loaded columns: left-out columns stay out
+  // (at 0, whatever the point says), elastic columns are 0, and the columns the oracle seeds
+  // before the first solve start at 0 (Session's contract).
+  void SetStartPoint(std::span<const double> values) override {
+    std::vector<double> inner_values(inner_to_full_.size(), 0.0);
+    for (std::size_t k = 0; k < inner_values.size(); ++k) {
+      const int full = inner_to_full_[k];
+      if (full != kLeftOut && static_cast<std::size_t>(full) < values.size()) {
+        inner_values[k] = values[static_cast<std::size_t>(full)];
+      }
+    }
+    inner_->SetStartPoint(inner_values);
+  }
+
   int AddRow(double lower, double upper, std::span<const int> columns,
              std::span<const double> coefficients) override {
     GAVEL_CHECK(columns.size() == coefficients.size());

@@ -84,6 +84,14 @@ class Session {
   // The default calls AddColumn per column; a backend that copies its arrays on every added
   // column (Clp) adds the batch at once.
   virtual int AddColumns(const ColumnBatch& batch);
+  // A hint for the first Solve(): a primal point, one value per column the session has now
+  // (columns added later count as 0), that the solve may start from instead of from scratch
+  // (Clp: a basis crashed from the point and a primal values pass). The point should satisfy
+  // the bounds and rows; one that does not only costs the solve iterations. It changes the
+  // path, never the outcome or the optimal value (an optimum that is not unique may come out
+  // as another vertex). Ignored after the first Solve() (that one's basis is the better
+  // start) and by backends without a warm start (the default).
+  virtual void SetStartPoint(std::span<const double> values) { (void)values; }
 };
 
 class Solver {

@@ -290,8 +290,8 @@ class FinishTimeFairness final : public Policy {
                              BuildJobsOnlyProblem(input, throughput, options_));
       std::vector<FairnessRow> priced_rows = rows;
       Result<PolicyOutput> output = SolveByRatioSearch(
-          input, jobs_only, ThroughputTerms(input, jobs_only, throughput, /*packed=*/false),
-          priced_rows, &*classes);
+          input, &throughput, jobs_only,
+          ThroughputTerms(input, jobs_only, throughput, /*packed=*/false), priced_rows, &*classes);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
       GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
@@ -302,7 +302,7 @@ class FinishTimeFairness final : public Policy {
       GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
     } else if (packed && UsesColumnGeneration(options_) && !input.pairs.empty()) {
       // Space sharing on the column-generation path (pairs lazy).
-      Result<PolicyOutput> output = SolveByRatioSearch(input, *problem, terms, rows);
+      Result<PolicyOutput> output = SolveByRatioSearch(input, &throughput, *problem, terms, rows);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
       // The search added rows and columns; the bisection gets the pairs in full.
@@ -469,7 +469,8 @@ class FinishTimeFairness final : public Policy {
       f.multiplicity = static_cast<double>(alike.members[a].size());
       rows.push_back(f);
     }
-    return SolveByRatioSearch(input, problem, terms, rows, /*classes=*/nullptr, &alike);
+    return SolveByRatioSearch(input, /*throughput=*/nullptr, problem, terms, rows,
+                              /*classes=*/nullptr, &alike);
   }
 
   // The ratio search of SolveByDecomposition on the whole LP with lazy pairs (column
@@ -483,7 +484,10 @@ class FinishTimeFairness final : public Policy {
   // pair of job classes instead of built, and the secondary objective gives a pair column
   // each member's T / thr_max. With `alike`, `problem` is SolveOverClasses's LP over classes
   // of alike jobs (a row and `terms` entry per class), and its optimum is spread back.
-  Result<PolicyOutput> SolveByRatioSearch(const PolicyInput& input, BaseProblem& problem,
+  // `throughput` (the jobs' single-job steps/s; null with `alike`) gives the first ratio LP
+  // its start point (JobsOnlyStart).
+  Result<PolicyOutput> SolveByRatioSearch(const PolicyInput& input, const Matrix* throughput,
+                                          BaseProblem& problem,
                                           const std::vector<std::vector<ThroughputTerm>>& terms,
                                           std::vector<FairnessRow>& rows,
                                           const JobClasses* classes = nullptr,
@@ -513,6 +517,12 @@ class FinishTimeFairness final : public Policy {
                              lp::LoadWithColumnOracle(*solvers_.master, problem.model, *oracle));
     } else {
       GAVEL_ASSIGN_OR_RETURN(session, solvers_.lp->Load(problem.model));
+    }
+    if (throughput != nullptr) {
+      if (std::optional<std::vector<double>> point =
+              JobsOnlyStart(input, *throughput, problem, rows, start, tau)) {
+        session->SetStartPoint(*point);
+      }
     }
 
     bool first_solve = true;
@@ -567,6 +577,42 @@ class FinishTimeFairness final : public Policy {
     if (oracle.has_value()) output.pair_allocation = oracle->PairAllocation(chosen.values);
     output.objective = hi;
     return output;
+  }
+
+  // A start for the first ratio LP of SolveByRatioSearch (at ratio r, τ column `tau`): the
+  // optimum of that LP over the jobs' own columns, which the per-job decomposition finds in
+  // milliseconds (SolveByDecomposition's LP at r: the same rows and bounds without pairs),
+  // with every pair column at 0 and τ its optimal value: a feasible point of the packed LP,
+  // and usually near its optimum, as packing only adds to it. Without it the simplex starts
+  // from the slack basis, X = 0, and most of the search's iterations went into that first
+  // LP (bench/README.md). nullopt when the decomposition does not end optimal (the solve
+  // then starts from scratch, as before).
+  std::optional<std::vector<double>> JobsOnlyStart(const PolicyInput& input,
+                                                   const Matrix& throughput,
+                                                   const BaseProblem& problem,
+                                                   const std::vector<FairnessRow>& rows, double r,
+                                                   int tau) const {
+    const std::size_t n = input.num_types();
+    decomp::JobProblem jobs = BaseJobProblem(input, throughput);
+    PrepareDemandRows(jobs);
+    jobs.t_weight = 1.0;
+    for (const FairnessRow& f : rows) {
+      for (std::size_t j = 0; j < n; ++j) {
+        jobs.gain(f.job, j) = throughput(f.job, j) / f.max_raw_throughput;
+      }
+      jobs.has_demand[f.job] = 1;
+      jobs.rate[f.job] = *RowLowerBound(f, r);
+    }
+    Result<decomp::JobSolution> solution = decomp::SolveJobProblem(jobs, *solvers_.master);
+    if (!solution.ok() || solution->outcome != decomp::JobOutcome::kOptimal) return std::nullopt;
+    std::vector<double> point(static_cast<std::size_t>(problem.model.num_columns()), 0.0);
+    for (std::size_t k = 0; k < input.num_jobs(); ++k) {
+      for (std::size_t j = 0; j < n; ++j) {
+        point[static_cast<std::size_t>(problem.job_columns[k * n + j])] = solution->x(k, j);
+      }
+    }
+    point[static_cast<std::size_t>(tau)] = solution->t;
+    return point;
   }
 
   // Bisection on r over feasibility LPs that share one warm session.

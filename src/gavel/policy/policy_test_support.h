@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/lp/model.h"
+#include "gavel/lp/solver.h"
 #include "gavel/policy/policy.h"
 #include "gavel/policy/policy_input.h"
 
@@ -268,5 +271,31 @@ inline void ExpectValidAllocation(const PolicyInput& input, const PolicyOutput& 
     EXPECT_LE(used[j], input.gpu_counts[j] + slack.capacity) << "type " << j;
   }
 }
+
+// A session that passes every call on to `inner`: tests' solver wrappers derive from it and
+// override the calls they watch or alter.
+class ForwardingSession : public lp::Session {
+ public:
+  explicit ForwardingSession(std::unique_ptr<lp::Session> inner) : inner_(std::move(inner)) {}
+  Result<lp::Solution> Solve() override { return inner_->Solve(); }
+  void SetObjective(int column, double c) override { inner_->SetObjective(column, c); }
+  void SetColumnBounds(int column, double lo, double hi) override {
+    inner_->SetColumnBounds(column, lo, hi);
+  }
+  void SetRowBounds(int row, double lo, double hi) override { inner_->SetRowBounds(row, lo, hi); }
+  int AddColumn(double lower, double upper, double objective, std::span<const int> rows,
+                std::span<const double> coefficients) override {
+    return inner_->AddColumn(lower, upper, objective, rows, coefficients);
+  }
+  int AddRow(double lower, double upper, std::span<const int> columns,
+             std::span<const double> coefficients) override {
+    return inner_->AddRow(lower, upper, columns, coefficients);
+  }
+  int AddColumns(const lp::ColumnBatch& batch) override { return inner_->AddColumns(batch); }
+  void SetStartPoint(std::span<const double> values) override { inner_->SetStartPoint(values); }
+
+ private:
+  std::unique_ptr<lp::Session> inner_;
+};
 
 }  // namespace gavel::policy

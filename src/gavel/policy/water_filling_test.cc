@@ -420,30 +420,14 @@ class WithoutMultipliers final : public lp::Solver {
   }
 
  private:
-  class Session final : public lp::Session {
+  class Session final : public ForwardingSession {
    public:
-    explicit Session(std::unique_ptr<lp::Session> inner) : inner_(std::move(inner)) {}
+    using ForwardingSession::ForwardingSession;
     Result<lp::Solution> Solve() override {
-      GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, inner_->Solve());
+      GAVEL_ASSIGN_OR_RETURN(lp::Solution solution, ForwardingSession::Solve());
       solution.row_duals.clear();
       return solution;
     }
-    void SetObjective(int column, double c) override { inner_->SetObjective(column, c); }
-    void SetColumnBounds(int column, double lo, double hi) override {
-      inner_->SetColumnBounds(column, lo, hi);
-    }
-    void SetRowBounds(int row, double lo, double hi) override { inner_->SetRowBounds(row, lo, hi); }
-    int AddColumn(double lower, double upper, double objective, std::span<const int> rows,
-                  std::span<const double> coefficients) override {
-      return inner_->AddColumn(lower, upper, objective, rows, coefficients);
-    }
-    int AddRow(double lower, double upper, std::span<const int> columns,
-               std::span<const double> coefficients) override {
-      return inner_->AddRow(lower, upper, columns, coefficients);
-    }
-
-   private:
-    std::unique_ptr<lp::Session> inner_;
   };
 
   std::unique_ptr<lp::Solver> clp_ = lp::MakeClpSolver();
