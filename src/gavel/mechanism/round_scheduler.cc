@@ -1165,12 +1165,34 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     int slot;
   };
   Capacity capacity = BeginChoice();
-  const bool untracked_candidates = !traits_.skips_zero_priority;
-  const std::vector<int>& pool = untracked_candidates ? tracked_ : allocated_;
+  const bool skips_zero = traits_.skips_zero_priority;
+  const std::vector<int>& pool = skips_zero ? allocated_ : tracked_;
   const double half = HalfRound(options_);
+  const auto nt = static_cast<std::size_t>(num_types_);
+  // One pass over the pool gathers every live candidate's queue keys for all types into flat
+  // scratch (candidates_ and, per candidate and type, candidate_keys_): the per-type scans
+  // read that instead of each visiting the combinations' scattered per-type vectors, which
+  // with a saturated queue's thousands of jobs was a tenth of the simulation (issue 12).
+  candidates_.clear();
+  candidate_keys_.clear();
+  for (int slot : pool) {
+    const ComboState& c = combo(slot);
+    if (!c.alive) continue;
+    candidates_.push_back(
+        Candidate{c.seq, slot, c.scale_factor, c.id.is_pair(), c.member_index});
+    for (std::size_t t = 0; t < nt; ++t) {
+      const bool runs = !(c.tput_a[t] <= 0.0 || (c.id.is_pair() && c.tput_b[t] <= 0.0));
+      candidate_keys_.push_back(CandidateKey{c.priority[t], c.deficit[t],
+                                             c.in_allocation ? c.allocation[t] : 0.0, runs});
+    }
+  }
+  // Untracked combinations are candidates too unless priority 0 is skipped; the cursor over
+  // order_ that finds them is skipped when every live one is tracked (always so without pairs).
+  const std::size_t alive = order_.size() - dead_in_order_;
+  const bool untracked_candidates = !skips_zero && candidates_.size() < alive;
   std::vector<Chosen> chosen;
   std::vector<Entry> entries;
-  entries.reserve(pool.size());
+  entries.reserve(candidates_.size());
   const auto after = [](const Entry& a, const Entry& b) {
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.deficit != b.deficit) return a.deficit < b.deficit;
@@ -1183,13 +1205,18 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     const auto runs_here = [&](const ComboState& c) {
       return !(c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0));
     };
+    const auto taken = [&](std::size_t index) { return job_stamp_[index] == stamp_; };
     entries.clear();
-    for (int slot : pool) {
-      const ComboState& c = combo(slot);
-      if (!c.alive || blocked(c) || !runs_here(c)) continue;
-      if (traits_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
-      entries.push_back(Entry{c.priority[ut], c.deficit[ut],
-                              c.in_allocation ? c.allocation[ut] : 0.0, c.seq, slot});
+    for (std::size_t k = 0; k < candidates_.size(); ++k) {
+      const Candidate& c = candidates_[k];
+      const CandidateKey& key = candidate_keys_[k * nt + ut];
+      // Blocked (as Blocked), cannot run here, or skipped at priority 0.
+      if (c.scale_factor > capacity.left[ut] || taken(c.member_index[0]) ||
+          (c.pair && taken(c.member_index[1]))) {
+        continue;
+      }
+      if (!key.runs || (skips_zero && key.priority <= 0.0)) continue;
+      entries.push_back(Entry{key.priority, key.deficit, key.allocation, c.seq, c.slot});
     }
     // A heap yields the order lazily: a full sort of n²/2 entries each round dominated whole
     // simulations (gandiva at 6 jobs/h: 891 s), while a round needs only the first few.

@@ -516,6 +516,23 @@ class RoundScheduler {
   std::vector<std::uint32_t> job_stamp_;  // by Index(job): chosen in round (stamp)
   std::uint32_t stamp_ = 0;
   std::vector<char> worker_assigned_;
+  // ChooseCombinations' candidates: a live combination of its pool, and its queue keys per
+  // type (candidate_keys_[candidate × types + type]).
+  struct Candidate {
+    std::uint64_t seq;
+    int slot;
+    int scale_factor;
+    bool pair;
+    std::array<std::size_t, 2> member_index;
+  };
+  struct CandidateKey {
+    double priority;
+    double deficit;
+    double allocation;  // 0 outside the allocation
+    bool runs;          // a positive throughput on the type (both members' for a pair)
+  };
+  std::vector<Candidate> candidates_;
+  std::vector<CandidateKey> candidate_keys_;
 
   // Time accounting per type since the last reset.
   std::vector<double> worker_time_;  // per type
