@@ -1079,7 +1079,10 @@ Status RoundScheduler::ApplyResizingAndAdmission(const policy::PolicyInput& inpu
 }
 
 // Only combinations in the allocation can have a priority other than 0, so only they, and
-// those that just left it, are visited.
+// those that just left it, are visited: here those that left it; the allocation's own in
+// ChooseCombinations' pass over its candidates (UpdateAllocatedPriority), which visits every
+// live combination in the allocation (PlanRound calls the two in turn), so that a round
+// reads each combination's scattered state once rather than twice (issue 12).
 void RoundScheduler::UpdatePriorities() {
   if (options_.exhaustive_scans) return UpdatePrioritiesExhaustive();
   for (int slot : stale_priority_) {
@@ -1087,14 +1090,13 @@ void RoundScheduler::UpdatePriorities() {
     if (c.alive && !c.in_allocation) std::fill(c.priority.begin(), c.priority.end(), 0.0);
   }
   stale_priority_.clear();
-  for (int slot : allocated_) {
-    ComboState& c = combo(slot);
-    if (!c.alive) continue;
-    for (int t = 0; t < num_types_; ++t) {
-      const auto ut = static_cast<std::size_t>(t);
-      const bool runnable = !(c.tput_a[ut] == 0.0 || (c.id.is_pair() && c.tput_b[ut] == 0.0));
-      c.priority[ut] = PriorityOf(c.allocation[ut], c.job_time[ut], worker_time_[ut], runnable);
-    }
+}
+
+void RoundScheduler::UpdateAllocatedPriority(ComboState& c) const {
+  for (int t = 0; t < num_types_; ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    const bool runnable = !(c.tput_a[ut] == 0.0 || (c.id.is_pair() && c.tput_b[ut] == 0.0));
+    c.priority[ut] = PriorityOf(c.allocation[ut], c.job_time[ut], worker_time_[ut], runnable);
   }
 }
 
@@ -1186,9 +1188,12 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
   // with a saturated queue's thousands of jobs was a tenth of the simulation (issue 12).
   candidates_.clear();
   candidate_keys_.clear();
+  // Every live combination in the allocation is in the pool: the allocation itself, or the
+  // tracked ones (singles from admission, pairs once allocated).
   for (int slot : pool) {
-    const ComboState& c = combo(slot);
+    ComboState& c = combo(slot);
     if (!c.alive) continue;
+    if (c.in_allocation) UpdateAllocatedPriority(c);
     candidates_.push_back(
         Candidate{c.seq, slot, c.scale_factor, c.id.is_pair(), c.member_index});
     for (std::size_t t = 0; t < nt; ++t) {

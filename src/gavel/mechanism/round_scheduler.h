@@ -426,6 +426,7 @@ class RoundScheduler {
   void ResetTimeAccounting(Seconds now);
   Status RecomputeAllocation(Seconds now);
   void UpdatePriorities();
+  void UpdateAllocatedPriority(ComboState& c) const;
   std::vector<int> RoundTypeOrder();
   std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
   // A round's choice in progress, shared by both scans: free GPUs per type, and the jobs
