@@ -43,6 +43,10 @@ struct JobPoint {
 template <class F>
 void ForEachShare(Choice choice, double weight, const F& f) {
   if (choice == kIdle || weight <= 0.0) return;
+  if ((choice & (choice - 1)) == 0) {  // one type, the usual case: weight / 1 is weight
+    f(static_cast<std::size_t>(std::countr_zero(choice)), weight);
+    return;
+  }
   const double share = weight / std::popcount(choice);
   for (Choice rest = choice; rest != 0; rest &= rest - 1) {
     f(static_cast<std::size_t>(std::countr_zero(rest)), share);
@@ -68,6 +72,23 @@ struct Vertex {
   double a = 0.0;
   double c = 0.0;
   Choice choice = kIdle;
+};
+
+// A class of identical jobs: its shape, and its demand's level and rate as bits (0 without a
+// demand), so that classes are told apart exactly as by comparing their rows' bytes.
+struct ClassKey {
+  std::size_t shape = 0;
+  std::uint64_t level = 0;
+  std::uint64_t rate = 0;
+  bool operator==(const ClassKey&) const = default;
+};
+struct ClassKeyHash {
+  std::size_t operator()(const ClassKey& key) const {
+    std::uint64_t h = key.shape * 0x9e3779b97f4a7c15ULL;
+    h = (h ^ key.level) * 0xff51afd7ed558ccdULL;
+    h = (h ^ key.rate) * 0xc4ceb9fe1a85ec53ULL;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
 };
 
 // A change of the one-dimensional objective's slope at t.
@@ -151,6 +172,7 @@ class Decomposition {
     GroupIdenticalJobs();
     vertices_.resize(shape_rep_.size() * (k_ + 1));
     vertex_count_.resize(shape_rep_.size());
+    slopes_.resize(shape_rep_.size() * (k_ + 1));
     best_alone_.resize(shape_rep_.size());
     priced_.resize(k_ + 1);
   }
@@ -335,7 +357,10 @@ class Decomposition {
   void GroupIdenticalJobs() {
     class_of_.resize(n_);
     std::unordered_map<std::string, std::size_t> shape_index;
-    std::unordered_map<std::string, std::size_t> class_index;
+    // A class is its shape plus its demand's level and rate (their bits): a fixed-size key,
+    // where a string key cost an allocation per job (most jobs are classes of their own).
+    std::unordered_map<ClassKey, std::size_t, ClassKeyHash> class_index;
+    class_index.reserve(n_);
     std::string key;
     const auto append = [&key](double v) {
       char bytes[sizeof v];
@@ -351,13 +376,14 @@ class Decomposition {
         if (demand_[i]) append(p_.gain(i, j));
         if (p_.profit.rows()) append(p_.profit(i, j));
       }
-      const auto [shape, new_shape] = shape_index.emplace(key, shape_rep_.size());
+      const auto [shape, new_shape] = shape_index.try_emplace(key, shape_rep_.size());
       if (new_shape) shape_rep_.push_back(i);
+      ClassKey class_key{shape->second, 0, 0};
       if (demand_[i]) {
-        append(p_.level[i]);
-        append(p_.rate[i]);
+        class_key.level = std::bit_cast<std::uint64_t>(p_.level[i]);
+        class_key.rate = std::bit_cast<std::uint64_t>(p_.rate[i]);
       }
-      const auto [it, added] = class_index.emplace(key, rep_.size());
+      const auto [it, added] = class_index.try_emplace(class_key, rep_.size());
       if (added) {
         rep_.push_back(i);
         members_.push_back(0.0);
@@ -414,6 +440,11 @@ class Decomposition {
       out[m++] = priced_[next];
     }
     vertex_count_[e] = m;
+    double* slope = &slopes_[e * (k_ + 1)];
+    slope[0] = 0.0;
+    for (std::size_t q = 1; q < m; ++q) {
+      slope[q] = (out[q].c - out[q - 1].c) / (out[q].a - out[q - 1].a);
+    }
   }
 
   // Adds class c's slope changes over t > 0 to events_ (for all its jobs); returns its slope
@@ -424,24 +455,18 @@ class Decomposition {
     if (r <= 0.0) return 0.0;
     const double l = p_.level[i];
     const double members = members_[c];
-    const Vertex* v = &vertices_[shape_of_[c] * (k_ + 1)];
-    const std::size_t m = vertex_count_[shape_of_[c]];
-    auto segment_slope = [&](std::size_t q) {  // slope left of vertex q (q = 0: flat)
-      return q == 0 ? 0.0 : (v[q].c - v[q - 1].c) / (v[q].a - v[q - 1].a);
-    };
-    double initial = 0.0;
-    bool found = false;
-    for (std::size_t q = 0; q < m; ++q) {
-      if (v[q].a > l) {
-        if (!found) {
-          initial = members * r * segment_slope(q);
-          found = true;
-        }
-        if (q + 1 < m) {
-          events_.push_back(SlopeEvent{(v[q].a - l) / r,
-                                       members * r * (segment_slope(q + 1) - segment_slope(q))});
-        }
-      }
+    const std::size_t e = shape_of_[c];
+    const Vertex* v = &vertices_[e * (k_ + 1)];
+    const double* segment_slope = &slopes_[e * (k_ + 1)];
+    const std::size_t m = vertex_count_[e];
+    std::size_t q = 0;
+    while (q < m && !(v[q].a > l)) ++q;
+    if (q == m) return 0.0;
+    const double initial = members * r * segment_slope[q];
+    for (; q + 1 < m; ++q) {
+      // (the envelope's gains rise, so every later vertex lies above l too)
+      events_.push_back(
+          SlopeEvent{(v[q].a - l) / r, members * r * (segment_slope[q + 1] - segment_slope[q])});
     }
     return initial;
   }
@@ -506,6 +531,7 @@ class Decomposition {
   std::vector<std::size_t> shape_rep_;  // per shape: its first job
   std::vector<Vertex> vertices_;  // shapes × (k + 1) envelopes of the last pricing
   std::vector<std::size_t> vertex_count_;
+  std::vector<double> slopes_;  // shapes × (k + 1): the slope left of each vertex (0 at the first)
   std::vector<Vertex> best_alone_;  // per shape without demand: its best choice of the last pricing
   std::vector<Vertex> priced_;    // scratch: one job's priced points
   std::vector<SlopeEvent> events_;

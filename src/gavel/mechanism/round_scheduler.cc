@@ -219,6 +219,7 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
 
   ActiveJob& active = active_[id];
   active.id = id;
+  active.record = Index(id);
   active.table_key = *key;
   active.scale_factor = job.type.scale_factor;
   active.last_ran_until = job.arrival;
@@ -866,11 +867,22 @@ void RoundScheduler::ResetTimeAccounting(Seconds now) {
 
 policy::PolicyInput RoundScheduler::PolicyInputAt(Seconds now,
                                                 std::span<const JobId> without) const {
-  std::vector<ActiveJobInfo> jobs;
-  jobs.reserve(active_.size());
+  std::vector<const ActiveJob*> rows;
+  rows.reserve(active_.size());
   for (const auto& [id, job] : active_) {
-    if (std::find(without.begin(), without.end(), id) != without.end()) continue;
-    const JobRecord& record = records_[Index(id)];
+    if (std::find(without.begin(), without.end(), id) == without.end()) rows.push_back(&job);
+  }
+  return PolicyInputOf(now, rows);
+}
+
+policy::PolicyInput RoundScheduler::PolicyInputOf(Seconds now,
+                                                std::span<const ActiveJob* const> rows) const {
+  std::vector<ActiveJobInfo> jobs;
+  jobs.reserve(rows.size());
+  for (const ActiveJob* row : rows) {
+    const ActiveJob& job = *row;
+    const JobId id = job.id;
+    const JobRecord& record = records_[job.record];
     // The single's throughputs: the table's, or UpdateThroughput's estimates.
     jobs.push_back(ActiveJobInfo{id, job.table_key, job.workers, record.priority_weight,
                                  record.total_steps - record.steps_run, record.arrival,
@@ -896,29 +908,23 @@ policy::PolicyInput RoundScheduler::PolicyInputAt(Seconds now,
   }
   policy::PolicyInput input =
       BuildPolicyInputForJobs(layout_, *throughputs_, table_types_, jobs, now, input_options);
-  AddEntities(input);
-  AddHistory(input, now);
+  AddEntities(input, rows);
+  AddHistory(input, now, rows);
   return input;
-}
-
-template <class ActiveIterator>
-ActiveIterator& RoundScheduler::SeekActive(ActiveIterator& it, JobId id) const {
-  while (it != active_.end() && it->first < id) ++it;
-  GAVEL_CHECK_MSG(it != active_.end() && it->first == id, "policy input rows out of job order");
-  return it;
 }
 
 // What the queue-discipline policies read (attained service, who runs, how long each waits)
 // and DRF's host resources. Plain facts of the job table; the LP policies ignore them.
-void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
+void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now,
+                                std::span<const ActiveJob* const> rows) const {
   const HostResources& host = layout_.host_resources();
   const int servers = layout_.num_servers();
   input.host_cpus = host.cpus_per_server * servers;
   input.host_mem_gb = host.mem_gb_per_server * servers;
   input.now_seconds = now.value();
-  auto active = active_.begin();
-  for (policy::PolicyJob& row : input.jobs) {
-    const ActiveJob& job = SeekActive(active, row.id)->second;
+  for (std::size_t i = 0; i < input.jobs.size(); ++i) {
+    policy::PolicyJob& row = input.jobs[i];
+    const ActiveJob& job = *rows[i];
     row.min_workers = job.min_workers;
     row.max_workers = job.max_workers;
     row.utility = job.utility;
@@ -933,7 +939,7 @@ void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
         }
       }
     }
-    const std::size_t index = Index(row.id);
+    const std::size_t index = job.record;
     const JobRecord& record = records_[index];
     const auto nt = static_cast<std::size_t>(num_types_);
     for (std::size_t t = 0; t < nt; ++t) row.attained_gpu_seconds += gpu_seconds_[index * nt + t];
@@ -949,10 +955,11 @@ void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now) const {
 
 // The hierarchical policies' entities: those of the jobs in the problem, sorted, with the
 // weights the caller set (1 where it set none).
-void RoundScheduler::AddEntities(policy::PolicyInput& input) const {
+void RoundScheduler::AddEntities(policy::PolicyInput& input,
+                                 std::span<const ActiveJob* const> rows) const {
   std::vector<std::string> names;
-  for (const policy::PolicyJob& job : input.jobs) {
-    const std::string& entity = records_[Index(job.id)].entity;
+  for (const ActiveJob* row : rows) {
+    const std::string& entity = records_[row->record].entity;
     if (!entity.empty()) names.push_back(entity);
   }
   if (names.empty()) return;
@@ -965,8 +972,9 @@ void RoundScheduler::AddEntities(policy::PolicyInput& input) const {
     input.entity_weights.push_back(weight == options_.entity_weights.end() ? 1.0
                                                                            : weight->second);
   }
-  for (policy::PolicyJob& job : input.jobs) {
-    const std::string& entity = records_[Index(job.id)].entity;
+  for (std::size_t i = 0; i < input.jobs.size(); ++i) {
+    policy::PolicyJob& job = input.jobs[i];
+    const std::string& entity = records_[rows[i]->record].entity;
     if (entity.empty()) continue;
     job.entity = static_cast<int>(std::lower_bound(names.begin(), names.end(), entity) -
                                   names.begin());
@@ -985,7 +993,11 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
   allocated_.clear();
   if (active_.empty()) return Status::Ok();
 
-  const policy::PolicyInput input = PolicyInputAt(now);
+  std::vector<ActiveJob*> rows;
+  rows.reserve(active_.size());
+  for (auto& [id, job] : active_) rows.push_back(&job);
+  const policy::PolicyInput input =
+      PolicyInputOf(now, std::span<const ActiveJob* const>(rows.data(), rows.size()));
 
   const auto start = std::chrono::steady_clock::now();
   Result<policy::PolicyOutput> output = policy_->Allocate(input);
@@ -1003,9 +1015,8 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
                             " allocation for " + std::to_string(input.num_jobs()) + " jobs");
   }
   const auto n = static_cast<std::size_t>(num_types_);
-  auto active = active_.begin();
   for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    const int slot = SeekActive(active, input.jobs[i].id)->second.single_slot;
+    const int slot = rows[i]->single_slot;
     ComboState& c = combo(slot);
     c.in_allocation = true;
     for (std::size_t j = 0; j < n; ++j) c.allocation[j] = x(i, j);
@@ -1032,20 +1043,20 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
     for (std::size_t j = 0; j < n; ++j) c.allocation[j] = has_pairs ? xp(p, j) : 0.0;
     allocated_.push_back(slot);
   }
-  return ApplyResizingAndAdmission(input, *output);
+  return ApplyResizingAndAdmission(input, *output, rows);
 }
 
 Status RoundScheduler::ApplyResizingAndAdmission(const policy::PolicyInput& input,
-                                                 const policy::PolicyOutput& output) {
+                                                 const policy::PolicyOutput& output,
+                                                 std::span<ActiveJob* const> rows) {
   const std::size_t m = input.num_jobs();
   if ((!output.workers.empty() && output.workers.size() != m) ||
       (!output.rejected.empty() && output.rejected.size() != m)) {
     return Status::Internal("policy " + options_.policy +
                             " returned worker counts or rejections for the wrong number of jobs");
   }
-  auto active = active_.begin();
   for (std::size_t i = 0; i < m; ++i) {
-    ActiveJob& job = SeekActive(active, input.jobs[i].id)->second;
+    ActiveJob& job = *rows[i];
     const int workers = output.workers.empty() ? job.scale_factor : output.workers[i];
     if (workers == job.workers) continue;
     if (workers < job.min_workers || workers > job.max_workers) {
@@ -1068,7 +1079,10 @@ Status RoundScheduler::ApplyResizingAndAdmission(const policy::PolicyInput& inpu
 }
 
 // Only combinations in the allocation can have a priority other than 0, so only they, and
-// those that just left it, are visited.
+// those that just left it, are visited: here those that left it; the allocation's own in
+// ChooseCombinations' pass over its candidates (UpdateAllocatedPriority), which visits every
+// live combination in the allocation (PlanRound calls the two in turn), so that a round
+// reads each combination's scattered state once rather than twice (issue 12).
 void RoundScheduler::UpdatePriorities() {
   if (options_.exhaustive_scans) return UpdatePrioritiesExhaustive();
   for (int slot : stale_priority_) {
@@ -1076,14 +1090,13 @@ void RoundScheduler::UpdatePriorities() {
     if (c.alive && !c.in_allocation) std::fill(c.priority.begin(), c.priority.end(), 0.0);
   }
   stale_priority_.clear();
-  for (int slot : allocated_) {
-    ComboState& c = combo(slot);
-    if (!c.alive) continue;
-    for (int t = 0; t < num_types_; ++t) {
-      const auto ut = static_cast<std::size_t>(t);
-      const bool runnable = !(c.tput_a[ut] == 0.0 || (c.id.is_pair() && c.tput_b[ut] == 0.0));
-      c.priority[ut] = PriorityOf(c.allocation[ut], c.job_time[ut], worker_time_[ut], runnable);
-    }
+}
+
+void RoundScheduler::UpdateAllocatedPriority(ComboState& c) const {
+  for (int t = 0; t < num_types_; ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    const bool runnable = !(c.tput_a[ut] == 0.0 || (c.id.is_pair() && c.tput_b[ut] == 0.0));
+    c.priority[ut] = PriorityOf(c.allocation[ut], c.job_time[ut], worker_time_[ut], runnable);
   }
 }
 
@@ -1165,12 +1178,37 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     int slot;
   };
   Capacity capacity = BeginChoice();
-  const bool untracked_candidates = !traits_.skips_zero_priority;
-  const std::vector<int>& pool = untracked_candidates ? tracked_ : allocated_;
+  const bool skips_zero = traits_.skips_zero_priority;
+  const std::vector<int>& pool = skips_zero ? allocated_ : tracked_;
   const double half = HalfRound(options_);
+  const auto nt = static_cast<std::size_t>(num_types_);
+  // One pass over the pool gathers every live candidate's queue keys for all types into flat
+  // scratch (candidates_ and, per candidate and type, candidate_keys_): the per-type scans
+  // read that instead of each visiting the combinations' scattered per-type vectors, which
+  // with a saturated queue's thousands of jobs was a tenth of the simulation (issue 12).
+  candidates_.clear();
+  candidate_keys_.clear();
+  // Every live combination in the allocation is in the pool: the allocation itself, or the
+  // tracked ones (singles from admission, pairs once allocated).
+  for (int slot : pool) {
+    ComboState& c = combo(slot);
+    if (!c.alive) continue;
+    if (c.in_allocation) UpdateAllocatedPriority(c);
+    candidates_.push_back(
+        Candidate{c.seq, slot, c.scale_factor, c.id.is_pair(), c.member_index});
+    for (std::size_t t = 0; t < nt; ++t) {
+      const bool runs = !(c.tput_a[t] <= 0.0 || (c.id.is_pair() && c.tput_b[t] <= 0.0));
+      candidate_keys_.push_back(CandidateKey{c.priority[t], c.deficit[t],
+                                             c.in_allocation ? c.allocation[t] : 0.0, runs});
+    }
+  }
+  // Untracked combinations are candidates too unless priority 0 is skipped; the cursor over
+  // order_ that finds them is skipped when every live one is tracked (always so without pairs).
+  const std::size_t alive = order_.size() - dead_in_order_;
+  const bool untracked_candidates = !skips_zero && candidates_.size() < alive;
   std::vector<Chosen> chosen;
   std::vector<Entry> entries;
-  entries.reserve(pool.size());
+  entries.reserve(candidates_.size());
   const auto after = [](const Entry& a, const Entry& b) {
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.deficit != b.deficit) return a.deficit < b.deficit;
@@ -1183,13 +1221,18 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     const auto runs_here = [&](const ComboState& c) {
       return !(c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0));
     };
+    const auto taken = [&](std::size_t index) { return job_stamp_[index] == stamp_; };
     entries.clear();
-    for (int slot : pool) {
-      const ComboState& c = combo(slot);
-      if (!c.alive || blocked(c) || !runs_here(c)) continue;
-      if (traits_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
-      entries.push_back(Entry{c.priority[ut], c.deficit[ut],
-                              c.in_allocation ? c.allocation[ut] : 0.0, c.seq, slot});
+    for (std::size_t k = 0; k < candidates_.size(); ++k) {
+      const Candidate& c = candidates_[k];
+      const CandidateKey& key = candidate_keys_[k * nt + ut];
+      // Blocked (as Blocked), cannot run here, or skipped at priority 0.
+      if (c.scale_factor > capacity.left[ut] || taken(c.member_index[0]) ||
+          (c.pair && taken(c.member_index[1]))) {
+        continue;
+      }
+      if (!key.runs || (skips_zero && key.priority <= 0.0)) continue;
+      entries.push_back(Entry{key.priority, key.deficit, key.allocation, c.seq, c.slot});
     }
     // A heap yields the order lazily: a full sort of n²/2 entries each round dominated whole
     // simulations (gandiva at 6 jobs/h: 891 s), while a round needs only the first few.

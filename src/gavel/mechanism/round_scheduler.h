@@ -337,6 +337,7 @@ class RoundScheduler {
   // An admitted job that has not finished.
   struct ActiveJob {
     JobId id;
+    std::size_t record = 0;  // Index(id): its place in records_
     int table_key = -1;
     int scale_factor = 1;
     int failures = 0;  // consecutive failed micro-tasks
@@ -399,17 +400,19 @@ class RoundScheduler {
   };
   Result<ReportOutcome> CompleteMicroTask(ComboState& c, std::span<const WorkerReport> reports);
   ReportOutcome BookMicroTask(ComboState& c, const MicroTaskResult& result, bool succeeded);
-  // Advances `it` (an iterator of active_) to job `id` and returns it; aborts when `id` is
-  // not at or after it. The rows of a policy input follow active_'s order (PolicyInputAt), so
-  // a walk over them that seeks each row's job visits the map once, where a lookup per row
-  // of a saturated queue's thousands of jobs was a tenth of the simulation (issue 12).
-  template <class ActiveIterator>
-  ActiveIterator& SeekActive(ActiveIterator& it, JobId id) const;
-  void AddEntities(policy::PolicyInput& input) const;
-  void AddHistory(policy::PolicyInput& input, Seconds now) const;
-  // Applies the policy's PolicyOutput::workers and ::rejected (elastic counts, admission).
+  // The policy input whose rows are `rows` (active jobs in active_'s order). The steps of a
+  // recomputation read each row's job through one list of them, gathered by one walk of
+  // active_: with a saturated queue's thousands of jobs, a walk of the map per step (or
+  // earlier a lookup per row) was a tenth of the simulation (issue 12).
+  policy::PolicyInput PolicyInputOf(Seconds now, std::span<const ActiveJob* const> rows) const;
+  void AddEntities(policy::PolicyInput& input, std::span<const ActiveJob* const> rows) const;
+  void AddHistory(policy::PolicyInput& input, Seconds now,
+                  std::span<const ActiveJob* const> rows) const;
+  // Applies the policy's PolicyOutput::workers and ::rejected (elastic counts, admission);
+  // `rows` are the input's rows' jobs.
   Status ApplyResizingAndAdmission(const policy::PolicyInput& input,
-                                   const policy::PolicyOutput& output);
+                                   const policy::PolicyOutput& output,
+                                   std::span<ActiveJob* const> rows);
   // Dense position of an admitted job in records_ (admission order).
   std::size_t Index(JobId job) const { return index_of_.at(job); }
 
@@ -423,6 +426,7 @@ class RoundScheduler {
   void ResetTimeAccounting(Seconds now);
   Status RecomputeAllocation(Seconds now);
   void UpdatePriorities();
+  void UpdateAllocatedPriority(ComboState& c) const;
   std::vector<int> RoundTypeOrder();
   std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
   // A round's choice in progress, shared by both scans: free GPUs per type, and the jobs
@@ -516,6 +520,23 @@ class RoundScheduler {
   std::vector<std::uint32_t> job_stamp_;  // by Index(job): chosen in round (stamp)
   std::uint32_t stamp_ = 0;
   std::vector<char> worker_assigned_;
+  // ChooseCombinations' candidates: a live combination of its pool, and its queue keys per
+  // type (candidate_keys_[candidate × types + type]).
+  struct Candidate {
+    std::uint64_t seq;
+    int slot;
+    int scale_factor;
+    bool pair;
+    std::array<std::size_t, 2> member_index;
+  };
+  struct CandidateKey {
+    double priority;
+    double deficit;
+    double allocation;  // 0 outside the allocation
+    bool runs;          // a positive throughput on the type (both members' for a pair)
+  };
+  std::vector<Candidate> candidates_;
+  std::vector<CandidateKey> candidate_keys_;
 
   // Time accounting per type since the last reset.
   std::vector<double> worker_time_;  // per type

@@ -1173,6 +1173,9 @@ TEST(RoundSchedulerScansTest, IncrementalScansMatchThePlainOnes) {
                      Compat{}, seed);
     ExpectScansAgree(PolicyTraits{.packing = true}, Compat::Gavel(), seed);
     ExpectScansAgree(PolicyTraits{.shuffles_gpu_type_order = true}, Compat{}, seed);
+    // Without pairs every live combination is tracked (the untracked cursor is skipped).
+    ExpectScansAgree(PolicyTraits{}, Compat{}, seed);
+    ExpectScansAgree(PolicyTraits{.skips_zero_priority = true}, Compat{}, seed);
   }
 }
 

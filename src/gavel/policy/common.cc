@@ -1,6 +1,7 @@
 #include "gavel/policy/common.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -232,7 +233,13 @@ std::vector<std::vector<ThroughputTerm>> ThroughputTerms(const PolicyInput& inpu
 
 double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
                           std::span<const int> pairs, std::size_t job) {
-  std::vector<double> best_per_type(input.num_types());
+  // Called per job per solve: scratch on the stack for the usual few types.
+  constexpr std::size_t kFewTypes = 16;
+  std::array<double, kFewTypes> few{};
+  std::vector<double> many;
+  if (input.num_types() > kFewTypes) many.assign(input.num_types(), 0.0);
+  const std::span<double> best_per_type =
+      many.empty() ? std::span<double>(few.data(), input.num_types()) : std::span<double>(many);
   for (std::size_t j = 0; j < input.num_types(); ++j) {
     double best = throughput(job, j);
     for (int p : pairs) {
@@ -249,10 +256,19 @@ double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
 
 double MaxThroughputAtSpeeds(const PolicyInput& input, std::span<const double> best_per_type,
                              std::size_t job) {
-  std::vector<std::pair<double, double>> speed_and_time;
-  for (std::size_t j = 0; j < input.num_types(); ++j) {
-    speed_and_time.emplace_back(
-        best_per_type[j], input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor));
+  // Called per job per solve: scratch on the stack for the usual few types (std::sort over
+  // the same sequence, so ties end in the same order as in a vector).
+  constexpr std::size_t kFewTypes = 16;
+  const std::size_t n = input.num_types();
+  std::array<std::pair<double, double>, kFewTypes> few;
+  std::vector<std::pair<double, double>> many;
+  if (n > kFewTypes) many.assign(n, {0.0, 0.0});
+  const std::span<std::pair<double, double>> speed_and_time =
+      many.empty() ? std::span<std::pair<double, double>>(few.data(), n)
+                   : std::span<std::pair<double, double>>(many);
+  for (std::size_t j = 0; j < n; ++j) {
+    speed_and_time[j] = {best_per_type[j],
+                         input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor)};
   }
   std::sort(speed_and_time.begin(), speed_and_time.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
