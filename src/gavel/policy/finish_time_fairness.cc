@@ -495,7 +495,8 @@ class FinishTimeFairness final : public Policy {
   // each member's T / thr_max. With `alike`, `problem` is SolveOverClasses's LP over classes
   // of alike jobs (a row and `terms` entry per class), and its optimum is spread back.
   // `throughput` (the jobs' single-job steps/s; null with `alike`) gives the first ratio LP
-  // its start point (JobsOnlyStart).
+  // its start point (JobsOnlyStart); with `classes`, `class_start` (ClassStart), when given,
+  // gives a better one, pairs included, and seeds its pairs.
   Result<PolicyOutput> SolveByRatioSearch(const PolicyInput& input, const Matrix* throughput,
                                           BaseProblem& problem,
                                           const std::vector<std::vector<ThroughputTerm>>& terms,
@@ -633,8 +634,8 @@ class FinishTimeFairness final : public Policy {
   // A start with pairs for the first ratio LP on the priced path: the packed LP over the pair
   // classes (`classes`: jobs alike in their throughputs, alone and co-located) as if their
   // members were alike in their ratios too, each class standing in for the member with the
-  // largest demand at the search's first r (so that the spread allocation gives every member
-  // at least its class's share of its demand). Solved by SolveOverClasses (a few dozen
+  // largest demand at the search's first r (whatever the class LP gives the class then
+  // meets every member's row at least as well). Solved by SolveOverClasses (a few dozen
   // classes: milliseconds) and spread over the jobs and their pairs. When the members differ
   // little (ages near 0: the hard case of bench/README.md) it is near the optimum, pairs
   // included, which the jobs-only start (JobsOnlyStart) lacks. nullopt when it fails.
