@@ -97,6 +97,9 @@ class ColumnGenerationSession final : public Session {
                         row_upper_[static_cast<std::size_t>(i)], cols, coefs);
     }
     GAVEL_ASSIGN_OR_RETURN(inner_, inner.Load(restricted, options_));
+    // The oracle's seed goes in now rather than at the first solve, so that a start point
+    // (SetStartPoint) can give the seeded columns their values.
+    SeedOracle();
     return Status::Ok();
   }
 
@@ -141,8 +144,9 @@ class ColumnGenerationSession final : public Session {
   }
 
   // Hands the point to the inner session over the loaded columns: left-out columns stay out
-  // (at 0, whatever the point says), elastic columns are 0, and the columns the oracle seeds
-  // before the first solve start at 0 (Session's contract).
+  // (at 0, whatever the point says), elastic columns are 0. The oracle's seed columns are
+  // loaded with the model, after its columns (full indices num_columns(), ... in seed order),
+  // so the point may give them values; those past its end start at 0.
   void SetStartPoint(std::span<const double> values) override {
     std::vector<double> inner_values(inner_to_full_.size(), 0.0);
     for (std::size_t k = 0; k < inner_values.size(); ++k) {

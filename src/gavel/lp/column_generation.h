@@ -72,8 +72,10 @@ class ColumnOracle {
   // The session's indices of the columns of the last batch (of Price or Seed):
   // first_column, first_column + 1, ...
   virtual void Added(int first_column) = 0;
-  // Columns likely to be in an optimum, loaded before the first solve (a warm start for the
-  // restricted LP; none by default). Same contract as Price's batch otherwise.
+  // Columns likely to be in an optimum, loaded with the model, before the first solve (a
+  // warm start for the restricted LP; none by default): the session's columns
+  // model.num_columns(), ... in batch order, which a start point (Session::SetStartPoint)
+  // may give values. Same contract as Price's batch otherwise.
   virtual void Seed(ColumnBatch& batch) { (void)batch; }
 };
 

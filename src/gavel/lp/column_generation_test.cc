@@ -272,6 +272,24 @@ class ListOracle final : public ColumnOracle {
     }
     pending_.clear();
   }
+  // Seed() offers these hidden columns (whole model's indices), in this order.
+  void SeedWith(std::vector<int> columns) { seed_ = std::move(columns); }
+  void Seed(ColumnBatch& batch) override {
+    pending_.clear();
+    for (const int column : seed_) {
+      const auto h = static_cast<std::size_t>(std::find(hidden_.begin(), hidden_.end(), column) -
+                                              hidden_.begin());
+      const Column& c = whole_.columns()[static_cast<std::size_t>(column)];
+      std::vector<int> rows;
+      std::vector<double> values;
+      for (const auto& [row, value] : entries_[h]) {
+        rows.push_back(row);
+        values.push_back(value);
+      }
+      batch.Add(c.lower, c.upper, c.objective, rows, values);
+      pending_.push_back(h);
+    }
+  }
   // (whole model's column, session's column) of every column added.
   const std::vector<std::pair<int, int>>& column_of() const { return column_of_; }
 
@@ -282,7 +300,44 @@ class ListOracle final : public ColumnOracle {
   std::vector<bool> added_;
   std::vector<std::size_t> pending_;
   std::vector<std::pair<int, int>> column_of_;
+  std::vector<int> seed_;
 };
+
+// A model without its lazy columns whose bounds start at 0 (`hidden`, for a ListOracle);
+// kept_index: each whole column's index in `kept`, -1 when hidden.
+struct HiddenColumns {
+  Model kept;
+  std::vector<int> hidden;
+  std::vector<int> kept_index;
+};
+
+HiddenColumns HideLazyColumns(const Model& whole) {
+  HiddenColumns split{Model(whole.sense()), {},
+                      std::vector<int>(static_cast<std::size_t>(whole.num_columns()), -1)};
+  for (int j = 0; j < whole.num_columns(); ++j) {
+    const Column& c = whole.columns()[static_cast<std::size_t>(j)];
+    if (c.lazy && c.lower == 0.0 && c.upper > 0.0) {
+      split.hidden.push_back(j);
+    } else {
+      split.kept_index[static_cast<std::size_t>(j)] = split.kept.AddColumn(c.lower, c.upper, c.objective);
+    }
+  }
+  for (int i = 0; i < whole.num_rows(); ++i) {
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (int k = whole.row_start()[static_cast<std::size_t>(i)];
+         k < whole.row_start()[static_cast<std::size_t>(i) + 1]; ++k) {
+      const int index =
+          split.kept_index[static_cast<std::size_t>(whole.entry_column()[static_cast<std::size_t>(k)])];
+      if (index < 0) continue;
+      cols.push_back(index);
+      coefs.push_back(whole.entry_value()[static_cast<std::size_t>(k)]);
+    }
+    split.kept.AddRow(whole.row_lower()[static_cast<std::size_t>(i)],
+                      whole.row_upper()[static_cast<std::size_t>(i)], cols, coefs);
+  }
+  return split;
+}
 
 TEST(ColumnGenerationTest, OracleColumnsReachTheWholeModelsOptimum) {
   std::mt19937 rng(4242);
@@ -292,30 +347,7 @@ TEST(ColumnGenerationTest, OracleColumnsReachTheWholeModelsOptimum) {
   for (int trial = 0; trial < 200; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const Model whole = RandomModel(rng, {.columns = 10 + trial % 40, .rows = 4 + trial % 13});
-    std::vector<int> hidden;
-    std::vector<int> kept_index(static_cast<std::size_t>(whole.num_columns()), -1);
-    Model kept(whole.sense());
-    for (int j = 0; j < whole.num_columns(); ++j) {
-      const Column& c = whole.columns()[static_cast<std::size_t>(j)];
-      if (c.lazy && c.lower == 0.0 && c.upper > 0.0) {
-        hidden.push_back(j);
-      } else {
-        kept_index[static_cast<std::size_t>(j)] = kept.AddColumn(c.lower, c.upper, c.objective);
-      }
-    }
-    for (int i = 0; i < whole.num_rows(); ++i) {
-      std::vector<int> cols;
-      std::vector<double> coefs;
-      for (int k = whole.row_start()[static_cast<std::size_t>(i)];
-           k < whole.row_start()[static_cast<std::size_t>(i) + 1]; ++k) {
-        const int index = kept_index[static_cast<std::size_t>(whole.entry_column()[static_cast<std::size_t>(k)])];
-        if (index < 0) continue;
-        cols.push_back(index);
-        coefs.push_back(whole.entry_value()[static_cast<std::size_t>(k)]);
-      }
-      kept.AddRow(whole.row_lower()[static_cast<std::size_t>(i)],
-                  whole.row_upper()[static_cast<std::size_t>(i)], cols, coefs);
-    }
+    const auto [kept, hidden, kept_index] = HideLazyColumns(whole);
     ListOracle oracle(whole, hidden);
     auto session = LoadWithColumnOracle(*clp, kept, oracle, {}, {.min_batch = 2, .batch_per_row = 0.0});
     ASSERT_TRUE(session.ok()) << session.status().ToString();
@@ -368,6 +400,60 @@ TEST(ColumnGenerationTest, StartPointsReachTheSameOptimum) {
       ExpectSameAnswer(model, *generated, *reference);
     }
   }
+}
+
+// An oracle's seed columns are loaded with the model, so a start point can give them values
+// (finish-time fairness hands its class start's pairs over this way): seeded with the hidden
+// columns that are positive in the whole optimum, from that optimum (seeded columns given
+// their values) the answer is the whole model's and takes fewer simplex iterations in all
+// than from the same point with the seeded columns at 0 (as if their values were dropped).
+TEST(ColumnGenerationTest, StartPointsGiveSeededColumnsTheirValues) {
+  std::mt19937 rng(9090);
+  const auto clp = std::shared_ptr<Solver>(MakeClpSolver());
+  long with_values = 0;
+  long without_values = 0;
+  int seeded = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const Model whole = RandomModel(rng, {.columns = 10 + trial % 40, .rows = 4 + trial % 13});
+    const auto reference = clp->Solve(whole);
+    ASSERT_TRUE(reference.ok());
+    if (reference->outcome != Outcome::kOptimal) continue;
+    const auto [kept, hidden, kept_index] = HideLazyColumns(whole);
+    std::vector<int> positive;
+    for (const int column : hidden) {
+      if (reference->values[static_cast<std::size_t>(column)] > 1e-9) positive.push_back(column);
+    }
+    if (positive.empty()) continue;
+    ++seeded;
+    for (const bool give_values : {true, false}) {
+      ListOracle oracle(whole, hidden);
+      oracle.SeedWith(positive);
+      auto session = LoadWithColumnOracle(*clp, kept, oracle);
+      ASSERT_TRUE(session.ok()) << session.status().ToString();
+      // Seeded columns follow the model's: kept.num_columns(), ... in seed order.
+      std::vector<double> start(static_cast<std::size_t>(kept.num_columns()) + positive.size(), 0.0);
+      for (int j = 0; j < whole.num_columns(); ++j) {
+        const int index = kept_index[static_cast<std::size_t>(j)];
+        if (index >= 0) start[static_cast<std::size_t>(index)] = reference->values[static_cast<std::size_t>(j)];
+      }
+      if (give_values) {
+        for (std::size_t s = 0; s < positive.size(); ++s) {
+          start[static_cast<std::size_t>(kept.num_columns()) + s] =
+              reference->values[static_cast<std::size_t>(positive[s])];
+        }
+      }
+      (*session)->SetStartPoint(start);
+      const auto generated = (*session)->Solve();
+      ASSERT_TRUE(generated.ok());
+      ASSERT_EQ(OutcomeName(generated->outcome), std::string(OutcomeName(Outcome::kOptimal)));
+      EXPECT_LE(RelativeGap(generated->objective, reference->objective), kObjectiveTolerance)
+          << generated->objective << " vs " << reference->objective;
+      (give_values ? with_values : without_values) += generated->iterations;
+    }
+  }
+  EXPECT_GE(seeded, 50);
+  EXPECT_LT(with_values, without_values);
 }
 
 TEST(ColumnGenerationTest, WorksOverGlpkToo) {

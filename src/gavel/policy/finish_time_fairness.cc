@@ -194,6 +194,13 @@ Result<std::pair<double, Point>> SearchRatio(const std::vector<FairnessRow>& row
   return std::pair<double, Point>(hi, std::move(*best));
 }
 
+// A point of the packed LP with pairs (ClassStart): each job's time alone per type (jobs ×
+// types) and the pairs with time.
+struct PackedStart {
+  Matrix allocation;
+  std::vector<PairOracle::StartPair> pairs;
+};
+
 class FinishTimeFairness final : public Policy {
  public:
   FinishTimeFairness(Variant variant, const PolicyOptions& options)
@@ -289,9 +296,12 @@ class FinishTimeFairness final : public Policy {
       GAVEL_ASSIGN_OR_RETURN(BaseProblem jobs_only,
                              BuildJobsOnlyProblem(input, throughput, options_));
       std::vector<FairnessRow> priced_rows = rows;
+      const std::optional<PackedStart> class_start =
+          ClassStart(input, throughput, *classes, rows);
       Result<PolicyOutput> output = SolveByRatioSearch(
           input, &throughput, jobs_only,
-          ThroughputTerms(input, jobs_only, throughput, /*packed=*/false), priced_rows, &*classes);
+          ThroughputTerms(input, jobs_only, throughput, /*packed=*/false), priced_rows, &*classes,
+          /*alike=*/nullptr, class_start.has_value() ? &*class_start : nullptr);
       if (output.ok()) return output;
       fast_path_note = FastPathFailureNote(output.status());
       GAVEL_RETURN_IF_ERROR(build_general(/*lazy_pairs=*/false));
@@ -485,13 +495,15 @@ class FinishTimeFairness final : public Policy {
   // each member's T / thr_max. With `alike`, `problem` is SolveOverClasses's LP over classes
   // of alike jobs (a row and `terms` entry per class), and its optimum is spread back.
   // `throughput` (the jobs' single-job steps/s; null with `alike`) gives the first ratio LP
-  // its start point (JobsOnlyStart).
+  // its start point (JobsOnlyStart); with `classes`, `class_start` (ClassStart), when given,
+  // gives a better one, pairs included, and seeds its pairs.
   Result<PolicyOutput> SolveByRatioSearch(const PolicyInput& input, const Matrix* throughput,
                                           BaseProblem& problem,
                                           const std::vector<std::vector<ThroughputTerm>>& terms,
                                           std::vector<FairnessRow>& rows,
                                           const JobClasses* classes = nullptr,
-                                          const JobClasses* alike = nullptr) const {
+                                          const JobClasses* alike = nullptr,
+                                          const PackedStart* class_start = nullptr) const {
     const auto demands = [&](double r) {
       std::vector<double> minus_demand;
       for (const FairnessRow& f : rows) minus_demand.push_back(-*RowLowerBound(f, r));
@@ -513,12 +525,16 @@ class FinishTimeFairness final : public Policy {
         oracle->SetThroughputRow(f.job, f.row, 1.0 / f.max_raw_throughput);
       }
       oracle->EnableSeed();
+      if (class_start != nullptr) oracle->SetStartPairs(class_start->pairs);
       GAVEL_ASSIGN_OR_RETURN(session,
                              lp::LoadWithColumnOracle(*solvers_.master, problem.model, *oracle));
     } else {
       GAVEL_ASSIGN_OR_RETURN(session, solvers_.lp->Load(problem.model));
     }
-    if (throughput != nullptr) {
+    if (class_start != nullptr && oracle.has_value()) {
+      session->SetStartPoint(
+          ClassStartPoint(input, problem, terms, rows, start, tau, *class_start, *oracle));
+    } else if (throughput != nullptr) {
       if (std::optional<std::vector<double>> point =
               JobsOnlyStart(input, *throughput, problem, rows, start, tau)) {
         session->SetStartPoint(*point);
@@ -612,6 +628,84 @@ class FinishTimeFairness final : public Policy {
       }
     }
     point[static_cast<std::size_t>(tau)] = solution->t;
+    return point;
+  }
+
+  // A start with pairs for the first ratio LP on the priced path: the packed LP over the pair
+  // classes (`classes`: jobs alike in their throughputs, alone and co-located) as if their
+  // members were alike in their ratios too, each class standing in for the member with the
+  // largest demand at the search's first r (whatever the class LP gives the class then
+  // meets every member's row at least as well). Solved by SolveOverClasses (a few dozen
+  // classes: milliseconds) and spread over the jobs and their pairs. When the members differ
+  // little (ages near 0: the hard case of bench/README.md) it is near the optimum, pairs
+  // included, which the jobs-only start (JobsOnlyStart) lacks. nullopt when it fails.
+  std::optional<PackedStart> ClassStart(const PolicyInput& input, const Matrix& throughput,
+                                         const JobClasses& classes,
+                                         const std::vector<FairnessRow>& rows) const {
+    double start = 0.0;
+    for (const FairnessRow& f : rows) start = std::max(start, Rho(f, f.max_raw_throughput));
+    std::vector<std::optional<FairnessRow>> representative(classes.size());
+    for (const FairnessRow& f : rows) {
+      std::optional<FairnessRow>& chosen = representative[classes.class_of_job[f.job]];
+      if (!chosen.has_value() || *RowLowerBound(f, start) > *RowLowerBound(*chosen, start)) {
+        chosen = f;
+      }
+    }
+    std::vector<FairnessRow> class_rows;
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      if (!representative[c].has_value()) continue;
+      FairnessRow f = *representative[c];
+      f.job = classes.members[c].front();  // the member SolveOverClasses reads
+      class_rows.push_back(f);
+    }
+    Result<PolicyOutput> output = SolveOverClasses(input, throughput, classes, class_rows);
+    if (!output.ok()) return std::nullopt;
+    // Only the pairs with time are kept: the pairs × types matrix is as large as the output's
+    // and goes before that one is made.
+    PackedStart packed{std::move(output->allocation), {}};
+    const Matrix& time = output->pair_allocation;
+    for (std::size_t p = 0; p < time.rows(); ++p) {
+      for (std::size_t j = 0; j < time.cols(); ++j) {
+        if (time(p, j) <= 0.0) continue;
+        packed.pairs.push_back(
+            PairOracle::StartPair{static_cast<std::size_t>(input.pairs[p].first),
+                                  static_cast<std::size_t>(input.pairs[p].second), j, time(p, j)});
+      }
+    }
+    return packed;
+  }
+
+  // ClassStart's allocation as a point of the first ratio LP (at ratio r, τ column `tau`):
+  // the jobs' columns, the seeded pair columns (`oracle`'s SeedTimes), and τ the largest
+  // fraction of every demand at r the allocation meets.
+  static std::vector<double> ClassStartPoint(const PolicyInput& input, const BaseProblem& problem,
+                                             const std::vector<std::vector<ThroughputTerm>>& terms,
+                                             const std::vector<FairnessRow>& rows, double r,
+                                             int tau, const PackedStart& start,
+                                             const PairOracle& oracle) {
+    const std::size_t n = input.num_types();
+    std::vector<double> point(static_cast<std::size_t>(problem.model.num_columns()) +
+                                  oracle.num_added(),
+                              0.0);
+    for (std::size_t k = 0; k < input.num_jobs(); ++k) {
+      for (std::size_t j = 0; j < n; ++j) {
+        const int column = problem.job_columns[k * n + j];
+        if (column >= 0) point[static_cast<std::size_t>(column)] = start.allocation(k, j);
+      }
+    }
+    for (const auto& [column, time] : oracle.SeedTimes()) {
+      point[static_cast<std::size_t>(column)] = time;
+    }
+    const std::vector<double> paired = oracle.PairThroughputs(point);
+    double met = lp::kInfinity;
+    for (const FairnessRow& f : rows) {
+      double raw = paired[f.job];
+      for (const ThroughputTerm& t : terms[f.job]) {
+        raw += t.steps_per_second * point[static_cast<std::size_t>(t.column)];
+      }
+      met = std::min(met, raw / f.max_raw_throughput / *RowLowerBound(f, r));
+    }
+    point[static_cast<std::size_t>(tau)] = std::max(0.0, met);
     return point;
   }
 

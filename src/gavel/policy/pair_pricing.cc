@@ -221,8 +221,36 @@ void PairOracle::Price(std::span<const double> y, bool phase1, std::size_t max_c
   }
 }
 
+void PairOracle::SetStartPairs(std::vector<StartPair> pairs) { start_pairs_ = std::move(pairs); }
+
+std::vector<std::pair<int, double>> PairOracle::SeedTimes() const {
+  std::vector<std::pair<int, double>> times;
+  for (std::size_t s = 0; s < start_pairs_.size() && s < added_.size(); ++s) {
+    times.emplace_back(added_[s].column, start_pairs_[s].time);
+  }
+  return times;
+}
+
 void PairOracle::Seed(lp::ColumnBatch& batch) {
   pending_.clear();
+  if (!start_pairs_.empty()) {
+    // The class pair of each two classes (a <= b), oriented as it.
+    std::vector<int> pair_of(classes_.size() * classes_.size(), -1);
+    for (std::size_t q = 0; q < classes_.pairs.size(); ++q) {
+      pair_of[classes_.pairs[q].a * classes_.size() + classes_.pairs[q].b] = static_cast<int>(q);
+    }
+    for (const StartPair& p : start_pairs_) {
+      std::size_t x = p.a;
+      std::size_t z = p.b;
+      if (classes_.class_of_job[x] > classes_.class_of_job[z]) std::swap(x, z);
+      const int q = pair_of[classes_.class_of_job[x] * classes_.size() + classes_.class_of_job[z]];
+      GAVEL_CHECK(q >= 0);
+      pending_.push_back(PairColumn{static_cast<int>(x), static_cast<int>(z),
+                                    static_cast<int>(p.type), q, -1});
+      AddColumnTo(pending_.back(), batch);
+    }
+    return;
+  }
   if (!seed_) return;
   const std::size_t n = input_.num_types();
   std::vector<double> best(classes_.size(), 0.0);  // a member's best steps/s, pairs included

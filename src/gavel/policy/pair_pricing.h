@@ -23,6 +23,7 @@
 #include <optional>
 #include <span>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "gavel/core/matrix.h"
@@ -83,6 +84,17 @@ class PairOracle final : public lp::ColumnOracle {
   // of CPU at 2,048 jobs), not in makespan or cost/SLO (no gain measured), so it is opt-in.
   void Seed(lp::ColumnBatch& batch) override;
   void EnableSeed() { seed_ = true; }
+  // A pair of jobs on a type, with its time in a start point.
+  struct StartPair {
+    std::size_t a = 0;
+    std::size_t b = 0;
+    std::size_t type = 0;
+    double time = 0.0;
+  };
+  // Seeds these pairs instead (EnableSeed's dealing is skipped): the pair columns of a start
+  // point. SeedTimes then gives their session columns and times, once seeded.
+  void SetStartPairs(std::vector<StartPair> pairs);
+  std::vector<std::pair<int, double>> SeedTimes() const;
 
   // Each job's steps/s from its pairs in a solution over the session's columns.
   std::vector<double> PairThroughputs(std::span<const double> values) const;
@@ -116,6 +128,7 @@ class PairOracle final : public lp::ColumnOracle {
   std::vector<PairColumn> pending_;  // the last batch, until Added names its columns
   std::unordered_set<std::uint64_t> added_keys_;
   bool seed_ = false;
+  std::vector<StartPair> start_pairs_;
 };
 
 }  // namespace gavel::policy
