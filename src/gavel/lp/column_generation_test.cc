@@ -255,14 +255,7 @@ class ListOracle final : public ColumnOracle {
       double reduced = phase1 ? 0.0 : c.objective;
       for (const auto& [row, value] : entries_[h]) reduced -= y[static_cast<std::size_t>(row)] * value;
       if (direction * reduced <= 1e-9) continue;
-      std::vector<int> rows;
-      std::vector<double> values;
-      for (const auto& [row, value] : entries_[h]) {
-        rows.push_back(row);
-        values.push_back(value);
-      }
-      batch.Add(c.lower, c.upper, c.objective, rows, values);
-      pending_.push_back(h);
+      Offer(batch, h);
     }
   }
   void Added(int first_column) override {
@@ -279,21 +272,25 @@ class ListOracle final : public ColumnOracle {
     for (const int column : seed_) {
       const auto h = static_cast<std::size_t>(std::find(hidden_.begin(), hidden_.end(), column) -
                                               hidden_.begin());
-      const Column& c = whole_.columns()[static_cast<std::size_t>(column)];
-      std::vector<int> rows;
-      std::vector<double> values;
-      for (const auto& [row, value] : entries_[h]) {
-        rows.push_back(row);
-        values.push_back(value);
-      }
-      batch.Add(c.lower, c.upper, c.objective, rows, values);
-      pending_.push_back(h);
+      Offer(batch, h);
     }
   }
   // (whole model's column, session's column) of every column added.
   const std::vector<std::pair<int, int>>& column_of() const { return column_of_; }
 
  private:
+  // Adds hidden column h (its bounds, objective and entries) to the batch, pending until Added().
+  void Offer(ColumnBatch& batch, std::size_t h) {
+    const Column& c = whole_.columns()[static_cast<std::size_t>(hidden_[h])];
+    std::vector<int> rows;
+    std::vector<double> values;
+    for (const auto& [row, value] : entries_[h]) {
+      rows.push_back(row);
+      values.push_back(value);
+    }
+    batch.Add(c.lower, c.upper, c.objective, rows, values);
+    pending_.push_back(h);
+  }
   const Model& whole_;
   std::vector<int> hidden_;
   std::vector<std::vector<std::pair<int, double>>> entries_;
