@@ -251,7 +251,7 @@ class Decomposition {
     for (std::size_t q = 0; q < m; ++q) {
       if (d < v[q].a - Tolerance(v[q].a)) {
         if (q == 0) return 0.0;
-        return -(v[q].c - v[q - 1].c) / (v[q].a - v[q - 1].a);
+        return -slopes_[e * (k_ + 1) + q];
       }
     }
     return kInf;  // at its maximum: no more is possible at any price
@@ -421,7 +421,9 @@ class Decomposition {
       const Vertex& b = priced_[peak];
       if (v.c > b.c || (v.c == b.c && v.a > b.a)) peak = q;
     }
+    double* vertex_slope = &slopes_[e * (k_ + 1)];
     std::size_t m = 0;
+    vertex_slope[0] = 0.0;
     out[m++] = priced_[peak];
     for (;;) {
       const Vertex& cur = out[m - 1];
@@ -437,14 +439,10 @@ class Decomposition {
         }
       }
       if (next == count) break;
+      vertex_slope[m] = best_slope;  // (out[m].c − out[m−1].c) / (out[m].a − out[m−1].a)
       out[m++] = priced_[next];
     }
     vertex_count_[e] = m;
-    double* slope = &slopes_[e * (k_ + 1)];
-    slope[0] = 0.0;
-    for (std::size_t q = 1; q < m; ++q) {
-      slope[q] = (out[q].c - out[q - 1].c) / (out[q].a - out[q - 1].a);
-    }
   }
 
   // Adds class c's slope changes over t > 0 to events_ (for all its jobs); returns its slope
