@@ -413,10 +413,9 @@ class ColumnGenerationSession final : public Session {
     return LoadOracleColumns(std::move(batch));
   }
 
-  // Loads the oracle's seed columns, once, before the first solve.
+  // Loads the oracle's seed columns; LoadInner calls it once, when the session is loaded.
   void SeedOracle() {
-    if (oracle_ == nullptr || seeded_) return;
-    seeded_ = true;
+    if (oracle_ == nullptr) return;
     ColumnBatch batch;
     oracle_->Seed(batch);
     LoadOracleColumns(std::move(batch));
@@ -501,7 +500,6 @@ class ColumnGenerationSession final : public Session {
   SolveOptions options_;
   ColumnGenerationOptions cg_;
   ColumnOracle* oracle_;  // may be null
-  bool seeded_ = false;
   std::unique_ptr<Session> inner_;
 
   std::vector<FullColumn> columns_;
@@ -531,7 +529,6 @@ Result<Solution> ColumnGenerationSession::Solve() {
                options_.time_limit_seconds;
   };
   if (in_phase1_) LeavePhase1();  // an earlier Solve() failed half-way
-  SeedOracle();
   long iterations = 0;
   // Ends the solve with `solution`'s outcome; a phase-1 point is no point of the whole LP.
   const auto finish = [&](Solution solution, std::vector<double> reduced_costs) {
