@@ -206,7 +206,7 @@ void RegisterAll() {
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)
       ->Args({1000, -1})
-      ->Args({1000, 12})
+      ->Args({1000, 8})
       ->Args({1000, 32})
       ->Args({1000, 64})
       ->Iterations(1);
