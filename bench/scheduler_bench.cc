@@ -25,6 +25,7 @@
 
 #include "gavel/core/check.h"
 #include "gavel/core/utility.h"
+#include "gavel/policy/oasis.h"
 #include "gavel/policy/registry.h"
 
 namespace gavel {
@@ -137,12 +138,92 @@ void BM_CongestedRound(benchmark::State& state, const char* name, bool steady) {
   }
 }
 
+// The jobs of `input` whose admission oasis decides by planning (those with a utility).
+std::size_t PlannedJobs(const policy::PolicyInput& input) {
+  std::size_t planned = 0;
+  for (const policy::PolicyJob& job : input.jobs) planned += job.utility.has_value() ? 1 : 0;
+  return planned;
+}
+
+// Plays `input` on `oasis` round after round, one slot apart from `input.now_seconds`, until
+// `decisions` (counted by the policy's on_schedule) reaches `planned`: the rejected jobs leave
+// after each round, the others wait. Calls `timed(seconds)` with each round's CPU time.
+// Returns the input of the round after the last.
+template <class Timed>
+policy::PolicyInput PlayUntilDecided(policy::Policy& oasis, policy::PolicyInput input, double slot,
+                                     const std::size_t& decisions, std::size_t planned, Timed timed) {
+  int rounds = 0;
+  while (decisions < planned) {
+    const double start = ThreadCpuSeconds();
+    const Result<policy::PolicyOutput> out = oasis.Allocate(input);
+    timed(ThreadCpuSeconds() - start);
+    GAVEL_CHECK_MSG(out.ok(), out.status().ToString().c_str());
+    GAVEL_CHECK(++rounds <= 100000);
+    input = WithoutRejected(input, out->rejected);
+    input.now_seconds += slot;
+    for (policy::PolicyJob& job : input.jobs) job.time_since_start += Seconds(slot);
+  }
+  return input;
+}
+
+// oasis decides at most OasisOptions::decide_per_round arrivals a round (the rest wait,
+// pending) and releases at most release_per_round departed jobs' promises: the 500-job
+// history is played until every one of its jobs has had its decision; then all of them
+// leave and the 1,000 jobs arrive at once, played round after round, one slot apart, until
+// every arrival has had its decision. The reported time is the slowest of those rounds; the
+// first round's, the mean and the number of rounds are counters.
+void BM_OasisBurstDrain(benchmark::State& state) {
+  const auto num_jobs = static_cast<std::size_t>(state.range(0));
+  const policy::PolicyInput burst = CongestedInput(num_jobs, 12, false);
+  const policy::PolicyInput history = CongestedInput(500, 99, false, /*first_id=*/1000000);
+  for (auto _ : state) {
+    policy::OasisOptions options;
+    if (state.range(1) >= 0) options.decide_per_round = static_cast<int>(state.range(1));
+    std::size_t decisions = 0;
+    options.on_schedule = [&decisions](JobId, const policy::ScheduleProblem&, const policy::Schedule&) { ++decisions; };
+    const std::unique_ptr<policy::Policy> oasis = policy::MakeOasis(options);
+    const double slot = options.slot_seconds;
+    const policy::PolicyInput after_history =
+        PlayUntilDecided(*oasis, history, slot, decisions, PlannedJobs(history), [](double) {});
+    decisions = 0;
+    policy::PolicyInput input = burst;
+    input.now_seconds = after_history.now_seconds;
+    std::vector<double> rounds;
+    PlayUntilDecided(*oasis, input, slot, decisions, PlannedJobs(burst),
+                     [&rounds](double seconds) { rounds.push_back(seconds); });
+    double total = 0.0;
+    for (const double seconds : rounds) total += seconds;
+    state.SetIterationTime(*std::max_element(rounds.begin(), rounds.end()));
+    state.counters["rounds"] = static_cast<double>(rounds.size());
+    state.counters["first_round_ms"] = 1e3 * rounds.front();
+    state.counters["mean_round_ms"] = 1e3 * total / static_cast<double>(rounds.size());
+  }
+}
+
 void RegisterAll() {
-  // oasis plans every arriving job over its horizon (seconds for 1,000 arrivals at once): one
-  // timed call per variant, at 1,000 jobs only.
-  for (const bool steady : {false, true}) {
-    benchmark::RegisterBenchmark(steady ? "steady/oasis" : "congested/oasis", BM_CongestedRound,
-                                 "oasis", steady)
+  // Second argument: decide_per_round (-1: the default).
+  benchmark::RegisterBenchmark("burst_drain/oasis", BM_OasisBurstDrain)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Args({1000, -1})
+      ->Args({1000, 8})
+      ->Args({1000, 32})
+      ->Args({1000, 64})
+      ->Iterations(1);
+  // oasis plans every arriving job over its horizon (0.3-0.5 s for 1,000 arrivals at once
+  // with no limit on the decisions of a round, the last variant here; burst_drain above plays
+  // the same burst with the default limits): one timed call per variant, at 1,000 jobs only.
+  // steady/oasis's history (999 arrivals) is decided in its one round, with no limit, so that
+  // the timed round is a round with one arrival, which no limit defers.
+  struct OasisVariant {
+    const char* label;
+    const char* policy;
+    bool steady;
+  };
+  for (const OasisVariant& variant : {OasisVariant{"steady/oasis", "oasis:decide_per_round=0", true},
+                                      OasisVariant{"congested/oasis:decide_per_round=0:release_per_round=0",
+                                                   "oasis:decide_per_round=0:release_per_round=0", false}}) {
+    benchmark::RegisterBenchmark(variant.label, BM_CongestedRound, variant.policy, variant.steady)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Arg(1000)

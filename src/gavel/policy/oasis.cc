@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -107,6 +108,32 @@ struct Server {
   double cpus = 0.0;  // 0 = CPU not limited
 };
 
+// The dynamic programme's steps over a horizon of `slots` slots from the current one: `group`
+// slots each, a power of two, the steps' boundaries on absolute multiples of `group` (the
+// first step runs from now to the next multiple, the last ends with the horizon). Aligned,
+// the plans of jobs that arrive in other slots with other horizons change hands on the same
+// slots, so that the slots between hold equal promises and share one promise state: without
+// it every job's boundaries fell elsewhere, each slot soon held a state of its own, and an
+// arrival priced and promised slot by slot (docs/policies.md "oasis", "Bursts").
+struct StepGrid {
+  int slots = 0;   // the horizon
+  int group = 1;   // slots per step
+  int offset = 0;  // the current slot's place in its group (now_slot mod group)
+  int count = 0;   // steps
+  // The horizon's slots [First(step), Last(step)) (relative to the current slot).
+  int First(int step) const { return step == 0 ? 0 : step * group - offset; }
+  int Last(int step) const { return std::min(slots, (step + 1) * group - offset); }
+};
+
+// The smallest power-of-two group that covers `slots` in at most `most_steps` aligned steps.
+StepGrid MakeStepGrid(int slots, int most_steps, std::int64_t now_slot) {
+  for (int group = 1;; group *= 2) {
+    const auto offset = static_cast<int>(((now_slot % group) + group) % group);
+    const int count = (slots + offset + group - 1) / group;
+    if (count <= most_steps) return StepGrid{slots, group, offset, count};
+  }
+}
+
 class Oasis final : public Policy {
  public:
   explicit Oasis(OasisOptions options) : o_(options) {}
@@ -132,9 +159,12 @@ class Oasis final : public Policy {
         ++it;
         continue;
       }
-      Release(it->second, now_slot);  // finished early: its later promises are free again
+      // Finished early: its later promises are given back (ReleaseDeparted, a bounded number
+      // per round).
+      departed_.push_back(std::move(it->second));
       it = jobs_.erase(it);
     }
+    ReleaseDeparted(now_slot);
     CollectStates();
 
     // Phase 2: admission of the jobs seen for the first time, oldest first.
@@ -150,12 +180,18 @@ class Oasis final : public Policy {
     output.rejected.assign(m, 0);
     output.workers.resize(m);
     for (std::size_t i = 0; i < m; ++i) output.workers[i] = input.jobs[i].scale_factor;
+    int decided = 0;  // planned admission decisions this round
     for (std::size_t i : order) {
       const PolicyJob& job = input.jobs[i];
       if (state_of[i] != nullptr) continue;
       if (const auto known = jobs_.find(job.id); known != jobs_.end()) {  // an id listed twice
         state_of[i] = &known->second;
         continue;
+      }
+      if (Plans(job)) {
+        // Past the round's decisions: pending (state_of stays nullptr) until a later round.
+        if (o_.decide_per_round > 0 && decided == o_.decide_per_round) continue;
+        ++decided;
       }
       if (Admit(input, i, now_slot)) {
         state_of[i] = &jobs_.at(job.id);  // map nodes stay put
@@ -170,7 +206,7 @@ class Oasis final : public Policy {
     for (std::size_t j = 0; j < n; ++j) free[j] = static_cast<int>(input.gpu_counts[j]);
     std::vector<char> chosen(m, 0);
     for (std::size_t i : order) {
-      if (output.rejected[i] != 0) continue;
+      if (output.rejected[i] != 0 || state_of[i] == nullptr) continue;  // rejected or pending
       const PlanEntry* entry = Planned(state_of[i]->plan, now_slot);
       if (entry == nullptr) continue;
       const auto type = static_cast<std::size_t>(entry->type);
@@ -181,8 +217,14 @@ class Oasis final : public Policy {
       output.workers[i] = k;
       chosen[i] = 1;
     }
-    for (std::size_t i : order) {
-      if (output.rejected[i] != 0 || chosen[i] != 0) continue;
+    // Admitted jobs first (their resources were promised), then the pending ones.
+    std::vector<std::size_t> free_order;
+    for (const bool admitted : {true, false}) {
+      for (std::size_t i : order) {
+        if (output.rejected[i] == 0 && chosen[i] == 0 && (state_of[i] != nullptr) == admitted) free_order.push_back(i);
+      }
+    }
+    for (std::size_t i : free_order) {
       const PolicyJob& job = input.jobs[i];
       int best_k = 0;
       std::size_t best_type = 0;
@@ -229,6 +271,10 @@ class Oasis final : public Policy {
   struct JobState {
     std::vector<PlanRun> plan;  // by absolute slot, in order
   };
+
+  // Whether the job's admission is decided by a planned best schedule (Admit's programme);
+  // the others are admitted, or rejected, at once.
+  static bool Plans(const PolicyJob& job) { return job.utility.has_value() && job.steps_remaining > 0.0; }
 
   static int MinWorkers(const PolicyJob& job) {
     return job.elastic() ? job.min_workers : job.scale_factor;
@@ -280,6 +326,7 @@ class Oasis final : public Policy {
     BoundsMoved();  // the tabled GPU prices are per server capacity
     ResetStates();
     for (auto& [id, state] : jobs_) state.plan.clear();
+    departed_.clear();  // nothing of theirs is promised in the fresh states
   }
 
   double Price(double used, double capacity) const {
@@ -799,7 +846,7 @@ class Oasis final : public Policy {
   // Primal-dual admission of row i: true = admitted (its schedule promised).
   bool Admit(const PolicyInput& input, std::size_t i, std::int64_t now_slot) {
     const PolicyJob& job = input.jobs[i];
-    if (!job.utility || job.steps_remaining <= 0.0) {
+    if (!Plans(job)) {
       jobs_[job.id] = JobState{};  // nothing to value it by: admitted, runs on free GPUs
       return true;
     }
@@ -835,10 +882,11 @@ class Oasis final : public Policy {
     const double until = (now - since) + worthless_at;  // absolute time
     const int slots = static_cast<int>(std::clamp(std::ceil((until - slot_start) / slot), 1.0,
                                                   static_cast<double>(o_.horizon_slots)));
-    // The dynamic programme's steps: `group` consecutive slots each (one choice for all of
-    // them), at most o_.steps steps, so that long horizons stay cheap and a step does work.
-    const int group = (slots + o_.steps - 1) / o_.steps;
-    const int steps = (slots + group - 1) / group;
+    // The dynamic programme's steps (StepGrid): `group` consecutive slots each (one choice
+    // for all of them), at most o_.steps steps, aligned to absolute multiples of `group`.
+    const StepGrid grid = MakeStepGrid(slots, o_.steps, now_slot);
+    const int group = grid.group;
+    const int steps = grid.count;
 
     // The workload's units E: `units`, or more for a job long against its step. A step's units
     // are rounded down (a plan must be feasible), so a unit longer than a step would round to
@@ -853,8 +901,10 @@ class Oasis final : public Policy {
     ScheduleProblem problem;
     problem.units = workload_units;
     const double unit_steps = job.steps_remaining / workload_units;
+    problem.step_begin.resize(static_cast<std::size_t>(steps));
+    for (int step = 0; step < steps; ++step) problem.step_begin[static_cast<std::size_t>(step)] = now_slot + grid.First(step);
     problem.utility = [&](int step) {
-      const double end = slot_start + std::min(slots, (step + 1) * group) * slot;
+      const double end = slot_start + grid.Last(step) * slot;
       return job.utility->At(end - (now - since));
     };
     // The (type, workers) combinations that can run, in the order the choices list them, and
@@ -867,8 +917,8 @@ class Oasis final : public Policy {
         if (tput <= 0.0) continue;
         bool runs = false;
         for (int step = 0; step < steps; ++step) {
-          const int first = step * group;
-          const int last = std::min(slots, first + group);
+          const int first = grid.First(step);
+          const int last = grid.Last(step);
           // The current slot has only what is left of it.
           const double seconds = (last - first) * slot - (first == 0 ? now - slot_start : 0.0);
           const int units = static_cast<int>(
@@ -886,7 +936,7 @@ class Oasis final : public Policy {
     // Every step's cost for every combination (StepCosts), then the choices step by step.
     const std::size_t width = job_combos_.size();
     step_costs_.assign(static_cast<std::size_t>(steps) * width, 0.0);
-    StepCosts(steps, group, slots, job);
+    StepCosts(grid, job);
     problem.choices.resize(static_cast<std::size_t>(steps));
     for (std::size_t c = 0; c < width; ++c) {
       for (int step = 0; step < steps; ++step) {
@@ -911,10 +961,9 @@ class Oasis final : public Policy {
       if (c.units == 0) continue;
       const auto type = static_cast<std::size_t>(c.type);
       const std::size_t combo = ComboIndex(type, c.workers, job.cpus_per_gpu);
-      const int first = static_cast<int>(step) * group;
       std::uint32_t last_id = kNone;      // the slot before, in this step: its state ...
       std::uint32_t last_placed = kNone;  // ... and its transition
-      for (int t = first; t < std::min(slots, first + group); ++t) {
+      for (int t = grid.First(static_cast<int>(step)); t < grid.Last(static_cast<int>(step)); ++t) {
         const auto index = static_cast<std::size_t>(t);  // the timeline starts at now_slot
         if (timeline_.size() <= index) timeline_.resize(index + 1, 0);
         const std::uint32_t id = timeline_[index];
@@ -955,19 +1004,20 @@ class Oasis final : public Policy {
     return true;
   }
 
-  // step_costs_[step · width + c]: the cost of programme step `step` (slots [step · group,
-  // min(slots, (step + 1) · group)) of the horizon) for job_combos_[c], +inf where it does not
+  // step_costs_[step · width + c]: the cost of programme step `step` (slots
+  // [grid.First(step), grid.Last(step)) of the horizon) for job_combos_[c], +inf where it does not
   // fit in some slot: the slots' greedy prices added in slot order from 0, as pricing every
   // slot afresh adds them (FreshStepCost), but read from the kept prices once per piece of
   // equal slots for all combinations; a step that is one piece like the step before it
   // (the unpromised tail of a horizon, a long run) repeats its costs.
-  void StepCosts(int steps, int group, int slots, const PolicyJob& job) {
+  void StepCosts(const StepGrid& grid, const PolicyJob& job) {
+    const int steps = grid.count;
     const std::size_t width = job_combos_.size();
     if (width == 0) return;
     if (o_.reference_pricing) {
       for (int step = 0; step < steps; ++step) {
-        const int first = step * group;
-        const int last = std::min(slots, first + group);
+        const int first = grid.First(step);
+        const int last = grid.Last(step);
         for (std::size_t c = 0; c < width; ++c) {
           step_costs_[static_cast<std::size_t>(step) * width + c] =
               FreshStepCost(first, last, job_combos_[c].type, job_combos_[c].workers, job.cpus_per_gpu);
@@ -981,8 +1031,8 @@ class Oasis final : public Policy {
     pieces_.clear();
     piece_begin_.assign(1, 0);
     for (int step = 0; step < steps; ++step) {
-      const int last = std::min(slots, (step + 1) * group);
-      for (int t = step * group; t < last;) {
+      const int last = grid.Last(step);
+      for (int t = grid.First(step); t < last;) {
         const std::uint32_t id = StateAt(static_cast<std::size_t>(t));
         int end = t + 1;
         if (static_cast<std::size_t>(t) >= timeline_.size()) end = last;  // nothing promised on
@@ -1029,8 +1079,7 @@ class Oasis final : public Policy {
         }
       }
       if (o_.check_pricing) {
-        const int first = step * group;
-        CheckStepCosts(step, first, std::min(slots, first + group), cost, job);
+        CheckStepCosts(step, grid.First(step), grid.Last(step), cost, job);
       }
     }
   }
@@ -1065,6 +1114,17 @@ class Oasis final : public Policy {
       cost += greedy ? greedy->first : kInf;
     }
     return cost;
+  }
+
+  // Gives back the promises of the jobs that left, in the order they left, at most
+  // o_.release_per_round of them (0: all).
+  void ReleaseDeparted(std::int64_t now_slot) {
+    std::size_t count = departed_.size();
+    if (o_.release_per_round > 0) count = std::min(count, static_cast<std::size_t>(o_.release_per_round));
+    for (std::size_t d = 0; d < count; ++d) {
+      Release(departed_.front(), now_slot);
+      departed_.pop_front();
+    }
   }
 
   // Gives back a leaving job's promises after the current slot (whose GPUs are in use).
@@ -1136,6 +1196,7 @@ class Oasis final : public Policy {
   std::vector<double> step_costs_;
   std::vector<double> prices_of_piece_;
   std::map<JobId, JobState> jobs_;       // admitted jobs still active
+  std::deque<JobState> departed_;        // admitted jobs gone, their promises not yet released
   double lower_ = kInf;                  // L (set by the first job with a utility)
   double upper_ = 0.0;                   // U
   std::uint32_t epoch_ = 1;              // bumped when L or U changes: every kept price is stale
@@ -1258,6 +1319,12 @@ Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options) {
       (key == "horizon" ? parsed.horizon_slots
                          : key == "units" ? parsed.units
                                           : parsed.steps) = *value;
+    } else if (key == "decide_per_round" || key == "release_per_round") {
+      const std::optional<int> value = ParseInteger<int>(text);
+      if (!value || *value < 0 || *value > 1'000'000) {
+        return Status::InvalidArgument("option " + key + "=" + text + ": must be an integer in [0, 1000000] (0 = no limit)");
+      }
+      (key == "decide_per_round" ? parsed.decide_per_round : parsed.release_per_round) = *value;
     } else if (key == "ps_ratio") {
       GAVEL_ASSIGN_OR_RETURN(parsed.ps_ratio, PositiveOption(key, text, true));
     } else if (key == "ps_cpus") {

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -49,6 +50,15 @@ struct OasisOptions {
   int steps = 250;              // the programme's time steps at most (each groups slots)
   double ps_ratio = 0.25;       // parameter servers per worker (rounded up; 0 = none)
   double ps_cpus = 2.0;         // CPU cores per parameter server
+  // Bounded work per round (docs/policies.md "oasis", "Bursts"), as production schedulers
+  // bound a scheduling cycle (Slurm's default_queue_depth): at most this many arrivals get
+  // their admission decision (a planned best schedule) per round, oldest first; the others
+  // wait, pending (neither admitted nor rejected; they may use GPUs no admitted job takes),
+  // for the next rounds. 0 = every arrival in its first round.
+  int decide_per_round = 16;
+  // ... and at most this many departed jobs give their later promises back per round, in the
+  // order they left (the rest keep their prices up until then). 0 = all of them at once.
+  int release_per_round = 64;
   // Test-only switches for the kept prices (docs/policies.md "oasis", "Pricing cost"): price
   // every slot afresh with the first greedy, as before (the oracle they are tested against) ...
   bool reference_pricing = false;
@@ -81,6 +91,9 @@ struct ScheduleProblem {
   std::vector<std::vector<SlotChoice>> choices;
   // Utility if the job completes at the end of slot t.
   std::function<double(int slot)> utility;
+  // The absolute first slot of each step (Oasis's steps group slots; informational, for
+  // on_schedule observers; BestSchedule does not read it).
+  std::vector<std::int64_t> step_begin;
 };
 
 struct Schedule {

@@ -464,7 +464,7 @@ TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
     std::vector<std::unique_ptr<Policy>> policies;
     for (std::size_t mode = 0; mode < modes.size(); ++mode) {
       modes[mode].on_schedule = [&records, mode](JobId job, const ScheduleProblem& problem, const Schedule& best) {
-        records[mode].push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}}, best});
+        records[mode].push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}, problem.step_begin}, best});
       };
       policies.push_back(MakeOasis(modes[mode]));
     }
@@ -567,6 +567,212 @@ TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
   }
 }
 
+// `input` one round later: `slot` seconds on, the jobs `out` rejected removed, the others older.
+PolicyInput NextRound(const PolicyInput& input, const PolicyOutput& out, double slot) {
+  PolicyInput next = input;
+  next.jobs.clear();
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    if (out.rejected[i] != 0) continue;
+    rows.push_back(i);
+    next.jobs.push_back(input.jobs[i]);
+    next.jobs.back().time_since_start += Seconds(slot);
+  }
+  next.throughput = Matrix(rows.size(), input.num_types());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (std::size_t j = 0; j < input.num_types(); ++j) next.throughput(r, j) = input.throughput(rows[r], j);
+  }
+  next.now_seconds += slot;
+  return next;
+}
+
+// A burst of 10 arrivals with decide_per_round = 3: 3 decisions a round, oldest first, each
+// job decided once, the others pending (not rejected) until their round; the first round's
+// programmes and schedules are those of the same policy with no limit (the same promises
+// before each).
+TEST(Oasis, DecidesAtMostDecidePerRoundArrivalsOldestFirst) {
+  PolicyInput input = Problem(3, 10, 10.0, 4000.0);
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    input.jobs[i].time_since_start = Seconds(static_cast<double>((i * 7) % 10));  // ages 0..9, shuffled
+  }
+  std::vector<std::vector<PlanRecord>> plans(2);  // [limited, unlimited]
+  std::vector<std::unique_ptr<Policy>> policies;
+  for (std::size_t mode = 0; mode < 2; ++mode) {
+    OasisOptions options;
+    options.slot_seconds = 100.0;
+    options.horizon_slots = 60;
+    options.decide_per_round = mode == 0 ? 3 : 0;
+    options.on_schedule = [&plans, mode](JobId job, const ScheduleProblem& problem, const Schedule& best) {
+      plans[mode].push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}, problem.step_begin}, best});
+    };
+    policies.push_back(MakeOasis(options));
+  }
+  const Result<PolicyOutput> all = policies[1]->Allocate(input);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(plans[1].size(), 10u);
+  std::vector<JobId> oldest_first;
+  for (int age = 9; age >= 0; --age) {
+    for (const PolicyJob& job : input.jobs) {
+      if (job.time_since_start.value() == age) oldest_first.push_back(job.id);
+    }
+  }
+  std::vector<JobId> decided;
+  PolicyInput round = input;
+  for (int r = 0; r < 4; ++r) {
+    const std::size_t before = plans[0].size();
+    const Result<PolicyOutput> out = policies[0]->Allocate(round);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(plans[0].size() - before, r < 3 ? 3u : 1u) << "round " << r;
+    for (std::size_t p = before; p < plans[0].size(); ++p) decided.push_back(plans[0][p].job);
+    // Undecided jobs are pending, not rejected: only a decided one may be.
+    for (std::size_t i = 0; i < round.num_jobs(); ++i) {
+      if (out->rejected[i] == 0) continue;
+      EXPECT_NE(std::find(decided.begin(), decided.end(), round.jobs[i].id), decided.end()) << "round " << r;
+    }
+    if (r == 0) {
+      for (std::size_t p = 0; p < 3; ++p) {
+        ASSERT_EQ(plans[0][p].job, plans[1][p].job);
+        ExpectSameSchedule(plans[0][p].best, plans[1][p].best, "decision " + std::to_string(p));
+      }
+    }
+    round = NextRound(round, *out, 100.0);
+  }
+  EXPECT_EQ(decided, oldest_first);
+}
+
+// GPUs no admitted job takes go to admitted jobs first, pending ones after: with one GPU and
+// one decision a round, the oldest job is decided (rejected: its utility is gone), the second
+// oldest waits pending, and the youngest, admitted without a schedule (no utility), gets the GPU.
+TEST(Oasis, AdmittedJobsTakeFreeGpusBeforePendingOnes) {
+  OasisOptions options;
+  options.slot_seconds = 100.0;
+  options.horizon_slots = 60;
+  options.decide_per_round = 1;
+  const auto policy = MakeOasis(options);
+  PolicyInput input = Problem(1, 3, 10.0, 4000.0);
+  input.jobs[0].time_since_start = Seconds(300.0);
+  input.jobs[0].utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 1.0, 1.0};  // worth 0 by now
+  input.jobs[1].time_since_start = Seconds(200.0);
+  input.jobs[2].time_since_start = Seconds(100.0);
+  input.jobs[2].utility.reset();
+  const Result<PolicyOutput> out = policy->Allocate(input);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->rejected, (std::vector<char>{1, 0, 0}));
+  EXPECT_EQ(out->allocation(1, 0), 0.0);  // pending
+  EXPECT_EQ(out->allocation(2, 0), 1.0);  // admitted without a schedule
+  // The next round decides the pending job, which takes the GPU by its plan.
+  const Result<PolicyOutput> next = policy->Allocate(NextRound(input, *out, 100.0));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->rejected, (std::vector<char>{0, 0}));
+  EXPECT_EQ(next->allocation(0, 0), 1.0);
+  EXPECT_EQ(next->allocation(1, 0), 0.0);
+}
+
+// Four jobs of 30 slots each on one server of 4 GPUs (its price rises with each GPU promised),
+// all admitted in round 0; three leave in round 1. `late_arrival` arrives in round 1 (a
+// departure round) or in round 4. Returns the planned programmes (the four, then the late
+// arrival's) of Oasis with `release_per_round`.
+std::vector<PlanRecord> PlayDepartures(int release_per_round, bool arrives_in_departure_round) {
+  std::vector<PlanRecord> plans;
+  OasisOptions options;
+  options.slot_seconds = 100.0;
+  options.horizon_slots = 60;
+  options.release_per_round = release_per_round;
+  options.on_schedule = [&plans](JobId job, const ScheduleProblem& problem, const Schedule& best) {
+    plans.push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}, problem.step_begin}, best});
+  };
+  const auto policy = MakeOasis(options);
+  PolicyInput start = Problem(4, 4, 100.0, 40000.0);
+  start.gpus_per_server = {4};
+  for (PolicyJob& job : start.jobs) job.steps_remaining = 3000.0;
+  PolicyJob late = start.jobs[0];
+  late.id = JobId(5);
+  const int arrival_round = arrives_in_departure_round ? 1 : 4;
+  for (int r = 0; r <= 4; ++r) {
+    PolicyInput in = start;
+    in.now_seconds = 100.0 * r;
+    if (r >= 1) in.jobs = {start.jobs[3]};
+    for (PolicyJob& job : in.jobs) job.time_since_start = Seconds(100.0 * r);
+    if (r >= arrival_round) {
+      in.jobs.push_back(late);
+      in.jobs.back().time_since_start = Seconds(100.0 * (r - arrival_round));
+    }
+    in.throughput = Matrix(in.jobs.size(), 1, 1.0);
+    const Result<PolicyOutput> out = policy->Allocate(in);
+    EXPECT_TRUE(out.ok());
+    if (out.ok()) {
+      EXPECT_EQ(std::count(out->rejected.begin(), out->rejected.end(), 1), 0);
+    }
+  }
+  return plans;
+}
+
+// Three admitted jobs leave in one round; with release_per_round = 1 their promises are given
+// back one a round. An arrival in the departure round sees dearer slots than with no limit; one
+// arriving once all three are released sees the same programme, to the bit.
+TEST(Oasis, ReleasesAtMostReleasePerRoundDepartures) {
+  const auto step_costs = [](const PlanRecord& plan) {
+    double sum = 0.0;
+    for (const auto& step : plan.problem.choices) sum += step.empty() ? 0.0 : step.front().cost;
+    return sum;
+  };
+  const std::vector<PlanRecord> early_limited = PlayDepartures(1, true);
+  const std::vector<PlanRecord> early_unlimited = PlayDepartures(0, true);
+  ASSERT_EQ(early_limited.size(), 5u);
+  ASSERT_EQ(early_unlimited.size(), 5u);
+  EXPECT_GT(step_costs(early_limited[4]), step_costs(early_unlimited[4]));  // two still promised
+  const std::vector<PlanRecord> late_limited = PlayDepartures(1, false);
+  const std::vector<PlanRecord> late_unlimited = PlayDepartures(0, false);
+  ASSERT_EQ(late_limited.size(), 5u);
+  ASSERT_EQ(late_unlimited.size(), 5u);
+  const PlanRecord& got = late_limited[4];
+  const PlanRecord& want = late_unlimited[4];
+  ASSERT_EQ(got.problem.choices.size(), want.problem.choices.size());
+  for (std::size_t t = 0; t < want.problem.choices.size(); ++t) {
+    ASSERT_EQ(got.problem.choices[t].size(), want.problem.choices[t].size()) << "step " << t;
+    for (std::size_t c = 0; c < want.problem.choices[t].size(); ++c) {
+      EXPECT_TRUE(SameBits(got.problem.choices[t][c].cost, want.problem.choices[t][c].cost)) << "step " << t;
+    }
+  }
+  ExpectSameSchedule(got.best, want.best, "arrival after the releases");
+}
+
+// Every programme's steps (StepGrid): the first starts at the current slot, the others on
+// multiples of one power-of-two group, consecutive, at most `steps` of them.
+TEST(Oasis, ProgrammeStepsAlignToPowerOfTwoGroups) {
+  for (int trial = 0; trial < 10; ++trial) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(7000 + trial));
+    OasisOptions options;
+    options.slot_seconds = 100.0;
+    options.horizon_slots = 10 + 37 * trial;
+    options.steps = 3 + trial % 7;
+    int checked = 0;
+    options.on_schedule = [&](JobId, const ScheduleProblem& problem, const Schedule&) {
+      const auto& begin = problem.step_begin;
+      ASSERT_EQ(begin.size(), problem.choices.size());
+      ASSERT_GE(begin.size(), 1u);
+      EXPECT_LE(begin.size(), static_cast<std::size_t>(options.steps));
+      if (begin.size() < 3) return;
+      const std::int64_t group = begin[2] - begin[1];
+      EXPECT_TRUE(group > 0 && (group & (group - 1)) == 0) << group;
+      EXPECT_LT(begin[1] - begin[0], group + 1);
+      for (std::size_t s = 1; s < begin.size(); ++s) {
+        EXPECT_EQ(begin[s] % group, 0);
+        if (s >= 2) {
+          EXPECT_EQ(begin[s] - begin[s - 1], group);
+        }
+      }
+      ++checked;
+    };
+    const auto policy = MakeOasis(options);
+    const RandomRun run = MakeRandomRun(rng, 30, options.slot_seconds);
+    Play(run, rng, options.slot_seconds, {policy.get()});
+    if (options.horizon_slots > 3 * options.steps) {
+      EXPECT_GT(checked, 0) << "trial " << trial;
+    }
+  }
+}
+
 TEST(Oasis, OptionsAreChecked) {
   PolicyOptions options;
   options.params = {{"slot", "0"}};
@@ -575,6 +781,15 @@ TEST(Oasis, OptionsAreChecked) {
   EXPECT_FALSE(MakeOasis(options).ok());
   options.params = {{"horizon", "10"}, {"ps_ratio", "0.5"}};
   EXPECT_TRUE(MakeOasis(options).ok());
+  options.params = {{"decide_per_round", "-1"}};
+  EXPECT_FALSE(MakeOasis(options).ok());
+  options.params = {{"release_per_round", "1.5"}};
+  EXPECT_FALSE(MakeOasis(options).ok());
+  options.params = {{"decide_per_round", "0"}, {"release_per_round", "7"}};
+  const Result<OasisOptions> parsed = ParseOasisOptions(options);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->decide_per_round, 0);
+  EXPECT_EQ(parsed->release_per_round, 7);
 }
 
 }  // namespace
