@@ -244,7 +244,7 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   std::fill(s.job_time.begin(), s.job_time.end(), HalfRound(options_));
 
   if (traits_.packing && !active.elastic()) {
-    colocated_table_.Add(active.table_key);
+    if (ReadsColocatedTable()) colocated_table_.Add(active.table_key);
     for (auto& [other_id, other] : active_) {
       if (other_id == id || other.scale_factor != active.scale_factor || other.elastic()) continue;
       const Combination pair = Combination::Pair(other_id, id);
@@ -785,7 +785,7 @@ Status RoundScheduler::ChangeCluster(ClusterLayout layout,
   gpu_seconds_ = std::move(gpu_seconds);
   colocated_table_ = ColocatedMatrix(*throughputs_, table_types_);
   for (const auto& [id, job] : active_) {
-    if (traits_.packing && !job.elastic()) colocated_table_.Add(job.table_key);
+    if (ReadsColocatedTable() && !job.elastic()) colocated_table_.Add(job.table_key);
   }
   for (const auto& [id, job] : active_) RefreshThroughputs(job);
   for (const auto& [pair, slot] : pair_slots_) RefreshPairThroughputs(combo(slot));
@@ -894,7 +894,7 @@ policy::PolicyInput RoundScheduler::PolicyInputOf(Seconds now,
   input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
   input_options.zero_oversized = !options_.compat.raw_policy_input;
   input_options.instance_costs = options_.instance_costs;
-  input_options.colocated_table = &colocated_table_;
+  if (ReadsColocatedTable()) input_options.colocated_table = &colocated_table_;
   if (options_.colocated) {
     // The policy sees the pairs' throughputs the scheduler holds (estimates until measured).
     input_options.colocated = [&](std::size_t a, std::size_t b) {
