@@ -72,13 +72,12 @@ std::vector<std::array<double, 2>> ColocatedThroughputs(const ThroughputTable& t
   return result;
 }
 
-std::vector<std::array<double, 2>> ColocatedThroughputs(const ColocatedMatrix& colocated_table,
-                                                        int key_a, int key_b) {
+std::span<const std::array<double, 2>> ColocatedThroughputs(
+    const ColocatedMatrix& colocated_table, int key_a, int key_b) {
   const int a = colocated_table.PositionOf(key_a);
   const int b = colocated_table.PositionOf(key_b);
   GAVEL_CHECK(a >= 0 && b >= 0);
-  const auto row = colocated_table.Row(a, b);
-  return {row.begin(), row.end()};
+  return colocated_table.Row(a, b);
 }
 
 policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,

@@ -326,21 +326,22 @@ void RoundScheduler::RefreshPairThroughputs(ComboState& p) {
   const auto key_of = [&](JobId j) {
     return records_[Index(j)].table_key;
   };
-  std::vector<std::array<double, 2>> co;
-  if (options_.colocated) {
-    for (int t = 0; t < num_types_; ++t) {
-      co.push_back(options_.colocated->Colocated(p.id.member(0), p.id.member(1),
-                                                 table_types_[static_cast<std::size_t>(t)]));
-    }
-  } else {
-    co = ColocatedThroughputs(colocated_table_, key_of(p.id.member(0)), key_of(p.id.member(1)));
+  std::span<const std::array<double, 2>> table_row;
+  if (ReadsColocatedTable()) {
+    table_row =
+        ColocatedThroughputs(colocated_table_, key_of(p.id.member(0)), key_of(p.id.member(1)));
   }
   for (int t = 0; t < num_types_; ++t) {
     const auto ut = static_cast<std::size_t>(t);
+    // The source is asked about every type, oversized ones included: it may keep state.
+    const std::array<double, 2> co =
+        options_.colocated
+            ? options_.colocated->Colocated(p.id.member(0), p.id.member(1), table_types_[ut])
+            : table_row[ut];
     const bool oversized =
         !options_.compat.raw_policy_input && p.scale_factor > layout_.gpu_count(t);
-    p.tput_a[ut] = oversized ? 0.0 : co[ut][0];
-    p.tput_b[ut] = oversized ? 0.0 : co[ut][1];
+    p.tput_a[ut] = oversized ? 0.0 : co[0];
+    p.tput_b[ut] = oversized ? 0.0 : co[1];
   }
 }
 
