@@ -1218,7 +1218,6 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
   };
   for (int t : type_order) {
     const auto ut = static_cast<std::size_t>(t);
-    const auto blocked = [&](const ComboState& c) { return Blocked(c, capacity, ut); };
     const auto runs_here = [&](const ComboState& c) {
       return !(c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0));
     };
@@ -1243,7 +1242,7 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     const auto next_untracked = [&]() -> const ComboState* {
       for (; untracked_candidates && cursor < order_.size(); ++cursor) {
         const ComboState& c = combo(order_[cursor]);
-        if (c.alive && !c.tracked && !blocked(c) && runs_here(c)) return &c;
+        if (c.alive && !c.tracked && !Blocked(c, capacity, ut) && runs_here(c)) return &c;
       }
       return nullptr;
     };
@@ -1289,12 +1288,11 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinationsExhaustive
   entries.reserve(order_.size());
   for (int t : type_order) {
     const auto ut = static_cast<std::size_t>(t);
-    const auto blocked = [&](const ComboState& c) { return Blocked(c, capacity, ut); };
     // The candidates: what can run on this type now.
     entries.clear();
     for (std::size_t pos = 0; pos < order_.size(); ++pos) {
       const ComboState& c = combo(order_[pos]);
-      if (!c.alive || blocked(c)) continue;
+      if (!c.alive || Blocked(c, capacity, ut)) continue;
       if (c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0)) continue;
       if (traits_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
       entries.push_back(Entry{c.priority[ut], c.deficit[ut],
