@@ -29,7 +29,6 @@ int ColocatedMatrix::Add(int table_key) {
 void ColocatedMatrix::Grow(std::size_t capacity) {
   const std::size_t n = table_types_.size();
   std::vector<std::array<double, 2>> values(capacity * capacity * n, {0.0, 0.0});
-  std::vector<char> known(capacity * capacity * n, 0);
   std::vector<char> usable(capacity * capacity, 0);
   for (std::size_t a = 0; a < capacity_; ++a) {
     std::copy_n(usable_.begin() + static_cast<std::ptrdiff_t>(a * capacity_), capacity_,
@@ -38,11 +37,8 @@ void ColocatedMatrix::Grow(std::size_t capacity) {
     const std::size_t to = a * capacity * n;
     std::copy_n(values_.begin() + static_cast<std::ptrdiff_t>(from), capacity_ * n,
                 values.begin() + static_cast<std::ptrdiff_t>(to));
-    std::copy_n(known_.begin() + static_cast<std::ptrdiff_t>(from), capacity_ * n,
-                known.begin() + static_cast<std::ptrdiff_t>(to));
   }
   values_ = std::move(values);
-  known_ = std::move(known);
   usable_ = std::move(usable);
   capacity_ = capacity;
 }
@@ -54,7 +50,6 @@ void ColocatedMatrix::Fill(int a, int b) {
     const auto co = table_->Colocated(table_types_[t], keys_[static_cast<std::size_t>(a)],
                                       keys_[static_cast<std::size_t>(b)]);
     values_[offset + t] = co.value_or(std::array<double, 2>{0.0, 0.0});
-    known_[offset + t] = co.has_value() ? 1 : 0;
     usable = usable || values_[offset + t][0] > 0.0 || values_[offset + t][1] > 0.0;
   }
   usable_[static_cast<std::size_t>(a) * capacity_ + static_cast<std::size_t>(b)] = usable ? 1 : 0;

@@ -5,8 +5,8 @@
 //
 // Entries are exactly ThroughputTable::Colocated's values (mirror entries included) for the
 // GPU types given, in the caller's order (e.g. a cluster layout's); a pair the table lacks on
-// a type reads {0, 0} there and Known() is false. Keys are added as jobs bring them (Add);
-// only the keys added are stored, so the size follows the workload, not the table.
+// a type reads {0, 0} there. Keys are added as jobs bring them (Add); only the keys added
+// are stored, so the size follows the workload, not the table.
 // Not thread-safe while keys are added; the table must outlive the matrix.
 #pragma once
 
@@ -33,17 +33,12 @@ class ColocatedMatrix {
     return k < position_of_key_.size() ? position_of_key_[k] : -1;
   }
   int num_keys() const { return static_cast<int>(keys_.size()); }
-  int num_types() const { return static_cast<int>(table_types_.size()); }
   const std::vector<int>& table_types() const { return table_types_; }
 
   // {steps/s of a, steps/s of b} while the keys at positions a and b share a GPU, for each
   // type in table_types() order; {0, 0} where the table has no entry.
   std::span<const std::array<double, 2>> Row(int a, int b) const {
     return {values_.data() + Offset(a, b), table_types_.size()};
-  }
-  // Whether the table has the pair on type `type` (a column of Row).
-  bool Known(int a, int b, int type) const {
-    return known_[Offset(a, b) + static_cast<std::size_t>(type)] != 0;
   }
   // Whether either job of the pair has a positive throughput on some type of Row: a pair
   // that cannot share a GPU anywhere is left out of a policy's problem without reading Row.
@@ -65,9 +60,8 @@ class ColocatedMatrix {
   std::vector<int> table_types_;
   std::vector<int> keys_;             // table key at each position
   std::vector<int> position_of_key_;  // by table key; -1 = not added
-  std::size_t capacity_ = 0;          // positions a side of values_/known_
+  std::size_t capacity_ = 0;          // positions a side of values_ and usable_
   std::vector<std::array<double, 2>> values_;  // (a × capacity_ + b) × types + type
-  std::vector<char> known_;                    // same layout
   std::vector<char> usable_;                   // a × capacity_ + b
 };
 

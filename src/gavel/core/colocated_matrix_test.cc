@@ -13,7 +13,7 @@ namespace gavel {
 namespace {
 
 // Every entry of the matrix against the table's own lookup (the oracle): the same value, bit
-// for bit, {0, 0} and unknown where the table has none, for every ordered pair of the keys
+// for bit, {0, 0} where the table has none, for every ordered pair of the keys
 // added so far (a key with itself included) and every type.
 void ExpectMatchesTable(const ColocatedMatrix& matrix, const ThroughputTable& table,
                         const std::vector<int>& added) {
@@ -29,8 +29,6 @@ void ExpectMatchesTable(const ColocatedMatrix& matrix, const ThroughputTable& ta
       bool usable = false;
       for (std::size_t t = 0; t < row.size(); ++t) {
         const auto truth = table.Colocated(matrix.table_types()[t], key_a, key_b);
-        ASSERT_EQ(matrix.Known(a, b, static_cast<int>(t)), truth.has_value())
-            << key_a << " " << key_b << " " << t;
         const std::array<double, 2> expected = truth.value_or(std::array<double, 2>{0.0, 0.0});
         ASSERT_EQ(row[t][0], expected[0]) << key_a << " " << key_b << " " << t;
         ASSERT_EQ(row[t][1], expected[1]) << key_a << " " << key_b << " " << t;
@@ -66,17 +64,21 @@ TEST(ColocatedMatrixTest, EqualsTheTablesLookupForEveryPairAndTypeWhileKeysArriv
       ExpectMatchesTable(matrix, *table, added);
     }
   }
-  // Every kind of pair occurs: known ones (same scale factor) and unknown ones (different),
-  // usable ones and known ones that cannot share a GPU anywhere.
+  // Every kind of pair occurs: ones the table knows (same scale factor) and ones it lacks
+  // (different), usable ones and known ones that cannot share a GPU anywhere.
   int known = 0;
   int unknown = 0;
   int usable = 0;
   int known_unusable = 0;
   for (int a = 0; a < matrix.num_keys(); ++a) {
     for (int b = 0; b < matrix.num_keys(); ++b) {
-      (matrix.Known(a, b, 0) ? known : unknown)++;
+      // Positions are in order of addition.
+      const int key_a = added[static_cast<std::size_t>(a)];
+      const int key_b = added[static_cast<std::size_t>(b)];
+      const bool in_table = table->Colocated(types[0], key_a, key_b).has_value();
+      (in_table ? known : unknown)++;
       if (matrix.Usable(a, b)) ++usable;
-      if (matrix.Known(a, b, 0) && !matrix.Usable(a, b)) ++known_unusable;
+      if (in_table && !matrix.Usable(a, b)) ++known_unusable;
     }
   }
   EXPECT_GT(known, 0);
@@ -87,7 +89,7 @@ TEST(ColocatedMatrixTest, EqualsTheTablesLookupForEveryPairAndTypeWhileKeysArriv
 
 // A pair listed under one partner only reads the same from either side; a pair the file lacks
 // on one type reads {0, 0} there but its value on the other; a key with no pair entries and
-// a GPU type without the keys read unknown.
+// a GPU type without the keys read {0, 0}, and such pairs are not usable.
 TEST(ColocatedMatrixTest, MirrorsOneSidedEntriesAndZeroesMissingOnes) {
   const auto table = ThroughputTable::Parse(R"j({
       "v100": {"('A3C', 1)": {"null": 7.0, "('CycleGAN', 1)": [4.5, 3.0]},
@@ -110,9 +112,11 @@ TEST(ColocatedMatrixTest, MirrorsOneSidedEntriesAndZeroesMissingOnes) {
   EXPECT_EQ(matrix.Row(p_cyclegan, p_a3c)[0], (std::array<double, 2>{3.0, 4.5}));
   EXPECT_EQ(matrix.Row(p_a3c, p_cyclegan)[1], (std::array<double, 2>{0.75, 0.25}));
   EXPECT_EQ(matrix.Row(p_cyclegan, p_a3c)[1], (std::array<double, 2>{0.25, 0.75}));
-  EXPECT_TRUE(matrix.Known(p_a3c, p_cyclegan, 0));
-  EXPECT_FALSE(matrix.Known(p_a3c, p_pong, 0));
-  EXPECT_FALSE(matrix.Known(p_pong, p_pong, 1));  // no Pong on k80 at all
+  EXPECT_TRUE(matrix.Usable(p_a3c, p_cyclegan));
+  EXPECT_EQ(matrix.Row(p_a3c, p_pong)[0], (std::array<double, 2>{0.0, 0.0}));
+  EXPECT_EQ(matrix.Row(p_pong, p_pong)[1], (std::array<double, 2>{0.0, 0.0}));  // no Pong on k80
+  EXPECT_FALSE(matrix.Usable(p_a3c, p_pong));
+  EXPECT_FALSE(matrix.Usable(p_pong, p_pong));
   EXPECT_EQ(matrix.Row(p_pong, p_a3c)[0], (std::array<double, 2>{0.0, 0.0}));
   ExpectMatchesTable(matrix, *table, {cyclegan, pong, a3c});
 }

@@ -61,24 +61,12 @@ std::vector<std::vector<double>> ElasticThroughputs(const ThroughputTable& table
   return result;
 }
 
-std::vector<std::array<double, 2>> ColocatedThroughputs(const ThroughputTable& table,
-                                                        const std::vector<int>& table_types,
-                                                        int key_a, int key_b) {
-  std::vector<std::array<double, 2>> result;
-  result.reserve(table_types.size());
-  for (int tt : table_types) {
-    result.push_back(table.Colocated(tt, key_a, key_b).value_or(std::array<double, 2>{0.0, 0.0}));
-  }
-  return result;
-}
-
-std::vector<std::array<double, 2>> ColocatedThroughputs(const ColocatedMatrix& colocated_table,
-                                                        int key_a, int key_b) {
+std::span<const std::array<double, 2>> ColocatedThroughputs(
+    const ColocatedMatrix& colocated_table, int key_a, int key_b) {
   const int a = colocated_table.PositionOf(key_a);
   const int b = colocated_table.PositionOf(key_b);
   GAVEL_CHECK(a >= 0 && b >= 0);
-  const auto row = colocated_table.Row(a, b);
-  return {row.begin(), row.end()};
+  return colocated_table.Row(a, b);
 }
 
 policy::PolicyInput BuildPolicyInputForJobs(const ClusterLayout& layout,

@@ -64,14 +64,11 @@ Result<std::vector<int>> TableTypesOf(const ClusterLayout& layout, const Through
 std::vector<double> IsolatedThroughputs(const ThroughputTable& table,
                                         const std::vector<int>& table_types, int table_key);
 
-// {steps/s of a, steps/s of b} while a and b share a GPU of each layout type; {0, 0} where the
-// table has no entry.
-std::vector<std::array<double, 2>> ColocatedThroughputs(const ThroughputTable& table,
-                                                        const std::vector<int>& table_types,
-                                                        int key_a, int key_b);
-// The same from a dense table built for the layout's types, with both keys added.
-std::vector<std::array<double, 2>> ColocatedThroughputs(const ColocatedMatrix& colocated_table,
-                                                        int key_a, int key_b);
+// {steps/s of a, steps/s of b} while the job-type keys a and b share a GPU of each layout
+// type; {0, 0} where the table has no entry. From a dense table built for the layout's types,
+// with both keys added: a view of its row (no copy; valid until the next key is added).
+std::span<const std::array<double, 2>> ColocatedThroughputs(
+    const ColocatedMatrix& colocated_table, int key_a, int key_b);
 
 // An elastic job's isolated steps/s at every worker count of its range: row k − min_workers,
 // one entry per layout type (core/elastic.h: its own curve scaled from the declared count's

@@ -244,7 +244,7 @@ Status RoundScheduler::AddJob(JobId id, const JobDescription& job) {
   std::fill(s.job_time.begin(), s.job_time.end(), HalfRound(options_));
 
   if (traits_.packing && !active.elastic()) {
-    colocated_table_.Add(active.table_key);
+    if (ReadsColocatedTable()) colocated_table_.Add(active.table_key);
     for (auto& [other_id, other] : active_) {
       if (other_id == id || other.scale_factor != active.scale_factor || other.elastic()) continue;
       const Combination pair = Combination::Pair(other_id, id);
@@ -326,21 +326,22 @@ void RoundScheduler::RefreshPairThroughputs(ComboState& p) {
   const auto key_of = [&](JobId j) {
     return records_[Index(j)].table_key;
   };
-  std::vector<std::array<double, 2>> co;
-  if (options_.colocated) {
-    for (int t = 0; t < num_types_; ++t) {
-      co.push_back(options_.colocated->Colocated(p.id.member(0), p.id.member(1),
-                                                 table_types_[static_cast<std::size_t>(t)]));
-    }
-  } else {
-    co = ColocatedThroughputs(colocated_table_, key_of(p.id.member(0)), key_of(p.id.member(1)));
+  std::span<const std::array<double, 2>> table_row;
+  if (ReadsColocatedTable()) {
+    table_row =
+        ColocatedThroughputs(colocated_table_, key_of(p.id.member(0)), key_of(p.id.member(1)));
   }
   for (int t = 0; t < num_types_; ++t) {
     const auto ut = static_cast<std::size_t>(t);
+    // The source is asked about every type, oversized ones included: it may keep state.
+    const std::array<double, 2> co =
+        options_.colocated
+            ? options_.colocated->Colocated(p.id.member(0), p.id.member(1), table_types_[ut])
+            : table_row[ut];
     const bool oversized =
         !options_.compat.raw_policy_input && p.scale_factor > layout_.gpu_count(t);
-    p.tput_a[ut] = oversized ? 0.0 : co[ut][0];
-    p.tput_b[ut] = oversized ? 0.0 : co[ut][1];
+    p.tput_a[ut] = oversized ? 0.0 : co[0];
+    p.tput_b[ut] = oversized ? 0.0 : co[1];
   }
 }
 
@@ -785,7 +786,7 @@ Status RoundScheduler::ChangeCluster(ClusterLayout layout,
   gpu_seconds_ = std::move(gpu_seconds);
   colocated_table_ = ColocatedMatrix(*throughputs_, table_types_);
   for (const auto& [id, job] : active_) {
-    if (traits_.packing && !job.elastic()) colocated_table_.Add(job.table_key);
+    if (ReadsColocatedTable() && !job.elastic()) colocated_table_.Add(job.table_key);
   }
   for (const auto& [id, job] : active_) RefreshThroughputs(job);
   for (const auto& [pair, slot] : pair_slots_) RefreshPairThroughputs(combo(slot));
@@ -894,7 +895,7 @@ policy::PolicyInput RoundScheduler::PolicyInputOf(Seconds now,
   input_options.keep_unusable_pairs = options_.compat.raw_policy_input;
   input_options.zero_oversized = !options_.compat.raw_policy_input;
   input_options.instance_costs = options_.instance_costs;
-  input_options.colocated_table = &colocated_table_;
+  if (ReadsColocatedTable()) input_options.colocated_table = &colocated_table_;
   if (options_.colocated) {
     // The policy sees the pairs' throughputs the scheduler holds (estimates until measured).
     input_options.colocated = [&](std::size_t a, std::size_t b) {
@@ -1217,7 +1218,6 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
   };
   for (int t : type_order) {
     const auto ut = static_cast<std::size_t>(t);
-    const auto blocked = [&](const ComboState& c) { return Blocked(c, capacity, ut); };
     const auto runs_here = [&](const ComboState& c) {
       return !(c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0));
     };
@@ -1242,7 +1242,7 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinations(
     const auto next_untracked = [&]() -> const ComboState* {
       for (; untracked_candidates && cursor < order_.size(); ++cursor) {
         const ComboState& c = combo(order_[cursor]);
-        if (c.alive && !c.tracked && !blocked(c) && runs_here(c)) return &c;
+        if (c.alive && !c.tracked && !Blocked(c, capacity, ut) && runs_here(c)) return &c;
       }
       return nullptr;
     };
@@ -1288,12 +1288,11 @@ std::vector<RoundScheduler::Chosen> RoundScheduler::ChooseCombinationsExhaustive
   entries.reserve(order_.size());
   for (int t : type_order) {
     const auto ut = static_cast<std::size_t>(t);
-    const auto blocked = [&](const ComboState& c) { return Blocked(c, capacity, ut); };
     // The candidates: what can run on this type now.
     entries.clear();
     for (std::size_t pos = 0; pos < order_.size(); ++pos) {
       const ComboState& c = combo(order_[pos]);
-      if (!c.alive || blocked(c)) continue;
+      if (!c.alive || Blocked(c, capacity, ut)) continue;
       if (c.tput_a[ut] <= 0.0 || (c.id.is_pair() && c.tput_b[ut] <= 0.0)) continue;
       if (traits_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
       entries.push_back(Entry{c.priority[ut], c.deficit[ut],

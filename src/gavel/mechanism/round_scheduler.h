@@ -468,12 +468,16 @@ class RoundScheduler {
   // micro-task that ended, was never started, or belongs to another combination).
   Result<ComboState*> RunningCombo(const Combination& c);
   double ComboThroughput(const ComboState& c, int member, int type) const;
+  // Whether pairs' co-located throughputs come from the throughput table through
+  // colocated_table_: packing policies without SchedulerOptions::colocated (whose estimates
+  // replace the table's entries, so the dense copy would go unread).
+  bool ReadsColocatedTable() const { return traits_.packing && !options_.colocated; }
 
   ClusterLayout layout_;
   std::shared_ptr<const ThroughputTable> throughputs_;
   std::vector<int> table_types_;  // table GPU type index per layout type
-  // The active jobs' co-located throughputs by layout type, dense (packing policies only:
-  // read for every candidate pair at every reallocation).
+  // The active jobs' co-located throughputs by layout type, dense (read for every candidate
+  // pair at every reallocation). Empty unless ReadsColocatedTable().
   ColocatedMatrix colocated_table_;
   SchedulerOptions options_;
   const Clock* clock_;

@@ -4,11 +4,38 @@
 #include <array>
 #include <limits>
 #include <numeric>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gavel/lp/column_generation.h"
 
 namespace gavel::policy {
+namespace {
+
+// Scratch of n values for helpers called per job per solve: on the stack for the usual few
+// GPU types, on the heap beyond. Value-initialised. Not copyable (the view points into it).
+template <class T>
+class TypeScratch {
+ public:
+  explicit TypeScratch(std::size_t n) {
+    if (n > kFewTypes) many_.assign(n, T{});
+    values_ = many_.empty() ? std::span<T>(few_.data(), n) : std::span<T>(many_);
+  }
+  TypeScratch(const TypeScratch&) = delete;
+  TypeScratch& operator=(const TypeScratch&) = delete;
+
+  std::span<T> values() { return values_; }
+
+ private:
+  static constexpr std::size_t kFewTypes = 16;
+  std::array<T, kFewTypes> few_{};
+  std::vector<T> many_;
+  std::span<T> values_;
+};
+
+}  // namespace
 
 const char* AllocationStatusName(AllocationStatus status) {
   switch (status) {
@@ -233,13 +260,8 @@ std::vector<std::vector<ThroughputTerm>> ThroughputTerms(const PolicyInput& inpu
 
 double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
                           std::span<const int> pairs, std::size_t job) {
-  // Called per job per solve: scratch on the stack for the usual few types.
-  constexpr std::size_t kFewTypes = 16;
-  std::array<double, kFewTypes> few{};
-  std::vector<double> many;
-  if (input.num_types() > kFewTypes) many.assign(input.num_types(), 0.0);
-  const std::span<double> best_per_type =
-      many.empty() ? std::span<double>(few.data(), input.num_types()) : std::span<double>(many);
+  TypeScratch<double> scratch(input.num_types());
+  const std::span<double> best_per_type = scratch.values();
   for (std::size_t j = 0; j < input.num_types(); ++j) {
     double best = throughput(job, j);
     for (int p : pairs) {
@@ -256,16 +278,11 @@ double MaxThroughputAlone(const PolicyInput& input, const Matrix& throughput,
 
 double MaxThroughputAtSpeeds(const PolicyInput& input, std::span<const double> best_per_type,
                              std::size_t job) {
-  // Called per job per solve: scratch on the stack for the usual few types (std::sort over
-  // the same sequence, so ties end in the same order as in a vector).
-  constexpr std::size_t kFewTypes = 16;
+  // (std::sort over the scratch sorts the same sequence as over a vector: ties end in the
+  // same order.)
   const std::size_t n = input.num_types();
-  std::array<std::pair<double, double>, kFewTypes> few;
-  std::vector<std::pair<double, double>> many;
-  if (n > kFewTypes) many.assign(n, {0.0, 0.0});
-  const std::span<std::pair<double, double>> speed_and_time =
-      many.empty() ? std::span<std::pair<double, double>>(few.data(), n)
-                   : std::span<std::pair<double, double>>(many);
+  TypeScratch<std::pair<double, double>> scratch(n);
+  const std::span<std::pair<double, double>> speed_and_time = scratch.values();
   for (std::size_t j = 0; j < n; ++j) {
     speed_and_time[j] = {best_per_type[j],
                          input.gpu_counts[j] / static_cast<double>(input.jobs[job].scale_factor)};

@@ -65,6 +65,14 @@ std::optional<double> RowLowerBound(const FairnessRow& f, double r) {
   return f.remaining * f.weight / (slack * f.max_raw_throughput);
 }
 
+// The ratio search's first r: max_k ρ_k(thr_max_k), a lower bound on r* (no allocation
+// gives a job more than its largest throughput alone).
+double FirstRatio(const std::vector<FairnessRow>& rows) {
+  double r = 0.0;
+  for (const FairnessRow& f : rows) r = std::max(r, Rho(f, f.max_raw_throughput));
+  return r;
+}
+
 // max_k ρ_k of an LP solution (values clipped to [0, 1] as the allocation will be, or to
 // [0, ∞) when `clip_to_one` is false: a class LP's pair columns are totals over many pairs);
 // `pair_throughput`, when given, adds each job's steps/s from pair columns not in `terms`.
@@ -152,7 +160,7 @@ struct RatioStep {
 };
 
 // The smallest max_k ρ_k, within kRelativeGap, and an allocation reaching it, by the ratio
-// search (docs/policies.md): from r = max_k ρ_k(thr_max_k), each `solve_at(r)` (a
+// search (docs/policies.md): from r = FirstRatio(rows), each `solve_at(r)` (a
 // Result<RatioStep<Point>>) gives an allocation reaching some ρ (an upper bound on r*) and
 // τ; τ >= 1 means r is feasible (so optimal), τ < 1 that no ratio below RatioLowerBound(r, τ)
 // is, nor below the step's priced bound; the next solve goes to the larger. The τ bound
@@ -161,8 +169,7 @@ struct RatioStep {
 template <class Point, class SolveAt>
 Result<std::pair<double, Point>> SearchRatio(const std::vector<FairnessRow>& rows,
                                              const SolveAt& solve_at) {
-  double lo = 0.0;
-  for (const FairnessRow& f : rows) lo = std::max(lo, Rho(f, f.max_raw_throughput));
+  double lo = FirstRatio(rows);
   double hi = lp::kInfinity;
   std::optional<Point> best;
   constexpr int kMaxSolves = 100;
@@ -357,6 +364,24 @@ class FinishTimeFairness final : public Policy {
     return output;
   }
 
+  // The per-job decomposition's max-min LP for the ratio search (SolveByDecomposition,
+  // JobsOnlyStart): maximise τ subject to each job in the max reaching τ times its demand, its
+  // throughput scaled by thr_max_k as in the whole LP's rows. The demands (rate) are the
+  // caller's, per r; they start at 0.
+  static decomp::JobProblem RatioJobProblem(const PolicyInput& input, const Matrix& throughput,
+                                            const std::vector<FairnessRow>& rows) {
+    decomp::JobProblem problem = BaseJobProblem(input, throughput);
+    PrepareDemandRows(problem);
+    problem.t_weight = 1.0;
+    for (const FairnessRow& f : rows) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        problem.gain(f.job, j) = throughput(f.job, j) / f.max_raw_throughput;
+      }
+      problem.has_demand[f.job] = 1;
+    }
+    return problem;
+  }
+
   // The same problem by per-job decomposition (docs/policies.md). For a ratio r, the largest
   // τ with thr_k(X) >= τ · D_k(r) for every job in the max (D_k(r) the throughput ρ_k <= r
   // needs) is a max-min LP; r is feasible iff τ >= 1. From a solve at r with value τ and
@@ -370,15 +395,7 @@ class FinishTimeFairness final : public Policy {
   // among the allocations meeting the ratio found.
   Result<PolicyOutput> SolveByDecomposition(const PolicyInput& input, const Matrix& throughput,
                                             const std::vector<FairnessRow>& rows) const {
-    decomp::JobProblem problem = BaseJobProblem(input, throughput);
-    PrepareDemandRows(problem);
-    problem.t_weight = 1.0;
-    for (const FairnessRow& f : rows) {
-      for (std::size_t j = 0; j < input.num_types(); ++j) {
-        problem.gain(f.job, j) = throughput(f.job, j) / f.max_raw_throughput;
-      }
-      problem.has_demand[f.job] = 1;
-    }
+    decomp::JobProblem problem = RatioJobProblem(input, throughput, rows);
     auto max_rho = [&](const Matrix& x) {
       double worst = 0.0;
       for (const FairnessRow& f : rows) {
@@ -509,8 +526,7 @@ class FinishTimeFairness final : public Policy {
       for (const FairnessRow& f : rows) minus_demand.push_back(-*RowLowerBound(f, r));
       return minus_demand;
     };
-    double start = 0.0;  // SearchRatio's first r
-    for (const FairnessRow& f : rows) start = std::max(start, Rho(f, f.max_raw_throughput));
+    const double start = FirstRatio(rows);  // SearchRatio's first r
     int tau = problem.model.AddColumn(0.0, lp::kInfinity, 1.0);
     const std::map<int, double> secondary =
         AddFairnessRows(problem.model, terms, rows, tau, demands(start));
@@ -609,16 +625,8 @@ class FinishTimeFairness final : public Policy {
                                                    const std::vector<FairnessRow>& rows, double r,
                                                    int tau) const {
     const std::size_t n = input.num_types();
-    decomp::JobProblem jobs = BaseJobProblem(input, throughput);
-    PrepareDemandRows(jobs);
-    jobs.t_weight = 1.0;
-    for (const FairnessRow& f : rows) {
-      for (std::size_t j = 0; j < n; ++j) {
-        jobs.gain(f.job, j) = throughput(f.job, j) / f.max_raw_throughput;
-      }
-      jobs.has_demand[f.job] = 1;
-      jobs.rate[f.job] = *RowLowerBound(f, r);
-    }
+    decomp::JobProblem jobs = RatioJobProblem(input, throughput, rows);
+    for (const FairnessRow& f : rows) jobs.rate[f.job] = *RowLowerBound(f, r);
     Result<decomp::JobSolution> solution = decomp::SolveJobProblem(jobs, *solvers_.master);
     if (!solution.ok() || solution->outcome != decomp::JobOutcome::kOptimal) return std::nullopt;
     std::vector<double> point(static_cast<std::size_t>(problem.model.num_columns()), 0.0);
@@ -642,8 +650,7 @@ class FinishTimeFairness final : public Policy {
   std::optional<PackedStart> ClassStart(const PolicyInput& input, const Matrix& throughput,
                                          const JobClasses& classes,
                                          const std::vector<FairnessRow>& rows) const {
-    double start = 0.0;
-    for (const FairnessRow& f : rows) start = std::max(start, Rho(f, f.max_raw_throughput));
+    const double start = FirstRatio(rows);
     std::vector<std::optional<FairnessRow>> representative(classes.size());
     for (const FairnessRow& f : rows) {
       std::optional<FairnessRow>& chosen = representative[classes.class_of_job[f.job]];

@@ -395,7 +395,6 @@ TEST(FinishTimeFairnessTest, PricedBoundNeverExceedsTheOptimum) {
   const std::vector<std::string> all_types = {"k80", "p100", "v100"};
   const double weights[] = {1, 2, 5};
   const std::unique_ptr<lp::Solver> clp = lp::MakeClpSolver();
-  int passed_r = 0;
   for (int trial = 0; trial < 40; ++trial) {
     SCOPED_TRACE(trial);
     const std::size_t m = 3 + static_cast<std::size_t>(rng() % 6);
@@ -455,9 +454,7 @@ TEST(FinishTimeFairnessTest, PricedBoundNeverExceedsTheOptimum) {
     const double bound = PricedRatioLowerBound(finish, input.gpu_counts, solution->prices, r, hi);
     EXPECT_GT(bound, r);
     EXPECT_LE(bound, optimum * (1 + kRhoTol));
-    passed_r += bound > r;
   }
-  EXPECT_EQ(passed_r, 40);
 }
 
 // A cluster at saturation, simulated round by round: jobs arrive faster than 12 GPUs can
