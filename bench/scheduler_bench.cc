@@ -207,6 +207,7 @@ void RegisterAll() {
       ->Unit(benchmark::kMillisecond)
       ->Args({1000, -1})
       ->Args({1000, 8})
+      ->Args({1000, 16})
       ->Args({1000, 32})
       ->Args({1000, 64})
       ->Iterations(1);

@@ -55,7 +55,7 @@ struct OasisOptions {
   // their admission decision (a planned best schedule) per round, oldest first; the others
   // wait, pending (neither admitted nor rejected; they may use GPUs no admitted job takes),
   // for the next rounds. 0 = every arrival in its first round.
-  int decide_per_round = 16;
+  int decide_per_round = 12;
   // ... and at most this many departed jobs give their later promises back per round, in the
   // order they left (the rest keep their prices up until then). 0 = all of them at once.
   int release_per_round = 64;
