@@ -457,6 +457,7 @@ TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
     }
     if (trial % 2 == 0) cluster.host_cpus = 16.0 * static_cast<double>(2 + rng() % 6);
     options.collect_states_at = 32;
+    options.decide_per_round = 0;  // whole bursts in one round: the most promises before each plan
     std::vector<OasisOptions> modes(3, options);
     modes[0].reference_pricing = true;
     modes[2].check_pricing = true;
