@@ -138,7 +138,10 @@ void BM_CongestedRound(benchmark::State& state, const char* name, bool steady) {
   }
 }
 
-// The jobs of `input` whose admission oasis decides by planning (those with a utility).
+// The jobs of `input` whose admission oasis decides by planning (those with a utility). Each
+// such decision calls OasisOptions::on_schedule, which PlayUntilDecided counts, as long as the
+// job has a positive throughput and utility at its best speed: CongestedInput gives a utility
+// only to jobs with a positive throughput, and a sigmoid utility is positive everywhere.
 std::size_t PlannedJobs(const policy::PolicyInput& input) {
   std::size_t planned = 0;
   for (const policy::PolicyJob& job : input.jobs) planned += job.utility.has_value() ? 1 : 0;

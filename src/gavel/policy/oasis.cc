@@ -901,8 +901,10 @@ class Oasis final : public Policy {
     ScheduleProblem problem;
     problem.units = workload_units;
     const double unit_steps = job.steps_remaining / workload_units;
-    problem.step_begin.resize(static_cast<std::size_t>(steps));
-    for (int step = 0; step < steps; ++step) problem.step_begin[static_cast<std::size_t>(step)] = now_slot + grid.First(step);
+    if (o_.on_schedule) {  // for the observer only: the programme does not read it
+      problem.step_begin.resize(static_cast<std::size_t>(steps));
+      for (int step = 0; step < steps; ++step) problem.step_begin[static_cast<std::size_t>(step)] = now_slot + grid.First(step);
+    }
     problem.utility = [&](int step) {
       const double end = slot_start + grid.Last(step) * slot;
       return job.utility->At(end - (now - since));
@@ -1219,6 +1221,18 @@ Result<double> PositiveOption(const std::string& key, const std::string& text, b
   return NumberOption(key, text, 0.0, 1e9, zero_ok);
 }
 
+// An integer option in [least, most], or an error naming "key=text" and the range (`note`
+// appended, e.g. what 0 means).
+Result<int> IntegerOption(const std::string& key, const std::string& text, int least, int most,
+                          const std::string& note = "") {
+  const std::optional<int> value = ParseInteger<int>(text);
+  if (!value || *value < least || *value > most) {
+    return Status::InvalidArgument("option " + key + "=" + text + ": must be an integer in [" + std::to_string(least) +
+                                   ", " + std::to_string(most) + "]" + note);
+  }
+  return *value;
+}
+
 }  // namespace
 
 namespace {
@@ -1309,22 +1323,16 @@ Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options) {
   for (const auto& [key, text] : options.params) {
     if (key == "slot") {
       GAVEL_ASSIGN_OR_RETURN(parsed.slot_seconds, PositiveOption(key, text, false));
-    } else if (key == "horizon" || key == "units" || key == "steps") {
-      const std::optional<int> value = ParseInteger<int>(text);
-      const int most = key == "horizon" ? 100'000 : 1'000;
-      if (!value || *value < 1 || *value > most) {
-        return Status::InvalidArgument("option " + key + "=" + text + ": must be an integer in [1, " +
-                                       std::to_string(most) + "]");
-      }
-      (key == "horizon" ? parsed.horizon_slots
-                         : key == "units" ? parsed.units
-                                          : parsed.steps) = *value;
-    } else if (key == "decide_per_round" || key == "release_per_round") {
-      const std::optional<int> value = ParseInteger<int>(text);
-      if (!value || *value < 0 || *value > 1'000'000) {
-        return Status::InvalidArgument("option " + key + "=" + text + ": must be an integer in [0, 1000000] (0 = no limit)");
-      }
-      (key == "decide_per_round" ? parsed.decide_per_round : parsed.release_per_round) = *value;
+    } else if (key == "horizon") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.horizon_slots, IntegerOption(key, text, 1, 100'000));
+    } else if (key == "units") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.units, IntegerOption(key, text, 1, 1'000));
+    } else if (key == "steps") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.steps, IntegerOption(key, text, 1, 1'000));
+    } else if (key == "decide_per_round") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.decide_per_round, IntegerOption(key, text, 0, 1'000'000, " (0 = no limit)"));
+    } else if (key == "release_per_round") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.release_per_round, IntegerOption(key, text, 0, 1'000'000, " (0 = no limit)"));
     } else if (key == "ps_ratio") {
       GAVEL_ASSIGN_OR_RETURN(parsed.ps_ratio, PositiveOption(key, text, true));
     } else if (key == "ps_cpus") {

@@ -91,8 +91,8 @@ struct ScheduleProblem {
   std::vector<std::vector<SlotChoice>> choices;
   // Utility if the job completes at the end of slot t.
   std::function<double(int slot)> utility;
-  // The absolute first slot of each step (Oasis's steps group slots; informational, for
-  // on_schedule observers; BestSchedule does not read it).
+  // The absolute first slot of each step (Oasis's steps group slots). Filled only when
+  // OasisOptions::on_schedule observes the programmes; BestSchedule does not read it.
   std::vector<std::int64_t> step_begin;
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -429,9 +430,16 @@ TEST(Oasis, CachedSlotPricesMatchFreshPricing) {
 // its best schedule.
 struct PlanRecord {
   JobId job;
-  ScheduleProblem problem;  // choices only (the utility is not kept)
+  ScheduleProblem problem;  // choices and step starts only (the utility is not kept)
   Schedule best;
 };
+
+// An OasisOptions::on_schedule that appends every planned arrival to `into`.
+std::function<void(JobId, const ScheduleProblem&, const Schedule&)> RecordPlans(std::vector<PlanRecord>& into) {
+  return [&into](JobId job, const ScheduleProblem& problem, const Schedule& best) {
+    into.push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}, problem.step_begin}, best});
+  };
+}
 
 // Bursts of arrivals (tens of jobs in one round, as when a cluster opens or a queue is
 // replayed) on clusters of several 4-GPU servers, CPU-limited or not, with departures
@@ -464,9 +472,7 @@ TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
     std::vector<std::vector<PlanRecord>> records(modes.size());
     std::vector<std::unique_ptr<Policy>> policies;
     for (std::size_t mode = 0; mode < modes.size(); ++mode) {
-      modes[mode].on_schedule = [&records, mode](JobId job, const ScheduleProblem& problem, const Schedule& best) {
-        records[mode].push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}, problem.step_begin}, best});
-      };
+      modes[mode].on_schedule = RecordPlans(records[mode]);
       policies.push_back(MakeOasis(modes[mode]));
     }
     // Four bursts of 15-60 jobs, two rounds apart; a fifth of the running jobs leave before
@@ -568,6 +574,14 @@ TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
   }
 }
 
+// Slots of 100 s (as Problem's jobs assume), a horizon of 60 of them.
+OasisOptions SmallSlots() {
+  OasisOptions options;
+  options.slot_seconds = 100.0;
+  options.horizon_slots = 60;
+  return options;
+}
+
 // `input` one round later: `slot` seconds on, the jobs `out` rejected removed, the others older.
 PolicyInput NextRound(const PolicyInput& input, const PolicyOutput& out, double slot) {
   PolicyInput next = input;
@@ -599,13 +613,9 @@ TEST(Oasis, DecidesAtMostDecidePerRoundArrivalsOldestFirst) {
   std::vector<std::vector<PlanRecord>> plans(2);  // [limited, unlimited]
   std::vector<std::unique_ptr<Policy>> policies;
   for (std::size_t mode = 0; mode < 2; ++mode) {
-    OasisOptions options;
-    options.slot_seconds = 100.0;
-    options.horizon_slots = 60;
+    OasisOptions options = SmallSlots();
     options.decide_per_round = mode == 0 ? 3 : 0;
-    options.on_schedule = [&plans, mode](JobId job, const ScheduleProblem& problem, const Schedule& best) {
-      plans[mode].push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}, problem.step_begin}, best});
-    };
+    options.on_schedule = RecordPlans(plans[mode]);
     policies.push_back(MakeOasis(options));
   }
   const Result<PolicyOutput> all = policies[1]->Allocate(input);
@@ -645,9 +655,7 @@ TEST(Oasis, DecidesAtMostDecidePerRoundArrivalsOldestFirst) {
 // one decision a round, the oldest job is decided (rejected: its utility is gone), the second
 // oldest waits pending, and the youngest, admitted without a schedule (no utility), gets the GPU.
 TEST(Oasis, AdmittedJobsTakeFreeGpusBeforePendingOnes) {
-  OasisOptions options;
-  options.slot_seconds = 100.0;
-  options.horizon_slots = 60;
+  OasisOptions options = SmallSlots();
   options.decide_per_round = 1;
   const auto policy = MakeOasis(options);
   PolicyInput input = Problem(1, 3, 10.0, 4000.0);
@@ -675,13 +683,9 @@ TEST(Oasis, AdmittedJobsTakeFreeGpusBeforePendingOnes) {
 // arrival's) of Oasis with `release_per_round`.
 std::vector<PlanRecord> PlayDepartures(int release_per_round, bool arrives_in_departure_round) {
   std::vector<PlanRecord> plans;
-  OasisOptions options;
-  options.slot_seconds = 100.0;
-  options.horizon_slots = 60;
+  OasisOptions options = SmallSlots();
   options.release_per_round = release_per_round;
-  options.on_schedule = [&plans](JobId job, const ScheduleProblem& problem, const Schedule& best) {
-    plans.push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}, problem.step_begin}, best});
-  };
+  options.on_schedule = RecordPlans(plans);
   const auto policy = MakeOasis(options);
   PolicyInput start = Problem(4, 4, 100.0, 40000.0);
   start.gpus_per_server = {4};
