@@ -19,7 +19,9 @@ install: build
 # The main job: simulate the paper's 36:36:36 cluster at 2 jobs/hour under max_min_fairness vs
 # max_min_fairness_perf and fifo vs fifo_perf; prints the JCT table and writes
 # build/headline/report.html (scripts/headline.sh).
-run: build
+run: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target gavel
 	@scripts/headline.sh
 
 # Every test, from two builds, each making only the test binaries it runs: the optimised one
