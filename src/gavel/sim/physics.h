@@ -1,5 +1,5 @@
-// The physics of a shared GPU cluster that the original simulator leaves out (issue 11;
-// docs/simulator.md): per-job-type slow-down when a job's GPUs span servers or racks, a restart
+// The physics of a shared GPU cluster that the original simulator leaves out
+// (docs/simulator.md): per-job-type slow-down when a job's GPUs span servers or racks, a restart
 // overhead whenever a job starts, resumes or moves, host CPU/memory demands, and failures
 // after the Philly study (user errors early, not retried; infrastructure failures later,
 // retried with backoff from the last checkpoint). Every part is off unless asked for, and
@@ -98,6 +98,10 @@ struct PhysicsOptions {
   std::optional<PlacementPenalty> placement_penalty;
   std::optional<RestartOverhead> restart_overhead;
   std::optional<FailureModel> failures;
+  // The scheduler knows each job's restart overhead and weighs it against moving the job to
+  // another GPU type (the mechanism's restart_cost scorer). Needs restart_overhead; changes
+  // decisions, not physics.
+  bool restart_aware = false;
   // Placement is topology-aware (placement.h) whenever any host resource or rack grouping
   // is given or the placement penalty is on.
   bool topology_aware() const {

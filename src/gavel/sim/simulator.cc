@@ -78,6 +78,7 @@ class RoundSimulation {
     so.lp_solver = options_.lp_solver;
     so.solve_path = options_.solve_path;
     so.topology_aware_placement = options_.physics.topology_aware();
+    so.realisation.restart_costs = options_.physics.restart_aware;
     so.exhaustive_scans = options_.exhaustive_scans;
     GAVEL_ASSIGN_OR_RETURN(estimation_, SimEstimation::Create(options_, setup_.layout));
     so.colocated = estimation_;
@@ -88,7 +89,7 @@ class RoundSimulation {
     return Status::Ok();
   }
 
-  // Spec §3.7 step 2: to the end of the running round, else to the next arrival.
+  // To the end of the running round, else to the next arrival.
   void AdvanceClock() {
     const std::optional<Seconds> next_arrival = setup_.stream->PeekArrival();
     // The original's trace-mode rule: nothing queued and nothing running forces a reset.
@@ -106,7 +107,7 @@ class RoundSimulation {
     clock_.Set(now_);
   }
 
-  // Spec §3.7 step 4 and §3.8: every micro-task of the round ends and reports per GPU.
+  // Every micro-task of the round ends and reports per GPU.
   Status DeliverMicroTaskEnds() {
     batch_.clear();
     while (!queue_.empty() && queue_.Top().time <= now_) batch_.push_back(queue_.Pop().event);
@@ -159,7 +160,7 @@ class RoundSimulation {
     return Status::Ok();
   }
 
-  // Spec §3.7 step 5: jobs that arrived by now, in arrival order.
+  // Jobs that arrived by now, in arrival order.
   Status AdmitArrivals() {
     return internal::ForEachArrival(
         *setup_.stream, now_, options_.compat,
@@ -170,6 +171,9 @@ class RoundSimulation {
           }
           if (options_.physics.topology_aware()) {
             GAVEL_RETURN_IF_ERROR(SetDemands(job, description));
+          }
+          if (options_.physics.restart_aware && options_.physics.restart_overhead) {
+            description.restart_cost = options_.physics.restart_overhead->For(job.job_type);
           }
           // Jobs are numbered 0, 1, 2, ... in arrival order (the metrics' window counts them).
           const JobId id(scheduler_->num_jobs());
@@ -188,7 +192,7 @@ class RoundSimulation {
         });
   }
 
-  // Spec §3.5-3.7 step 6. Returns whether anything runs this round.
+  // Plans the round and hands it to the executor. Returns whether anything runs.
   Result<bool> PlanAndLaunchRound() {
     GAVEL_ASSIGN_OR_RETURN(mechanism::RoundPlan plan, scheduler_->PlanRound());
     if (estimation_) estimation_->ApplyTruth(plan, *scheduler_);
