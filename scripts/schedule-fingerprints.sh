@@ -15,7 +15,8 @@
 # The workloads exercise the mechanism's branches: plain arrivals, multi-GPU jobs on
 # multi-GPU servers, all jobs at time 0, the original's quirks (--compat gavel), topology
 # placement with restart overheads and failures (--realistic), elastic jobs, utilities (oasis'
-# admission), throughput estimation for the packing policies, and SLO deadlines. Each is small
+# admission), throughput estimation for the packing policies, and SLO deadlines and prices
+# (the cost policies). Each is small
 # (a 4:4:4 or 8:8:8 cluster, 16-20 jobs in the window, light load) so that the whole set runs in a few minutes on two
 # cores. Every (scheduler, workload) pair writes `<scheduler>.<workload>.csv` (the per-job CSV
 # of `gavel simulate --jobs-csv`) and `<scheduler>.<workload>.rc` (its exit status and, on
@@ -45,12 +46,13 @@ multi-gpu|-c 8:8:8 --num-gpus-per-server 4:4:4 -m --jobs-per-hour 0.7 -s 0 -e 16
 static|-c 4:4:4 -l 0 -s 0 -e 16 --seed 3
 static-multi-gpu|-c 8:8:8 --num-gpus-per-server 4:4:4 -m -l 0 -s 0 -e 12 --seed 10
 static-realistic|-c 8:8:8 --num-gpus-per-server 4:4:4 -m --realistic -l 0 -s 0 -e 12 --seed 11
+static-costs|-c 4:4:4 --instance-costs 2.48:1.46:0.9 --assign-slos -l 0 -s 0 -e 12 --seed 12
 compat|-c 4:4:4 --jobs-per-hour 1 -s 0 -e 20 --seed 4 --compat gavel
 realistic|-c 8:8:8 --num-gpus-per-server 4:4:4 -m --realistic --jobs-per-hour 1 -s 0 -e 20 --seed 5
 elastic|-c 8:8:8 --num-gpus-per-server 4:4:4 -m --elastic-fraction 0.5 --jobs-per-hour 0.7 -s 0 -e 16 --seed 6
 utility|-c 4:4:4 --utility sigmoid --jobs-per-hour 1.5 -s 0 -e 16 --seed 7
 estimated|-c 4:4:4 --profiling-percentage 0.5 --jobs-per-hour 1 -s 0 -e 16 --seed 8
-slos|-c 4:4:4 --assign-slos --generate-multi-priority-jobs --jobs-per-hour 1 -s 0 -e 16 --seed 9
+slos|-c 4:4:4 --instance-costs 2.48:1.46:0.9 --assign-slos --generate-multi-priority-jobs --jobs-per-hour 1 -s 0 -e 16 --seed 9
 EOF
 }
 
