@@ -134,6 +134,30 @@ TEST_F(SimulateCliTest, PhysicsIsIgnoredUnderCompatAndOffByDefault) {
   EXPECT_THAT(bad.err, HasSubstr("--placement-penalty: /nonexistent.csv"));
 }
 
+// --restart-aware weighs each job's restart overhead: it needs one, and with free restarts
+// (an overhead of 0 s) it changes no decision.
+TEST_F(SimulateCliTest, RestartAwareNeedsAnOverheadAndFreeRestartsChangeNothing) {
+  const std::string run = "-c 4:4:4 -p max_min_fairness_perf --seed 3 --jobs-per-hour 1 "
+                          "-e 12 --json - ";
+  const Ran alone = Simulate(run + "--restart-aware");
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_THAT(alone.err, HasSubstr("--restart-aware: needs a restart overhead"));
+  const auto without_timing = [](nlohmann::json j) {
+    j.erase("wall_seconds");
+    j.erase("policy_solve_seconds");
+    return j;
+  };
+  const Ran free = Simulate(run + "--restart-overhead 0");
+  const Ran free_aware = Simulate(run + "--restart-overhead 0 --restart-aware");
+  ASSERT_EQ(free.exit_code, 0) << free.err;
+  ASSERT_EQ(free_aware.exit_code, 0) << free_aware.err;
+  EXPECT_EQ(without_timing(nlohmann::json::parse(free.out)),
+            without_timing(nlohmann::json::parse(free_aware.out)));
+  const Ran costly = Simulate(run + "--restart-overhead 300 --restart-aware");
+  ASSERT_EQ(costly.exit_code, 0) << costly.err;
+  EXPECT_GT(nlohmann::json::parse(costly.out)["restarts"].get<int>(), 0);
+}
+
 TEST_F(SimulateCliTest, StaticRunReportsItsMakespanInTheSummary) {
   const Ran ran = Simulate("-c 2:2:2 -p fifo_perf -l 0 -e 8 --compat gavel");
   ASSERT_EQ(ran.exit_code, 0) << ran.err;

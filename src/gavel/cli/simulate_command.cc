@@ -312,6 +312,12 @@ Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& f) {
     }
   }
 
+  if (f.restart_aware && !physics.restart_overhead) {
+    return Status::InvalidArgument(
+        "--restart-aware: needs a restart overhead (--realistic or --restart-overhead)");
+  }
+  physics.restart_aware = f.restart_aware;
+
   std::string failures = f.failures;
   if (failures.empty() && f.realistic) failures = "philly";
   if (failures == "philly") {
@@ -348,6 +354,9 @@ void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
   command->add_flag("--realistic", flags->realistic,
                     "Placement penalty, restart overhead and Philly failures with the shipped "
                     "defaults (each can still be set explicitly)");
+  command->add_flag("--restart-aware", flags->restart_aware,
+                    "The scheduler weighs each job's restart overhead against moving it to "
+                    "another GPU type (the restart_cost scorer; needs a restart overhead)");
 }
 
 Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,

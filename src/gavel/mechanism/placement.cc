@@ -135,4 +135,19 @@ std::optional<std::vector<WorkerId>> ResourcePool::Take(int type, int gpus,
   return out;
 }
 
+std::optional<std::vector<WorkerId>> ResourcePool::TakeFirstFit(int type, int gpus) {
+  const int first = layout_->first_server(type);
+  const int end = first + static_cast<int>(layout_->servers(type).size());
+  int total = 0;
+  for (int s = first; s < end && total < gpus; ++s) total += free_gpus(s);
+  if (total < gpus) return std::nullopt;
+  std::vector<WorkerId> out;
+  out.reserve(static_cast<std::size_t>(gpus));
+  for (int s = first; s < end && static_cast<int>(out.size()) < gpus; ++s) {
+    const int n = std::min(gpus - static_cast<int>(out.size()), free_gpus(s));
+    if (n > 0) TakeFrom(s, n, WorkerDemand{}, out);
+  }
+  return out;
+}
+
 }  // namespace gavel::mechanism

@@ -1,4 +1,5 @@
-// Topology-aware placement (opt-in; SchedulerOptions::topology_aware_placement): the free
+// The free GPUs of a round's placement and the rules that pick from them. Topology-aware
+// placement (opt-in; SchedulerOptions::topology_aware_placement): the free
 // GPUs, CPU cores and host memory of every server during one round's placement, and the rule
 // that picks GPUs for a job so that every resource fits and the job is as consolidated as the
 // cluster allows — one server if any has room (best fit: the fullest server that fits), else
@@ -35,6 +36,10 @@ class ResourcePool {
   // Chooses `gpus` GPUs of layout type `type` by the rule above and takes them; nullopt (and
   // nothing taken) when they do not fit.
   std::optional<std::vector<WorkerId>> Take(int type, int gpus, const WorkerDemand& demand);
+  // Takes the first `gpus` free GPUs of layout type `type` in server order (the original's
+  // consolidation: fill from the first server with free GPUs onwards), host resources
+  // ignored; nullopt (and nothing taken) when the type has fewer free.
+  std::optional<std::vector<WorkerId>> TakeFirstFit(int type, int gpus);
 
   int free_gpus(int server) const {
     return static_cast<int>(free_[static_cast<std::size_t>(server)].size());

@@ -1,17 +1,22 @@
-// RoundScheduler: Gavel's round-based scheduling mechanism (spec §3), the one component the
-// simulator and the cluster daemon both drive, unchanged, through the same ports (ports.h).
-//
-// It owns the job table (every admitted job, under the id its caller gave it), the policy,
-// the current allocation X[combination][GPU type], the per-type time accounting behind the
-// priorities, and the placement of combinations on GPUs. It is fed events —
+// RoundScheduler: Gavel's round-based scheduling mechanism, the one component the simulator and
+// the cluster daemon both drive, unchanged, through the same ports (ports.h). It is fed
+// events —
 //   AddJob          a job arrived, under the caller's JobId;
 //   OnWorkerDone    one GPU finished its part of a micro-task (zero steps = the micro-task
 //                   failed; a job that fails max_failed_attempts times in a row is dropped,
 //                   when the caller asks for that rule);
 //   OnMicroTaskDone a whole micro-task finished (the caller gathered its GPUs' reports);
-// — and each PlanRound call, at the clock's current time, runs the round's phases:
-//   recompute the allocation if due → update priorities → choose what runs → place on GPUs
-//   → emit the RoundPlan (which the caller hands to an Executor).
+// — and each PlanRound call, at the clock's current time, runs the round's phases, each a
+// part with one owner and its own header:
+//   AllocationStep  recompute the allocation if due (the policy's problem, the solve,
+//                   admission and elastic sizes), resetting the time accounting when due;
+//   TimeAccounting  update the priorities (time received, deficits, resets);
+//   Chooser         choose what runs (per-type queues, the scorers' filters);
+//   Placer          place it on GPUs (keep last round's GPUs, consolidation or topology);
+//   RoundBook       emit the RoundPlan (which the caller hands to an Executor), and gather
+//                   the micro-tasks' reports afterwards;
+// over the JobTable (jobs, combinations, pairs, records). The scorers that realise the
+// allocation are listed in scorers.h. The coordinator holds nothing but these parts.
 //
 // Two behaviours (SchedulerOptions::compat, compat.h; docs/differences.md):
 //   compat   the original exactly: the allocation is recomputed (and the time accounting
@@ -31,8 +36,8 @@
 // The daemon also changes things the simulator never does, without losing anyone's time
 // accounting (a rebuilt scheduler would restart every job's priority memory):
 //   RemoveJob         a job leaves other than by finishing (cancelled, failed by the caller);
-//   UpdateThroughput  an online estimate of a job's steps/s on a type (the one way
-//                     throughputs other than the table's enter: plans and policy both use it);
+//   UpdateThroughput  an online estimate of a job's steps/s on a type (plans and policy both
+//                     use it); RefreshPair re-reads a pair's rates from the co-located source;
 //   HoldJob/ReleaseJob  keep a job out of the plans until a time (a crashed job backing off);
 //   ChangeCluster     GPUs joined or left (an agent registered or died).
 //
@@ -40,37 +45,38 @@
 // policies that run priority-0 combinations those that ever ran or were allocated, plus the
 // first untouched ones in insertion order until the GPUs are full): O(A · T · log A) for A
 // such combinations and T GPU types, where a packing policy has C = n + n²/2 candidates in
-// all. Untouched pairs are never visited: their priority, allocation and deficit follow from
-// when they were made (see Track). Building the policy's problem still lists every
-// candidate pair. Per-job records of finished jobs are kept compactly for metrics.
+// all. Untouched pairs are never visited (TimeAccounting::Track). Building the policy's
+// problem still lists every candidate pair. Per-job records of finished jobs are kept
+// compactly for metrics.
 //
 // Thread-safety: none; one thread feeds events and plans rounds (the daemon serialises its
 // RPC handlers onto that thread). The clock must outlive the scheduler.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "gavel/core/elastic.h"
 #include "gavel/core/ids.h"
-#include "gavel/core/py_random.h"
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/units.h"
-#include "gavel/core/utility.h"
+#include "gavel/mechanism/allocation_step.h"
+#include "gavel/mechanism/chooser.h"
 #include "gavel/mechanism/cluster_layout.h"
 #include "gavel/mechanism/combination.h"
 #include "gavel/mechanism/compat.h"
-#include "gavel/mechanism/policy_input_builder.h"
+#include "gavel/mechanism/job_table.h"
+#include "gavel/mechanism/placer.h"
 #include "gavel/mechanism/ports.h"
+#include "gavel/mechanism/round_book.h"
 #include "gavel/mechanism/round_plan.h"
+#include "gavel/mechanism/scorers.h"
+#include "gavel/mechanism/time_accounting.h"
 #include "gavel/policy/policy.h"
 
 namespace gavel::mechanism {
@@ -97,9 +103,12 @@ struct SchedulerOptions {
   std::shared_ptr<lp::Solver> milp_solver;
   policy::SolvePath solve_path = policy::SolvePath::kFast;
   // Placement respects host CPU/memory (JobDescription demands, the layout's HostResources)
-  // and prefers one server, then one rack (placement.h); a job that does not fit waits. Off:
-  // the original's consolidation by filling servers in order (spec §3.6).
+  // and prefers one server, then one rack (topology_scorer.h); a job that does not fit waits.
+  // Off: the original's consolidation by filling servers in order (consolidation_scorer.h).
   bool topology_aware_placement = false;
+  // The other scorers of the realisation phases (scorers.h); the two fields it shares with
+  // these options (topology, space sharing) are filled from them.
+  RealisationOptions realisation;
   // Where pairs' co-located throughputs come from (ports.h), shared with the caller that
   // updates it; null = the table.
   std::shared_ptr<ColocatedThroughputSource> colocated;
@@ -113,60 +122,6 @@ struct SchedulerOptions {
 // (policy::PolicyInfo::capabilities for named policies).
 using PolicyTraits = policy::PolicyCapabilities;
 
-// A job as it arrives.
-struct JobDescription {
-  JobTypeKey type;  // throughput-table key (model, scale factor)
-  double total_steps = 0.0;
-  // Steps already done before admission (a daemon re-admitting a job after a restart);
-  // in [0, total_steps).
-  double steps_done = 0.0;
-  double priority_weight = 1.0;
-  Seconds arrival{0.0};
-  std::optional<Seconds> deadline;  // absolute SLO deadline; none = no SLO
-  std::string entity;                // hierarchical policies' entity; empty = none
-  std::optional<Seconds> held_until;  // admitted held (HoldJob) until then
-  // Host resources per GPU (worker), for topology-aware placement; 0 = none.
-  double cpus_per_gpu = 0.0;
-  double mem_gb_per_gpu = 0.0;
-  int app = -1;  // Themis' app (policy::PolicyJob::app); -1 = an app of its own
-  // An elastic job (core/elastic.h): it runs at its declared scale factor until a policy with
-  // the resizes_elastic_jobs capability picks another count in the range. Elastic jobs are
-  // never space-sharing pair members. nullopt = fixed size.
-  std::optional<ElasticSpec> elastic;
-  // Its utility of completion time, handed to the policy (admission control reads it).
-  std::optional<UtilityFunction> utility;
-  // GPU-seconds it already ran on each layout type before admission (a daemon re-admitting a
-  // job after a restart: the attained service the queue disciplines rank by); empty = none.
-  std::vector<double> gpu_seconds_done;
-};
-
-// Everything the scheduler remembers about a job, finished or not (for metrics).
-struct JobRecord {
-  int table_key = -1;  // index into ThroughputTable::job_types()
-  int scale_factor = 1;
-  double priority_weight = 1.0;
-  double total_steps = 0.0;
-  double steps_run = 0.0;  // including JobDescription::steps_done
-  Seconds arrival{0.0};
-  std::string entity;
-  std::optional<Seconds> deadline;
-  std::optional<Seconds> first_start;  // start of the first round it was placed in
-  std::optional<Seconds> finish;       // end of the micro-task that completed it
-  bool dropped = false;                // removed after too many failed micro-tasks
-  bool removed = false;                // removed by RemoveJob (cancelled, failed by the caller)
-  bool rejected = false;               // refused by the policy's admission control
-  std::optional<UtilityFunction> utility;  // JobDescription::utility
-  double cost = 0.0;                   // $ (only with instance costs)
-  double cpus_per_gpu = 0.0;           // host demands (JobDescription)
-  double mem_gb_per_gpu = 0.0;
-  int app = -1;                        // JobDescription::app
-  bool done() const { return finish.has_value() || dropped || removed || rejected; }
-  std::optional<Seconds> jct() const {
-    if (!finish || dropped || removed || rejected) return std::nullopt;
-    return *finish - arrival;
-  }
-};
-
 struct SchedulerStats {
   std::int64_t rounds = 0;
   std::int64_t allocation_recomputations = 0;  // including those with no active job
@@ -178,7 +133,7 @@ struct SchedulerStats {
   std::int64_t failed_micro_tasks = 0;
 };
 
-// A job's time accounting (spec §3.4), per layout type. Vectors are indexed by layout type.
+// A job's time accounting (time_accounting.h). Vectors are indexed by layout type.
 struct JobAccounting {
   // Seconds received on each type since the last reset, including the half-round credit
   // every job starts with.
@@ -188,15 +143,6 @@ struct JobAccounting {
   std::vector<double> priority;    // as computed by the latest PlanRound (0 before the first)
   std::vector<double> throughput;  // isolated steps/s the plans use (the table's, or the
                                    // estimate given to UpdateThroughput)
-};
-
-// A whole micro-task's result, for callers that gather every GPU's report themselves (the
-// daemon). Steps are the job's total over its GPUs, so integer counts add up exactly.
-struct MicroTaskResult {
-  Combination combination;
-  std::vector<double> steps;     // per member: steps the micro-task completed (0 = failed)
-  std::vector<Seconds> elapsed;  // per member: how long it ran
-  Seconds finished_at{0.0};
 };
 
 // What a worker report changed.
@@ -243,11 +189,11 @@ class RoundScheduler {
   // The whole micro-task failed (a worker died, the job crashed), whatever its GPUs reported so
   // far: one failed attempt, no progress credited. Error: no such micro-task is running.
   Result<ReportOutcome> OnMicroTaskFailed(const Combination& combination, Seconds at);
-  // The original's trace-mode rule (spec §3.3): with no arrival left and nothing running,
-  // let the next round recompute the allocation regardless of the minimum reset interval.
-  void OpenResetGate();
+  // The original's trace-mode rule: with no arrival left and nothing running, let the next
+  // round recompute the allocation regardless of the minimum reset interval.
+  void OpenResetGate() { accounting_.OpenResetGate(); }
   // Forces a recomputation at the next round (e.g. after a price change).
-  void RequestReallocation() { need_reallocation_ = true; }
+  void RequestReallocation() { allocation_.Request(); }
 
   // ---- Changes from a live cluster (the daemon; none of them resets anyone's accounting) ----
   // The job leaves for good (cancelled, or failed by the caller's own rules): it and its
@@ -264,21 +210,23 @@ class RoundScheduler {
   // fewer GPUs than the job needs keeps throughput 0 (unless compat.raw_policy_input). Pairs
   // keep the table's co-located throughputs. Errors: NotFound (job not active),
   // InvalidArgument (type out of range, value negative or not finite).
-  Status UpdateThroughput(JobId job, int type, double steps_per_s);
+  Status UpdateThroughput(JobId job, int type, double steps_per_s) {
+    return table_.UpdateThroughput(job, type, steps_per_s);
+  }
   // Re-reads the co-located throughputs of the pair of jobs a and b from
   // SchedulerOptions::colocated (e.g. after the estimator learned a measurement); the next
   // plans use them, and the policy from its next recomputation. Error: NotFound (no such pair).
-  Status RefreshPair(JobId a, JobId b);
+  Status RefreshPair(JobId a, JobId b) { return table_.RefreshPair(a, b); }
   // Keeps the job out of every plan until `until` (scheduler time; the first PlanRound at or
   // after it lets it back) or until ReleaseJob, e.g. while a crashed job backs off. The job
   // stays in the policy's problem and keeps its allocation, so holding requests no solve; it
   // receives no time while held, so its priority rises and it catches up once back. Its GPUs
   // go to the next jobs in the queues. Holding a held job replaces its release time. Error:
   // NotFound when the job is not active.
-  Status HoldJob(JobId job, Seconds until);
+  Status HoldJob(JobId job, Seconds until) { return table_.Hold(job, until); }
   // Ends a hold at once (no-op for a job that is not held). Error: NotFound (not active).
-  Status ReleaseJob(JobId job);
-  bool IsHeld(JobId job) const { return held_.contains(job); }
+  Status ReleaseJob(JobId job) { return table_.Release(job); }
+  bool IsHeld(JobId job) const { return table_.IsHeld(job); }
   // GPUs joined or left the cluster: continue on `layout`. `successor[w]` is the id in the
   // new layout of old worker w (same GPU type), or nullopt for a GPU that left. Every job
   // keeps its time received, deficit and allocation on the types that remain; a type new to
@@ -305,252 +253,57 @@ class RoundScheduler {
   Result<RoundPlan> PlanRound();
 
   // ---- Queries ----
-  const ClusterLayout& layout() const { return layout_; }
-  const ThroughputTable& throughputs() const { return *throughputs_; }
-  const PolicyTraits& traits() const { return traits_; }
-  std::size_t num_jobs() const { return records_.size(); }  // admitted so far
-  std::size_t num_active_jobs() const { return active_.size(); }
-  bool IsActive(JobId job) const { return active_.contains(job); }
-  bool HasRunningMicroTasks() const { return num_running_ > 0; }
+  const ClusterLayout& layout() const { return table_.layout(); }
+  std::size_t num_jobs() const { return table_.records().size(); }  // admitted so far
+  std::size_t num_active_jobs() const { return table_.active().size(); }
+  bool IsActive(JobId job) const { return table_.IsActive(job); }
+  bool HasRunningMicroTasks() const { return book_.any_running(); }
   // The record of an admitted job (aborts for an id never admitted).
-  const JobRecord& record(JobId job) const { return records_.at(Index(job)); }
+  const JobRecord& record(JobId job) const { return table_.records().at(table_.Index(job)); }
   // GPU-seconds the job used on a type (elapsed time × GPUs of each successful micro-task).
   double gpu_seconds(JobId job, int type) const {
-    return gpu_seconds_.at(Index(job) * static_cast<std::size_t>(layout_.num_types()) +
-                           static_cast<std::size_t>(type));
+    return table_.gpu_seconds(table_.Index(job), type);
   }
   // Busy seconds per worker id (the original's cumulative worker time).
-  const std::vector<double>& worker_busy_seconds() const { return worker_busy_; }
-  const SchedulerStats& stats() const { return stats_; }
+  const std::vector<double>& worker_busy_seconds() const { return accounting_.worker_busy(); }
+  SchedulerStats stats() const;
   // The current allocation of a job alone on each type (0 where it has none).
   std::vector<double> AllocationOf(JobId job) const;
   // The job's time accounting; nullopt when it is not active.
   std::optional<JobAccounting> AccountingOf(JobId job) const;
   // Seconds booked on each type since the last reset: the denominators of the priorities
   // (the sum of every combination's time received, including jobs that left since).
-  const std::vector<double>& type_time() const { return worker_time_; }
+  const std::vector<double>& type_time() const { return accounting_.type_time(); }
   // The problem the next recomputation would hand the policy if it ran at `now`, without
   // the jobs in `without` (e.g. those about to finish): for callers that solve ahead.
-  policy::PolicyInput PolicyInputAt(Seconds now, std::span<const JobId> without = {}) const;
+  policy::PolicyInput PolicyInputAt(Seconds now, std::span<const JobId> without = {}) const {
+    return allocation_.InputAt(now, book_.round(), without);
+  }
 
  private:
-  // An admitted job that has not finished.
-  struct ActiveJob {
-    JobId id;
-    std::size_t record = 0;  // Index(id): its place in records_
-    int table_key = -1;
-    int scale_factor = 1;
-    int failures = 0;  // consecutive failed micro-tasks
-    int single_slot = -1;
-    std::vector<int> pair_slots;  // pairs containing this job
-    // UpdateThroughput's estimates by layout type; NaN = none (the table's value applies).
-    std::vector<double> tput_estimate;
-    Seconds last_ran_until{0.0};  // end of its last micro-task (arrival before the first)
-    // Elastic jobs: the range, the count it runs at now (= scale_factor for fixed jobs) and
-    // its throughput per count (row workers − min_workers) and layout type, unzeroed.
-    int min_workers = 1;
-    int max_workers = 1;
-    int workers = 1;
-    std::vector<std::vector<double>> elastic_tput;
-    std::optional<UtilityFunction> utility;
-    bool elastic() const { return max_workers > min_workers; }
-  };
-
-  // A single job or a pair, with its per-type state (spec §3.2). Vectors are indexed by layout
-  // type. `tput_b` is empty for singles.
-  struct ComboState {
-    Combination id;
-    // Its members' places in records_ (Index), looked up once: the round's choice checks
-    // every candidate's members (job_stamp_), a hash lookup each otherwise.
-    std::array<std::size_t, 2> member_index{};
-    bool alive = false;
-    int scale_factor = 1;
-    bool in_allocation = false;  // present in the last computed allocation
-    std::vector<double> tput_a;
-    std::vector<double> tput_b;
-    std::vector<double> allocation;
-    std::vector<double> job_time;  // seconds run on each type since the last reset (+ credit)
-    std::vector<double> deficit;
-    std::vector<double> priority;
-    // Placement: the last round it ran in (-1 = none), on which type and GPUs. While its
-    // micro-task runs, `running` is set and multi-GPU reports wait in `reports`.
-    std::int64_t last_round = -1;
-    int last_type = 0;
-    std::vector<WorkerId> last_workers;
-    bool running = false;
-    std::vector<WorkerReport> reports;
-    std::int64_t placed_round = -1;  // scratch for PlaceOnGpus
-    // Creation order (the queues' tie-break: order_ is sorted by it).
-    std::uint64_t seq = 0;
-    // In tracked_: its time accounting is stored. An untracked combination (a pair never
-    // allocated, never run) has priority 0, allocation 0, and job_time = deficit = half a
-    // round on every type if it existed at the last reset (seq < reset_seq_), else 0; its
-    // stored job_time/deficit are stale until Track stores them.
-    bool tracked = false;
-  };
-  struct Chosen {
-    int slot;
-    int type;
-    int scale_factor;
-  };
-  struct Placed {
-    int slot;
-    int type;
-    std::vector<WorkerId> workers;
-  };
-  Result<ReportOutcome> CompleteMicroTask(ComboState& c, std::span<const WorkerReport> reports);
-  ReportOutcome BookMicroTask(ComboState& c, const MicroTaskResult& result, bool succeeded);
-  // The policy input whose rows are `rows` (active jobs in active_'s order). The steps of a
-  // recomputation read each row's job through one list of them, gathered by one walk of
-  // active_: with a saturated queue's thousands of jobs, a walk of the map per step (or
-  // earlier a lookup per row) was a tenth of the simulation (issue 12).
-  policy::PolicyInput PolicyInputOf(Seconds now, std::span<const ActiveJob* const> rows) const;
-  void AddEntities(policy::PolicyInput& input, std::span<const ActiveJob* const> rows) const;
-  void AddHistory(policy::PolicyInput& input, Seconds now,
-                  std::span<const ActiveJob* const> rows) const;
-  // Applies the policy's PolicyOutput::workers and ::rejected (elastic counts, admission);
-  // `rows` are the input's rows' jobs.
-  Status ApplyResizingAndAdmission(const policy::PolicyInput& input,
-                                   const policy::PolicyOutput& output,
-                                   std::span<ActiveJob* const> rows);
-  // Dense position of an admitted job in records_ (admission order).
-  std::size_t Index(JobId job) const { return index_of_.at(job); }
-
   RoundScheduler(ClusterLayout layout, std::shared_ptr<const ThroughputTable> throughputs,
                  std::vector<int> table_types, SchedulerOptions options, const Clock* clock,
                  std::unique_ptr<policy::Policy> policy, PolicyTraits traits);
 
-  // Round phases.
-  Result<bool> MaybeRecomputeAllocation(Seconds now);
-  bool ResetDue(Seconds now) const;
-  void ResetTimeAccounting(Seconds now);
-  Status RecomputeAllocation(Seconds now);
-  void UpdatePriorities();
-  void UpdateAllocatedPriority(ComboState& c) const;
-  std::vector<int> RoundTypeOrder();
-  std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
-  // A round's choice in progress, shared by both scans: free GPUs per type, and the jobs
-  // already chosen or held (job_stamp_ == stamp_). BeginChoice starts one (held jobs taken);
-  // Blocked: needs more GPUs than `type` has left, or holds a taken job (both only grow during
-  // the scan, so a combination blocked once stays blocked); Take books `slot` on `type`.
-  struct Capacity {
-    std::vector<int> left;
-    int total_left = 0;
-  };
-  Capacity BeginChoice();
-  bool Blocked(const ComboState& c, const Capacity& capacity, std::size_t type) const;
-  void Take(int slot, int type, Capacity& capacity, std::vector<Chosen>& chosen);
-  // The plain versions of the scans (SchedulerOptions::exhaustive_scans), the tests' oracle.
-  void UpdatePrioritiesExhaustive();
-  std::vector<Chosen> ChooseCombinationsExhaustive(const std::vector<int>& type_order);
-  Result<std::vector<Placed>> PlaceOnGpus(const std::vector<int>& type_order,
-                                          const std::vector<Chosen>& chosen);
-  std::vector<Placed> PlaceByTopology(const std::vector<int>& type_order,
-                                      const std::vector<Chosen>& chosen);
-  RoundPlan EmitPlan(Seconds now, std::vector<Placed> placed, bool recomputed);
-
-  // Job table upkeep.
-  int NewCombo(const Combination& id, int scale_factor);
-  // Makes the combination tracked, storing the time accounting an untracked one has
-  // implicitly (ComboState::tracked). Before anything reads or changes that accounting.
-  void Track(int slot);
-  // Takes an active job out of the table (no combination of it may be running).
+  // Books a finished micro-task: progress and time received on success, a failed attempt
+  // otherwise; jobs that completed or ran out of attempts leave.
+  ReportOutcome Book(const FinishedMicroTask& finished);
+  // Takes a job out of every part (none of its combinations may be running).
   void EraseJob(JobId job, bool dropped);
-  // Recomputes the throughputs of the job's single (estimate or table, 0 where oversized).
-  void RefreshThroughputs(const ActiveJob& job);
-  void RefreshPairThroughputs(ComboState& pair);
-  void CompactOrder();
-  ComboState& combo(int slot);
-  const ComboState& combo(int slot) const;
-  ActiveJob* FindActive(JobId job);
-  int SlotOf(const Combination& c) const;
-  // The state of `c`'s running micro-task; FailedPrecondition when none runs (a report for a
-  // micro-task that ended, was never started, or belongs to another combination).
-  Result<ComboState*> RunningCombo(const Combination& c);
-  double ComboThroughput(const ComboState& c, int member, int type) const;
-  // Whether pairs' co-located throughputs come from the throughput table through
-  // colocated_table_: packing policies without SchedulerOptions::colocated (whose estimates
-  // replace the table's entries, so the dense copy would go unread).
-  bool ReadsColocatedTable() const { return traits_.packing && !options_.colocated; }
+  // Drops dead slots from the parts' lists once enough piled up.
+  void CompactIfDue();
+  ScoreContext Context() const;
 
-  ClusterLayout layout_;
-  std::shared_ptr<const ThroughputTable> throughputs_;
-  std::vector<int> table_types_;  // table GPU type index per layout type
-  // The active jobs' co-located throughputs by layout type, dense (read for every candidate
-  // pair at every reallocation). Empty unless ReadsColocatedTable().
-  ColocatedMatrix colocated_table_;
-  SchedulerOptions options_;
   const Clock* clock_;
-  std::unique_ptr<policy::Policy> policy_;
-  PolicyTraits traits_;
-  PyRandom type_shuffler_;
-  int num_types_;
-
-  // Active jobs by id (ordered: the policy's row order).
-  std::map<JobId, ActiveJob> active_;
-  // Every combination ever created lives in a slot; dead slots are reused.
-  std::vector<ComboState> combos_;
-  std::vector<int> free_slots_;
-  // Live slots in insertion order (the original's dict order: the tie-break of the queues).
-  std::vector<int> order_;
-  std::size_t dead_in_order_ = 0;
-  std::unordered_map<Combination, int> pair_slots_;
-  std::uint64_t next_seq_ = 0;
-  // Combinations with seq below this existed at the last reset of the time accounting.
-  std::uint64_t reset_seq_ = 0;
-  // Slots of the combinations in the allocation (in_allocation), of the tracked ones, and of
-  // those taken out of the allocation whose priority the next UpdatePriorities zeroes. Any
-  // order; dead slots are skipped and dropped when the order is compacted.
-  std::vector<int> allocated_;
-  std::vector<int> tracked_;
-  std::vector<int> stale_priority_;
-
-  // Jobs the policy rejected since the last plan (RoundPlan::rejected).
-  std::vector<JobId> rejected_;
-  // Jobs held out of the plans, with the time they come back (HoldJob).
-  std::map<JobId, Seconds> held_;
-
-  // Allocation state.
-  bool need_reallocation_ = false;
-  double sentinel_last_reset_ = 0.0;  // compat.reset_at_zero_means_never: 0 = "never"
-  std::optional<Seconds> last_reset_;
-  bool force_reset_ = false;  // OpenResetGate() without the sentinel
-
-  // Micro-tasks of the current round, and last round's combinations (for lease statistics;
-  // a pair's slot may be gone by the next round while a member is still active).
-  int num_running_ = 0;
-  std::vector<Combination> last_round_combos_;
-  // Per-round scratch, kept to reuse its memory.
-  std::vector<std::uint32_t> job_stamp_;  // by Index(job): chosen in round (stamp)
-  std::uint32_t stamp_ = 0;
-  std::vector<char> worker_assigned_;
-  // ChooseCombinations' candidates: a live combination of its pool, and its queue keys per
-  // type (candidate_keys_[candidate × types + type]).
-  struct Candidate {
-    std::uint64_t seq;
-    int slot;
-    int scale_factor;
-    bool pair;
-    std::array<std::size_t, 2> member_index;
-  };
-  struct CandidateKey {
-    double priority;
-    double deficit;
-    double allocation;  // 0 outside the allocation
-    bool runs;          // a positive throughput on the type (both members' for a pair)
-  };
-  std::vector<Candidate> candidates_;
-  std::vector<CandidateKey> candidate_keys_;
-
-  // Time accounting per type since the last reset.
-  std::vector<double> worker_time_;  // per type
-  std::vector<double> worker_busy_;  // per worker id, whole run
-
-  // Every job ever admitted, in admission order; index_of_ finds a caller's id there.
-  std::vector<JobRecord> records_;
-  std::unordered_map<JobId, std::size_t> index_of_;
-  std::vector<double> gpu_seconds_;  // by Index(job) × type
-  SchedulerStats stats_;
+  Seconds round_length_;
+  std::optional<int> max_failed_attempts_;
+  JobTable table_;
+  TimeAccounting accounting_;
+  AllocationStep allocation_;
+  ScorerList scorers_;
+  Chooser chooser_;
+  Placer placer_;
+  RoundBook book_;
 };
 
 }  // namespace gavel::mechanism

@@ -13,6 +13,7 @@
 #include "gavel/core/elastic.h"
 #include "gavel/core/py_random.h"
 #include "gavel/core/snapshot.h"
+#include "gavel/mechanism/parts_test_support.h"
 
 namespace gavel::mechanism {
 namespace {
@@ -21,24 +22,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A hand-made table: models A and B at scale factor 1 (and A at 2) on v100 and k80.
-constexpr char kTable[] = R"json({
-  "v100": {
-    "('A', 1)": {"null": 2.0, "('A', 1)": [1.0, 1.0], "('B', 1)": [1.5, 0.5]},
-    "('B', 1)": {"null": 1.0, "('A', 1)": [0.5, 1.5], "('B', 1)": [0.6, 0.6]},
-    "('A', 2)": {"null": 3.0, "('A', 2)": [0.0, 0.0]}
-  },
-  "k80": {
-    "('A', 1)": {"null": 1.0, "('A', 1)": [0.5, 0.5], "('B', 1)": [0.0, 0.0]},
-    "('B', 1)": {"null": 0.5, "('A', 1)": [0.0, 0.0], "('B', 1)": [0.3, 0.3]},
-    "('A', 2)": {"null": 1.5, "('A', 2)": [0.0, 0.0]}
-  }
-})json";
-
-std::shared_ptr<const ThroughputTable> SmallTable() {
-  auto table = ThroughputTable::Parse(kTable, "test table");
-  GAVEL_CHECK_MSG(table.ok(), table.status().ToString().c_str());
-  return std::make_shared<const ThroughputTable>(std::move(*table));
-}
+std::shared_ptr<const ThroughputTable> SmallTable() { return testing::PartsTable(); }
 
 // A policy whose allocation is a function of the input; counts its calls.
 class FakePolicy final : public policy::Policy {

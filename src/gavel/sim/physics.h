@@ -98,6 +98,10 @@ struct PhysicsOptions {
   std::optional<PlacementPenalty> placement_penalty;
   std::optional<RestartOverhead> restart_overhead;
   std::optional<FailureModel> failures;
+  // The scheduler knows each job's restart overhead and weighs it against moving the job to
+  // another GPU type (the mechanism's restart_cost scorer). Needs restart_overhead; changes
+  // decisions, not physics.
+  bool restart_aware = false;
   // Placement is topology-aware (placement.h) whenever any host resource or rack grouping
   // is given or the placement penalty is on.
   bool topology_aware() const {

@@ -78,6 +78,7 @@ class RoundSimulation {
     so.lp_solver = options_.lp_solver;
     so.solve_path = options_.solve_path;
     so.topology_aware_placement = options_.physics.topology_aware();
+    so.realisation.restart_costs = options_.physics.restart_aware;
     so.exhaustive_scans = options_.exhaustive_scans;
     GAVEL_ASSIGN_OR_RETURN(estimation_, SimEstimation::Create(options_, setup_.layout));
     so.colocated = estimation_;
@@ -170,6 +171,9 @@ class RoundSimulation {
           }
           if (options_.physics.topology_aware()) {
             GAVEL_RETURN_IF_ERROR(SetDemands(job, description));
+          }
+          if (options_.physics.restart_aware && options_.physics.restart_overhead) {
+            description.restart_cost = options_.physics.restart_overhead->For(job.job_type);
           }
           // Jobs are numbered 0, 1, 2, ... in arrival order (the metrics' window counts them).
           const JobId id(scheduler_->num_jobs());

@@ -1,0 +1,104 @@
+// Chooser: the round's choice of what runs. Per GPU type, a queue of the combinations that can
+// run there, sorted by (priority, deficit, allocation) descending with ties in insertion
+// order; the queues are visited in the round's type order (the user's, shuffled every round
+// for the policies that do), and a greedy scan takes each combination that fits: enough GPUs
+// of the type left, and no member already chosen or held. The choose-phase filters of the
+// scorers (scorer.h) keep a combination off a type's queue.
+//
+// Cost: the queue is visited lazily, in that order, until the type is full. Its candidates
+// are the tracked combinations (a heap) and, for policies that run priority-0 combinations,
+// the untracked ones: all of key (0, half or 0, 0), those that existed at the last reset
+// before the younger ones in insertion order, so a cursor over the insertion order merges them
+// in. Policies that skip priority 0 need only the allocation. SchedulerOptions::
+// exhaustive_scans visits every combination instead (the tests' oracle).
+//
+// Who owns what: it owns the type shuffler (PyRandom(seed + 5), the original's), and the
+// round's scratch (which jobs are taken, the gathered queue keys). It computes the priorities
+// of the combinations in the allocation as it gathers them (TimeAccounting), and reads the
+// rest of the table.
+//
+// Thread-safety: none; owned by one RoundScheduler and used on its thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gavel/core/py_random.h"
+#include "gavel/mechanism/job_table.h"
+#include "gavel/mechanism/scorer.h"
+#include "gavel/mechanism/time_accounting.h"
+
+namespace gavel::mechanism {
+
+struct ChooserOptions {
+  std::uint64_t seed = 0;              // the simulation seed; the shuffler uses seed + 5
+  bool shuffles_gpu_type_order = false;  // the policy's capability
+  bool skips_zero_priority = false;      // the policy's capability (FIFO-like policies)
+  bool exhaustive_scans = false;
+};
+
+// A combination chosen to run on a type this round.
+struct Chosen {
+  int slot;
+  int type;
+  int scale_factor;
+};
+
+class Chooser {
+ public:
+  // `filters`: the scorers whose choose-phase filter applies, in list order; they must
+  // outlive the chooser.
+  Chooser(JobTable& table, TimeAccounting& accounting, ChooserOptions options,
+          std::vector<const Scorer*> filters);
+
+  // The round's type order (advances the shuffler for policies that shuffle).
+  std::vector<int> TypeOrder();
+  // What runs this round. `allocated` lists the combinations in the allocation.
+  std::vector<Chosen> Choose(std::span<const int> type_order, std::span<const int> allocated,
+                             const ScoreContext& context);
+
+ private:
+  // Free GPUs per type during one choice, and the jobs already chosen or held (job_stamp_ ==
+  // stamp_). Both only shrink, so a combination blocked once stays blocked.
+  struct Capacity {
+    std::vector<int> left;
+    int total_left = 0;
+  };
+  Capacity BeginChoice();
+  bool Blocked(const ComboState& c, const Capacity& capacity, std::size_t type) const;
+  void Take(int slot, int type, Capacity& capacity, std::vector<Chosen>& chosen);
+  // Positive throughput on the type (the first member's; the pairs' filter checks the
+  // second's) and every filter admits it.
+  bool Runs(const ComboState& c, std::size_t type, const ScoreContext& context) const;
+  std::vector<Chosen> ChooseExhaustive(std::span<const int> type_order,
+                                       const ScoreContext& context);
+
+  JobTable* table_;
+  TimeAccounting* accounting_;
+  ChooserOptions options_;
+  std::vector<const Scorer*> filters_;
+  PyRandom type_shuffler_;
+  std::vector<std::uint32_t> job_stamp_;  // by record index: chosen in round (stamp)
+  std::uint32_t stamp_ = 0;
+  // The gathered candidates: a live combination of the pool, and its queue keys per type
+  // (candidate_keys_[candidate × types + type]).
+  struct Candidate {
+    std::uint64_t seq;
+    int slot;
+    int scale_factor;
+    bool pair;
+    std::array<std::size_t, 2> member_index;
+  };
+  struct CandidateKey {
+    double priority;
+    double deficit;
+    double allocation;  // 0 outside the allocation
+    bool runs;
+  };
+  std::vector<Candidate> candidates_;
+  std::vector<CandidateKey> candidate_keys_;
+};
+
+}  // namespace gavel::mechanism

@@ -1,0 +1,103 @@
+#include "gavel/mechanism/job_table.h"
+
+#include <gtest/gtest.h>
+
+#include "gavel/mechanism/parts_test_support.h"
+
+namespace gavel::mechanism {
+namespace {
+
+using testing::AdmitOrDie;
+using testing::Job;
+using testing::kK80;
+using testing::kV100;
+using testing::MakeJobTable;
+
+TEST(JobTableTest, AdmitsSinglesThenPairsInTheOriginalsInsertionOrder) {
+  JobTable table = MakeJobTable({{"v100", 2, 1}, {"k80", 2, 1}}, /*packing=*/true);
+  AdmitOrDie(table, JobId(0), Job("A"));
+  AdmitOrDie(table, JobId(1), Job("B"));
+  AdmitOrDie(table, JobId(2), Job("A", 2));  // no partner of its size
+  ASSERT_EQ(table.order().size(), 4u);
+  EXPECT_EQ(table.combo(table.order()[0]).id, Combination::Single(JobId(0)));
+  EXPECT_EQ(table.combo(table.order()[1]).id, Combination::Single(JobId(1)));
+  EXPECT_EQ(table.combo(table.order()[2]).id, Combination::Pair(JobId(0), JobId(1)));
+  EXPECT_EQ(table.combo(table.order()[3]).id, Combination::Single(JobId(2)));
+  // Throughputs from the table file: A alone 1.0 (k80) and 2.0 (v100); A with B [1.5, 0.5]
+  // on v100 and nothing on k80.
+  const ComboState& a = table.combo(table.SlotOf(Combination::Single(JobId(0))));
+  EXPECT_EQ(a.tput_a[kK80], 1.0);
+  EXPECT_EQ(a.tput_a[kV100], 2.0);
+  const ComboState& pair = table.combo(table.PairSlot(JobId(1), JobId(0)));
+  EXPECT_EQ(pair.tput_a[kV100], 1.5);
+  EXPECT_EQ(pair.tput_b[kV100], 0.5);
+  EXPECT_EQ(pair.tput_a[kK80], 0.0);
+  EXPECT_LT(a.seq, pair.seq);
+}
+
+TEST(JobTableTest, ZeroesThroughputWhereTheJobIsLargerThanTheType) {
+  JobTable table = MakeJobTable({{"v100", 2, 2}, {"k80", 1, 1}});
+  const ActiveJob& job = AdmitOrDie(table, JobId(7), Job("A", 2));
+  const ComboState& c = table.combo(job.single_slot);
+  EXPECT_EQ(c.tput_a[kK80], 0.0);  // the table says 1.5, but one k80 cannot run it
+  EXPECT_EQ(c.tput_a[kV100], 3.0);
+  ASSERT_TRUE(table.UpdateThroughput(JobId(7), kV100, 2.5).ok());
+  EXPECT_EQ(table.combo(job.single_slot).tput_a[kV100], 2.5);
+}
+
+TEST(JobTableTest, RefusesBadJobsNamingTheProblem) {
+  JobTable table = MakeJobTable({{"v100", 1, 1}});
+  EXPECT_EQ(table.Validate(JobId(0), Job("C")).status().code(), StatusCode::kNotFound);
+  // Two GPUs on a one-GPU cluster: never runnable.
+  EXPECT_EQ(table.Validate(JobId(0), Job("A", 2)).status().code(),
+            StatusCode::kFailedPrecondition);
+  JobDescription negative = Job("A");
+  negative.restart_cost = Seconds(-1.0);
+  const Status status = table.Validate(JobId(0), negative).status();
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("restart cost"), std::string::npos);
+  AdmitOrDie(table, JobId(0), Job("A"));
+  EXPECT_EQ(table.Validate(JobId(0), Job("A")).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST(JobTableTest, ErasingAJobTakesItsPairsFromItsPartners) {
+  JobTable table = MakeJobTable({{"v100", 2, 1}}, /*packing=*/true);
+  for (int j = 0; j < 3; ++j) AdmitOrDie(table, JobId(j), Job("A"));
+  ASSERT_EQ(table.FindActive(JobId(0))->pair_slots.size(), 2u);
+  table.Erase(JobId(1), /*dropped=*/true);
+  EXPECT_FALSE(table.IsActive(JobId(1)));
+  EXPECT_TRUE(table.records()[table.Index(JobId(1))].dropped);
+  EXPECT_EQ(table.FindActive(JobId(0))->pair_slots.size(), 1u);
+  EXPECT_EQ(table.PairSlot(JobId(0), JobId(1)), -1);
+  EXPECT_GE(table.PairSlot(JobId(0), JobId(2)), 0);
+  EXPECT_EQ(table.num_alive(), 3u);  // two singles and their pair
+}
+
+TEST(JobTableTest, CompactionReusesDeadSlotsOnlyAfterTheOrderDropsThem) {
+  JobTable table = MakeJobTable({{"v100", 1, 1}});
+  for (int j = 0; j < 100; ++j) AdmitOrDie(table, JobId(j), Job("A"));
+  for (int j = 0; j < 80; ++j) table.Erase(JobId(j), /*dropped=*/false);
+  ASSERT_TRUE(table.CompactionDue());
+  table.CompactOrder();
+  EXPECT_EQ(table.order().size(), 20u);
+  const ActiveJob& back = AdmitOrDie(table, JobId(0), Job("A"));  // back under its old id
+  EXPECT_LT(back.single_slot, 80);  // a reused slot
+  EXPECT_EQ(table.order().size(), 21u);
+  EXPECT_EQ(table.records().size(), 100u);  // its record is reused too
+}
+
+TEST(JobTableTest, BookProgressFinishesAJobAtItsLastStep) {
+  JobTable table = MakeJobTable({{"v100", 2, 1}});
+  AdmitOrDie(table, JobId(3), Job("A", 1, 100.0));
+  EXPECT_FALSE(table.BookProgress(JobId(3), 0, 60.0, 30.0, 30.0, 1, Seconds(30.0)));
+  EXPECT_TRUE(table.BookProgress(JobId(3), 0, 40.0, 20.0, 25.0, 1, Seconds(55.0)));
+  const JobRecord& r = table.records()[table.Index(JobId(3))];
+  EXPECT_EQ(r.steps_run, 100.0);
+  ASSERT_TRUE(r.finish.has_value());
+  EXPECT_EQ(r.finish->value(), 55.0);
+  EXPECT_EQ(table.gpu_seconds(table.Index(JobId(3)), 0), 55.0);
+}
+
+}  // namespace
+}  // namespace gavel::mechanism

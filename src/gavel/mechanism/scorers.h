@@ -1,0 +1,34 @@
+// The list of scorers (scorer.h) the realisation phases use, and the options that select
+// them. One list, in one place: a new preference is one scorer file and one line in
+// MakeScorers, with no edit to the chooser, the placer or the coordinator.
+// Thread-safety: the list is immutable once made.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "gavel/mechanism/scorer.h"
+
+namespace gavel::mechanism {
+
+struct RealisationOptions {
+  // Fresh GPUs by topology (host resources, one server, one rack) instead of consolidation.
+  bool topology_aware_placement = false;
+  bool space_sharing = false;  // the policy space-shares (pairs exist)
+  // Keep a combination on last round's GPUs where they are all free (the original's rule).
+  bool keep_last_gpus = true;
+  // Weigh each job's restart cost (JobDescription::restart_cost) against moving it.
+  bool restart_costs = false;
+};
+
+using ScorerList = std::vector<std::unique_ptr<const Scorer>>;
+
+// The scorers `options` select, in the order the phases consult them.
+ScorerList MakeScorers(const RealisationOptions& options);
+
+// The list's scorers that filter the choice, and all of them (for the placer), as the
+// phases take them.
+std::vector<const Scorer*> ChoiceFilters(const ScorerList& scorers);
+std::vector<const Scorer*> AllScorers(const ScorerList& scorers);
+
+}  // namespace gavel::mechanism
