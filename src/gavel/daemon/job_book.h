@@ -30,6 +30,15 @@
 
 namespace gavel::daemon {
 
+// How measured steps/s become a job's estimates.
+struct ThroughputLearning {
+  // Each sample enters an EMA with this weight (the first is taken as it is).
+  double ema_alpha = 0.5;
+  // A new background solve is worth it once an estimate moved by more than this fraction
+  // from the value the latest allocation used.
+  double resolve_threshold = 0.1;
+};
+
 struct Job {
   JobRow row;
   bool table_type = false;  // spec.job_type names a table entry with this scale factor

@@ -1,4 +1,4 @@
-// Schedule: the seam between the daemon and the round mechanism. Everything the daemon tells
+// MechanismSeam: the seam between the daemon and the round mechanism. Everything the daemon tells
 // the RoundScheduler, and everything it asks of it, passes through this header.
 //
 //   daemon (JobBook, AgentRegistry, open round)            mechanism (RoundScheduler)
@@ -46,31 +46,21 @@
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/allocation_service.h"
+#include "gavel/daemon/core_options.h"
 #include "gavel/daemon/job_book.h"
 #include "gavel/daemon/journal.h"
 #include "gavel/mechanism/round_scheduler.h"
 
 namespace gavel::daemon {
 
-struct ScheduleOptions {
-  std::string policy;
-  std::shared_ptr<const ThroughputTable> throughputs;
-  std::uint64_t seed = 0;
-  Seconds round_length{360.0};
-  Seconds min_reset_interval{1920.0};
-  std::map<std::string, double> entity_weights;
-  std::map<std::string, double> instance_costs;  // by GPU type name
-  mechanism::PolicyTraits traits;                // the policy's
-};
-
-class Schedule {
+class MechanismSeam {
  public:
-  Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* agents,
+  MechanismSeam(const CoreOptions* options, JobBook* jobs, const AgentRegistry* agents,
            Journal* journal, std::shared_ptr<AllocationService> allocation,
            const Clock* clock, std::int64_t epoch_ms);
-  ~Schedule();
-  Schedule(const Schedule&) = delete;
-  Schedule& operator=(const Schedule&) = delete;
+  ~MechanismSeam();
+  MechanismSeam(const MechanismSeam&) = delete;
+  MechanismSeam& operator=(const MechanismSeam&) = delete;
 
   // ---- Keeping the mechanism in step ----
   // Admits an active job (with its progress, entity, estimates and any backoff). A job no GPU
@@ -154,7 +144,7 @@ class Schedule {
   std::vector<double> LayoutCosts(const mechanism::ClusterLayout& layout) const;
   Seconds MechTime(std::int64_t unix_ms) const;
 
-  ScheduleOptions options_;
+  const CoreOptions* options_;  // the core's settings
   JobBook* jobs_;
   const AgentRegistry* agents_;
   Journal* journal_;
