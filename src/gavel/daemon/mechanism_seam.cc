@@ -116,7 +116,7 @@ Status MechanismSeam::AddToMechanism(const Job& job) {
     description.held_until = MechTime(job.row.next_retry_ms);
   }
   GAVEL_RETURN_IF_ERROR(mech_->AddJob(JobId(job.row.id), description));
-  PushThroughputs(job);
+  PushOwnEstimates(job);
   return Status::Ok();
 }
 
@@ -139,7 +139,12 @@ void MechanismSeam::Remove(const Job& job, std::int64_t now) {
   }
 }
 
-void MechanismSeam::PushThroughputs(const Job& job) {
+void MechanismSeam::TakeEstimates(const Job& job, Learned learned) {
+  PushOwnEstimates(job);
+  if (learned == Learned::kOwnAndPairs) RefreshPairsOf(job);
+}
+
+void MechanismSeam::PushOwnEstimates(const Job& job) {
   if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
   const std::vector<std::string>& types = mech_->layout().type_names();
   for (std::size_t t = 0; t < types.size(); ++t) {
@@ -236,7 +241,7 @@ void MechanismSeam::ApplyClusterChange(std::int64_t now) {
   for (const auto& [id, job] : *jobs_) {
     if (!JobBook::IsActive(job)) continue;
     if (mech_->IsActive(JobId(id))) {
-      PushThroughputs(job);  // types that joined get the job's estimates too
+      PushOwnEstimates(job);  // types that joined get the job's estimates too
     } else {
       (void)AddToMechanism(job);  // still too large for every type: it waits for more GPUs
     }

@@ -5,7 +5,8 @@
 //   ─────────────────────────────────────────────          ──────────────────────────
 //   a job is submitted / re-admitted       Admit      ──►  AddJob(JobId = the daemon's id)
 //   a job leaves (done, cancelled, failed) Remove     ──►  RemoveJob
-//   a throughput is measured               PushThroughputs ► UpdateThroughput (the only way in)
+//   the JobBook learned a job's rates       TakeEstimates ──► UpdateThroughput (the job's own)
+//                                                          RefreshPair (its pairs re-read)
 //   a crashed job backs off                Hold       ──►  HoldJob(until its retry time)
 //   GPUs join or die                       MarkClusterChanged ► ChangeCluster, next round
 //   a job's micro-task ends                ReportMicroTask ► OnMicroTaskDone (exact steps)
@@ -15,6 +16,14 @@
 //                                                          simulator's SimExecutor), which
 //                                                          asks WorkersOf for the daemon's ids
 //   solve ahead (mid-round, job changes)   Prefetch   ◄──  PolicyInputAt → AllocationService
+//
+// Throughputs flow one way, JobBook → mechanism. The JobBook owns and learns every estimate
+// (job_book.h); the mechanism keeps copies. Its API takes a job's own rates by a call
+// (UpdateThroughput) and reads pairs' co-located rates through a port
+// (ColocatedThroughputSource), when it forms a pair or is told to re-read one: the seam
+// serves that port from the JobBook and, after each thing the JobBook learned, makes the one
+// call TakeEstimates, which hands over the job's own rates and has its pairs re-read theirs.
+// Nothing else moves an estimate, and the mechanism never writes one back.
 //
 // Who owns what: the RoundScheduler owns the schedule — the allocation, the time accounting
 // behind the priorities, placement, holds. The daemon owns durable state — jobs and their
@@ -67,7 +76,11 @@ class MechanismSeam {
   // type of the cluster can run waits until the cluster changes (no error is logged).
   void Admit(const Job& job);
   void Remove(const Job& job, std::int64_t now);
-  void PushThroughputs(const Job& job);
+  // The JobBook learned from the job's micro-task: the mechanism takes its own estimates and,
+  // for kOwnAndPairs (a co-located rate changed), every pair it belongs to re-reads its rates
+  // (plans at once, the policy from its next solve).
+  enum class Learned { kOwn, kOwnAndPairs };
+  void TakeEstimates(const Job& job, Learned learned);
   void Hold(const Job& job);  // until job.row.next_retry_ms
   void MarkClusterChanged() { cluster_changed_ = true; }
   bool up_to_date() const { return mech_ && !needs_rebuild_ && !cluster_changed_; }
@@ -93,9 +106,6 @@ class MechanismSeam {
   void Skip(const mechanism::Assignment& assignment);
   // A round closed with micro-tasks still running in the mechanism: a bug; start afresh.
   void RoundClosed();
-  // Space sharing: a measured co-located throughput of the job changed; every pair it belongs
-  // to re-reads its throughputs (plans at once, the policy from its next solve).
-  void RefreshPairsOf(const Job& job);
 
   // ---- The allocation ----
   // A background solve finished: the next round takes it.
@@ -127,6 +137,9 @@ class MechanismSeam {
     std::array<double, 2> elapsed{0.0, 0.0};
     std::array<bool, 2> reported{false, false};
   };
+  // The job's own estimates into the mechanism (UpdateThroughput, every layout type).
+  void PushOwnEstimates(const Job& job);
+  void RefreshPairsOf(const Job& job);
   void BookPair(const mechanism::Combination& pair, std::int64_t now);
   // Removes the members that left while their pair ran (`leaving_`), now that it is booked.
   void RemoveLeavers(std::int64_t now);

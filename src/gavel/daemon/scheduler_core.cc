@@ -25,20 +25,6 @@ AgentRules RulesFor(const CoreOptions& options) {
   return rules;
 }
 
-// One throughput sample (steps over training seconds) into an EMA with weight `alpha` on the
-// new sample (the first sample is taken as it is). Clamped into bounds.h's range: a report of
-// many steps in a moment (a clock step, a lying agent) must not put a throughput the LPs
-// cannot scale into the schedule. False (nothing learned) for an empty sample.
-template <typename Count>
-bool AddSample(double& ema, Count& count, std::uint64_t steps, double seconds, double alpha) {
-  if (steps == 0 || !(seconds > 0.0)) return false;
-  const double sample = std::clamp(static_cast<double>(steps) / seconds,
-                                   bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
-  ema = count == 0 ? sample : alpha * sample + (1.0 - alpha) * ema;
-  ++count;
-  return true;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -53,7 +39,7 @@ SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* 
       clock_(clock),
       hooks_(std::move(hooks)),
       agents_(&journal_, RulesFor(options_)),
-      jobs_(&journal_, options_.throughputs) {}
+      jobs_(&journal_, options_.throughputs, options_.learning) {}
 
 SchedulerCore::~SchedulerCore() {
   seam_.reset();
@@ -577,34 +563,34 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
       !std::isfinite(request.training_seconds()) || request.training_seconds() < 0.0) {
     return Status::InvalidArgument("elapsed_s/training_seconds: must be non-negative numbers");
   }
-  const auto job = jobs_.find(request.job_id());
-  if (job == jobs_.end()) {
+  const auto job_it = jobs_.find(request.job_id());
+  if (job_it == jobs_.end()) {
     return Status::NotFound("job_id: no job " + std::to_string(request.job_id()));
   }
   const std::int64_t now = clock_->NowMs();
   ++counters_.reports;
   agents_.Touch(request.agent_id(), now);  // a report is a sign of life
-  RoundTask* task =
-      round_ ? round_->PendingTask(request.round_id(), request.worker_id(), request.job_id())
-             : nullptr;
-  if (task == nullptr) {
-    // A repeat, or a report from a round that is over: its checkpoint is credited by the
-    // job's next report (counts are absolute), so ignoring it loses nothing. One thing it
-    // alone knows: how fast a process the daemon killed at the deadline was training (the
-    // ranks of a multi-GPU job whose step bound, from a prior, outlasted the round), so that
-    // the next step bound fits the round.
-    ++counters_.stale_reports;
-    const Agent* agent = agents_.AgentOfWorker(request.worker_id());
-    if (request.outcome() == wire::KILLED && IsActive(job->second) && agent != nullptr &&
-        job->second.row.spec.scale_factor() > 1) {
-      LearnThroughput(job->second, agent->row.gpu_type, request.steps_trained(),
-                      request.training_seconds());
-      Touch(job->second);
-      seam_->PushThroughputs(job->second);
+  const OpenRound::Fate fate =
+      round_ ? round_->Record(request) : OpenRound::Fate::kStale;
+  if (fate == OpenRound::Fate::kMicroTaskEnded) FinishJobTasks(request.job_id(), now);
+  if (fate != OpenRound::Fate::kStale) return Status::Ok();
+  // A repeat, or a report from a round that is over: its checkpoint is credited by the job's
+  // next report (counts are absolute), so ignoring it loses nothing. One thing it alone
+  // knows: how fast a process the daemon killed at the deadline was training (the ranks of a
+  // multi-GPU job whose step bound, from a prior, outlasted the round), so that the next step
+  // bound fits the round.
+  ++counters_.stale_reports;
+  const Agent* agent = agents_.AgentOfWorker(request.worker_id());
+  Job& job = job_it->second;
+  if (request.outcome() == wire::KILLED && IsActive(job) && agent != nullptr &&
+      job.row.spec.scale_factor() > 1) {
+    if (jobs_.LearnIsolated(job, agent->row.gpu_type, request.steps_trained(),
+                            request.training_seconds())) {
+      jobs_changed_ = true;  // worth a new solve
     }
-    return Status::Ok();
+    Touch(job);
+    seam_->TakeEstimates(job, MechanismSeam::Learned::kOwn);
   }
-  if (round_->Record(task, request)) FinishJobTasks(request.job_id(), now);
   return Status::Ok();
 }
 
@@ -635,57 +621,22 @@ bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::st
 // Crediting a finished micro-task.
 
 void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
+  if (!round_->HasJob(job_id)) return;
+  const MicroTaskSummary m = round_->Summarize(job_id, now);
   Job& job = jobs_.at(job_id);
-  const std::vector<std::uint64_t>& workers = round_->WorkersOf(job_id);
-  const std::vector<const RoundTask*> tasks = round_->TasksOf(job_id);
-  if (tasks.empty()) return;
-  const RoundTask& first = *tasks[0];
-  const std::string& gpu_type = first.gpu_type;
-  const std::uint64_t total = job.row.spec.total_steps();
-
-  // Credit the checkpoint every rank holds (absolute counts: never twice, never lost).
-  const MicroTaskSummary m = round_->Summarize(job_id);
-  std::uint64_t checkpointed = m.checkpointed.value_or(job.row.steps_done);
-  double elapsed = m.elapsed_s;
-  if (checkpointed > total) {
-    Log(now, "bad-report", job_id, first.worker_id,
-        "checkpointed " + std::to_string(checkpointed) + " > total " + std::to_string(total));
-    checkpointed = total;
-  }
-  if (elapsed <= 0.0) elapsed = static_cast<double>(now - round_->start_ms()) / 1000.0;
-  const std::uint64_t before = job.row.steps_done;
-  const std::uint64_t done = std::max(before, checkpointed);
-  const std::uint64_t delta = done - before;
   const bool active = IsActive(job);
+  const Credited credited = jobs_.CreditMicroTask(job, m, now);
+  if (credited.worth_resolve) jobs_changed_ = true;
 
   if (active) {
-    job.row.steps_done = done;
-    JobGpuRow& g = job.row.per_type[gpu_type];
-    if (g.prior == 0.0) g.prior = Prior(job, gpu_type);
-    g.seconds += elapsed;
-    g.steps += static_cast<double>(delta);
-    // Space sharing: next to a partner the job learns its co-located rate, not its own.
-    if (const RoundTask* twin = round_->TaskOn(TwinSlotOf(first.worker_id)); twin != nullptr) {
-      LearnColocated(job, *twin, m, gpu_type);
-    } else {
-      LearnThroughput(job, gpu_type, m.steps_trained, m.training_s);
-    }
-    for (const RoundTask* t : tasks) agents_.AddBusySeconds(t->worker_id, elapsed);
-    if (m.startup_s > 0.0) {
-      job.row.last_startup_s = m.startup_s;
-      job.row.startup_total_s += m.startup_s;
-    }
-    job.last_workers = workers;
-    job.paused = m.expired && !m.crashed && !m.launch_failed && !m.completed;
-    job.still_starting = false;
-    if (delta > 0) job.row.streak = 0;
-    if (done >= total) {
+    for (std::uint64_t w : m.workers) agents_.AddBusySeconds(w, m.elapsed_s);
+    if (job.row.steps_done >= job.row.spec.total_steps()) {
       EndJob(job, wire::DONE, "", now);
     } else if (m.completed && !m.crashed) {
-      RoundTask as_crash = first;
+      RoundTask as_crash = *m.first;
       as_crash.exit_code = 0;
-      as_crash.message = "exited with status 0 after " + std::to_string(done) + " of " +
-                         std::to_string(total) + " steps";
+      as_crash.message = "exited with status 0 after " + std::to_string(job.row.steps_done) +
+                         " of " + std::to_string(job.row.spec.total_steps()) + " steps";
       HandleCrash(job, as_crash, now);
     } else if (m.crashed || m.launch_failed || m.killed_at_fault) {
       job.last_launch_failed = m.launch_failed && job.last_launch_failed;
@@ -700,44 +651,15 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
   }
 
   // Feed the RoundScheduler the credited increment (exact: its record of the job's progress
-  // then equals the checkpointed count, so both agree on when the job is done).
-  if (round_->mech_backed()) seam_->ReportMicroTask(job_id, delta, elapsed, now);
+  // then equals the checkpointed count, so both agree on when the job is done), then what the
+  // micro-task measured.
+  if (round_->mech_backed()) seam_->ReportMicroTask(job_id, credited.steps, m.elapsed_s, now);
   if (IsActive(job)) {
-    seam_->PushThroughputs(job);  // what this micro-task measured
+    seam_->TakeEstimates(job, credited.learned_colocated ? MechanismSeam::Learned::kOwnAndPairs
+                                                         : MechanismSeam::Learned::kOwn);
   } else {
     seam_->Remove(job, now);
   }
-}
-
-void SchedulerCore::LearnThroughput(Job& job, const std::string& gpu_type,
-                                    std::uint64_t steps_trained, double training_s) {
-  // Steps over training time (spec §6.6), smoothed.
-  if (steps_trained == 0 || !(training_s > 0.0)) return;
-  JobGpuRow& g = job.row.per_type[gpu_type];
-  AddSample(g.measured, g.measurements, steps_trained, training_s, options_.learning.ema_alpha);
-  const auto used = job.used_estimate.find(gpu_type);
-  const double before_estimate = used == job.used_estimate.end() ? 0.0 : used->second;
-  if (before_estimate <= 0.0 ||
-      std::abs(g.measured - before_estimate) > options_.learning.resolve_threshold * before_estimate) {
-    jobs_changed_ = true;  // worth a new solve
-  }
-}
-
-void SchedulerCore::LearnColocated(Job& job, const RoundTask& twin, const MicroTaskSummary& m,
-                                   const std::string& gpu_type) {
-  const auto partner = jobs_.find(twin.job_id);
-  if (partner == jobs_.end()) return;
-  const bool partner_left_early = twin.reported && twin.outcome != wire::LEASE_EXPIRED &&
-                                  twin.elapsed_s < 0.9 * m.elapsed_s;
-  if (partner_left_early) return;
-  const double before = jobs_.ColocatedEstimate(job, partner->second, gpu_type);
-  if (m.steps_trained == 0 || !(m.training_s > 0.0)) return;  // no sample (AddSample's rule)
-  ColocatedRow& rate = job.row.colocated[{gpu_type, partner->second.row.spec.job_type()}];
-  AddSample(rate.measured, rate.measurements, m.steps_trained, m.training_s, options_.learning.ema_alpha);
-  if (before <= 0.0 || std::abs(rate.measured - before) > options_.learning.resolve_threshold * before) {
-    jobs_changed_ = true;  // worth a new solve
-  }
-  seam_->RefreshPairsOf(job);
 }
 
 void SchedulerCore::HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now) {

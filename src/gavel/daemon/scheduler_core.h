@@ -1,16 +1,19 @@
 // SchedulerCore: the scheduler daemon's coordinator — it answers requests and drives rounds
 // on the wall clock, delegating to parts with one job each (design.md, "the daemon around one
 // owner"):
-//   JobBook        durable jobs and their states (job_book.h)
+//   JobBook        durable jobs and their states; credits micro-tasks and learns every
+//                  throughput estimate (job_book.h)
 //   AgentRegistry  agents, their GPUs, liveness (agent_registry.h)
-//   MechanismSeam       the seam to the RoundScheduler, which owns the schedule (mechanism_seam.h)
+//   MechanismSeam  the seam to the RoundScheduler, which owns the schedule (mechanism_seam.h)
 //   Journal        changes staged for the next commit (journal.h)
-//   OpenRound      the round dispatched and not yet closed: tasks, reports, deadlines
-//                  (open_round.h)
+//   OpenRound      the round dispatched and not yet closed: tasks, reports, what a job's
+//                  ranks say together, deadlines (open_round.h)
 //   AgentExecutor  carries a round plan out on the agents: the mechanism's Executor port,
 //                  as SimExecutor is the simulator's (agent_executor.h)
-// What stays here: the requests, the round flow (Tick), crediting a finished micro-task and
-// the failure policy (retries, backoff, failing a job).
+// What stays here: the requests, the round flow (Tick), the order of the steps once a
+// micro-task ends (the open round sums it up, the JobBook credits it, the failure policy
+// judges it, the seam feeds the mechanism) and the failure policy itself (retries, backoff,
+// failing a job). Settings: CoreOptions (core_options.h), which the parts borrow.
 //
 // Ownership: the core owns the parts and the AllocationService. It borrows the Store, the
 // AgentTransport and the Clock (Unix time: SystemClock, a ManualClock in tests), which must
@@ -171,7 +174,8 @@ class SchedulerCore {
   void StartRound(std::int64_t now);
   void KillStragglers(std::int64_t now);
   void CloseRound();
-  // Credits the job's micro-task of the open round once every task of it has ended.
+  // The job's micro-task of the open round is over (every task of it ended): the open round
+  // sums it up, the JobBook credits it, the failure policy judges it, the mechanism hears.
   void FinishJobTasks(std::uint64_t job_id, std::int64_t now);
   // The agent is gone (dead, or the round could not be delivered): its unreported tasks of the
   // open round end without blame (with `message`), the other ranks of their jobs are told to
@@ -190,15 +194,6 @@ class SchedulerCore {
   double Estimate(const Job& job, const std::string& gpu_type) const;
   wire::JobInfo Info(const Job& job) const;
   void HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now);
-  // One throughput sample (steps over training seconds) into the job's EMA for the type.
-  void LearnThroughput(Job& job, const std::string& gpu_type, std::uint64_t steps_trained,
-                       double training_s);
-  // Space sharing: the micro-task `m` ran next to the task `twin` on the same GPU(s). Its
-  // sample enters the job's co-located EMA for (type, the partner's job type) — unless the
-  // partner left well before it ended (finished, crashed), which makes it partly isolated —
-  // and the job's pairs re-read their throughputs.
-  void LearnColocated(Job& job, const RoundTask& twin, const MicroTaskSummary& m,
-                      const std::string& gpu_type);
   void EndJob(Job& job, wire::JobState state, const std::string& message, std::int64_t now);
   // Sends KillJob for the job's processes of the current round (or any round, for a job
   // that leaves for good) to every live agent that may run it, except `spare`.

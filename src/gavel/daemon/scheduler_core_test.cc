@@ -766,7 +766,7 @@ TEST_F(CoreTest, BadEntityWeightsAreRefused) {
   Open();
 }
 
-// ---- Space sharing (issue 14 item 2) ----
+// ---- Space sharing ----
 
 // Under a packing policy the daemon gives every GPU a partner slot (on the same device) and
 // dispatches a pair's two jobs to the GPU's own slot and its partner slot.
@@ -1453,9 +1453,8 @@ class PolicyDriver {
   std::map<std::uint64_t, std::uint64_t> done_;
 };
 
-// Every policy `gavel serve` accepts runs a few jobs of mixed sizes on a mixed cluster to
-// completion, each with exactly its steps. The only refusal: policies that pack two jobs on a
-// GPU (ValidateCoreOptions; another part of issue 12 makes them run).
+// Every policy `gavel serve` accepts, the packing ones included, runs a few jobs of mixed sizes
+// on a mixed cluster to completion, each with exactly its steps.
 class EveryPolicyCoreTest : public CoreTest, public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
