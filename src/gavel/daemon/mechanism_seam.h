@@ -5,7 +5,7 @@
 //   ─────────────────────────────────────────────          ──────────────────────────
 //   a job is submitted / re-admitted       Admit      ──►  AddJob(JobId = the daemon's id)
 //   a job leaves (done, cancelled, failed) Remove     ──►  RemoveJob
-//   the JobBook learned a job's rates       TakeEstimates ──► UpdateThroughput (the job's own)
+//   the JobBook learned a job's rates      TakeEstimates ►  UpdateThroughput (the job's own);
 //                                                          RefreshPair (its pairs re-read)
 //   a crashed job backs off                Hold       ──►  HoldJob(until its retry time)
 //   GPUs join or die                       MarkClusterChanged ► ChangeCluster, next round
@@ -22,7 +22,8 @@
 // (UpdateThroughput) and reads pairs' co-located rates through a port
 // (ColocatedThroughputSource), when it forms a pair or is told to re-read one: the seam
 // serves that port from the JobBook and, after each thing the JobBook learned, makes the one
-// call TakeEstimates, which hands over the job's own rates and has its pairs re-read theirs.
+// call TakeEstimates, which hands over the job's own rates and, when a co-located rate
+// changed, has the job's pairs re-read theirs.
 // Nothing else moves an estimate, and the mechanism never writes one back.
 //
 // Who owns what: the RoundScheduler owns the schedule — the allocation, the time accounting
