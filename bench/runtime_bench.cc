@@ -52,7 +52,6 @@ void BM_RoundDecisionAndDispatch(benchmark::State& state) {
   FakeAgentTransport transport;
   transport.set_record(false);
   CoreOptions options;
-  options.policy = "max_min_fairness_perf";
   options.throughputs = ShippedThroughputTable();
   options.round_length = Seconds(360.0);
   options.heartbeat_timeout = Seconds(1e9);  // fake agents never heartbeat

@@ -21,7 +21,6 @@
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/daemon.h"
-#include "gavel/policy/registry.h"
 #include "gavel/rpc/auth.h"
 #pragma GCC diagnostic pop
 
@@ -143,7 +142,7 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.metrics_listen = o.metrics_listen;
   options.tls = rpc::ServerTlsFiles{o.tls_cert, o.tls_key};
   options.tls_ca = o.tls_ca;
-  options.core.policy = o.policy;
+  GAVEL_ASSIGN_OR_RETURN(options.core.policy, daemon::ChosenPolicy::Resolve(o.policy));
   options.core.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
   options.core.round_length = Seconds(o.round_seconds);
   options.core.report_grace = Seconds(o.report_grace_seconds);
@@ -173,8 +172,7 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
     // Each job lease is a Slurm job step holding one GPU of its own (gres), and Slurm 22.05
     // gives two steps the same GPU only with --overlap, which lets any step share any GPU:
     // the pairs a packing policy plans cannot be placed on one device through Slurm.
-    if (Result<const policy::PolicyInfo*> info = policy::FindPolicy(o.policy);
-        info.ok() && (*info)->capabilities.packing) {
+    if (options.core.policy.capabilities().packing) {
       return Status::InvalidArgument(
           "--policy " + o.policy +
           ": it places two jobs on one GPU, which --backend slurm cannot (each job runs as a "

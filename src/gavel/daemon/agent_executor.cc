@@ -18,9 +18,9 @@ std::string HostOf(const std::string& address) {
 
 }  // namespace
 
-AgentExecutor::AgentExecutor(AgentExecutorOptions options, AgentExecutorParts parts)
-    : options_(std::move(options)), parts_(std::move(parts)) {
-  GAVEL_CHECK(parts_.jobs && parts_.agents && parts_.schedule && parts_.transport &&
+AgentExecutor::AgentExecutor(const CoreOptions* options, AgentExecutorParts parts)
+    : options_(options), parts_(std::move(parts)) {
+  GAVEL_CHECK(parts_.jobs && parts_.agents && parts_.seam && parts_.transport &&
               parts_.journal && parts_.round);
 }
 
@@ -39,7 +39,7 @@ Status AgentExecutor::Execute(const mechanism::RoundPlan& plan) {
   std::set<std::uint64_t> placed;
   for (const mechanism::Assignment& a : plan.assignments) {
     // A pair (space sharing) is two jobs on the same GPUs: the first on the GPUs' own slots,
-    // the second on their partner slots (Schedule::WorkersOf).
+    // the second on their partner slots (MechanismSeam::WorkersOf).
     const int members = a.combination.size();
     bool runnable = true;
     for (int m = 0; m < members; ++m) {
@@ -50,7 +50,7 @@ Status AgentExecutor::Execute(const mechanism::RoundPlan& plan) {
       // Not runnable now. The RoundScheduler holds jobs that back off out of its plans, so
       // this is a safety net (e.g. the wall clock stepped back): its GPUs idle this round,
       // and the RoundScheduler hears at once that nothing ran.
-      parts_.schedule->Skip(a);
+      parts_.seam->Skip(a);
       continue;
     }
     for (int m = 0; m < members; ++m) {
@@ -59,7 +59,7 @@ Status AgentExecutor::Execute(const mechanism::RoundPlan& plan) {
       const Job* partner =
           members == 2 ? &parts_.jobs->at(a.combination.member(1 - m).value()) : nullptr;
       placed.insert(job_id);
-      Launch(a, job, partner, parts_.schedule->WorkersOf(a, m), requests);
+      Launch(a, job, partner, parts_.seam->WorkersOf(a, m), requests);
     }
   }
 
@@ -104,7 +104,7 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job, const Job* 
   }
   job.row.state = wire::RUNNING;
   parts_.jobs->Touch(job);
-  const std::string& gpu_type = parts_.schedule->GpuTypeName(a.gpu_type);
+  const std::string& gpu_type = parts_.seam->GpuTypeName(a.gpu_type);
   round.AddJob(job_id, workers, gpu_type);
   const Agent* rank0 = parts_.agents->AgentOfWorker(workers.front());
   if (partner != nullptr) {
@@ -148,13 +148,13 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job, const Job* 
     launch->set_job_type(job.row.spec.job_type());
     launch->set_gpu_type(gpu_type);
     if (partner != nullptr) launch->set_partner_job_type(partner->row.spec.job_type());
-    if (!options_.checkpoint_root.empty()) {
-      launch->set_checkpoint_dir(options_.checkpoint_root + "/job-" + std::to_string(job_id));
+    if (!options_->checkpoint_root.empty()) {
+      launch->set_checkpoint_dir(options_->checkpoint_root + "/job-" + std::to_string(job_id));
     }
     wire::Lease* lease = wt->mutable_lease();
     lease->set_stop_at_step(gang.stop_at_step);
     lease->set_step_bound_only(gang.step_bound_only);
-    lease->set_max_duration_s(options_.round_length.value());
+    lease->set_max_duration_s(options_->round_length.value());
     lease->set_round_end_unix_ms(round.end_ms());
   }
   if (!continuing) {
@@ -176,7 +176,7 @@ AgentExecutor::GangLease AgentExecutor::GangLeaseOf(const Job& job, double estim
   if (workers.size() < 2) return gang;  // one process: its own clock is the job's
   // One step bound for every rank, computed here once: the round's worth of steps at the
   // job's throughput estimate on this type (its measurement once there is one), at least one.
-  const double budget = std::floor(std::max(0.0, estimate) * options_.round_length.value());
+  const double budget = std::floor(std::max(0.0, estimate) * options_->round_length.value());
   const auto steps = static_cast<std::uint64_t>(
       std::clamp(budget, 1.0, static_cast<double>(total)));
   gang.stop_at_step = std::min(total, job.row.steps_done + steps);

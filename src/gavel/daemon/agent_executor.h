@@ -7,7 +7,7 @@
 //      its GPUs);
 //   2. each assignment whose job is runnable becomes tasks of the open round and a launch
 //      with a lease on every one of its GPUs (the daemon's worker ids, translated by the
-//      Schedule), the job RUNNING; a pair's two jobs (space sharing) each get their own
+//      MechanismSeam), the job RUNNING; a pair's two jobs (space sharing) each get their own
 //      tasks, launches and leases, the second on the GPUs' partner slots; an assignment
 //      whose job (either job of a pair) cannot start now (backing off, gone) is skipped and
 //      its GPUs idle (the mechanism hears at once that nothing ran);
@@ -15,7 +15,7 @@
 //   4. the open round's row is staged in the Journal (durable with the next commit);
 //   5. the requests go out, asynchronously; an undeliverable one calls `dispatch_failed`.
 // The reports come back to the core as ReportDone RPCs and reach the mechanism through
-// Schedule::ReportMicroTask — the runtime's event path, as MicroTaskEnd events are the
+// MechanismSeam::ReportMicroTask — the runtime's event path, as MicroTaskEnd events are the
 // simulator's.
 //
 // The round itself (its id and times) is opened by the core before Execute; the executor
@@ -32,24 +32,19 @@
 #include "gavel/core/units.h"
 #include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/core_options.h"
 #include "gavel/daemon/job_book.h"
 #include "gavel/daemon/journal.h"
 #include "gavel/daemon/open_round.h"
-#include "gavel/daemon/schedule.h"
+#include "gavel/daemon/mechanism_seam.h"
 #include "gavel/mechanism/ports.h"
 
 namespace gavel::daemon {
 
-struct AgentExecutorOptions {
-  Seconds round_length{360.0};  // each lease's duration
-  // Jobs checkpoint to <checkpoint_root>/job-<id> when set; empty = the agents choose.
-  std::string checkpoint_root;
-};
-
 struct AgentExecutorParts {
   JobBook* jobs = nullptr;
   const AgentRegistry* agents = nullptr;
-  Schedule* schedule = nullptr;  // translates the plan's workers and GPU types
+  MechanismSeam* seam = nullptr;  // translates the plan's workers and GPU types
   AgentTransport* transport = nullptr;
   Journal* journal = nullptr;
   std::optional<OpenRound>* round = nullptr;  // the core's open round, filled by Execute
@@ -59,7 +54,9 @@ struct AgentExecutorParts {
 
 class AgentExecutor final : public mechanism::Executor {
  public:
-  AgentExecutor(AgentExecutorOptions options, AgentExecutorParts parts);
+  // `options`: the round length (each lease's duration) and the checkpoint root (jobs
+  // checkpoint to <checkpoint_root>/job-<id> when set; empty = the agents choose).
+  AgentExecutor(const CoreOptions* options, AgentExecutorParts parts);
   // Never fails on a real cluster's troubles (those come back as dispatch failures or task
   // reports); OK always, a bug aborts.
   Status Execute(const mechanism::RoundPlan& plan) override;
@@ -84,7 +81,7 @@ class AgentExecutor final : public mechanism::Executor {
   GangLease GangLeaseOf(const Job& job, double estimate,
                         const std::vector<std::uint64_t>& workers) const;
 
-  AgentExecutorOptions options_;
+  const CoreOptions* options_;
   AgentExecutorParts parts_;
 };
 

@@ -1,4 +1,4 @@
-// AgentExecutor on the real parts (JobBook, AgentRegistry, Schedule) and a fake transport:
+// AgentExecutor on the real parts (JobBook, AgentRegistry, MechanismSeam) and a fake transport:
 // what reaches the agents is exactly the RoundScheduler's plan, translated to the daemon's
 // worker ids, with the documented lease; the open round and the store see the same tasks.
 #include "gavel/daemon/agent_executor.h"
@@ -25,22 +25,16 @@ class AgentExecutorTest : public ::testing::Test {
   AgentExecutorTest()
       : jobs_(&journal_, ShippedThroughputTable()),
         agents_(&journal_, AgentRules{ShippedThroughputTable().get(), nullptr, "p"}) {
-    auto info = policy::FindPolicy("max_min_fairness_perf");
-    auto policy = policy::MakePolicy("max_min_fairness_perf", policy::PolicyOptions{});
-    EXPECT_TRUE(info.ok() && policy.ok());
-    ScheduleOptions options;
-    options.policy = "max_min_fairness_perf";
-    options.throughputs = ShippedThroughputTable();
-    options.round_length = Seconds(kRoundMs / 1000.0);
-    options.traits = (*info)->capabilities;
+    options_.throughputs = ShippedThroughputTable();
+    options_.round_length = Seconds(kRoundMs / 1000.0);
+    options_.checkpoint_root = "/shared/ckpt";
+    auto policy = options_.policy.Make(options_.seed);
+    EXPECT_TRUE(policy.ok());
     auto allocation = std::make_shared<AllocationService>(*std::move(policy), false, nullptr);
-    schedule_ = std::make_unique<Schedule>(std::move(options), &jobs_, &agents_, &journal_,
-                                           allocation, &clock_, clock_.NowMs());
-    AgentExecutorOptions executor;
-    executor.round_length = Seconds(kRoundMs / 1000.0);
-    executor.checkpoint_root = "/shared/ckpt";
+    seam_ = std::make_unique<MechanismSeam>(&options_, &jobs_, &agents_, &journal_, allocation,
+                                            &clock_, clock_.NowMs());
     executor_ = std::make_unique<AgentExecutor>(
-        executor, AgentExecutorParts{&jobs_, &agents_, schedule_.get(), &transport_, &journal_,
+        &options_, AgentExecutorParts{&jobs_, &agents_, seam_.get(), &transport_, &journal_,
                                      &round_,
                                      [this](const std::string& agent, std::uint64_t round) {
                                        failed_.emplace_back(agent, round);
@@ -64,14 +58,14 @@ class AgentExecutorTest : public ::testing::Test {
     spec.set_job_type("ResNet-18 (batch size 64)");
     EXPECT_TRUE(jobs_.Validate(spec).ok());
     Job& job = jobs_.Add(kAdmin, spec, clock_.NowMs(), agents_.LiveGpuTypes());
-    schedule_->Admit(job);
+    seam_->Admit(job);
     return job.row.id;
   }
   // Plans a round now and executes it; returns the plan.
   mechanism::RoundPlan PlanAndExecute(std::uint64_t round_id,
                                       const std::function<void(const mechanism::RoundPlan&)>&
                                           before_execute = {}) {
-    std::optional<mechanism::RoundPlan> plan = schedule_->PlanRound(clock_.NowMs());
+    std::optional<mechanism::RoundPlan> plan = seam_->PlanRound(clock_.NowMs());
     EXPECT_TRUE(plan.has_value());
     if (!plan) return {};
     round_.emplace(round_id, clock_.NowMs(), kRoundMs, 2'000, &journal_);
@@ -81,10 +75,11 @@ class AgentExecutorTest : public ::testing::Test {
   }
 
   ManualClock clock_{Seconds(1'700'000'000.0)};
+  CoreOptions options_;
   Journal journal_;
   JobBook jobs_;
   AgentRegistry agents_;
-  std::unique_ptr<Schedule> schedule_;
+  std::unique_ptr<MechanismSeam> seam_;
   FakeAgentTransport transport_;
   std::optional<OpenRound> round_;
   std::vector<std::pair<std::string, std::uint64_t>> failed_;
@@ -103,8 +98,8 @@ TEST_F(AgentExecutorTest, EveryAssignmentReachesTheAgentsOfItsWorkersWithTheRoun
   // What the plan says, in the daemon's ids: job -> (GPU type, workers by rank).
   std::map<std::uint64_t, std::pair<std::string, std::vector<std::uint64_t>>> expected;
   for (const mechanism::Assignment& a : plan.assignments) {
-    expected[a.combination.member(0).value()] = {schedule_->GpuTypeName(a.gpu_type),
-                                                 schedule_->WorkersOf(a)};
+    expected[a.combination.member(0).value()] = {seam_->GpuTypeName(a.gpu_type),
+                                                 seam_->WorkersOf(a)};
   }
   // What the agents got.
   std::map<std::uint64_t, std::pair<std::string, std::vector<std::uint64_t>>> sent;

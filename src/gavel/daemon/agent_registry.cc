@@ -17,7 +17,7 @@ namespace {
 constexpr std::uint32_t kMaxGpusPerAgent = 1024;
 // gRPC refuses metadata beyond 8 KiB: a longer callback token could never be presented.
 constexpr std::size_t kMaxCallbackTokenBytes = 4096;
-// The original's fixed type order (spec §3.5); other types follow in name order.
+// The original's fixed type order; other types follow in name order.
 const std::vector<std::string> kPreferredTypes = {"v100", "p100", "k80"};
 
 bool PrintableId(const std::string& s, std::size_t max) {

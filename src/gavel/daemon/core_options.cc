@@ -1,22 +1,47 @@
-// The checks on CoreOptions, apart from the core's flow (scheduler_core.cc). Errors name the
-// option at fault in the words of `gavel serve`'s flags.
+// The policy's one lookup and the checks on CoreOptions. Errors name the option at fault in
+// the words of `gavel serve`'s flags.
+#include "gavel/daemon/core_options.h"
+
+#include <algorithm>
 #include <cmath>
 
+#include "gavel/core/check.h"
 #include "gavel/daemon/error_text.h"
-#include "gavel/daemon/scheduler_core.h"
-#include "gavel/policy/registry.h"
 
 namespace gavel::daemon {
 
+Result<ChosenPolicy> ChosenPolicy::Resolve(std::string name) {
+  GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(name));
+  return ChosenPolicy{std::move(name), info};
+}
+
+ChosenPolicy ChosenPolicy::Known(std::string name) {
+  Result<ChosenPolicy> chosen = Resolve(std::move(name));
+  GAVEL_CHECK_MSG(chosen.ok(), chosen.status().ToString().c_str());
+  return *std::move(chosen);
+}
+
+Result<std::unique_ptr<policy::Policy>> ChosenPolicy::Make(std::uint64_t seed) const {
+  policy::PolicyOptions options;
+  options.seed = seed;
+  return policy::MakePolicy(name, options);
+}
+
+Seconds CoreOptions::grace() const {
+  return report_grace.value() > 0.0 ? report_grace
+                                    : Seconds(std::min(60.0, round_length.value() / 2.0));
+}
+
 Status ValidateCoreOptions(const CoreOptions& options) {
   if (!options.throughputs) return Status::InvalidArgument("no throughput table");
+  if (options.policy.info == nullptr) return Status::InvalidArgument("no policy");
   if (!(options.round_length.value() > 0.0) || !std::isfinite(options.round_length.value())) {
     return Status::InvalidArgument("round length: must be a positive number of seconds");
   }
   if (!(options.heartbeat_timeout > options.heartbeat_interval)) {
     return Status::InvalidArgument("heartbeat timeout: must exceed the heartbeat interval");
   }
-  if (!(options.ema_alpha > 0.0 && options.ema_alpha <= 1.0)) {
+  if (!(options.learning.ema_alpha > 0.0 && options.learning.ema_alpha <= 1.0)) {
     return Status::InvalidArgument("ema alpha: must be in (0, 1]");
   }
   for (const auto& [entity, weight] : options.entity_weights) {
@@ -25,7 +50,6 @@ Status ValidateCoreOptions(const CoreOptions& options) {
                                      " needs a non-empty name and a positive weight");
     }
   }
-  GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
   for (const auto& [type, price] : options.instance_costs) {
     if (!options.throughputs->HasGpuType(type)) {
       return Status::InvalidArgument("instance costs: " + Quoted(type) +
@@ -37,8 +61,8 @@ Status ValidateCoreOptions(const CoreOptions& options) {
                                      " must be a non-negative number of $/GPU-hour");
     }
   }
-  if (info->capabilities.needs_instance_costs && options.instance_costs.empty()) {
-    return Status::InvalidArgument("policy " + options.policy +
+  if (options.policy.capabilities().needs_instance_costs && options.instance_costs.empty()) {
+    return Status::InvalidArgument("policy " + options.policy.name +
                                    ": cost policies need the price of every GPU type "
                                    "(--instance-costs TYPE=DOLLARS_PER_GPU_HOUR,...)");
   }

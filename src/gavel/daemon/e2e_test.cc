@@ -256,7 +256,7 @@ TEST(RuntimeEndToEnd, AKilledDaemonRestartsWithNoJobLostAndProgressKept) {
   }
 }
 
-// Space sharing (issue 14 item 2) under a packing policy: four jobs of types that pack well
+// Space sharing under a packing policy: four jobs of types that pack well
 // on two v100 agents, so pairs share GPUs. train.py runs at the table's co-located rate when
 // the agent tells it its partner (GAVEL_PARTNER_JOB_TYPE). An agent is killed -9 (with its
 // jobs) while pairs run, then the daemon. Truths: every job ends DONE with exactly its steps

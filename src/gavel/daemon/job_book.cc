@@ -18,10 +18,31 @@ constexpr std::size_t kMaxCommandBytes = 64 * 1024;
 constexpr std::size_t kMaxEnvBytes = 64 * 1024;
 constexpr std::uint32_t kMaxScaleFactor = 64;
 
+// One throughput sample (steps over training seconds) into an EMA with weight `alpha` on the
+// new sample (the first sample is taken as it is). Clamped into bounds.h's range: a report of
+// many steps in a moment (a clock step, a lying agent) must not put a throughput the LPs
+// cannot scale into the schedule. False (nothing learned) for an empty sample.
+template <typename Count>
+bool AddSample(double& ema, Count& count, std::uint64_t steps, double seconds, double alpha) {
+  if (steps == 0 || !(seconds > 0.0)) return false;
+  const double sample = std::clamp(static_cast<double>(steps) / seconds,
+                                   bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
+  ema = count == 0 ? sample : alpha * sample + (1.0 - alpha) * ema;
+  ++count;
+  return true;
+}
+
+// Whether `now` moved more than `threshold` (a fraction) from `before`, the value the latest
+// allocation used (none yet: always).
+bool MovedPast(double now, double before, double threshold) {
+  return before <= 0.0 || std::abs(now - before) > threshold * before;
+}
+
 }  // namespace
 
-JobBook::JobBook(Journal* journal, std::shared_ptr<const ThroughputTable> throughputs)
-    : journal_(journal), throughputs_(std::move(throughputs)) {
+JobBook::JobBook(Journal* journal, std::shared_ptr<const ThroughputTable> throughputs,
+                 ThroughputLearning learning)
+    : journal_(journal), throughputs_(std::move(throughputs)), learning_(learning) {
   // Stand-in types for jobs whose type the table does not know: per scale factor, the key
   // that runs fastest on its slowest GPU type (so the mechanism can place it anywhere).
   const ThroughputTable& table = *throughputs_;
@@ -288,8 +309,8 @@ Status JobBook::Validate(const wire::JobSpec& spec) const {
                                      "]: names must be non-empty, without '=' or NUL");
     }
   }
-  // Bounded like the command, so that one job's listing entry stays small (issue 16: a
-  // listing must not outgrow gRPC's message limit).
+  // Bounded like the command, so that one job's listing entry stays small (a listing must
+  // not outgrow gRPC's message limit).
   if (env_bytes > kMaxEnvBytes) {
     return Status::InvalidArgument("spec.env: longer than " + std::to_string(kMaxEnvBytes) +
                                    " bytes in all");
@@ -331,6 +352,74 @@ std::optional<UtilityFunction> UtilityOf(const wire::JobSpec& spec) {
   const bool sigmoid = u.family() == wire::JobUtility::SIGMOID;
   return UtilityFunction{sigmoid ? UtilityFamily::kSigmoid : UtilityFamily::kLinear, u.value(),
                          u.time_s(), sigmoid ? u.steepness() : 1.0};
+}
+
+// ------------------------------------------------------------------------------------------
+// Learning and crediting.
+
+Credited JobBook::CreditMicroTask(Job& job, const MicroTaskSummary& m, std::int64_t now) {
+  const std::uint64_t total = job.row.spec.total_steps();
+  std::uint64_t checkpointed = m.checkpointed.value_or(job.row.steps_done);
+  if (checkpointed > total) {
+    journal_->Log(now, "bad-report", job.row.id, m.first->worker_id,
+                  "checkpointed " + std::to_string(checkpointed) + " > total " +
+                      std::to_string(total));
+    checkpointed = total;
+  }
+  const std::uint64_t before = job.row.steps_done;
+  const std::uint64_t done = std::max(before, checkpointed);
+  Credited credited;
+  credited.steps = done - before;
+  if (!IsActive(job)) return credited;
+
+  job.row.steps_done = done;
+  JobGpuRow& g = job.row.per_type[m.gpu_type];
+  if (g.prior == 0.0) g.prior = Prior(job, m.gpu_type);
+  g.seconds += m.elapsed_s;
+  g.steps += static_cast<double>(credited.steps);
+  // Space sharing: next to a partner the job learns its co-located rate, not its own.
+  if (m.shared) {
+    const auto partner = jobs_.find(m.partner);
+    if (partner != jobs_.end()) {
+      credited.learned_colocated =
+          LearnColocated(job, partner->second, m.gpu_type, m.steps_trained, m.training_s,
+                         &credited.worth_resolve);
+    }
+  } else {
+    credited.worth_resolve = LearnIsolated(job, m.gpu_type, m.steps_trained, m.training_s);
+  }
+  if (m.startup_s > 0.0) {
+    job.row.last_startup_s = m.startup_s;
+    job.row.startup_total_s += m.startup_s;
+  }
+  job.last_workers = m.workers;
+  job.paused = m.expired && !m.crashed && !m.launch_failed && !m.completed;
+  job.still_starting = false;
+  if (credited.steps > 0) job.row.streak = 0;
+  Touch(job);
+  return credited;
+}
+
+bool JobBook::LearnIsolated(Job& job, const std::string& gpu_type, std::uint64_t steps,
+                            double training_s) {
+  if (steps == 0 || !(training_s > 0.0)) return false;
+  JobGpuRow& g = job.row.per_type[gpu_type];
+  AddSample(g.measured, g.measurements, steps, training_s, learning_.ema_alpha);
+  Touch(job);
+  const auto used = job.used_estimate.find(gpu_type);
+  return MovedPast(g.measured, used == job.used_estimate.end() ? 0.0 : used->second,
+                   learning_.resolve_threshold);
+}
+
+bool JobBook::LearnColocated(Job& job, const Job& partner, const std::string& gpu_type,
+                             std::uint64_t steps, double training_s, bool* worth_resolve) {
+  const double before = ColocatedEstimate(job, partner, gpu_type);
+  if (steps == 0 || !(training_s > 0.0)) return false;  // no sample (AddSample's rule)
+  ColocatedRow& rate = job.row.colocated[{gpu_type, partner.row.spec.job_type()}];
+  AddSample(rate.measured, rate.measurements, steps, training_s, learning_.ema_alpha);
+  Touch(job);
+  *worth_resolve = MovedPast(rate.measured, before, learning_.resolve_threshold);
+  return true;
 }
 
 }  // namespace gavel::daemon

@@ -7,6 +7,11 @@
 // Each job also has the throughput-table key the RoundScheduler books it under: its own type,
 // or for a type the table lacks a stand-in of the same scale factor (the key that runs
 // fastest on its slowest GPU type, so it can be placed anywhere).
+// Learning: the JobBook is the one owner of every throughput estimate — the priors, the
+// measured steps/s (alone, and next to each partner type under space sharing) and the
+// re-solve threshold — and the only part that learns them, from the micro-tasks it credits.
+// The mechanism holds copies and is fed one way, JobBook → mechanism, through the
+// MechanismSeam: it never writes an estimate back (mechanism_seam.h, TakeEstimates).
 // Every change is marked dirty in the Journal (Touch). Iterates in id order.
 // Thread-safety: none (the core thread).
 #pragma once
@@ -23,12 +28,22 @@
 #include "gavel/core/throughput_table.h"
 #include "gavel/core/utility.h"
 #include "gavel/daemon/journal.h"
+#include "gavel/daemon/open_round.h"
 #include "gavel/estimator/reference_rows.h"
 #include "gavel/daemon/store.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/wire/scheduler.pb.h"
 
 namespace gavel::daemon {
+
+// How measured steps/s become a job's estimates.
+struct ThroughputLearning {
+  // Each sample enters an EMA with this weight (the first is taken as it is).
+  double ema_alpha = 0.5;
+  // A new background solve is worth it once an estimate moved by more than this fraction
+  // from the value the latest allocation used.
+  double resolve_threshold = 0.1;
+};
 
 struct Job {
   JobRow row;
@@ -69,11 +84,20 @@ Result<ListPage> ParseListPage(const wire::ListJobsRequest& request);
 // The utility function of a validated spec (OASiS), if it has one.
 std::optional<UtilityFunction> UtilityOf(const wire::JobSpec& spec);
 
+// What crediting a micro-task did: the steps credited (the increment of the checkpointed
+// count) and what its measurement taught.
+struct Credited {
+  std::uint64_t steps = 0;
+  bool learned_colocated = false;  // a co-located rate changed (the job's pairs re-read)
+  bool worth_resolve = false;      // an estimate moved past the re-solve threshold
+};
+
 class JobBook {
  public:
   using Map = std::map<std::uint64_t, Job>;
 
-  JobBook(Journal* journal, std::shared_ptr<const ThroughputTable> throughputs);
+  JobBook(Journal* journal, std::shared_ptr<const ThroughputTable> throughputs,
+          ThroughputLearning learning = {});
 
   // Errors name the spec's field.
   Status Validate(const wire::JobSpec& spec) const;
@@ -112,6 +136,18 @@ class JobBook {
   const estimator::CompletedRow* RowOf(const Job& job) const;
   void Touch(const Job& job) { journal_->dirty_jobs.insert(job.row.id); }
 
+  // ---- Learning and crediting ----
+  // The job's micro-task `m` of the open round ended at `now`: credits the checkpoint every
+  // rank holds (absolute counts: never twice, never lost; a count past the total is logged
+  // and clamped). For an active job also its time on the GPU type, its start-up, where it ran
+  // and whether it waits paused there (its lease ran out), and learns from the measurement:
+  // next to its partner when it shared its GPUs (LearnColocated), else alone (LearnIsolated).
+  Credited CreditMicroTask(Job& job, const MicroTaskSummary& m, std::int64_t now);
+  // One sample (steps over training seconds) into the job's EMA for `gpu_type`. Returns
+  // whether the estimate moved past the re-solve threshold; an empty sample teaches nothing.
+  bool LearnIsolated(Job& job, const std::string& gpu_type, std::uint64_t steps,
+                     double training_s);
+
   Map::iterator begin() { return jobs_.begin(); }
   Map::iterator end() { return jobs_.end(); }
   Map::const_iterator begin() const { return jobs_.begin(); }
@@ -124,6 +160,11 @@ class JobBook {
   const Job& at(std::uint64_t id) const { return jobs_.at(id); }
 
  private:
+  // Space sharing: a sample taken next to `partner` into the job's co-located EMA for
+  // (`gpu_type`, the partner's job type). Sets *worth_resolve as LearnIsolated returns; false
+  // (nothing learned) for an empty sample.
+  bool LearnColocated(Job& job, const Job& partner, const std::string& gpu_type,
+                      std::uint64_t steps, double training_s, bool* worth_resolve);
   // Sets table_type and mech_type. False when the table has no job type of that scale factor.
   bool ResolveMechType(Job& job) const;
 
@@ -132,6 +173,7 @@ class JobBook {
 
   Journal* journal_;
   std::shared_ptr<const ThroughputTable> throughputs_;
+  ThroughputLearning learning_;
   // Space sharing: derived from the table and the jobs' measurements, computed on demand.
   mutable std::map<int, std::unique_ptr<const estimator::ReferenceRows>> reference_rows_;
   struct RowCache {

@@ -96,5 +96,68 @@ TEST(JobBookTest, ColocatedEstimatesScaleTheTablesSlowdownUntilMeasured) {
   EXPECT_DOUBLE_EQ(book.ColocatedEstimate(transformer, a3c, "v100"), pair[1]) << "not the other's";
 }
 
+// Learning, worked by hand: alpha 0.5 puts half the weight on each new sample (the first is
+// taken as it is); a new solve is worth it once the estimate moved more than 10 % from the
+// value the latest allocation used.
+TEST(JobBookTest, MeasurementsEnterAnEmaAndSignalAResolvePastTheThreshold) {
+  Journal journal;
+  JobBook book(&journal, ShippedThroughputTable(), ThroughputLearning{0.5, 0.1});
+  Job& job = book.Add(kAlice, Spec("A3C"), 1, {"v100"});
+  EXPECT_FALSE(book.LearnIsolated(job, "v100", 0, 10.0));  // empty sample: nothing learned
+  EXPECT_EQ(job.row.per_type["v100"].measurements, 0u);
+  EXPECT_TRUE(book.LearnIsolated(job, "v100", 100, 10.0));  // 10 steps/s; none used yet
+  EXPECT_DOUBLE_EQ(book.Estimate(job, "v100"), 10.0);
+  job.used_estimate["v100"] = 10.0;
+  EXPECT_FALSE(book.LearnIsolated(job, "v100", 120, 10.0));  // (10 + 12) / 2 = 11: 10 %
+  EXPECT_DOUBLE_EQ(book.Estimate(job, "v100"), 11.0);
+  EXPECT_TRUE(book.LearnIsolated(job, "v100", 150, 10.0));  // (11 + 15) / 2 = 13: 30 %
+  EXPECT_DOUBLE_EQ(book.Estimate(job, "v100"), 13.0);
+}
+
+// Crediting: absolute checkpoints (a count past the total is clamped and logged), time on the
+// type, and the sample learned alone or, when the GPUs were shared with a partner that stayed,
+// next to the partner's type.
+TEST(JobBookTest, AMicroTaskIsCreditedOnceAndLearnedWhereItRan) {
+  Journal journal;
+  JobBook book(&journal, ShippedThroughputTable(), ThroughputLearning{0.5, 0.1});
+  Job& job = book.Add(kAlice, Spec("A3C"), 1, {"v100"});
+  Job& partner = book.Add(kAlice, Spec("Transformer (batch size 16)"), 1, {"v100"});
+  RoundTask task;
+  task.worker_id = 10;
+  MicroTaskSummary m;
+  m.gpu_type = "v100";
+  m.workers = {10};
+  m.first = &task;
+  m.checkpointed = 40;
+  m.elapsed_s = 12.0;
+  m.steps_trained = 60;
+  m.training_s = 10.0;
+  m.expired = true;
+  Credited credited = book.CreditMicroTask(job, m, 5);
+  EXPECT_EQ(credited.steps, 40u);
+  EXPECT_FALSE(credited.learned_colocated);
+  EXPECT_EQ(job.row.steps_done, 40u);
+  EXPECT_DOUBLE_EQ(job.row.per_type["v100"].seconds, 12.0);
+  EXPECT_DOUBLE_EQ(book.Estimate(job, "v100"), 6.0);
+  EXPECT_TRUE(job.paused);  // its lease ran out: it waits on its GPUs
+  EXPECT_EQ(book.CreditMicroTask(job, m, 6).steps, 0u) << "the same checkpoint again";
+
+  m.checkpointed = 30;  // below what is credited: nothing is taken back
+  m.shared = true;
+  m.partner = partner.row.id;
+  credited = book.CreditMicroTask(job, m, 7);
+  EXPECT_EQ(credited.steps, 0u);
+  EXPECT_TRUE(credited.learned_colocated);
+  EXPECT_DOUBLE_EQ(book.ColocatedEstimate(job, partner, "v100"), 6.0);
+  EXPECT_EQ(job.row.per_type["v100"].measurements, 2u) << "a shared sample is not its own";
+
+  m.checkpointed = 1'000;  // past the total (100)
+  journal.batch.events.clear();
+  EXPECT_EQ(book.CreditMicroTask(job, m, 8).steps, 60u);
+  EXPECT_EQ(job.row.steps_done, 100u);
+  ASSERT_FALSE(journal.batch.events.empty());
+  EXPECT_EQ(journal.batch.events.back().kind, "bad-report");
+}
+
 }  // namespace
 }  // namespace gavel::daemon

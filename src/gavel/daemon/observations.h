@@ -1,7 +1,7 @@
 // Observations: what the daemon's metrics and dashboard need that no owner keeps — how long
 // rounds and policy solves took (histograms), the recent events, and the per-type utilisation
 // over time. Everything else the metrics show is read from the owners (JobBook, AgentRegistry,
-// Schedule) through the core's query API at scrape time (observe_http.h); nothing here copies
+// MechanismSeam) through the core's query API at scrape time (observe_http.h); nothing here copies
 // a fact that an owner holds.
 //
 // Fed by: the core thread (CoreLoop's after-batch hook: round starts and utilisation samples;

@@ -4,7 +4,7 @@
 //
 // Facts come from their owners: a CoreSnapshot is taken on the core thread through the core's
 // query API (GetStatus, ListJobs, ListWorkers, counters, allocation stats: JobBook,
-// AgentRegistry and Schedule answer them), and Observations adds only what no owner keeps
+// AgentRegistry and MechanismSeam answer them), and Observations adds only what no owner keeps
 // (durations, events, utilisation history).
 // Thread-safety: the handler runs on HTTP threads; it reaches the core only through
 // CoreLoop::Call, so the core stays single-threaded.

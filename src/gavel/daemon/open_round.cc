@@ -111,10 +111,13 @@ bool OpenRound::AllReported() const {
                      [](const auto& entry) { return entry.second.reported; });
 }
 
-MicroTaskSummary OpenRound::Summarize(std::uint64_t job) const {
+MicroTaskSummary OpenRound::Summarize(std::uint64_t job, std::int64_t now_ms) const {
   const std::vector<const RoundTask*> tasks = TasksOf(job);
   GAVEL_CHECK(!tasks.empty());
   MicroTaskSummary m;
+  m.gpu_type = tasks.front()->gpu_type;
+  m.workers = WorkersOf(job);
+  m.first = tasks.front();
   std::uint64_t checkpointed = std::numeric_limits<std::uint64_t>::max();
   bool known = true;
   for (const RoundTask* t : tasks) {
@@ -145,6 +148,13 @@ MicroTaskSummary OpenRound::Summarize(std::uint64_t job) const {
       break;
     }
   }
+  if (const RoundTask* twin = TaskOn(TwinSlotOf(m.first->worker_id)); twin != nullptr) {
+    m.shared = true;
+    const bool partner_left_early = twin->reported && twin->outcome != wire::LEASE_EXPIRED &&
+                                    twin->elapsed_s < 0.9 * m.elapsed_s;
+    if (!partner_left_early) m.partner = twin->job_id;
+  }
+  if (m.elapsed_s <= 0.0) m.elapsed_s = static_cast<double>(now_ms - start_ms_) / 1000.0;
   return m;
 }
 
@@ -164,8 +174,9 @@ RoundTask* OpenRound::PendingTask(std::uint64_t round_id, std::uint64_t worker,
   return &it->second;
 }
 
-bool OpenRound::Record(RoundTask* task, const wire::ReportDoneRequest& report) {
-  GAVEL_CHECK(task != nullptr && !task->reported);
+OpenRound::Fate OpenRound::Record(const wire::ReportDoneRequest& report) {
+  RoundTask* task = PendingTask(report.round_id(), report.worker_id(), report.job_id());
+  if (task == nullptr) return Fate::kStale;
   task->outcome = report.outcome();
   task->checkpoint_known = true;
   task->checkpointed = report.checkpointed_steps();
@@ -179,7 +190,9 @@ bool OpenRound::Record(RoundTask* task, const wire::ReportDoneRequest& report) {
   task->job_at_fault = report.outcome() != wire::KILLED;
   MarkReported(*task);
   const std::vector<const RoundTask*> tasks = TasksOf(task->job_id);
-  return std::all_of(tasks.begin(), tasks.end(), [](const RoundTask* t) { return t->reported; });
+  const bool all = std::all_of(tasks.begin(), tasks.end(),
+                               [](const RoundTask* t) { return t->reported; });
+  return all ? Fate::kMicroTaskEnded : Fate::kTaskEnded;
 }
 
 bool OpenRound::EndWithoutBlame(std::uint64_t job, const std::string& message) {

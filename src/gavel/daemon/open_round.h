@@ -5,8 +5,11 @@
 // ended (EndStragglers) and the daemon kills them. A round with no task (nothing was
 // runnable) closes at its end, or earlier when something becomes runnable (the core's rule).
 //
-// What it does not decide: how a report is credited to its job (SchedulerCore), whom to kill
-// (the core asks the agents), what runs (the RoundScheduler). The store keeps the round's
+// It owns the round's bookkeeping: which task a report is about, when a job's micro-task is
+// over, and what its ranks say together (Summarize: the checkpoint, times, outcome, whether it
+// shared its GPUs). What it does not decide: how that is credited to the job (the JobBook) and
+// what follows (the core's failure policy), whom to kill (the core asks the agents), what runs
+// (the RoundScheduler). The store keeps the round's
 // row (ToRow, staged by the AgentExecutor once it has filled the round) and which tasks have
 // reported (staged here, `reported_workers`), so that a restarted daemon resumes the round
 // and credits no task twice.
@@ -22,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/journal.h"
 #include "gavel/daemon/store.h"
 #include "gavel/wire/worker.pb.h"
@@ -51,10 +55,14 @@ struct RoundTask {
 
 // A job's micro-task once every task of it has ended: what its ranks say together.
 struct MicroTaskSummary {
+  std::string gpu_type;
+  std::vector<std::uint64_t> workers;  // by rank
+  const RoundTask* first = nullptr;    // rank 0's task
   // The checkpoint every rank holds (the least of their counts); nullopt when some rank
   // ended without reporting one.
   std::optional<std::uint64_t> checkpointed;
-  double elapsed_s = 0.0;         // the slowest rank's
+  // The slowest rank's; when no rank reported a time, the round's time so far.
+  double elapsed_s = 0.0;
   double training_s = 0.0;        // the longest training time
   double startup_s = 0.0;         // the slowest rank's start-up (0: no rank was started)
   std::uint64_t steps_trained = 0;  // the most steps trained
@@ -66,6 +74,11 @@ struct MicroTaskSummary {
   // The first rank that failed through the job's fault (crash, failed launch, killed at
   // fault); rank 0 when none did.
   const RoundTask* culprit = nullptr;
+  // Space sharing: whether another job's task ran on the same GPU(s), and that job when it
+  // stayed until about the end of this one (the sample is then co-located); 0 when it left
+  // well before (finished, crashed), which makes the sample partly isolated.
+  bool shared = false;
+  std::uint64_t partner = 0;
 };
 
 class OpenRound {
@@ -115,17 +128,15 @@ class OpenRound {
   bool idle() const { return tasks_.empty(); }
   std::size_t num_tasks() const { return tasks_.size(); }
   bool AllReported() const;
-  // The job's micro-task as its ranks report it (call once every task of it has ended; the
-  // job must have tasks).
-  MicroTaskSummary Summarize(std::uint64_t job) const;
+  // The job's micro-task as its ranks report it, at `now_ms` (call once every task of it has
+  // ended; the job must have tasks). Pointers into the round, valid until it changes.
+  MicroTaskSummary Summarize(std::uint64_t job, std::int64_t now_ms) const;
 
-  // ---- Reports and endings. Each returns or acts on unreported tasks only. ----
-  // The task a report of round `round_id` for `job` on `worker` is about; null when the
-  // report is stale (another round, another job, or already reported).
-  RoundTask* PendingTask(std::uint64_t round_id, std::uint64_t worker, std::uint64_t job);
-  // Records an agent's report on `task` (from PendingTask). Returns whether every task of
-  // the task's job has now reported (the job's micro-task is over).
-  bool Record(RoundTask* task, const wire::ReportDoneRequest& report);
+  // ---- Reports and endings. Each acts on unreported tasks only. ----
+  // What an agent's report did: nothing (stale: another round, another job, or a repeat),
+  // ended its task, or ended the job's micro-task (every task of the job has now ended).
+  enum class Fate { kStale, kTaskEnded, kMicroTaskEnded };
+  Fate Record(const wire::ReportDoneRequest& report);
   // Ends the job's unreported tasks as killed through no fault of the job, with `message`.
   // Returns whether any was unreported.
   bool EndWithoutBlame(std::uint64_t job, const std::string& message);
@@ -148,6 +159,8 @@ class OpenRound {
  private:
   OpenRound() = default;
   void MarkReported(RoundTask& task);
+  // The task a report of round `round_id` for `job` on `worker` is about; null when stale.
+  RoundTask* PendingTask(std::uint64_t round_id, std::uint64_t worker, std::uint64_t job);
 
   std::uint64_t id_ = 0;
   std::int64_t start_ms_ = 0;

@@ -7,6 +7,8 @@
 namespace gavel::daemon {
 namespace {
 
+using Fate = OpenRound::Fate;
+
 wire::ReportDoneRequest Report(std::uint64_t round, std::uint64_t worker, std::uint64_t job,
                                wire::TaskOutcome outcome, std::uint64_t checkpointed) {
   wire::ReportDoneRequest r;
@@ -55,19 +57,18 @@ TEST(OpenRoundTest, OnlyTheFirstReportOfAnOpenTaskCounts) {
   EXPECT_EQ(round.GpuTypeOf(99), "");
   EXPECT_EQ(round.PendingJobOn(12), 6u);
 
-  EXPECT_EQ(round.PendingTask(2, 10, 5), nullptr);  // another round
-  EXPECT_EQ(round.PendingTask(3, 10, 6), nullptr);  // another job
-  RoundTask* t10 = round.PendingTask(3, 10, 5);
-  ASSERT_NE(t10, nullptr);
-  EXPECT_FALSE(round.Record(t10, Report(3, 10, 5, wire::LEASE_EXPIRED, 40)));  // rank 1 open
-  EXPECT_EQ(round.PendingTask(3, 10, 5), nullptr);  // a repeat
+  EXPECT_EQ(round.Record(Report(2, 10, 5, wire::LEASE_EXPIRED, 40)), Fate::kStale);  // round
+  EXPECT_EQ(round.Record(Report(3, 10, 6, wire::LEASE_EXPIRED, 40)), Fate::kStale);  // job
+  EXPECT_EQ(round.Record(Report(3, 10, 5, wire::LEASE_EXPIRED, 40)),
+            Fate::kTaskEnded);  // rank 1 open
+  EXPECT_EQ(round.Record(Report(3, 10, 5, wire::LEASE_EXPIRED, 50)), Fate::kStale);  // a repeat
   EXPECT_EQ(round.PendingJobOn(10), 0u);
-  EXPECT_EQ(t10->checkpointed, 40u);
-  EXPECT_EQ(t10->message.size(), 1024u);  // bounded
-  EXPECT_TRUE(round.Record(round.PendingTask(3, 11, 5), Report(3, 11, 5, wire::KILLED, 40)));
+  EXPECT_EQ(round.TaskOn(10)->checkpointed, 40u);  // the repeat changed nothing
+  EXPECT_EQ(round.TaskOn(10)->message.size(), 1024u);  // bounded
+  EXPECT_EQ(round.Record(Report(3, 11, 5, wire::KILLED, 40)), Fate::kMicroTaskEnded);
   EXPECT_FALSE(round.TasksOf(5)[1]->job_at_fault);  // killed by its agent: not its fault
   EXPECT_FALSE(round.AllReported());
-  EXPECT_TRUE(round.Record(round.PendingTask(3, 12, 6), Report(3, 12, 6, wire::CRASHED, 0)));
+  EXPECT_EQ(round.Record(Report(3, 12, 6, wire::CRASHED, 0)), Fate::kMicroTaskEnded);
   EXPECT_TRUE(round.TasksOf(6)[0]->job_at_fault);
   EXPECT_TRUE(round.AllReported());
   EXPECT_EQ(journal.batch.reported_workers, (std::vector<std::uint64_t>{10, 11, 12}));
@@ -79,7 +80,7 @@ TEST(OpenRoundTest, EndingsTouchOnlyUnreportedTasks) {
   round.AddJob(5, {10, 11}, "v100");  // 10 on agent A, 11 on agent B
   round.AddJob(6, {12}, "v100");      // on agent A
   round.AddJob(7, {13}, "v100");      // on agent B
-  ASSERT_TRUE(round.Record(round.PendingTask(1, 13, 7), Report(1, 13, 7, wire::COMPLETED, 9)));
+  ASSERT_EQ(round.Record(Report(1, 13, 7, wire::COMPLETED, 9)), Fate::kMicroTaskEnded);
   // Agent A dies: its tasks end without blame; job 5's rank on B is left to the caller.
   const auto on_a = [](std::uint64_t w) { return w == 10 || w == 12; };
   EXPECT_EQ(round.EndTasksOn(on_a, "its worker died"), (std::set<std::uint64_t>{5, 6}));
@@ -98,7 +99,7 @@ TEST(OpenRoundTest, StragglersAreKilledAndBlamedAsTold) {
   OpenRound round(1, 0, 10'000, 2'000, &journal);
   round.AddJob(5, {10}, "v100");
   round.AddJob(6, {11, 12}, "v100");
-  ASSERT_FALSE(round.Record(round.PendingTask(1, 11, 6), Report(1, 11, 6, wire::LEASE_EXPIRED, 4)));
+  ASSERT_EQ(round.Record(Report(1, 11, 6, wire::LEASE_EXPIRED, 4)), Fate::kTaskEnded);
   std::uint64_t killed = 0;
   const auto jobs = round.EndStragglers([](std::uint64_t w) { return w == 12; }, &killed);
   EXPECT_EQ(jobs, (std::set<std::uint64_t>{5, 6}));
@@ -122,13 +123,14 @@ TEST(OpenRoundTest, AMicroTaskIsWhatAllItsRanksSayTogether) {
     r.set_elapsed_s(elapsed);
     return r;
   };
-  ASSERT_FALSE(round.Record(round.PendingTask(1, 10, 5),
-                            report(10, wire::LEASE_EXPIRED, 40, 50, 10.0, 11.0)));
-  ASSERT_FALSE(round.Record(round.PendingTask(1, 11, 5),
-                            report(11, wire::CRASHED, 30, 45, 12.0, 12.5)));
-  ASSERT_TRUE(round.Record(round.PendingTask(1, 12, 5),
-                           report(12, wire::LAUNCH_FAILED, 35, 0, 0.0, 1.0)));
-  const MicroTaskSummary m = round.Summarize(5);
+  ASSERT_EQ(round.Record(report(10, wire::LEASE_EXPIRED, 40, 50, 10.0, 11.0)), Fate::kTaskEnded);
+  ASSERT_EQ(round.Record(report(11, wire::CRASHED, 30, 45, 12.0, 12.5)), Fate::kTaskEnded);
+  ASSERT_EQ(round.Record(report(12, wire::LAUNCH_FAILED, 35, 0, 0.0, 1.0)), Fate::kMicroTaskEnded);
+  const MicroTaskSummary m = round.Summarize(5, 20'000);
+  EXPECT_EQ(m.gpu_type, "v100");
+  EXPECT_EQ(m.workers, (std::vector<std::uint64_t>{10, 11, 12}));
+  EXPECT_EQ(m.first->worker_id, 10u);
+  EXPECT_FALSE(m.shared);
   EXPECT_EQ(m.checkpointed, std::optional<std::uint64_t>(30));  // what every rank holds
   EXPECT_EQ(m.elapsed_s, 12.5);
   EXPECT_EQ(m.training_s, 12.0);
@@ -139,13 +141,48 @@ TEST(OpenRoundTest, AMicroTaskIsWhatAllItsRanksSayTogether) {
 
   // A rank that ended without a report leaves the checkpoint unknown, and nobody at fault.
   round.AddJob(6, {13, 14}, "v100");
-  ASSERT_FALSE(round.Record(round.PendingTask(1, 13, 6),
-                            report(13, wire::LEASE_EXPIRED, 70, 20, 5.0, 6.0)));
+  wire::ReportDoneRequest of_six = report(13, wire::LEASE_EXPIRED, 70, 20, 5.0, 6.0);
+  of_six.set_job_id(6);
+  ASSERT_EQ(round.Record(of_six), Fate::kTaskEnded);
   ASSERT_TRUE(round.EndWithoutBlame(6, "its worker died"));
-  const MicroTaskSummary n = round.Summarize(6);
+  const MicroTaskSummary n = round.Summarize(6, 20'000);
   EXPECT_FALSE(n.checkpointed.has_value());
   EXPECT_FALSE(n.killed_at_fault);
   EXPECT_EQ(n.culprit->worker_id, 13u);
+}
+
+// Space sharing: a sample is co-located only when the partner ran until about the end (within
+// 10 %) of the job's own micro-task; a micro-task with no time reported lasts the round so far.
+TEST(OpenRoundTest, APartnerThatLeftEarlyMakesNoColocatedSample) {
+  Journal journal;
+  OpenRound round(1, 0, 10'000, 2'000, &journal);
+  round.AddJob(5, {10}, "v100");
+  round.AddJob(6, {PartnerSlotOf(10)}, "v100");
+  round.AddJob(7, {11}, "v100");
+  round.AddJob(8, {PartnerSlotOf(11)}, "v100");
+  wire::ReportDoneRequest r = Report(1, 10, 5, wire::LEASE_EXPIRED, 40);
+  r.set_elapsed_s(10.0);
+  ASSERT_EQ(round.Record(r), Fate::kMicroTaskEnded);
+  r = Report(1, PartnerSlotOf(10), 6, wire::COMPLETED, 40);
+  r.set_elapsed_s(9.5);  // finished, but within 10 % of its partner's time
+  ASSERT_EQ(round.Record(r), Fate::kMicroTaskEnded);
+  r = Report(1, PartnerSlotOf(11), 8, wire::CRASHED, 3);
+  r.set_elapsed_s(2.0);  // crashed early
+  ASSERT_EQ(round.Record(r), Fate::kMicroTaskEnded);
+  r = Report(1, 11, 7, wire::LEASE_EXPIRED, 40);
+  r.set_elapsed_s(10.0);
+  ASSERT_EQ(round.Record(r), Fate::kMicroTaskEnded);
+  const MicroTaskSummary five = round.Summarize(5, 10'000);
+  EXPECT_TRUE(five.shared);
+  EXPECT_EQ(five.partner, 6u);
+  const MicroTaskSummary seven = round.Summarize(7, 10'000);
+  EXPECT_TRUE(seven.shared);
+  EXPECT_EQ(seven.partner, 0u);  // job 8 left at 2 s of 10
+
+  round.AddJob(9, {12}, "k80");
+  ASSERT_TRUE(round.EndWithoutBlame(9, "its worker died"));
+  EXPECT_EQ(round.Summarize(9, 4'500).elapsed_s, 4.5);  // no report: the round's time so far
+  EXPECT_FALSE(round.Summarize(9, 4'500).shared);
 }
 
 TEST(OpenRoundTest, AResumedRoundWaitsForItsAgentsAndFeedsNoMechanism) {
@@ -166,11 +203,11 @@ TEST(OpenRoundTest, AResumedRoundWaitsForItsAgentsAndFeedsNoMechanism) {
   EXPECT_EQ(late.num_tasks(), 2u);  // job 9's task dropped
   EXPECT_FALSE(late.HasJob(9));
   EXPECT_EQ(late.WorkersOf(5), (std::vector<std::uint64_t>{10, 11}));
-  EXPECT_EQ(late.PendingTask(4, 10, 5), nullptr);  // credited before the restart
+  EXPECT_EQ(late.PendingJobOn(10), 0u);  // credited before the restart
   EXPECT_EQ(late.TasksOf(5)[0]->outcome, wire::LEASE_EXPIRED);
   EXPECT_FALSE(late.TasksOf(5)[0]->job_at_fault);
   EXPECT_EQ(late.TasksOf(5)[1]->gpu_type, "k80");
-  EXPECT_NE(late.PendingTask(4, 11, 5), nullptr);
+  EXPECT_EQ(late.PendingJobOn(11), 5u);
   // No solve ahead: "mid-round" is its end.
   EXPECT_FALSE(early.TakeMidRound(10'999));
   EXPECT_TRUE(early.TakeMidRound(11'000));

@@ -10,7 +10,6 @@
 
 #include "gavel/core/bounds.h"
 #include "gavel/daemon/error_text.h"
-#include "gavel/policy/registry.h"
 
 namespace gavel::daemon {
 namespace {
@@ -19,24 +18,11 @@ namespace {
 AgentRules RulesFor(const CoreOptions& options) {
   AgentRules rules;
   rules.throughputs = options.throughputs.get();
-  rules.policy = options.policy;
-  const auto info = policy::FindPolicy(options.policy);
-  if (info.ok() && (*info)->capabilities.needs_instance_costs) rules.required_prices = &options.instance_costs;
+  rules.policy = options.policy.name;
+  if (options.policy.capabilities().needs_instance_costs) {
+    rules.required_prices = &options.instance_costs;
+  }
   return rules;
-}
-
-// One throughput sample (steps over training seconds) into an EMA with weight `alpha` on the
-// new sample (the first sample is taken as it is). Clamped into bounds.h's range: a report of
-// many steps in a moment (a clock step, a lying agent) must not put a throughput the LPs
-// cannot scale into the schedule. False (nothing learned) for an empty sample.
-template <typename Count>
-bool AddSample(double& ema, Count& count, std::uint64_t steps, double seconds, double alpha) {
-  if (steps == 0 || !(seconds > 0.0)) return false;
-  const double sample = std::clamp(static_cast<double>(steps) / seconds,
-                                   bounds::kMinPositiveThroughput, bounds::kMaxThroughput);
-  ema = count == 0 ? sample : alpha * sample + (1.0 - alpha) * ema;
-  ++count;
-  return true;
 }
 
 }  // namespace
@@ -53,14 +39,10 @@ SchedulerCore::SchedulerCore(CoreOptions options, Store* store, AgentTransport* 
       clock_(clock),
       hooks_(std::move(hooks)),
       agents_(&journal_, RulesFor(options_)),
-      jobs_(&journal_, options_.throughputs) {
-  const double round = options_.round_length.value();
-  grace_ = options_.report_grace.value() > 0.0 ? options_.report_grace
-                                               : Seconds(std::min(60.0, round / 2.0));
-}
+      jobs_(&journal_, options_.throughputs, options_.learning) {}
 
 SchedulerCore::~SchedulerCore() {
-  schedule_.reset();
+  seam_.reset();
   allocation_.reset();
 }
 
@@ -70,15 +52,10 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
                                                              CoreHooks hooks) {
   GAVEL_CHECK(store != nullptr && transport != nullptr && clock != nullptr);
   GAVEL_RETURN_IF_ERROR(ValidateCoreOptions(options));
-  GAVEL_ASSIGN_OR_RETURN(const policy::PolicyInfo* info, policy::FindPolicy(options.policy));
-  policy::PolicyOptions policy_options;
-  policy_options.seed = options.seed;
-  GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> inner,
-                         policy::MakePolicy(options.policy, policy_options));
+  GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> inner, options.policy.Make(options.seed));
 
   std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(options), store, transport,
                                                         clock, std::move(hooks)));
-  core->traits_ = info->capabilities;
   core->allocation_ = std::make_shared<AllocationService>(
       std::move(inner), core->options_.background_solves, core->hooks_.wake);
   GAVEL_RETURN_IF_ERROR(core->Recover());
@@ -93,7 +70,7 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
 void SchedulerCore::CheckHeartbeats(std::int64_t now) {
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
   for (const std::string& id : agents_.DeclareSilentDead(now, timeout_ms)) {
-    schedule_->MarkClusterChanged();  // the mechanism drops its GPUs next round
+    seam_->MarkClusterChanged();  // the mechanism drops its GPUs next round
     if (round_) AbandonAgentTasks(id, "its worker died", "a GPU of the job died", now);
   }
 }
@@ -110,7 +87,7 @@ bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
 void SchedulerCore::Tick() {
   const std::int64_t now = clock_->NowMs();
   CheckHeartbeats(now);
-  schedule_->TakeFreshAllocation();
+  seam_->TakeFreshAllocation();
   if (round_) {
     if (round_->idle()) {
       // An idle round ends early when the job set changed and something is runnable.
@@ -126,7 +103,7 @@ void SchedulerCore::Tick() {
   }
   // (While the cluster change waits for the next round, the RoundScheduler's layout is stale:
   // the round's own solve covers the new cluster.)
-  if (jobs_changed_ && schedule_->up_to_date()) {
+  if (jobs_changed_ && seam_->up_to_date()) {
     jobs_changed_ = false;
     PrefetchAllocation(now, /*with_leavers=*/false);
   }
@@ -153,7 +130,7 @@ std::int64_t SchedulerCore::NextWakeMs() const {
 
 void SchedulerCore::StartRound(std::int64_t now) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::optional<mechanism::RoundPlan> plan = schedule_->PlanRound(now);
+  std::optional<mechanism::RoundPlan> plan = seam_->PlanRound(now);
   if (!plan) return;
   // Admission control (oasis) turned jobs away for good: they fail, with the reason, and
   // their processes (if any waited paused) stop.
@@ -161,14 +138,14 @@ void SchedulerCore::StartRound(std::int64_t now) {
     const auto it = jobs_.find(static_cast<std::uint64_t>(rejected.value()));
     if (it == jobs_.end() || !IsActive(it->second)) continue;
     EndJob(it->second, wire::FAILED,
-           "rejected by the admission control of " + options_.policy +
+           "rejected by the admission control of " + options_.policy.name +
                ": no schedule of the job earns a positive utility at the current prices",
            now);
     KillEverywhere(it->first, "rejected by admission control", /*any_round=*/true);
   }
   round_.emplace(next_round_id_++, now,
                  static_cast<std::int64_t>(options_.round_length.value() * 1000.0),
-                 static_cast<std::int64_t>(grace_.value() * 1000.0), &journal_);
+                 static_cast<std::int64_t>(options_.grace().value() * 1000.0), &journal_);
   journal_.batch.meta["next_round_id"] = std::to_string(next_round_id_);
   ++counters_.rounds_started;
   // Fills the round's tasks and sends it to the agents (agent_executor.h).
@@ -223,7 +200,7 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
 }
 
 void SchedulerCore::CloseRound() {
-  if (round_->mech_backed()) schedule_->RoundClosed();
+  if (round_->mech_backed()) seam_->RoundClosed();
   round_.reset();
   journal_.batch.close_round = true;
   journal_.batch.open_round.reset();
@@ -256,23 +233,11 @@ Status SchedulerCore::Recover() {
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_worker, meta_int("next_worker_id", 0));
   GAVEL_ASSIGN_OR_RETURN(const std::int64_t next_round, meta_int("next_round_id", 0));
   next_round_id_ = static_cast<std::uint64_t>(std::max<std::int64_t>(next_round, 0));
-  ScheduleOptions schedule;
-  schedule.policy = options_.policy;
-  schedule.throughputs = options_.throughputs;
-  schedule.seed = options_.seed;
-  schedule.round_length = options_.round_length;
-  schedule.min_reset_interval = options_.min_reset_interval;
-  schedule.entity_weights = options_.entity_weights;
-  schedule.instance_costs = options_.instance_costs;
-  schedule.traits = traits_;
-  schedule_ = std::make_unique<Schedule>(std::move(schedule), &jobs_, &agents_, &journal_,
-                                         allocation_, clock_, epoch_ms_);
-  AgentExecutorOptions executor;
-  executor.round_length = options_.round_length;
-  executor.checkpoint_root = options_.checkpoint_root;
+  seam_ = std::make_unique<MechanismSeam>(&options_, &jobs_, &agents_, &journal_, allocation_,
+                                          clock_, epoch_ms_);
   executor_ = std::make_unique<AgentExecutor>(
-      std::move(executor), AgentExecutorParts{&jobs_, &agents_, schedule_.get(), transport_,
-                                              &journal_, &round_, hooks_.dispatch_failed});
+      &options_, AgentExecutorParts{&jobs_, &agents_, seam_.get(), transport_, &journal_,
+                                    &round_, hooks_.dispatch_failed});
 
   GAVEL_RETURN_IF_ERROR(jobs_.Restore(std::move(state.jobs),
                                       static_cast<std::uint64_t>(std::max<std::int64_t>(next_job, 1))));
@@ -280,7 +245,7 @@ Status SchedulerCore::Recover() {
   if (state.open_round) {
     const RoundRow& stored = *state.open_round;
     round_ = OpenRound::Resume(
-        stored, now, static_cast<std::int64_t>(grace_.value() * 1000.0),
+        stored, now, static_cast<std::int64_t>(options_.grace().value() * 1000.0),
         static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0),
         [&](std::uint64_t job) { return jobs_.find(job) != jobs_.end(); },
         [&](std::uint64_t worker) {
@@ -320,8 +285,8 @@ void SchedulerCore::Log(std::int64_t now, const std::string& kind, std::uint64_t
 
 CoreCounters SchedulerCore::counters() const {
   CoreCounters counters = counters_;
-  counters.rebuilds = schedule_->rebuilds();
-  counters.cluster_changes = schedule_->cluster_changes();
+  counters.rebuilds = seam_->rebuilds();
+  counters.cluster_changes = seam_->cluster_changes();
   return counters;
 }
 
@@ -344,14 +309,14 @@ double SchedulerCore::Estimate(const Job& job, const std::string& gpu_type) cons
 Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
                                             const wire::JobSpec& spec) {
   GAVEL_RETURN_IF_ERROR(jobs_.Validate(spec));
-  if (traits_.single_gpu_jobs_only && spec.scale_factor() > 1) {
-    return Status::InvalidArgument("spec.scale_factor: policy " + options_.policy +
+  if (options_.policy.capabilities().single_gpu_jobs_only && spec.scale_factor() > 1) {
+    return Status::InvalidArgument("spec.scale_factor: policy " + options_.policy.name +
                                    " schedules single-GPU jobs only");
   }
   Job& job = jobs_.Add(user, spec, clock_->NowMs(), agents_.LiveGpuTypes());
   const std::uint64_t id = job.row.id;
   jobs_changed_ = true;
-  schedule_->Admit(job);
+  seam_->Admit(job);
   return id;
 }
 
@@ -422,7 +387,7 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
   info.set_progress(static_cast<double>(row.steps_done) /
                     static_cast<double>(std::max<std::uint64_t>(row.spec.total_steps(), 1)));
   const std::map<std::string, double> allocation =
-      IsActive(job) ? schedule_->AllocationOf(row.id) : std::map<std::string, double>{};
+      IsActive(job) ? seam_->AllocationOf(row.id) : std::map<std::string, double>{};
   std::set<std::string> types;
   std::set<std::string> live;
   for (const std::string& t : agents_.LiveGpuTypes()) live.insert(t);
@@ -507,7 +472,7 @@ wire::ListWorkersResponse SchedulerCore::ListWorkers() const {
 wire::GetStatusResponse SchedulerCore::GetStatus() const {
   wire::GetStatusResponse status;
   const std::int64_t now = clock_->NowMs();
-  status.set_policy(options_.policy);
+  status.set_policy(options_.policy.name);
   status.set_round_duration_s(options_.round_length.value());
   status.set_round_id(round_ ? round_->id() : next_round_id_);
   status.set_round_elapsed_s(round_ ? static_cast<double>(now - round_->start_ms()) / 1000.0
@@ -547,13 +512,13 @@ Result<wire::RegisterWorkerResponse> SchedulerCore::RegisterWorker(
   GAVEL_ASSIGN_OR_RETURN(const Agent* registered,
                          agents_.Register(caller, request, clock_->NowMs(), &changed));
   const Agent& agent = *registered;
-  if (changed) schedule_->MarkClusterChanged();  // the mechanism takes them next round
+  if (changed) seam_->MarkClusterChanged();  // the mechanism takes them next round
   jobs_.AddPriors(agent.row.gpu_type);
   wire::RegisterWorkerResponse response;
   for (std::uint32_t g = 0; g < agent.row.num_gpus; ++g) {
     response.add_worker_ids(agent.row.first_worker_id + g);
     // Space sharing: a second process slot on the same GPU for a pair's other job.
-    if (traits_.packing) {
+    if (options_.policy.capabilities().packing) {
       response.add_partner_worker_ids(PartnerSlotOf(agent.row.first_worker_id + g));
     }
   }
@@ -598,34 +563,34 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
       !std::isfinite(request.training_seconds()) || request.training_seconds() < 0.0) {
     return Status::InvalidArgument("elapsed_s/training_seconds: must be non-negative numbers");
   }
-  const auto job = jobs_.find(request.job_id());
-  if (job == jobs_.end()) {
+  const auto job_it = jobs_.find(request.job_id());
+  if (job_it == jobs_.end()) {
     return Status::NotFound("job_id: no job " + std::to_string(request.job_id()));
   }
   const std::int64_t now = clock_->NowMs();
   ++counters_.reports;
   agents_.Touch(request.agent_id(), now);  // a report is a sign of life
-  RoundTask* task =
-      round_ ? round_->PendingTask(request.round_id(), request.worker_id(), request.job_id())
-             : nullptr;
-  if (task == nullptr) {
-    // A repeat, or a report from a round that is over: its checkpoint is credited by the
-    // job's next report (counts are absolute), so ignoring it loses nothing. One thing it
-    // alone knows: how fast a process the daemon killed at the deadline was training (the
-    // ranks of a multi-GPU job whose step bound, from a prior, outlasted the round), so that
-    // the next step bound fits the round.
-    ++counters_.stale_reports;
-    const Agent* agent = agents_.AgentOfWorker(request.worker_id());
-    if (request.outcome() == wire::KILLED && IsActive(job->second) && agent != nullptr &&
-        job->second.row.spec.scale_factor() > 1) {
-      LearnThroughput(job->second, agent->row.gpu_type, request.steps_trained(),
-                      request.training_seconds());
-      Touch(job->second);
-      schedule_->PushThroughputs(job->second);
+  const OpenRound::Fate fate =
+      round_ ? round_->Record(request) : OpenRound::Fate::kStale;
+  if (fate == OpenRound::Fate::kMicroTaskEnded) FinishJobTasks(request.job_id(), now);
+  if (fate != OpenRound::Fate::kStale) return Status::Ok();
+  // A repeat, or a report from a round that is over: its checkpoint is credited by the job's
+  // next report (counts are absolute), so ignoring it loses nothing. One thing it alone
+  // knows: how fast a process the daemon killed at the deadline was training (the ranks of a
+  // multi-GPU job whose step bound, from a prior, outlasted the round), so that the next step
+  // bound fits the round.
+  ++counters_.stale_reports;
+  const Agent* agent = agents_.AgentOfWorker(request.worker_id());
+  Job& job = job_it->second;
+  if (request.outcome() == wire::KILLED && IsActive(job) && agent != nullptr &&
+      job.row.spec.scale_factor() > 1) {
+    if (jobs_.LearnIsolated(job, agent->row.gpu_type, request.steps_trained(),
+                            request.training_seconds())) {
+      jobs_changed_ = true;  // worth a new solve
     }
-    return Status::Ok();
+    Touch(job);
+    seam_->TakeEstimates(job, MechanismSeam::Learned::kOwn);
   }
-  if (round_->Record(task, request)) FinishJobTasks(request.job_id(), now);
   return Status::Ok();
 }
 
@@ -656,57 +621,22 @@ bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::st
 // Crediting a finished micro-task.
 
 void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
+  if (!round_->HasJob(job_id)) return;
+  const MicroTaskSummary m = round_->Summarize(job_id, now);
   Job& job = jobs_.at(job_id);
-  const std::vector<std::uint64_t>& workers = round_->WorkersOf(job_id);
-  const std::vector<const RoundTask*> tasks = round_->TasksOf(job_id);
-  if (tasks.empty()) return;
-  const RoundTask& first = *tasks[0];
-  const std::string& gpu_type = first.gpu_type;
-  const std::uint64_t total = job.row.spec.total_steps();
-
-  // Credit the checkpoint every rank holds (absolute counts: never twice, never lost).
-  const MicroTaskSummary m = round_->Summarize(job_id);
-  std::uint64_t checkpointed = m.checkpointed.value_or(job.row.steps_done);
-  double elapsed = m.elapsed_s;
-  if (checkpointed > total) {
-    Log(now, "bad-report", job_id, first.worker_id,
-        "checkpointed " + std::to_string(checkpointed) + " > total " + std::to_string(total));
-    checkpointed = total;
-  }
-  if (elapsed <= 0.0) elapsed = static_cast<double>(now - round_->start_ms()) / 1000.0;
-  const std::uint64_t before = job.row.steps_done;
-  const std::uint64_t done = std::max(before, checkpointed);
-  const std::uint64_t delta = done - before;
   const bool active = IsActive(job);
+  const Credited credited = jobs_.CreditMicroTask(job, m, now);
+  if (credited.worth_resolve) jobs_changed_ = true;
 
   if (active) {
-    job.row.steps_done = done;
-    JobGpuRow& g = job.row.per_type[gpu_type];
-    if (g.prior == 0.0) g.prior = Prior(job, gpu_type);
-    g.seconds += elapsed;
-    g.steps += static_cast<double>(delta);
-    // Space sharing: next to a partner the job learns its co-located rate, not its own.
-    if (const RoundTask* twin = round_->TaskOn(TwinSlotOf(first.worker_id)); twin != nullptr) {
-      LearnColocated(job, *twin, m, gpu_type);
-    } else {
-      LearnThroughput(job, gpu_type, m.steps_trained, m.training_s);
-    }
-    for (const RoundTask* t : tasks) agents_.AddBusySeconds(t->worker_id, elapsed);
-    if (m.startup_s > 0.0) {
-      job.row.last_startup_s = m.startup_s;
-      job.row.startup_total_s += m.startup_s;
-    }
-    job.last_workers = workers;
-    job.paused = m.expired && !m.crashed && !m.launch_failed && !m.completed;
-    job.still_starting = false;
-    if (delta > 0) job.row.streak = 0;
-    if (done >= total) {
+    for (std::uint64_t w : m.workers) agents_.AddBusySeconds(w, m.elapsed_s);
+    if (job.row.steps_done >= job.row.spec.total_steps()) {
       EndJob(job, wire::DONE, "", now);
     } else if (m.completed && !m.crashed) {
-      RoundTask as_crash = first;
+      RoundTask as_crash = *m.first;
       as_crash.exit_code = 0;
-      as_crash.message = "exited with status 0 after " + std::to_string(done) + " of " +
-                         std::to_string(total) + " steps";
+      as_crash.message = "exited with status 0 after " + std::to_string(job.row.steps_done) +
+                         " of " + std::to_string(job.row.spec.total_steps()) + " steps";
       HandleCrash(job, as_crash, now);
     } else if (m.crashed || m.launch_failed || m.killed_at_fault) {
       job.last_launch_failed = m.launch_failed && job.last_launch_failed;
@@ -721,44 +651,15 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
   }
 
   // Feed the RoundScheduler the credited increment (exact: its record of the job's progress
-  // then equals the checkpointed count, so both agree on when the job is done).
-  if (round_->mech_backed()) schedule_->ReportMicroTask(job_id, delta, elapsed, now);
+  // then equals the checkpointed count, so both agree on when the job is done), then what the
+  // micro-task measured.
+  if (round_->mech_backed()) seam_->ReportMicroTask(job_id, credited.steps, m.elapsed_s, now);
   if (IsActive(job)) {
-    schedule_->PushThroughputs(job);  // what this micro-task measured
+    seam_->TakeEstimates(job, credited.learned_colocated ? MechanismSeam::Learned::kOwnAndPairs
+                                                         : MechanismSeam::Learned::kOwn);
   } else {
-    schedule_->Remove(job, now);
+    seam_->Remove(job, now);
   }
-}
-
-void SchedulerCore::LearnThroughput(Job& job, const std::string& gpu_type,
-                                    std::uint64_t steps_trained, double training_s) {
-  // Steps over training time (spec §6.6), smoothed.
-  if (steps_trained == 0 || !(training_s > 0.0)) return;
-  JobGpuRow& g = job.row.per_type[gpu_type];
-  AddSample(g.measured, g.measurements, steps_trained, training_s, options_.ema_alpha);
-  const auto used = job.used_estimate.find(gpu_type);
-  const double before_estimate = used == job.used_estimate.end() ? 0.0 : used->second;
-  if (before_estimate <= 0.0 ||
-      std::abs(g.measured - before_estimate) > options_.resolve_threshold * before_estimate) {
-    jobs_changed_ = true;  // worth a new solve
-  }
-}
-
-void SchedulerCore::LearnColocated(Job& job, const RoundTask& twin, const MicroTaskSummary& m,
-                                   const std::string& gpu_type) {
-  const auto partner = jobs_.find(twin.job_id);
-  if (partner == jobs_.end()) return;
-  const bool partner_left_early = twin.reported && twin.outcome != wire::LEASE_EXPIRED &&
-                                  twin.elapsed_s < 0.9 * m.elapsed_s;
-  if (partner_left_early) return;
-  const double before = jobs_.ColocatedEstimate(job, partner->second, gpu_type);
-  if (m.steps_trained == 0 || !(m.training_s > 0.0)) return;  // no sample (AddSample's rule)
-  ColocatedRow& rate = job.row.colocated[{gpu_type, partner->second.row.spec.job_type()}];
-  AddSample(rate.measured, rate.measurements, m.steps_trained, m.training_s, options_.ema_alpha);
-  if (before <= 0.0 || std::abs(rate.measured - before) > options_.resolve_threshold * before) {
-    jobs_changed_ = true;  // worth a new solve
-  }
-  schedule_->RefreshPairsOf(job);
 }
 
 void SchedulerCore::HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now) {
@@ -798,7 +699,7 @@ void SchedulerCore::HandleCrash(Job& job, const RoundTask& culprit, std::int64_t
                                     options_.retry_backoff.value() *
                                         std::pow(2.0, static_cast<double>(row.streak - 1)));
     row.next_retry_ms = now + static_cast<std::int64_t>(backoff * 1000.0);
-    schedule_->Hold(job);
+    seam_->Hold(job);
     row.message = what + detail + "; retry " + std::to_string(row.failures) + " of " +
                   std::to_string(options_.max_retries) + " after " +
                   std::to_string(static_cast<int>(backoff)) + " s";
@@ -821,7 +722,7 @@ void SchedulerCore::EndJob(Job& job, wire::JobState state, const std::string& me
       message.empty() ? std::to_string(job.row.steps_done) + " steps" : message);
   // A finished job has already left the RoundScheduler with its last report (their progress
   // records agree); any other leaves now.
-  schedule_->Remove(job, now);
+  seam_->Remove(job, now);
 }
 
 void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reason,
@@ -850,23 +751,23 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
 }
 
 // ------------------------------------------------------------------------------------------
-// The mechanism (through the seam, schedule.h).
+// The mechanism (through the seam, mechanism_seam.h).
 
 std::optional<mechanism::JobAccounting> SchedulerCore::MechanismAccounting(
     std::uint64_t job_id) const {
-  return schedule_->AccountingOf(job_id);
+  return seam_->AccountingOf(job_id);
 }
 
 std::vector<std::string> SchedulerCore::mechanism_gpu_types() const {
-  return schedule_->gpu_types();
+  return seam_->gpu_types();
 }
 
 std::optional<policy::PolicyInput> SchedulerCore::MechanismPolicyInput() const {
-  return schedule_->PolicyInputNow();
+  return seam_->PolicyInputNow();
 }
 
 bool SchedulerCore::MechanismHolds(std::uint64_t job_id) const {
-  return schedule_->Holds(job_id);
+  return seam_->Holds(job_id);
 }
 
 void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
@@ -886,7 +787,7 @@ void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
       if (remaining - this_round <= rate * left_s * 1.1) leaving.push_back(JobId(job_id));
     }
   }
-  schedule_->Prefetch(leaving);
+  seam_->Prefetch(leaving);
 }
 
 // ------------------------------------------------------------------------------------------

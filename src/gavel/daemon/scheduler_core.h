@@ -1,16 +1,19 @@
 // SchedulerCore: the scheduler daemon's coordinator — it answers requests and drives rounds
 // on the wall clock, delegating to parts with one job each (design.md, "the daemon around one
 // owner"):
-//   JobBook        durable jobs and their states (job_book.h)
+//   JobBook        durable jobs and their states; credits micro-tasks and learns every
+//                  throughput estimate (job_book.h)
 //   AgentRegistry  agents, their GPUs, liveness (agent_registry.h)
-//   Schedule       the seam to the RoundScheduler, which owns the schedule (schedule.h)
+//   MechanismSeam  the seam to the RoundScheduler, which owns the schedule (mechanism_seam.h)
 //   Journal        changes staged for the next commit (journal.h)
-//   OpenRound      the round dispatched and not yet closed: tasks, reports, deadlines
-//                  (open_round.h)
+//   OpenRound      the round dispatched and not yet closed: tasks, reports, what a job's
+//                  ranks say together, deadlines (open_round.h)
 //   AgentExecutor  carries a round plan out on the agents: the mechanism's Executor port,
 //                  as SimExecutor is the simulator's (agent_executor.h)
-// What stays here: the requests, the round flow (Tick), crediting a finished micro-task and
-// the failure policy (retries, backoff, failing a job).
+// What stays here: the requests, the round flow (Tick), the order of the steps once a
+// micro-task ends (the open round sums it up, the JobBook credits it, the failure policy
+// judges it, the seam feeds the mechanism) and the failure policy itself (retries, backoff,
+// failing a job). Settings: CoreOptions (core_options.h), which the parts borrow.
 //
 // Ownership: the core owns the parts and the AllocationService. It borrows the Store, the
 // AgentTransport and the Clock (Unix time: SystemClock, a ManualClock in tests), which must
@@ -49,10 +52,11 @@
 #include "gavel/daemon/agent_executor.h"
 #include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/agent_transport.h"
+#include "gavel/daemon/core_options.h"
 #include "gavel/daemon/job_book.h"
 #include "gavel/daemon/journal.h"
 #include "gavel/daemon/open_round.h"
-#include "gavel/daemon/schedule.h"
+#include "gavel/daemon/mechanism_seam.h"
 #include "gavel/daemon/allocation_service.h"
 #include "gavel/daemon/store.h"
 #include "gavel/mechanism/round_scheduler.h"
@@ -62,51 +66,6 @@
 
 namespace gavel::daemon {
 
-struct CoreOptions {
-  std::string policy = "max_min_fairness_perf";
-  std::shared_ptr<const ThroughputTable> throughputs;  // required
-  Seconds round_length{360.0};
-  // How long after a round's planned end the daemon waits for reports before it kills the
-  // stragglers; default (0) = min(60 s, round/2), the original's 60-s buffer for long rounds.
-  Seconds report_grace{0.0};
-  Seconds heartbeat_interval{2.0};
-  Seconds heartbeat_timeout{10.0};
-  std::uint64_t seed = 0;
-  Seconds min_reset_interval{1920.0};
-  // Throughput learning: measured steps/s enter as EMA with this weight on the new sample.
-  double ema_alpha = 0.5;
-  // A new background solve starts when a measured throughput moved by more than this
-  // fraction from the value the latest allocation used.
-  double resolve_threshold = 0.1;
-  // Crashes: a job is retried after retry_backoff · 2^(k−1) (k = crashes in a row, capped at
-  // max_retry_backoff) and marked failed after more than max_retries crashes in all, after two
-  // crashes in a row with the same exit code and no progress in between, or after two failed
-  // launches in a row.
-  int max_retries = 3;
-  Seconds retry_backoff{10.0};
-  Seconds max_retry_backoff{600.0};
-  // Jobs' checkpoint directories are <checkpoint_root>/job-<id> when set (shared storage);
-  // empty = the agents choose.
-  std::string checkpoint_root;
-  // The first round waits until this many GPUs are registered and alive (the original's
-  // expected_num_workers), so that the first allocation sees the whole cluster.
-  int expected_gpus = 0;
-  // $/GPU-hour per GPU type name. The cost policies (max_sum_throughput_normalized_by_cost_*)
-  // need one for every GPU type that registers (an agent of an unpriced type is refused);
-  // other policies ignore them. Names must be GPU types of the throughput table.
-  std::map<std::string, double> instance_costs;
-  // Weight per entity for the hierarchical policies (jobs name theirs with spec.entity, by
-  // default their user); an entity not listed weighs 1. Weights must be positive and finite.
-  std::map<std::string, double> entity_weights;
-  // Solve the policy in the background (AllocationService); false = synchronously (tests).
-  bool background_solves = true;
-};
-
-// Errors name the option at fault: a missing table, times out of range, entity weights that are
-// not positive, an unknown policy, prices for unknown types or a cost policy without them
-// (core_options.cc). Every policy `gavel policies` lists runs, the packing ones included
-// (space sharing: two processes per GPU, docs/runtime.md).
-Status ValidateCoreOptions(const CoreOptions& options);
 
 // How the core reaches the daemon around it; both may be called from any thread and must
 // only post work to the core's thread. Empty functions are fine (tests drive Tick by hand).
@@ -215,7 +174,8 @@ class SchedulerCore {
   void StartRound(std::int64_t now);
   void KillStragglers(std::int64_t now);
   void CloseRound();
-  // Credits the job's micro-task of the open round once every task of it has ended.
+  // The job's micro-task of the open round is over (every task of it ended): the open round
+  // sums it up, the JobBook credits it, the failure policy judges it, the mechanism hears.
   void FinishJobTasks(std::uint64_t job_id, std::int64_t now);
   // The agent is gone (dead, or the round could not be delivered): its unreported tasks of the
   // open round end without blame (with `message`), the other ranks of their jobs are told to
@@ -224,7 +184,7 @@ class SchedulerCore {
   bool AbandonAgentTasks(const std::string& agent_id, const std::string& message,
                          const std::string& kill_reason, std::int64_t now);
 
-  // The mechanism (Schedule): with_leavers also solves ahead the problem without the jobs
+  // The mechanism (MechanismSeam): with_leavers also solves ahead the problem without the jobs
   // that will likely finish this round.
   void PrefetchAllocation(std::int64_t now, bool with_leavers);
 
@@ -234,15 +194,6 @@ class SchedulerCore {
   double Estimate(const Job& job, const std::string& gpu_type) const;
   wire::JobInfo Info(const Job& job) const;
   void HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now);
-  // One throughput sample (steps over training seconds) into the job's EMA for the type.
-  void LearnThroughput(Job& job, const std::string& gpu_type, std::uint64_t steps_trained,
-                       double training_s);
-  // Space sharing: the micro-task `m` ran next to the task `twin` on the same GPU(s). Its
-  // sample enters the job's co-located EMA for (type, the partner's job type) — unless the
-  // partner left well before it ended (finished, crashed), which makes it partly isolated —
-  // and the job's pairs re-read their throughputs.
-  void LearnColocated(Job& job, const RoundTask& twin, const MicroTaskSummary& m,
-                      const std::string& gpu_type);
   void EndJob(Job& job, wire::JobState state, const std::string& message, std::int64_t now);
   // Sends KillJob for the job's processes of the current round (or any round, for a job
   // that leaves for good) to every live agent that may run it, except `spare`.
@@ -268,8 +219,6 @@ class SchedulerCore {
   std::map<std::uint64_t, std::uint64_t> starting_;
   AgentRegistry agents_;   // agents, GPUs, liveness
   JobBook jobs_;           // durable jobs and their states
-  Seconds grace_;
-  mechanism::PolicyTraits traits_;  // the policy's, from the registry
   std::int64_t epoch_ms_ = 0;      // the state directory's creation time: mechanism time 0
   std::int64_t started_ms_ = 0;
 
@@ -277,10 +226,10 @@ class SchedulerCore {
   std::optional<OpenRound> round_;  // the open round (tasks, reports, deadlines)
 
   std::shared_ptr<AllocationService> allocation_;
-  // The seam to the RoundScheduler (schedule.h); made at recovery, once the epoch is known.
-  std::unique_ptr<Schedule> schedule_;
+  // The seam to the RoundScheduler (mechanism_seam.h); made at recovery, once the epoch is known.
+  std::unique_ptr<MechanismSeam> seam_;
   // Carries each round's plan out on the agents (the mechanism's Executor port); made with
-  // the Schedule.
+  // the MechanismSeam.
   std::unique_ptr<AgentExecutor> executor_;
   bool jobs_changed_ = false;      // the active job set changed since the last prefetch
 

@@ -42,7 +42,7 @@ class CoreTest : public ::testing::Test {
  public:  // PolicyDriver plays the agents' part through the fixture's helpers
   CoreOptions Options() {
     CoreOptions options;
-    options.policy = policy_;
+    options.policy = ChosenPolicy::Known(policy_);
     options.throughputs = ShippedThroughputTable();
     options.round_length = Seconds(kRoundMs / 1000.0);
     options.report_grace = Seconds(2.0);
@@ -522,7 +522,7 @@ TEST_F(CoreTest, AnUndeliverableRoundFailsItsTasksAtOnceWithoutBlamingTheJob) {
 TEST_F(CoreTest, CostPoliciesRunWithInstancePrices) {
   core_.reset();
   CoreOptions options = Options();
-  options.policy = "max_sum_throughput_normalized_by_cost_perf";
+  options.policy = ChosenPolicy::Known("max_sum_throughput_normalized_by_cost_perf");
   auto refused = SchedulerCore::Create(options, &store_, &transport_, &clock_);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("--instance-costs"), std::string::npos)
@@ -714,7 +714,7 @@ TEST_F(AccountingTest, AJobBackingOffIsHeldAndItsGpuGoesToAnother) {
 TEST_F(CoreTest, EntityWeightsSplitTheClusterBetweenEntities) {
   core_.reset();
   CoreOptions options = Options();
-  options.policy = "max_min_fairness_water_filling_perf";
+  options.policy = ChosenPolicy::Known("max_min_fairness_water_filling_perf");
   options.entity_weights = {{"prod", 3.0}};  // lab is not listed: it weighs 1
   auto core = SchedulerCore::Create(options, &store_, &transport_, &clock_);
   ASSERT_TRUE(core.ok()) << core.status().ToString();
@@ -766,7 +766,7 @@ TEST_F(CoreTest, BadEntityWeightsAreRefused) {
   Open();
 }
 
-// ---- Space sharing (issue 14 item 2) ----
+// ---- Space sharing ----
 
 // Under a packing policy the daemon gives every GPU a partner slot (on the same device) and
 // dispatches a pair's two jobs to the GPU's own slot and its partner slot.
@@ -1453,9 +1453,8 @@ class PolicyDriver {
   std::map<std::uint64_t, std::uint64_t> done_;
 };
 
-// Every policy `gavel serve` accepts runs a few jobs of mixed sizes on a mixed cluster to
-// completion, each with exactly its steps. The only refusal: policies that pack two jobs on a
-// GPU (ValidateCoreOptions; another part of issue 12 makes them run).
+// Every policy `gavel serve` accepts, the packing ones included, runs a few jobs of mixed sizes
+// on a mixed cluster to completion, each with exactly its steps.
 class EveryPolicyCoreTest : public CoreTest, public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
@@ -1479,7 +1478,7 @@ std::vector<std::string> ServeablePolicies() {
 TEST(ServeablePoliciesTest, EveryListedPolicyIsAccepted) {
   for (const policy::PolicyInfo& info : policy::AllPolicies()) {
     CoreOptions options;
-    options.policy = std::string(info.name);
+    options.policy = ChosenPolicy{std::string(info.name), &info};
     options.throughputs = ShippedThroughputTable();
     if (info.capabilities.needs_instance_costs) options.instance_costs = {{"v100", 1.0}};
     const Status status = ValidateCoreOptions(options);

@@ -18,12 +18,11 @@
 namespace gavel::daemon {
 namespace {
 
-// Version 2 (issue 16): agents.owner added; agents.token holds the agent's callback token
-// instead of the token it registered with. Version 3 (issue 13): jobs.last_startup_s and
-// jobs.startup_total_s. Version 4 (issue 12 item 7): agents.host_cpus and agents.host_mem_gb
-// (0 = not advertised). Version 5 (issue 14 item 2): the job_colocated table, the measured
-// co-located throughputs (a version-4 state had none: the table starts empty). Older versions
-// are migrated on open. (New job fields such as the app,
+// Version 2: agents.owner added; agents.token holds the agent's callback token instead of the
+// token it registered with. Version 3: jobs.last_startup_s and jobs.startup_total_s.
+// Version 4: agents.host_cpus and agents.host_mem_gb (0 = not advertised). Version 5: the
+// job_colocated table, the measured co-located throughputs (a version-4 state had none: the
+// table starts empty). Older versions are migrated on open. (New job fields such as the app,
 // utility and host demands live in the jobs.spec blob, a JobSpec message: proto3 reads old
 // blobs with those fields at their defaults, so they need no migration.)
 constexpr int kSchemaVersion = 5;
@@ -175,7 +174,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& state_
   const bool existed = std::filesystem::exists(state_dir, ec);
   std::filesystem::create_directories(state_dir, ec);
   if (ec) return Status::IoError("cannot create state directory " + state_dir + ": " + ec.message());
-  // The state is the operator's alone (issue 16): a directory we create is 0700, and the
+  // The state is the operator's alone: a directory we create is 0700, and the
   // files in it are 0600 whatever the umask, also when an older gavel left them wider.
   if (!existed && ::chmod(state_dir.c_str(), 0700) != 0) {
     return Status::IoError("cannot chmod 700 " + state_dir + ": " + std::strerror(errno));

@@ -1,4 +1,4 @@
-// Real PyTorch training jobs end to end (issue 13), labelled "slow": `gavel serve`, two
+// Real PyTorch training jobs end to end, labelled "slow": `gavel serve`, two
 // `gavel worker` agents of one GPU each, and examples/training/ddp_train.py — the copyable
 // DistributedDataParallel script, gloo on CPU — as a single-rank job and as a 2-rank job whose
 // ranks run on the two agents (a job spanning two hosts). Mid-run an agent is killed with

@@ -132,20 +132,20 @@ Result<std::unique_ptr<TlsFront>> TlsFront::Make(const TlsFrontOptions& options)
 }
 
 TlsFront::~TlsFront() {
-  std::unique_lock lock(mutex_);
+  UniqueLock lock(mutex_);
   closing_ = true;
   for (int fd : sockets_) ::shutdown(fd, SHUT_RDWR);
-  relays_done_.wait(lock, [this] { return relays_ == 0; });
+  while (relays_ != 0) relays_done_.wait(lock.native());
 }
 
 void TlsFront::StopAdopting() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   adopting_ = false;
 }
 
 void TlsFront::Adopt(int fd, grpc::Server* server) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (closing_ || !adopting_ || relays_ >= options_.max_relays) {
       if (!closing_ && adopting_) ++refused_;
       ::close(fd);
@@ -176,13 +176,13 @@ void TlsFront::Relay(int client, grpc::Server* server) {
   }
   int pair[2] = {-1, -1};
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!adopting_) handshaken = false;  // the server is shutting down: no new connection
   }
   if (handshaken && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0) {
     plain = pair[1];
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (closing_) {
         ::shutdown(plain, SHUT_RDWR);
       }
@@ -221,25 +221,25 @@ void TlsFront::Relay(int client, grpc::Server* server) {
   }
   if (ssl != nullptr) SSL_free(ssl);
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     sockets_.erase(client);
     if (plain >= 0) sockets_.erase(plain);
   }
   ::close(client);
   if (plain >= 0) ::close(plain);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!handshaken) ++handshakes_failed_;
   --relays_;
   relays_done_.notify_all();
 }
 
 std::uint64_t TlsFront::handshakes_failed() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return handshakes_failed_;
 }
 
 std::uint64_t TlsFront::refused() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return refused_;
 }
 

@@ -24,10 +24,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "gavel/core/mutex.h"
 #include "gavel/core/status.h"
 #include "gavel/core/units.h"
 
@@ -70,16 +70,19 @@ class TlsFront {
   TlsFront() = default;
   void Relay(int client, grpc::Server* server);
 
-  TlsFrontOptions options_;
-  std::unique_ptr<Context> context_;
-  mutable std::mutex mutex_;
-  std::condition_variable relays_done_;
-  std::set<int> sockets_;  // the relays' client sockets, shut down by the destructor
-  int relays_ = 0;
-  bool closing_ = false;
-  bool adopting_ = true;
-  std::uint64_t handshakes_failed_ = 0;
-  std::uint64_t refused_ = 0;
+  TlsFrontOptions options_;           // set by Make, then read-only
+  std::unique_ptr<Context> context_;  // set by Make, then read-only (SSL_CTX is thread-safe)
+  // Guards the relays' bookkeeping, shared by Adopt's callers, the relay threads and the
+  // destructor.
+  mutable Mutex mutex_;
+  std::condition_variable relays_done_;  // relays_ fell (waited on with mutex_)
+  // The relays' sockets (client and plaintext ends), shut down by the destructor.
+  std::set<int> sockets_ GAVEL_GUARDED_BY(mutex_);
+  int relays_ GAVEL_GUARDED_BY(mutex_) = 0;
+  bool closing_ GAVEL_GUARDED_BY(mutex_) = false;
+  bool adopting_ GAVEL_GUARDED_BY(mutex_) = true;
+  std::uint64_t handshakes_failed_ GAVEL_GUARDED_BY(mutex_) = 0;
+  std::uint64_t refused_ GAVEL_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace gavel::rpc

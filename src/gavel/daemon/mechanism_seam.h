@@ -1,11 +1,12 @@
-// Schedule: the seam between the daemon and the round mechanism. Everything the daemon tells
+// MechanismSeam: the seam between the daemon and the round mechanism. Everything the daemon tells
 // the RoundScheduler, and everything it asks of it, passes through this header.
 //
 //   daemon (JobBook, AgentRegistry, open round)            mechanism (RoundScheduler)
 //   ─────────────────────────────────────────────          ──────────────────────────
 //   a job is submitted / re-admitted       Admit      ──►  AddJob(JobId = the daemon's id)
 //   a job leaves (done, cancelled, failed) Remove     ──►  RemoveJob
-//   a throughput is measured               PushThroughputs ► UpdateThroughput (the only way in)
+//   the JobBook learned a job's rates      TakeEstimates ►  UpdateThroughput (the job's own);
+//                                                          RefreshPair (its pairs re-read)
 //   a crashed job backs off                Hold       ──►  HoldJob(until its retry time)
 //   GPUs join or die                       MarkClusterChanged ► ChangeCluster, next round
 //   a job's micro-task ends                ReportMicroTask ► OnMicroTaskDone (exact steps)
@@ -15,6 +16,15 @@
 //                                                          simulator's SimExecutor), which
 //                                                          asks WorkersOf for the daemon's ids
 //   solve ahead (mid-round, job changes)   Prefetch   ◄──  PolicyInputAt → AllocationService
+//
+// Throughputs flow one way, JobBook → mechanism. The JobBook owns and learns every estimate
+// (job_book.h); the mechanism keeps copies. Its API takes a job's own rates by a call
+// (UpdateThroughput) and reads pairs' co-located rates through a port
+// (ColocatedThroughputSource), when it forms a pair or is told to re-read one: the seam
+// serves that port from the JobBook and, after each thing the JobBook learned, makes the one
+// call TakeEstimates, which hands over the job's own rates and, when a co-located rate
+// changed, has the job's pairs re-read theirs.
+// Nothing else moves an estimate, and the mechanism never writes one back.
 //
 // Who owns what: the RoundScheduler owns the schedule — the allocation, the time accounting
 // behind the priorities, placement, holds. The daemon owns durable state — jobs and their
@@ -46,38 +56,32 @@
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/agent_registry.h"
 #include "gavel/daemon/allocation_service.h"
+#include "gavel/daemon/core_options.h"
 #include "gavel/daemon/job_book.h"
 #include "gavel/daemon/journal.h"
 #include "gavel/mechanism/round_scheduler.h"
 
 namespace gavel::daemon {
 
-struct ScheduleOptions {
-  std::string policy;
-  std::shared_ptr<const ThroughputTable> throughputs;
-  std::uint64_t seed = 0;
-  Seconds round_length{360.0};
-  Seconds min_reset_interval{1920.0};
-  std::map<std::string, double> entity_weights;
-  std::map<std::string, double> instance_costs;  // by GPU type name
-  mechanism::PolicyTraits traits;                // the policy's
-};
-
-class Schedule {
+class MechanismSeam {
  public:
-  Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* agents,
+  MechanismSeam(const CoreOptions* options, JobBook* jobs, const AgentRegistry* agents,
            Journal* journal, std::shared_ptr<AllocationService> allocation,
            const Clock* clock, std::int64_t epoch_ms);
-  ~Schedule();
-  Schedule(const Schedule&) = delete;
-  Schedule& operator=(const Schedule&) = delete;
+  ~MechanismSeam();
+  MechanismSeam(const MechanismSeam&) = delete;
+  MechanismSeam& operator=(const MechanismSeam&) = delete;
 
   // ---- Keeping the mechanism in step ----
   // Admits an active job (with its progress, entity, estimates and any backoff). A job no GPU
   // type of the cluster can run waits until the cluster changes (no error is logged).
   void Admit(const Job& job);
   void Remove(const Job& job, std::int64_t now);
-  void PushThroughputs(const Job& job);
+  // The JobBook learned from the job's micro-task: the mechanism takes its own estimates and,
+  // for kOwnAndPairs (a co-located rate changed), every pair it belongs to re-reads its rates
+  // (plans at once, the policy from its next solve).
+  enum class Learned { kOwn, kOwnAndPairs };
+  void TakeEstimates(const Job& job, Learned learned);
   void Hold(const Job& job);  // until job.row.next_retry_ms
   void MarkClusterChanged() { cluster_changed_ = true; }
   bool up_to_date() const { return mech_ && !needs_rebuild_ && !cluster_changed_; }
@@ -103,9 +107,6 @@ class Schedule {
   void Skip(const mechanism::Assignment& assignment);
   // A round closed with micro-tasks still running in the mechanism: a bug; start afresh.
   void RoundClosed();
-  // Space sharing: a measured co-located throughput of the job changed; every pair it belongs
-  // to re-reads its throughputs (plans at once, the policy from its next solve).
-  void RefreshPairsOf(const Job& job);
 
   // ---- The allocation ----
   // A background solve finished: the next round takes it.
@@ -137,6 +138,9 @@ class Schedule {
     std::array<double, 2> elapsed{0.0, 0.0};
     std::array<bool, 2> reported{false, false};
   };
+  // The job's own estimates into the mechanism (UpdateThroughput, every layout type).
+  void PushOwnEstimates(const Job& job);
+  void RefreshPairsOf(const Job& job);
   void BookPair(const mechanism::Combination& pair, std::int64_t now);
   // Removes the members that left while their pair ran (`leaving_`), now that it is booked.
   void RemoveLeavers(std::int64_t now);
@@ -154,7 +158,7 @@ class Schedule {
   std::vector<double> LayoutCosts(const mechanism::ClusterLayout& layout) const;
   Seconds MechTime(std::int64_t unix_ms) const;
 
-  ScheduleOptions options_;
+  const CoreOptions* options_;  // the core's settings
   JobBook* jobs_;
   const AgentRegistry* agents_;
   Journal* journal_;

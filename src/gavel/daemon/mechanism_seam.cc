@@ -1,4 +1,4 @@
-#include "gavel/daemon/schedule.h"
+#include "gavel/daemon/mechanism_seam.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@ namespace gavel::daemon {
 
 // The RoundScheduler's clock: seconds since the state directory was created, never going
 // backwards even if the wall clock does.
-class Schedule::MechanismClock final : public Clock {
+class MechanismSeam::MechanismClock final : public Clock {
  public:
   MechanismClock(const Clock* clock, std::int64_t epoch_ms) : clock_(clock), epoch_(epoch_ms) {}
   Seconds Now() const override {
@@ -24,23 +24,23 @@ class Schedule::MechanismClock final : public Clock {
 
 // The policy the RoundScheduler calls: the AllocationService, noting the throughputs each
 // problem was posed with (for the re-solve threshold).
-class Schedule::PolicyAdapter final : public policy::Policy {
+class MechanismSeam::PolicyAdapter final : public policy::Policy {
  public:
-  PolicyAdapter(const Schedule* schedule, std::shared_ptr<AllocationService> service)
-      : schedule_(schedule), service_(std::move(service)) {}
+  PolicyAdapter(const MechanismSeam* seam, std::shared_ptr<AllocationService> service)
+      : seam_(seam), service_(std::move(service)) {}
   Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input) override {
-    schedule_->NoteEstimatesUsed(input);
+    seam_->NoteEstimatesUsed(input);
     return service_->Allocate(input);
   }
 
  private:
-  const Schedule* schedule_;
+  const MechanismSeam* seam_;
   std::shared_ptr<AllocationService> service_;
 };
 
 // Space sharing: a pair's co-located throughputs from the JobBook — each member's measurement
 // next to a job of the other's type, else the table's slowdown applied to its own estimate.
-class Schedule::ColocatedFromJobs final : public mechanism::ColocatedThroughputSource {
+class MechanismSeam::ColocatedFromJobs final : public mechanism::ColocatedThroughputSource {
  public:
   ColocatedFromJobs(const JobBook* jobs, std::shared_ptr<const ThroughputTable> table)
       : jobs_(jobs), table_(std::move(table)) {}
@@ -58,10 +58,10 @@ class Schedule::ColocatedFromJobs final : public mechanism::ColocatedThroughputS
   std::shared_ptr<const ThroughputTable> table_;
 };
 
-Schedule::Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* agents,
+MechanismSeam::MechanismSeam(const CoreOptions* options, JobBook* jobs, const AgentRegistry* agents,
                    Journal* journal, std::shared_ptr<AllocationService> allocation,
                    const Clock* clock, std::int64_t epoch_ms)
-    : options_(std::move(options)),
+    : options_(options),
       jobs_(jobs),
       agents_(agents),
       journal_(journal),
@@ -69,27 +69,27 @@ Schedule::Schedule(ScheduleOptions options, JobBook* jobs, const AgentRegistry* 
       clock_(clock),
       epoch_ms_(epoch_ms),
       mech_clock_(std::make_unique<MechanismClock>(clock, epoch_ms)) {
-  if (options_.traits.packing) {
-    colocated_ = std::make_shared<ColocatedFromJobs>(jobs_, options_.throughputs);
+  if (options_->policy.capabilities().packing) {
+    colocated_ = std::make_shared<ColocatedFromJobs>(jobs_, options_->throughputs);
   }
 }
 
-Schedule::~Schedule() = default;
+MechanismSeam::~MechanismSeam() = default;
 
-Seconds Schedule::MechTime(std::int64_t unix_ms) const {
+Seconds MechanismSeam::MechTime(std::int64_t unix_ms) const {
   return Seconds(static_cast<double>(unix_ms - epoch_ms_) / 1000.0);
 }
 
 // ------------------------------------------------------------------------------------------
 // Keeping the mechanism in step.
 
-void Schedule::Admit(const Job& job) {
+void MechanismSeam::Admit(const Job& job) {
   // A job no GPU type of the cluster can run stays out until the cluster changes
   // (ApplyClusterChange admits the missing jobs).
   if (mech_ && !mech_->IsActive(JobId(job.row.id))) (void)AddToMechanism(job);
 }
 
-Status Schedule::AddToMechanism(const Job& job) {
+Status MechanismSeam::AddToMechanism(const Job& job) {
   mechanism::JobDescription description;
   description.type = job.mech_type;
   description.total_steps = static_cast<double>(job.row.spec.total_steps());
@@ -116,16 +116,16 @@ Status Schedule::AddToMechanism(const Job& job) {
     description.held_until = MechTime(job.row.next_retry_ms);
   }
   GAVEL_RETURN_IF_ERROR(mech_->AddJob(JobId(job.row.id), description));
-  PushThroughputs(job);
+  PushOwnEstimates(job);
   return Status::Ok();
 }
 
-int Schedule::AppId(const std::string& user, const std::string& app) {
+int MechanismSeam::AppId(const std::string& user, const std::string& app) {
   // Numbered in order of first sight; only equality matters to the policies.
   return app_ids_.try_emplace({user, app}, static_cast<int>(app_ids_.size())).first->second;
 }
 
-void Schedule::Remove(const Job& job, std::int64_t now) {
+void MechanismSeam::Remove(const Job& job, std::int64_t now) {
   if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
   if (pair_of_.contains(job.row.id)) {
     // Its pair still runs: removing it now would abandon the partner's micro-task unbooked.
@@ -139,7 +139,12 @@ void Schedule::Remove(const Job& job, std::int64_t now) {
   }
 }
 
-void Schedule::PushThroughputs(const Job& job) {
+void MechanismSeam::TakeEstimates(const Job& job, Learned learned) {
+  PushOwnEstimates(job);
+  if (learned == Learned::kOwnAndPairs) RefreshPairsOf(job);
+}
+
+void MechanismSeam::PushOwnEstimates(const Job& job) {
   if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
   const std::vector<std::string>& types = mech_->layout().type_names();
   for (std::size_t t = 0; t < types.size(); ++t) {
@@ -149,12 +154,12 @@ void Schedule::PushThroughputs(const Job& job) {
   }
 }
 
-void Schedule::Hold(const Job& job) {
+void MechanismSeam::Hold(const Job& job) {
   if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
   GAVEL_CHECK(mech_->HoldJob(JobId(job.row.id), MechTime(job.row.next_retry_ms)).ok());
 }
 
-void Schedule::Rebuild(std::int64_t now) {
+void MechanismSeam::Rebuild(std::int64_t now) {
   ++rebuilds_;
   needs_rebuild_ = false;
   cluster_changed_ = false;
@@ -172,13 +177,15 @@ void Schedule::Rebuild(std::int64_t now) {
     }
     return;
   }
+  // The one place the RoundScheduler's options are made: from the core's settings, and from
+  // the live cluster (its prices, whether placement respects host resources).
   mechanism::SchedulerOptions mech_options;
-  mech_options.policy = options_.policy;
-  mech_options.seed = options_.seed;
-  mech_options.round_length = options_.round_length;
-  mech_options.min_reset_interval = options_.min_reset_interval;
+  mech_options.policy = options_->policy.name;
+  mech_options.seed = options_->seed;
+  mech_options.round_length = options_->round_length;
+  mech_options.min_reset_interval = options_->min_reset_interval;
   mech_options.max_failed_attempts = std::nullopt;  // the daemon's retry rules
-  mech_options.entity_weights = options_.entity_weights;
+  mech_options.entity_weights = options_->entity_weights;
   mech_options.instance_costs = LayoutCosts(*layout);
   // Where agents advertise host CPUs or memory (`gavel worker --cpus/--mem-gb`), placement
   // holds jobs' host demands to them (a job that does not fit waits), as the multi-resource
@@ -188,8 +195,8 @@ void Schedule::Rebuild(std::int64_t now) {
   mech_options.colocated = colocated_;  // null unless the policy packs
   Result<std::unique_ptr<mechanism::RoundScheduler>> mech =
       mechanism::RoundScheduler::CreateWithPolicy(
-          *std::move(layout), options_.throughputs, mech_options, mech_clock_.get(),
-          std::make_unique<PolicyAdapter>(this, allocation_), options_.traits);
+          *std::move(layout), options_->throughputs, mech_options, mech_clock_.get(),
+          std::make_unique<PolicyAdapter>(this, allocation_), options_->policy.capabilities());
   if (!mech.ok()) {
     journal_->Log(now, "internal", 0, 0, mech.status().ToString());
     return;
@@ -203,7 +210,7 @@ void Schedule::Rebuild(std::int64_t now) {
   }
 }
 
-void Schedule::ApplyClusterChange(std::int64_t now) {
+void MechanismSeam::ApplyClusterChange(std::int64_t now) {
   std::vector<std::uint64_t> workers;
   Result<mechanism::ClusterLayout> layout = agents_->LiveLayout(&workers);
   // With no live GPU there is nothing to plan on: the old layout waits for GPUs to return.
@@ -234,23 +241,23 @@ void Schedule::ApplyClusterChange(std::int64_t now) {
   for (const auto& [id, job] : *jobs_) {
     if (!JobBook::IsActive(job)) continue;
     if (mech_->IsActive(JobId(id))) {
-      PushThroughputs(job);  // types that joined get the job's estimates too
+      PushOwnEstimates(job);  // types that joined get the job's estimates too
     } else {
       (void)AddToMechanism(job);  // still too large for every type: it waits for more GPUs
     }
   }
 }
 
-bool Schedule::HostLimited(const mechanism::ClusterLayout& layout) {
+bool MechanismSeam::HostLimited(const mechanism::ClusterLayout& layout) {
   return layout.host_resources().cpus_per_server > 0.0 ||
          layout.host_resources().mem_gb_per_server > 0.0;
 }
 
-std::vector<double> Schedule::LayoutCosts(const mechanism::ClusterLayout& layout) const {
+std::vector<double> MechanismSeam::LayoutCosts(const mechanism::ClusterLayout& layout) const {
   std::vector<double> costs;
-  if (!options_.traits.needs_instance_costs) return costs;
+  if (!options_->policy.capabilities().needs_instance_costs) return costs;
   for (const std::string& type : layout.type_names()) {
-    costs.push_back(options_.instance_costs.at(type));  // LiveLayout left unpriced types out
+    costs.push_back(options_->instance_costs.at(type));  // LiveLayout left unpriced types out
   }
   return costs;
 }
@@ -258,7 +265,7 @@ std::vector<double> Schedule::LayoutCosts(const mechanism::ClusterLayout& layout
 // ------------------------------------------------------------------------------------------
 // A round.
 
-std::optional<mechanism::RoundPlan> Schedule::PlanRound(std::int64_t now) {
+std::optional<mechanism::RoundPlan> MechanismSeam::PlanRound(std::int64_t now) {
   if (needs_rebuild_ || !mech_) {
     Rebuild(now);
   } else if (cluster_changed_) {
@@ -284,7 +291,7 @@ std::optional<mechanism::RoundPlan> Schedule::PlanRound(std::int64_t now) {
   return *std::move(plan);
 }
 
-std::vector<std::uint64_t> Schedule::WorkersOf(const mechanism::Assignment& assignment,
+std::vector<std::uint64_t> MechanismSeam::WorkersOf(const mechanism::Assignment& assignment,
                                                int member) const {
   std::vector<std::uint64_t> workers;
   for (WorkerId w : assignment.workers) {
@@ -294,7 +301,7 @@ std::vector<std::uint64_t> Schedule::WorkersOf(const mechanism::Assignment& assi
   return workers;
 }
 
-void Schedule::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
+void MechanismSeam::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
                                std::int64_t now) {
   const JobId id(job_id);
   if (const auto pair = pair_of_.find(job_id); pair != pair_of_.end()) {
@@ -320,7 +327,7 @@ void Schedule::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double
   }
 }
 
-void Schedule::BookPair(const mechanism::Combination& pair, std::int64_t now) {
+void MechanismSeam::BookPair(const mechanism::Combination& pair, std::int64_t now) {
   const PairReports reports = pairs_.at(pair);
   pairs_.erase(pair);
   for (int m = 0; m < 2; ++m) pair_of_.erase(pair.member(m).value());
@@ -341,7 +348,7 @@ void Schedule::BookPair(const mechanism::Combination& pair, std::int64_t now) {
   RemoveLeavers(now);
 }
 
-void Schedule::RemoveLeavers(std::int64_t now) {
+void MechanismSeam::RemoveLeavers(std::int64_t now) {
   for (auto it = leaving_.begin(); it != leaving_.end();) {
     if (pair_of_.contains(*it)) {
       ++it;
@@ -358,7 +365,7 @@ void Schedule::RemoveLeavers(std::int64_t now) {
   }
 }
 
-void Schedule::Skip(const mechanism::Assignment& assignment) {
+void MechanismSeam::Skip(const mechanism::Assignment& assignment) {
   (void)mech_->OnMicroTaskFailed(assignment.combination, mech_clock_->Now());
   if (assignment.combination.is_pair()) {
     pairs_.erase(assignment.combination);
@@ -366,7 +373,7 @@ void Schedule::Skip(const mechanism::Assignment& assignment) {
   }
 }
 
-void Schedule::RoundClosed() {
+void MechanismSeam::RoundClosed() {
   // Every member reported before the round closed, so no pair is left unbooked; should one
   // be (a bug), its members leave the pair bookkeeping and the mechanism is rebuilt below.
   pairs_.clear();
@@ -375,7 +382,7 @@ void Schedule::RoundClosed() {
   if (mech_ && mech_->HasRunningMicroTasks()) needs_rebuild_ = true;
 }
 
-void Schedule::RefreshPairsOf(const Job& job) {
+void MechanismSeam::RefreshPairsOf(const Job& job) {
   if (!mech_ || !colocated_ || !mech_->IsActive(JobId(job.row.id))) return;
   for (const auto& [id, other] : *jobs_) {
     if (id == job.row.id || !JobBook::IsActive(other)) continue;
@@ -386,11 +393,11 @@ void Schedule::RefreshPairsOf(const Job& job) {
 // ------------------------------------------------------------------------------------------
 // The allocation.
 
-void Schedule::TakeFreshAllocation() {
+void MechanismSeam::TakeFreshAllocation() {
   if (allocation_->TakeFreshResult() && mech_) mech_->RequestReallocation();
 }
 
-void Schedule::Prefetch(const std::vector<JobId>& leaving) {
+void MechanismSeam::Prefetch(const std::vector<JobId>& leaving) {
   if (!HasActiveJobs()) return;
   std::vector<policy::PolicyInput> inputs;
   inputs.push_back(mech_->PolicyInputAt(mech_clock_->Now()));
@@ -399,7 +406,7 @@ void Schedule::Prefetch(const std::vector<JobId>& leaving) {
   allocation_->Prefetch(std::move(inputs));
 }
 
-void Schedule::NoteEstimatesUsed(const policy::PolicyInput& input) const {
+void MechanismSeam::NoteEstimatesUsed(const policy::PolicyInput& input) const {
   for (std::size_t i = 0; i < input.jobs.size(); ++i) {
     const auto it = jobs_->find(input.jobs[i].id.value());
     if (it == jobs_->end()) continue;
@@ -409,7 +416,7 @@ void Schedule::NoteEstimatesUsed(const policy::PolicyInput& input) const {
   }
 }
 
-void Schedule::RecordAllocation() {
+void MechanismSeam::RecordAllocation() {
   const std::vector<std::string>& types = mech_->layout().type_names();
   for (auto& [id, job] : *jobs_) {
     if (!JobBook::IsActive(job)) continue;
@@ -429,7 +436,7 @@ void Schedule::RecordAllocation() {
 // ------------------------------------------------------------------------------------------
 // Queries.
 
-std::map<std::string, double> Schedule::AllocationOf(std::uint64_t job_id) const {
+std::map<std::string, double> MechanismSeam::AllocationOf(std::uint64_t job_id) const {
   std::map<std::string, double> out;
   if (!mech_ || !mech_->IsActive(JobId(job_id))) return out;
   const std::vector<double> x = mech_->AllocationOf(JobId(job_id));
@@ -438,21 +445,21 @@ std::map<std::string, double> Schedule::AllocationOf(std::uint64_t job_id) const
   return out;
 }
 
-std::optional<mechanism::JobAccounting> Schedule::AccountingOf(std::uint64_t job_id) const {
+std::optional<mechanism::JobAccounting> MechanismSeam::AccountingOf(std::uint64_t job_id) const {
   if (!mech_) return std::nullopt;
   return mech_->AccountingOf(JobId(job_id));
 }
 
-std::optional<policy::PolicyInput> Schedule::PolicyInputNow() const {
+std::optional<policy::PolicyInput> MechanismSeam::PolicyInputNow() const {
   if (!mech_ || mech_->num_active_jobs() == 0) return std::nullopt;
   return mech_->PolicyInputAt(mech_clock_->Now());
 }
 
-std::vector<std::string> Schedule::gpu_types() const {
+std::vector<std::string> MechanismSeam::gpu_types() const {
   return mech_ ? mech_->layout().type_names() : std::vector<std::string>{};
 }
 
-bool Schedule::Holds(std::uint64_t job_id) const {
+bool MechanismSeam::Holds(std::uint64_t job_id) const {
   return mech_ && mech_->IsActive(JobId(job_id)) && mech_->IsHeld(JobId(job_id));
 }
 
