@@ -43,6 +43,7 @@ class Oasis final : public Policy {
     if (ledger_.SetCluster(input)) {  // nothing of the plans is promised in the fresh ledger
       for (auto& [id, state] : jobs_) state.plan.clear();
       departed_.clear();
+      ++released_;
     }
     const auto now_slot = static_cast<std::int64_t>(std::floor(input.now_seconds / o_.slot_seconds));
     ledger_.AdvanceTo(now_slot);
@@ -65,6 +66,10 @@ class Oasis final : public Policy {
       departed_.push_back(std::move(it->second));
       it = jobs_.erase(it);
     }
+    for (auto it = deferred_.begin(); it != deferred_.end();) {  // deferred jobs that left
+      const auto at = std::lower_bound(by_id.begin(), by_id.end(), std::make_pair(it->first, std::size_t{0}));
+      it = at != by_id.end() && at->first == it->first ? std::next(it) : deferred_.erase(it);
+    }
     ReleaseDeparted(now_slot);
     ledger_.Collect();
 
@@ -82,50 +87,58 @@ class Oasis final : public Policy {
     output.workers.resize(m);
     for (std::size_t i = 0; i < m; ++i) output.workers[i] = input.jobs[i].scale_factor;
     int decided = 0;  // planned admission decisions this round
-    for (std::size_t i : order) {
-      const PolicyJob& job = input.jobs[i];
-      if (state_of[i] != nullptr) continue;
-      if (const auto known = jobs_.find(job.id); known != jobs_.end()) {  // an id listed twice
-        state_of[i] = &known->second;
-        continue;
-      }
-      if (Plans(job)) {
-        // Past the round's decisions: pending (state_of stays nullptr) until a later round.
-        if (o_.decide_per_round > 0 && decided == o_.decide_per_round) continue;
-        ++decided;
-      }
-      if (Admit(input, i, now_slot)) {
-        state_of[i] = &jobs_.at(job.id);  // map nodes stay put
-      } else {
-        output.rejected[i] = 1;
+    // Arrivals first, then deferred jobs whose retry is due: promises were given back since
+    // their last try (the only way their prices can fall).
+    for (const bool retries : {false, true}) {
+      for (std::size_t i : order) {
+        const PolicyJob& job = input.jobs[i];
+        if (state_of[i] != nullptr) continue;
+        if (const auto known = jobs_.find(job.id); known != jobs_.end()) {  // an id listed twice
+          state_of[i] = &known->second;
+          continue;
+        }
+        const auto deferred = deferred_.find(job.id);
+        if ((deferred != deferred_.end()) != retries) continue;
+        if (retries) {
+          if (!Prospect(input, i)) {  // its utility is (all but) gone: it leaves
+            output.rejected[i] = 1;
+            deferred_.erase(deferred);
+            continue;
+          }
+          if (deferred->second == released_) continue;  // nothing given back since its last try
+        }
+        if (Plans(job)) {
+          // Past the round's decisions: pending (state_of stays nullptr) until a later round.
+          if (o_.decide_per_round > 0 && decided == o_.decide_per_round) continue;
+          ++decided;
+        }
+        const Decision decision = Admit(input, i, now_slot);
+        if (decision != Decision::kDeferred && retries) deferred_.erase(deferred);
+        if (decision == Decision::kAdmitted) {
+          state_of[i] = &jobs_.at(job.id);  // map nodes stay put
+        } else if (decision == Decision::kRejected) {
+          output.rejected[i] = 1;
+        } else {
+          deferred_[job.id] = released_;  // pending until promises are given back
+        }
       }
     }
     if (!ledger_.mismatch().empty()) return Status::Internal("oasis: " + ledger_.mismatch());
 
-    // Phase 3: this slot's planned workers, then free GPUs to admitted jobs, oldest first.
+    // Phase 3: this slot's planned workers, then free GPUs to admitted jobs, oldest first. While
+    // the jobs that stay fit in the cluster, most urgent first instead, each on its plan's GPUs
+    // if still free, else on the fastest free ones.
     std::vector<int> free(n);
     for (std::size_t j = 0; j < n; ++j) free[j] = static_cast<int>(input.gpu_counts[j]);
     std::vector<char> chosen(m, 0);
-    for (std::size_t i : order) {
-      if (output.rejected[i] != 0 || state_of[i] == nullptr) continue;  // rejected or pending
-      const PlanEntry* entry = Planned(state_of[i]->plan, now_slot);
-      if (entry == nullptr) continue;
-      const auto type = static_cast<std::size_t>(entry->type);
-      const int k = entry->workers;
-      if (free[type] < k || Throughput(input, i, k, type) <= 0.0) continue;
-      free[type] -= k;
-      output.allocation(i, type) = 1.0;
-      output.workers[i] = k;
-      chosen[i] = 1;
-    }
-    // Admitted jobs first (their resources were promised), then the pending ones.
-    std::vector<std::size_t> free_order;
-    for (const bool admitted : {true, false}) {
-      for (std::size_t i : order) {
-        if (output.rejected[i] == 0 && chosen[i] == 0 && (state_of[i] != nullptr) == admitted) free_order.push_back(i);
-      }
-    }
-    for (std::size_t i : free_order) {
+    double demand = 0.0;
+    double capacity = 0.0;
+    for (std::size_t j = 0; j < n; ++j) capacity += input.gpu_counts[j];
+    for (std::size_t i : order) demand += output.rejected[i] != 0 ? 0.0 : MinWorkers(input.jobs[i]);
+    const bool by_urgency = o_.urgency && demand <= capacity;
+    if (by_urgency) order = UrgentFirst(input, order);
+    // The fastest (type, workers) that fits in the free GPUs, for a job not chosen yet.
+    const auto take_free = [&](std::size_t i) {
       const PolicyJob& job = input.jobs[i];
       int best_k = 0;
       std::size_t best_type = 0;
@@ -140,12 +153,36 @@ class Oasis final : public Policy {
           }
         }
       }
-      if (best_k == 0) continue;
+      if (best_k == 0) return;
       free[best_type] -= best_k;
       output.allocation(i, best_type) = 1.0;
       output.workers[i] = best_k;
       chosen[i] = 1;
+    };
+    for (std::size_t i : order) {
+      if (output.rejected[i] != 0) continue;
+      const PlanEntry* entry = state_of[i] == nullptr ? nullptr : Planned(state_of[i]->plan, now_slot);
+      if (entry != nullptr) {
+        const auto type = static_cast<std::size_t>(entry->type);
+        const int k = entry->workers;
+        if (free[type] >= k && Throughput(input, i, k, type) > 0.0) {
+          free[type] -= k;
+          output.allocation(i, type) = 1.0;
+          output.workers[i] = k;
+          chosen[i] = 1;
+          continue;
+        }
+      }
+      if (by_urgency) take_free(i);
     }
+    // Admitted jobs first (their resources were promised), then the pending ones.
+    std::vector<std::size_t> free_order;
+    for (const bool admitted : {true, false}) {
+      for (std::size_t i : order) {
+        if (output.rejected[i] == 0 && chosen[i] == 0 && (state_of[i] != nullptr) == admitted) free_order.push_back(i);
+      }
+    }
+    for (std::size_t i : free_order) take_free(i);
     // GPUs still free: elastic jobs that run grow into them while that speeds them up (the
     // plan is a floor, not a ceiling, when nobody else can use the GPUs this round).
     for (bool grew = true; grew;) {
@@ -198,39 +235,82 @@ class Oasis final : public Policy {
     return slot < run.end ? &run.entry : nullptr;
   }
 
-  // Primal-dual admission of row i: true = admitted (its schedule promised).
-  bool Admit(const PolicyInput& input, std::size_t i, std::int64_t now_slot) {
+  // What a planned job (Plans) can earn at best: running from now at its best speed.
+  struct BestRun {
+    double time = kInf;             // seconds to finish
+    double gpu_slots = kInf;        // the fewest GPU-slots it needs
+    double value = 0.0;             // utility at that finish
+    double worthless_after = 0.0;   // seconds since arrival after which the utility is (all but) gone
+  };
+  BestRun Best(const PolicyInput& input, std::size_t i) const {
+    const PolicyJob& job = input.jobs[i];
+    BestRun best;
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      for (int k = MinWorkers(job); k <= MaxWorkers(job); ++k) {
+        const double tput = Throughput(input, i, k, j);
+        if (tput <= 0.0) continue;
+        best.time = std::min(best.time, job.steps_remaining / tput);
+        best.gpu_slots = std::min(best.gpu_slots, k * std::ceil(job.steps_remaining / (tput * o_.slot_seconds)));
+      }
+    }
+    const UtilityFunction& u = *job.utility;
+    best.worthless_after = u.family == UtilityFamily::kLinear ? u.midpoint : u.midpoint + 40.0 / u.steepness;
+    if (std::isfinite(best.time)) best.value = u.At(job.time_since_start.value() + best.time);
+    return best;
+  }
+  // Whether a deferred job can still finish before its utility is (all but) gone.
+  bool Prospect(const PolicyInput& input, std::size_t i) const {
+    const BestRun best = Best(input, i);
+    return std::isfinite(best.time) && best.value > 0.0 &&
+           input.jobs[i].time_since_start.value() + best.time < best.worthless_after;
+  }
+
+  // `order` with the most urgent first (stable): utility lost per GPU-slot by one slot of delay
+  // at the job's best speed; jobs without a utility last.
+  std::vector<std::size_t> UrgentFirst(const PolicyInput& input, std::vector<std::size_t> order) const {
+    std::vector<double> urgency(input.num_jobs(), 0.0);
+    for (std::size_t i : order) {
+      if (!Plans(input.jobs[i])) continue;
+      const BestRun best = Best(input, i);
+      if (!std::isfinite(best.time)) continue;
+      const double finish = input.jobs[i].time_since_start.value() + best.time;
+      const UtilityFunction& u = *input.jobs[i].utility;
+      urgency[i] = (u.At(finish) - u.At(finish + o_.slot_seconds)) / best.gpu_slots;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return urgency[a] > urgency[b]; });
+    return order;
+  }
+
+  enum class Decision {
+    kAdmitted,  // its schedule promised
+    kRejected,  // it leaves
+    kDeferred,  // pending: its best schedule does not pay now; tried again when promises are given back
+  };
+
+  // Primal-dual admission of row i.
+  Decision Admit(const PolicyInput& input, std::size_t i, std::int64_t now_slot) {
     const PolicyJob& job = input.jobs[i];
     if (!Plans(job)) {
       jobs_[job.id] = JobState{};  // nothing to value it by: admitted, runs on free GPUs
-      return true;
+      return Decision::kAdmitted;
     }
     const double slot = o_.slot_seconds;
     const double since = job.time_since_start.value();
     const double now = input.now_seconds;
     const double slot_start = static_cast<double>(now_slot) * slot;
     // The bounds L and U from what this job offers at best.
-    double best_time = kInf;
-    double least_gpu_slots = kInf;
-    for (std::size_t j = 0; j < input.num_types(); ++j) {
-      for (int k = MinWorkers(job); k <= MaxWorkers(job); ++k) {
-        const double tput = Throughput(input, i, k, j);
-        if (tput <= 0.0) continue;
-        best_time = std::min(best_time, job.steps_remaining / tput);
-        least_gpu_slots = std::min(least_gpu_slots, k * std::ceil(job.steps_remaining / (tput * slot)));
-      }
-    }
-    if (!std::isfinite(best_time)) return false;
-    const double value = job.utility->At(since + best_time);
-    if (!(value > 0.0)) return false;
+    const BestRun best_run = Best(input, i);
+    const double best_time = best_run.time;
+    if (!std::isfinite(best_time)) return Decision::kRejected;
+    const double value = best_run.value;
+    if (!(value > 0.0)) return Decision::kRejected;
+    if (o_.defer && !Prospect(input, i)) return Decision::kRejected;
     // Utility density: what one GPU for one slot is worth to this job at best.
-    const double density = value / least_gpu_slots;
+    const double density = value / best_run.gpu_slots;
     ledger_.Observe(density);
 
     // The horizon: until the utility is (all but) gone, at most `horizon` slots.
-    const UtilityFunction& u = *job.utility;
-    const double worthless_at =
-        u.family == UtilityFamily::kLinear ? u.midpoint : u.midpoint + 40.0 / u.steepness;
+    const double worthless_at = best_run.worthless_after;
     const double until = (now - since) + worthless_at;  // absolute time
     const int slots = static_cast<int>(std::clamp(std::ceil((until - slot_start) / slot), 1.0,
                                                   static_cast<double>(o_.horizon_slots)));
@@ -304,11 +384,11 @@ class Oasis final : public Policy {
     }
     const Schedule best = BestSchedule(problem);
     if (hooks_.on_schedule) hooks_.on_schedule(job.id, problem, best);
-    if (!best.feasible || !(best.payoff > 0.0)) return false;
+    if (!best.feasible || !(best.payoff > 0.0)) return o_.defer ? Decision::kDeferred : Decision::kRejected;
 
     // Admitted: its resources promised, slot by slot (prices rise for the next jobs).
     jobs_[job.id] = JobState{ledger_.Promise(best, grid, job.cpus_per_gpu, now_slot)};
-    return true;
+    return Decision::kAdmitted;
   }
 
   // Gives back the promises of the jobs that left, in the order they left, at most
@@ -318,6 +398,7 @@ class Oasis final : public Policy {
     if (o_.release_per_round > 0) count = std::min(count, static_cast<std::size_t>(o_.release_per_round));
     for (std::size_t d = 0; d < count; ++d) {
       ledger_.Release(departed_.front().plan, now_slot);
+      ++released_;
       departed_.pop_front();
     }
   }
@@ -327,6 +408,9 @@ class Oasis final : public Policy {
   oasis::PromiseLedger ledger_;
   std::map<JobId, JobState> jobs_;  // admitted jobs still active
   std::deque<JobState> departed_;   // admitted jobs gone, their promises not yet released
+  // Deferred jobs (still active) and the count of releases at their last try.
+  std::map<JobId, std::uint64_t> deferred_;
+  std::uint64_t released_ = 0;  // departed jobs' promises given back, ever (and cluster resets)
   // Admit's working space: the arriving job's combinations, units per (combination, step),
   // and costs per (step, combination).
   std::vector<oasis::JobCombo> job_combos_;
@@ -367,6 +451,12 @@ Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options) {
       GAVEL_ASSIGN_OR_RETURN(parsed.decide_per_round, IntegerOption(key, text, 0, 1'000'000, " (0 = no limit)"));
     } else if (key == "release_per_round") {
       GAVEL_ASSIGN_OR_RETURN(parsed.release_per_round, IntegerOption(key, text, 0, 1'000'000, " (0 = no limit)"));
+    } else if (key == "defer") {
+      GAVEL_ASSIGN_OR_RETURN(const int defer, IntegerOption(key, text, 0, 1, " (1 = defer, 0 = reject at once)"));
+      parsed.defer = defer == 1;
+    } else if (key == "urgency") {
+      GAVEL_ASSIGN_OR_RETURN(const int urgency, IntegerOption(key, text, 0, 1));
+      parsed.urgency = urgency == 1;
     } else if (key == "ps_ratio") {
       GAVEL_ASSIGN_OR_RETURN(parsed.ps_ratio, PositiveOption(key, text, true));
     } else if (key == "ps_cpus") {

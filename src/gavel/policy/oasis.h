@@ -7,10 +7,13 @@
 // priced by the ledger). The job is admitted only if that schedule's payoff — its utility at
 // the schedule's completion minus the schedule's price — is positive; its resources are then
 // promised (prices rise) and it runs, round by round, with the worker count its schedule
-// gives the current slot. Others are rejected (PolicyOutput::rejected). Jobs without a
-// utility are admitted without a schedule. GPUs the schedules leave free in a round go to
-// admitted jobs that are behind their plan or between planned slots, oldest first (the
-// round mechanism cannot hold GPUs idle for a plan; this keeps them busy).
+// gives the current slot. Others wait, deferred, and are planned again when promises are
+// given back, until they can no longer finish in time and are rejected
+// (PolicyOutput::rejected; `defer`). Jobs without a utility are admitted without a schedule.
+// GPUs the schedules leave free in a round go to admitted jobs that are behind their plan or
+// between planned slots, oldest first, then to waiting jobs (the round mechanism cannot hold
+// GPUs idle for a plan; this keeps them busy). While every job fits in the cluster, the round
+// serves the most urgent first instead, plans yielding to them (`urgency`).
 //
 // The parts: oasis_plan.h (the values they share), oasis_schedule.h (the programme),
 // oasis_promises.h (promise states and kept prices), oasis_reference_pricing.h (the oracle the
@@ -46,6 +49,18 @@ struct OasisOptions {
   // ... and at most this many departed jobs give their later promises back per round, in the
   // order they left (the rest keep their prices up until then). 0 = all of them at once.
   int release_per_round = 64;
+  // A job whose best schedule does not pay at arrival waits, pending (it may use GPUs no
+  // admitted job takes), and is planned again whenever promises have been given back since its
+  // last try; it is rejected only once it can no longer finish before its utility is (all but)
+  // gone (docs/policies.md "oasis", "Deferral and urgency"). false: rejected at once, as in
+  // the paper.
+  bool defer = true;
+  // While the jobs that stay need no more GPUs than the cluster has, the round serves them most
+  // urgent first (utility lost per GPU-slot of delay at their best speed), each on its planned
+  // GPUs if they are still free, else on the fastest free ones: plans then yield to a job that
+  // loses more by waiting (docs/policies.md "oasis", "Deferral and urgency"). false: plans
+  // first, always.
+  bool urgency = true;
 };
 
 Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options);

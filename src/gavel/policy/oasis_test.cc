@@ -55,23 +55,32 @@ TEST(Oasis, AdmitsWhileCheapAndNeverOverCommitsAGpuType) {
   options.slot_seconds = 100.0;
   options.horizon_slots = 50;
   options.units = 6;
-  const auto policy = MakeOasis(options);
   // 12 jobs on 2 GPUs: utility falls to 0 after 900 s, so at most 2 GPUs × 9 slots / 3 slots
-  // = 6 jobs can earn anything; the rest must be rejected.
+  // = 6 jobs can earn anything; the rest must not be admitted: rejected at once, or (deferred)
+  // pending, since each could still finish in time on GPUs given back.
   const PolicyInput input = Problem(2, 12, 10.0, 900.0);
-  const Result<PolicyOutput> out = policy->Allocate(input);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  int admitted = 0;
-  double running = 0.0;
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    if (out->rejected[i] == 0) ++admitted;
-    running += out->allocation(i, 0) * out->workers[i];
-    EXPECT_TRUE(out->rejected[i] == 0 || out->allocation(i, 0) == 0.0);
+  for (const bool defer : {false, true}) {
+    options.defer = defer;
+    int admitted = 0;  // best schedules that pay
+    const auto policy = MakeOasisForTesting(
+        options, Hooks(oasis::PricingMode::kKept, [&admitted](JobId, const ScheduleProblem&, const Schedule& best) {
+          admitted += best.feasible && best.payoff > 0.0 ? 1 : 0;
+        }));
+    const Result<PolicyOutput> out = policy->Allocate(input);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    int kept = 0;
+    double running = 0.0;
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (out->rejected[i] == 0) ++kept;
+      running += out->allocation(i, 0) * out->workers[i];
+      EXPECT_TRUE(out->rejected[i] == 0 || out->allocation(i, 0) == 0.0);
+    }
+    EXPECT_GE(admitted, 1) << "defer " << defer;
+    EXPECT_LE(admitted, 6) << "defer " << defer;
+    EXPECT_EQ(kept, defer ? 12 : admitted) << "defer " << defer;
+    EXPECT_LE(running, 2.0);  // no GPU promised twice
+    EXPECT_EQ(running, 2.0);  // and none left idle while admitted jobs wait
   }
-  EXPECT_GE(admitted, 1);
-  EXPECT_LE(admitted, 6);
-  EXPECT_LE(running, 2.0);  // no GPU promised twice
-  EXPECT_EQ(running, 2.0);  // and none left idle while admitted jobs wait
 }
 
 TEST(Oasis, AdmitsAJobLongAgainstItsHorizonOnAnIdleCluster) {
@@ -91,12 +100,18 @@ TEST(Oasis, AdmitsAJobLongAgainstItsHorizonOnAnIdleCluster) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->rejected[0], 0);
   EXPECT_EQ(out->allocation(0, 0), 1.0);
-  // One it cannot finish in its horizon at all (12,000 s > 10,000 s) is still rejected.
-  const auto other = MakeOasis(options);
+  // One it cannot finish in its horizon at all (12,000 s > 10,000 s) has no schedule: rejected
+  // at once with defer=false; deferred, it waits pending and runs on the idle GPU (it can
+  // still finish before its utility is gone at 20,000 s).
   input.jobs[0].steps_remaining = 12000.0;
-  const Result<PolicyOutput> late = other->Allocate(input);
-  ASSERT_TRUE(late.ok());
-  EXPECT_EQ(late->rejected[0], 1);
+  for (const bool defer : {false, true}) {
+    options.defer = defer;
+    const auto other = MakeOasis(options);
+    const Result<PolicyOutput> late = other->Allocate(input);
+    ASSERT_TRUE(late.ok());
+    EXPECT_EQ(late->rejected[0], defer ? 0 : 1);
+    EXPECT_EQ(late->allocation(0, 0), defer ? 1.0 : 0.0);
+  }
 }
 
 TEST(Oasis, ChoosesElasticWorkerCountsInRange) {
@@ -600,6 +615,92 @@ TEST(Oasis, ProgrammeStepsAlignToPowerOfTwoGroups) {
   }
 }
 
+// One GPU, slots of 100 s, jobs of 300 s. A (worth 10 until 4,000 s) is admitted first and
+// promised slots 0-2. B (worth 10 until 600 s) could finish only at 600 s, worth nothing: its
+// schedule does not pay. C (worth 10 until 350 s) likewise. Deferred, both wait, pending; with
+// defer=false both are rejected at once. A round later A has left (its later promises given
+// back): C can no longer finish before 350 s and is rejected; B is planned again (slots 2-4,
+// finishing at 500 s, worth 10/6), admitted, and runs on the GPU A left.
+TEST(Oasis, DefersAJobThatDoesNotPayUntilPromisesAreGivenBack) {
+  PolicyInput input = Problem(1, 3, 10.0, 4000.0);
+  input.jobs[1].utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 600.0, 1.0};
+  input.jobs[2].utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 350.0, 1.0};
+  for (const bool defer : {false, true}) {
+    OasisOptions options = SmallSlots();
+    options.defer = defer;
+    const auto policy = MakeOasis(options);
+    const Result<PolicyOutput> first = policy->Allocate(input);
+    ASSERT_TRUE(first.ok());
+    const char gone = defer ? 0 : 1;  // B and C
+    EXPECT_EQ(first->rejected, (std::vector<char>{0, gone, gone})) << defer;
+    EXPECT_EQ(first->allocation(0, 0), 1.0);
+    if (!defer) continue;
+    PolicyInput next = NextRound(input, *first, 100.0);
+    next.jobs.erase(next.jobs.begin());  // A finished
+    next.throughput = Matrix(2, 1, 1.0);
+    const Result<PolicyOutput> second = policy->Allocate(next);
+    ASSERT_TRUE(second.ok());
+    EXPECT_EQ(second->rejected, (std::vector<char>{0, 1}));
+    EXPECT_EQ(second->allocation(0, 0), 1.0);
+  }
+}
+
+// Two types of one 4-GPU server each; three long one-GPU jobs run on their plans (two on type
+// a, one on b). A short 4-GPU job that runs on type a only arrives: type a is promised to the
+// long jobs for longer than its utility lasts, so its schedule does not pay and it waits
+// (deferred). The jobs need 7 GPUs of 8: with urgency the short job, which loses far more per
+// GPU-slot of delay, takes type a and the long jobs move to b; without, the plans keep a.
+TEST(Oasis, UrgentJobsGoFirstWhileEveryJobFits) {
+  PolicyInput input;
+  input.gpu_types = {"a", "b"};
+  input.gpu_counts = {4.0, 4.0};
+  input.gpus_per_server = {4, 4};
+  for (int i = 0; i < 3; ++i) {
+    PolicyJob job;
+    job.id = JobId(i);
+    job.steps_remaining = 5000.0;
+    job.time_since_start = Seconds(0.0);
+    job.utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 100000.0, 1.0};
+    input.jobs.push_back(job);
+  }
+  input.throughput = Matrix(3, 2, 1.0);
+  for (const bool urgency : {false, true}) {
+    OasisOptions options = SmallSlots();
+    options.urgency = urgency;
+    const auto policy = MakeOasis(options);
+    const Result<PolicyOutput> first = policy->Allocate(input);
+    ASSERT_TRUE(first.ok());
+    ASSERT_EQ(first->rejected, (std::vector<char>(3, 0)));
+    PolicyInput next = NextRound(input, *first, 100.0);
+    PolicyJob gang;
+    gang.id = JobId(3);
+    gang.scale_factor = gang.min_workers = gang.max_workers = 4;
+    gang.steps_remaining = 1200.0;  // 300 s at 4 steps/s
+    gang.time_since_start = Seconds(0.0);
+    gang.utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 1000.0, 1.0};
+    next.jobs.push_back(gang);
+    next.throughput = Matrix(4, 2, 1.0);
+    next.throughput(3, 0) = 4.0;
+    next.throughput(3, 1) = 0.0;
+    const Result<PolicyOutput> out = policy->Allocate(next);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(out->rejected, (std::vector<char>(4, 0))) << urgency;
+    EXPECT_EQ(out->allocation(3, 0), urgency ? 1.0 : 0.0) << urgency;
+    double on_a = 0.0;
+    double on_b = 0.0;
+    for (std::size_t i = 0; i < 4; ++i) {
+      on_a += out->allocation(i, 0) * out->workers[i];
+      on_b += out->allocation(i, 1) * out->workers[i];
+    }
+    EXPECT_LE(on_a, 4.0);
+    EXPECT_LE(on_b, 4.0);
+    if (urgency) {
+      EXPECT_EQ(on_a, 4.0);  // the short job alone
+      EXPECT_EQ(on_b, 3.0);  // and every long job still runs
+    }
+  }
+}
+
 TEST(Oasis, OptionsAreChecked) {
   PolicyOptions options;
   options.params = {{"slot", "0"}};
@@ -612,11 +713,15 @@ TEST(Oasis, OptionsAreChecked) {
   EXPECT_FALSE(MakeOasis(options).ok());
   options.params = {{"release_per_round", "1.5"}};
   EXPECT_FALSE(MakeOasis(options).ok());
-  options.params = {{"decide_per_round", "0"}, {"release_per_round", "7"}};
+  options.params = {{"defer", "2"}};
+  EXPECT_FALSE(MakeOasis(options).ok());
+  options.params = {{"decide_per_round", "0"}, {"release_per_round", "7"}, {"defer", "0"}, {"urgency", "0"}};
   const Result<OasisOptions> parsed = ParseOasisOptions(options);
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->decide_per_round, 0);
   EXPECT_EQ(parsed->release_per_round, 7);
+  EXPECT_FALSE(parsed->defer);
+  EXPECT_FALSE(parsed->urgency);
 }
 
 }  // namespace
