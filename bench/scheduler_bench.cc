@@ -26,6 +26,7 @@
 #include "gavel/core/check.h"
 #include "gavel/core/utility.h"
 #include "gavel/policy/oasis.h"
+#include "gavel/policy/oasis_testing.h"
 #include "gavel/policy/registry.h"
 
 namespace gavel {
@@ -139,7 +140,7 @@ void BM_CongestedRound(benchmark::State& state, const char* name, bool steady) {
 }
 
 // The jobs of `input` whose admission oasis decides by planning (those with a utility). Each
-// such decision calls OasisOptions::on_schedule, which PlayUntilDecided counts, as long as the
+// such decision calls OasisTestHooks::on_schedule, which PlayUntilDecided counts, as long as the
 // job has a positive throughput and utility at its best speed: CongestedInput gives a utility
 // only to jobs with a positive throughput, and a sigmoid utility is positive everywhere.
 std::size_t PlannedJobs(const policy::PolicyInput& input) {
@@ -181,10 +182,14 @@ void BM_OasisBurstDrain(benchmark::State& state) {
   const policy::PolicyInput history = CongestedInput(500, 99, false, /*first_id=*/1000000);
   for (auto _ : state) {
     policy::OasisOptions options;
+    // Every arrival planned once (the count below): a deferred job would wait for releases
+    // that this burst never makes, and one whose utility is gone would leave unplanned.
+    options.defer = false;
     if (state.range(1) >= 0) options.decide_per_round = static_cast<int>(state.range(1));
     std::size_t decisions = 0;
-    options.on_schedule = [&decisions](JobId, const policy::ScheduleProblem&, const policy::Schedule&) { ++decisions; };
-    const std::unique_ptr<policy::Policy> oasis = policy::MakeOasis(options);
+    policy::OasisTestHooks hooks;
+    hooks.on_schedule = [&decisions](JobId, const policy::ScheduleProblem&, const policy::Schedule&) { ++decisions; };
+    const std::unique_ptr<policy::Policy> oasis = policy::MakeOasisForTesting(options, std::move(hooks));
     const double slot = options.slot_seconds;
     const policy::PolicyInput after_history =
         PlayUntilDecided(*oasis, history, slot, decisions, PlannedJobs(history), [](double) {});

@@ -14,194 +14,12 @@
 #include <vector>
 
 #include "gavel/core/utility.h"
+#include "gavel/policy/oasis_test_support.h"
+#include "gavel/policy/oasis_testing.h"
 #include "gavel/policy/registry.h"
 
 namespace gavel::policy {
 namespace {
-
-// Every assignment of "idle or one choice" to every slot: the best payoff of completing at the
-// first slot where the units add up, paying for every slot used up to then.
-double BruteForcePayoff(const ScheduleProblem& p, bool* feasible) {
-  const int slots = static_cast<int>(p.choices.size());
-  std::vector<int> pick(static_cast<std::size_t>(slots), -1);
-  double best = -1e300;
-  *feasible = false;
-  while (true) {
-    int done = 0;
-    double cost = 0.0;
-    for (int t = 0; t < slots; ++t) {
-      const int c = pick[static_cast<std::size_t>(t)];
-      if (c >= 0) {
-        done += p.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)].units;
-        cost += p.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)].cost;
-      }
-      if (done >= p.units) {
-        *feasible = true;
-        best = std::max(best, p.utility(t) - cost);
-        break;
-      }
-    }
-    // Next assignment (odometer).
-    int t = 0;
-    while (t < slots) {
-      int& c = pick[static_cast<std::size_t>(t)];
-      if (c + 1 < static_cast<int>(p.choices[static_cast<std::size_t>(t)].size())) {
-        ++c;
-        break;
-      }
-      c = -1;
-      ++t;
-    }
-    if (t == slots) return best;
-  }
-}
-
-TEST(OasisBestSchedule, MatchesBruteForceOnTinyInstances) {
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int> units_of(0, 4);
-  std::uniform_real_distribution<double> cost_of(0.0, 3.0);
-  for (int trial = 0; trial < 300; ++trial) {
-    ScheduleProblem p;
-    p.units = 1 + trial % 6;
-    const int slots = 1 + trial % 5;
-    p.choices.resize(static_cast<std::size_t>(slots));
-    for (auto& choices : p.choices) {
-      const int count = static_cast<int>(rng() % 4);
-      for (int c = 0; c < count; ++c) choices.push_back(SlotChoice{units_of(rng), cost_of(rng), 0, c + 1});
-    }
-    const UtilityFunction u{trial % 2 == 0 ? UtilityFamily::kSigmoid : UtilityFamily::kLinear,
-                            8.0, 3.0, 1.5};
-    p.utility = [&](int t) { return u.At(t + 1.0); };
-    bool feasible = false;
-    const double expected = BruteForcePayoff(p, &feasible);
-    const Schedule s = BestSchedule(p);
-    ASSERT_EQ(s.feasible, feasible) << "trial " << trial;
-    if (!feasible) continue;
-    EXPECT_NEAR(s.payoff, expected, 1e-9) << "trial " << trial;
-    // The schedule it returns achieves that payoff: its units add up and its cost is paid.
-    int done = 0;
-    double cost = 0.0;
-    for (const SlotChoice& c : s.per_slot) {
-      done += c.units;
-      cost += c.units > 0 ? c.cost : 0.0;
-    }
-    EXPECT_GE(done, p.units);
-    EXPECT_NEAR(cost, s.cost, 1e-9);
-    EXPECT_NEAR(p.utility(s.finish_slot) - s.cost, s.payoff, 1e-9);
-  }
-}
-
-TEST(OasisBestSchedule, WaitsForCheapSlotsOnlyWhenUtilityAllows) {
-  // Slot 0 is dear, slot 1 cheap; finishing in slot 1 loses 1 of utility.
-  ScheduleProblem p;
-  p.units = 2;
-  p.choices = {{SlotChoice{2, 5.0, 0, 2}}, {SlotChoice{2, 1.0, 0, 2}}};
-  p.utility = [](int t) { return t == 0 ? 10.0 : 9.0; };
-  Schedule s = BestSchedule(p);
-  EXPECT_EQ(s.finish_slot, 1);
-  EXPECT_DOUBLE_EQ(s.payoff, 8.0);
-  p.utility = [](int t) { return t == 0 ? 10.0 : 4.0; };
-  s = BestSchedule(p);
-  EXPECT_EQ(s.finish_slot, 0);
-  EXPECT_DOUBLE_EQ(s.payoff, 5.0);
-}
-
-// The dynamic programme as first written (row by row, choice by choice per e, branch on each
-// improvement): BestSchedule must give the same schedule to the bit, ties included.
-Schedule FirstBestSchedule(const ScheduleProblem& problem) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const int slots = static_cast<int>(problem.choices.size());
-  const int units = problem.units;
-  Schedule best;
-  if (units <= 0 || slots == 0) return best;
-  const auto width = static_cast<std::size_t>(units + 1);
-  std::vector<double> cost(static_cast<std::size_t>(slots) * width, kInf);
-  std::vector<int> pick(static_cast<std::size_t>(slots) * width, -1);
-  std::vector<double> previous(width, kInf);
-  previous[0] = 0.0;
-  for (int t = 0; t < slots; ++t) {
-    double* row = &cost[static_cast<std::size_t>(t) * width];
-    int* picked = &pick[static_cast<std::size_t>(t) * width];
-    const auto& choices = problem.choices[static_cast<std::size_t>(t)];
-    for (int e = 0; e <= units; ++e) {
-      row[e] = previous[static_cast<std::size_t>(e)];
-      for (std::size_t c = 0; c < choices.size(); ++c) {
-        const double before = previous[static_cast<std::size_t>(std::max(0, e - choices[c].units))];
-        if (before + choices[c].cost < row[e]) {
-          row[e] = before + choices[c].cost;
-          picked[e] = static_cast<int>(c);
-        }
-      }
-    }
-    previous.assign(row, row + width);
-  }
-  for (int t = 0; t < slots; ++t) {
-    const double c = cost[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(units)];
-    if (!std::isfinite(c)) continue;
-    const double payoff = problem.utility(t) - c;
-    if (!best.feasible || payoff > best.payoff) {
-      best.feasible = true;
-      best.payoff = payoff;
-      best.cost = c;
-      best.finish_slot = t;
-    }
-  }
-  if (!best.feasible) return best;
-  best.per_slot.assign(static_cast<std::size_t>(best.finish_slot + 1), SlotChoice{});
-  int e = units;
-  for (int t = best.finish_slot; t >= 0 && e > 0; --t) {
-    const int c = pick[static_cast<std::size_t>(t) * width + static_cast<std::size_t>(e)];
-    if (c < 0) continue;
-    const SlotChoice& choice = problem.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)];
-    best.per_slot[static_cast<std::size_t>(t)] = choice;
-    e = std::max(0, e - choice.units);
-  }
-  return best;
-}
-
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-// Equal to the bit: feasibility, payoff, cost, finish slot and every slot's choice.
-void ExpectSameSchedule(const Schedule& got, const Schedule& want, const std::string& where) {
-  EXPECT_EQ(got.feasible, want.feasible) << where;
-  EXPECT_TRUE(SameBits(got.payoff, want.payoff)) << where << ": " << got.payoff << " vs " << want.payoff;
-  EXPECT_TRUE(SameBits(got.cost, want.cost)) << where;
-  EXPECT_EQ(got.finish_slot, want.finish_slot) << where;
-  ASSERT_EQ(got.per_slot.size(), want.per_slot.size()) << where;
-  for (std::size_t t = 0; t < got.per_slot.size(); ++t) {
-    EXPECT_EQ(got.per_slot[t].units, want.per_slot[t].units) << where << " slot " << t;
-    EXPECT_TRUE(SameBits(got.per_slot[t].cost, want.per_slot[t].cost)) << where << " slot " << t;
-    EXPECT_EQ(got.per_slot[t].type, want.per_slot[t].type) << where << " slot " << t;
-    EXPECT_EQ(got.per_slot[t].workers, want.per_slot[t].workers) << where << " slot " << t;
-  }
-}
-
-// Random programmes, many with ties (costs of a few integer values, repeated choices) and
-// choices of 0 units or more units than the workload: the same schedule as the first
-// programme, to the bit.
-TEST(OasisBestSchedule, MatchesTheFirstProgrammeExactly) {
-  std::mt19937 rng(11);
-  for (int trial = 0; trial < 2000; ++trial) {
-    ScheduleProblem p;
-    p.units = 1 + static_cast<int>(rng() % 40);
-    const int slots = 1 + static_cast<int>(rng() % 30);
-    const bool ties = trial % 2 == 0;
-    p.choices.resize(static_cast<std::size_t>(slots));
-    for (auto& choices : p.choices) {
-      const int count = static_cast<int>(rng() % 6);
-      for (int c = 0; c < count; ++c) {
-        const int units = static_cast<int>(rng() % static_cast<unsigned>(p.units + 5));
-        const double cost = ties ? static_cast<double>(rng() % 4) : std::ldexp(static_cast<double>(rng() % 1000000), -13);
-        choices.push_back(SlotChoice{units, cost, static_cast<int>(rng() % 3), c + 1});
-      }
-    }
-    const double midpoint = 1.0 + static_cast<double>(rng() % 30);
-    const UtilityFunction u{trial % 3 == 0 ? UtilityFamily::kLinear : UtilityFamily::kSigmoid, 50.0, midpoint, 0.5};
-    p.utility = [&](int t) { return u.At(t + 1.0); };
-    ExpectSameSchedule(BestSchedule(p), FirstBestSchedule(p), "trial " + std::to_string(trial));
-    if (HasFailure()) return;
-  }
-}
 
 // A cluster of `gpus` one-GPU servers of one type and `jobs` jobs that each need one GPU for
 // `slots` slots of 100 s.
@@ -222,28 +40,47 @@ PolicyInput Problem(int gpus, int jobs, double utility_value, double midpoint) {
   return input;
 }
 
+using PlanObserver = std::function<void(JobId, const ScheduleProblem&, const Schedule&)>;
+
+// Test hooks that price with `pricing` and show every planned arrival to `on_schedule` (if set).
+OasisTestHooks Hooks(oasis::PricingMode pricing, PlanObserver on_schedule = nullptr) {
+  OasisTestHooks hooks;
+  hooks.pricing = pricing;
+  hooks.on_schedule = std::move(on_schedule);
+  return hooks;
+}
+
 TEST(Oasis, AdmitsWhileCheapAndNeverOverCommitsAGpuType) {
   OasisOptions options;
   options.slot_seconds = 100.0;
   options.horizon_slots = 50;
   options.units = 6;
-  const auto policy = MakeOasis(options);
   // 12 jobs on 2 GPUs: utility falls to 0 after 900 s, so at most 2 GPUs × 9 slots / 3 slots
-  // = 6 jobs can earn anything; the rest must be rejected.
+  // = 6 jobs can earn anything; the rest must not be admitted: rejected at once, or (deferred)
+  // pending, since each could still finish in time on GPUs given back.
   const PolicyInput input = Problem(2, 12, 10.0, 900.0);
-  const Result<PolicyOutput> out = policy->Allocate(input);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  int admitted = 0;
-  double running = 0.0;
-  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
-    if (out->rejected[i] == 0) ++admitted;
-    running += out->allocation(i, 0) * out->workers[i];
-    EXPECT_TRUE(out->rejected[i] == 0 || out->allocation(i, 0) == 0.0);
+  for (const bool defer : {false, true}) {
+    options.defer = defer;
+    int admitted = 0;  // best schedules that pay
+    const auto policy = MakeOasisForTesting(
+        options, Hooks(oasis::PricingMode::kKept, [&admitted](JobId, const ScheduleProblem&, const Schedule& best) {
+          admitted += best.feasible && best.payoff > 0.0 ? 1 : 0;
+        }));
+    const Result<PolicyOutput> out = policy->Allocate(input);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    int kept = 0;
+    double running = 0.0;
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (out->rejected[i] == 0) ++kept;
+      running += out->allocation(i, 0) * out->workers[i];
+      EXPECT_TRUE(out->rejected[i] == 0 || out->allocation(i, 0) == 0.0);
+    }
+    EXPECT_GE(admitted, 1) << "defer " << defer;
+    EXPECT_LE(admitted, 6) << "defer " << defer;
+    EXPECT_EQ(kept, defer ? 12 : admitted) << "defer " << defer;
+    EXPECT_LE(running, 2.0);  // no GPU promised twice
+    EXPECT_EQ(running, 2.0);  // and none left idle while admitted jobs wait
   }
-  EXPECT_GE(admitted, 1);
-  EXPECT_LE(admitted, 6);
-  EXPECT_LE(running, 2.0);  // no GPU promised twice
-  EXPECT_EQ(running, 2.0);  // and none left idle while admitted jobs wait
 }
 
 TEST(Oasis, AdmitsAJobLongAgainstItsHorizonOnAnIdleCluster) {
@@ -263,12 +100,18 @@ TEST(Oasis, AdmitsAJobLongAgainstItsHorizonOnAnIdleCluster) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->rejected[0], 0);
   EXPECT_EQ(out->allocation(0, 0), 1.0);
-  // One it cannot finish in its horizon at all (12,000 s > 10,000 s) is still rejected.
-  const auto other = MakeOasis(options);
+  // One it cannot finish in its horizon at all (12,000 s > 10,000 s) has no schedule: rejected
+  // at once with defer=false; deferred, it waits pending and runs on the idle GPU (it can
+  // still finish before its utility is gone at 20,000 s).
   input.jobs[0].steps_remaining = 12000.0;
-  const Result<PolicyOutput> late = other->Allocate(input);
-  ASSERT_TRUE(late.ok());
-  EXPECT_EQ(late->rejected[0], 1);
+  for (const bool defer : {false, true}) {
+    options.defer = defer;
+    const auto other = MakeOasis(options);
+    const Result<PolicyOutput> late = other->Allocate(input);
+    ASSERT_TRUE(late.ok());
+    EXPECT_EQ(late->rejected[0], defer ? 0 : 1);
+    EXPECT_EQ(late->allocation(0, 0), defer ? 1.0 : 0.0);
+  }
 }
 
 TEST(Oasis, ChoosesElasticWorkerCountsInRange) {
@@ -388,7 +231,7 @@ std::vector<std::vector<PolicyOutput>> Play(const RandomRun& run, std::mt19937_6
 
 // The slot-price cache (and its runs of equal slots) against pricing every slot afresh, the
 // computation before the cache: the same admissions, the same schedules (the worker counts
-// and types of every round follow them), and, with check_pricing, the same price of every
+// and types of every round follow them), and, with the checked pricing, the same price of every
 // slot priced, to the bit.
 TEST(Oasis, CachedSlotPricesMatchFreshPricing) {
   for (int trial = 0; trial < 40; ++trial) {
@@ -399,13 +242,9 @@ TEST(Oasis, CachedSlotPricesMatchFreshPricing) {
     options.steps = 3 + trial % 7;
     options.units = 5 + trial % 20;
     const RandomRun run = MakeRandomRun(rng, 20 + trial % 30, options.slot_seconds);
-    OasisOptions fresh = options;
-    fresh.reference_pricing = true;
-    OasisOptions checked = options;
-    checked.check_pricing = true;
-    const auto a = MakeOasis(fresh);
+    const auto a = MakeOasisForTesting(options, Hooks(oasis::PricingMode::kReference));
     const auto b = MakeOasis(options);
-    const auto c = MakeOasis(checked);
+    const auto c = MakeOasisForTesting(options, Hooks(oasis::PricingMode::kChecked));
     const auto outputs = Play(run, rng, options.slot_seconds, {a.get(), b.get(), c.get()});
     ASSERT_EQ(outputs[0].size(), 12u) << "trial " << trial;
     int admitted = 0;
@@ -434,8 +273,8 @@ struct PlanRecord {
   Schedule best;
 };
 
-// An OasisOptions::on_schedule that appends every planned arrival to `into`.
-std::function<void(JobId, const ScheduleProblem&, const Schedule&)> RecordPlans(std::vector<PlanRecord>& into) {
+// An OasisTestHooks::on_schedule that appends every planned arrival to `into`.
+PlanObserver RecordPlans(std::vector<PlanRecord>& into) {
   return [&into](JobId job, const ScheduleProblem& problem, const Schedule& best) {
     into.push_back(PlanRecord{job, ScheduleProblem{problem.units, problem.choices, {}, problem.step_begin}, best});
   };
@@ -446,7 +285,7 @@ std::function<void(JobId, const ScheduleProblem&, const Schedule&)> RecordPlans(
 // between bursts: planning with kept prices (and with state collection forced often) against
 // pricing every slot afresh with the first greedy: the same programmes (every step's
 // price for every choice, to the bit), the same schedules, admissions and allocations; and
-// check_pricing finds no kept price that differs.
+// the checked pricing finds no kept price that differs.
 TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
   for (int trial = 0; trial < 24; ++trial) {
     std::mt19937_64 rng(static_cast<std::uint64_t>(5000 + trial));
@@ -464,16 +303,15 @@ TEST(Oasis, KeptPricesMatchFreshPricingOnBursts) {
       cluster.gpu_counts.push_back(4.0 * static_cast<double>(1 + rng() % 4));
     }
     if (trial % 2 == 0) cluster.host_cpus = 16.0 * static_cast<double>(2 + rng() % 6);
-    options.collect_states_at = 32;
     options.decide_per_round = 0;  // whole bursts in one round: the most promises before each plan
-    std::vector<OasisOptions> modes(3, options);
-    modes[0].reference_pricing = true;
-    modes[2].check_pricing = true;
+    const std::vector<oasis::PricingMode> modes = {oasis::PricingMode::kReference, oasis::PricingMode::kKept,
+                                                   oasis::PricingMode::kChecked};
     std::vector<std::vector<PlanRecord>> records(modes.size());
     std::vector<std::unique_ptr<Policy>> policies;
     for (std::size_t mode = 0; mode < modes.size(); ++mode) {
-      modes[mode].on_schedule = RecordPlans(records[mode]);
-      policies.push_back(MakeOasis(modes[mode]));
+      OasisTestHooks hooks = Hooks(modes[mode], RecordPlans(records[mode]));
+      hooks.collect_states_at = 32;
+      policies.push_back(MakeOasisForTesting(options, std::move(hooks)));
     }
     // Four bursts of 15-60 jobs, two rounds apart; a fifth of the running jobs leave before
     // each burst, the rest make progress.
@@ -615,8 +453,7 @@ TEST(Oasis, DecidesAtMostDecidePerRoundArrivalsOldestFirst) {
   for (std::size_t mode = 0; mode < 2; ++mode) {
     OasisOptions options = SmallSlots();
     options.decide_per_round = mode == 0 ? 3 : 0;
-    options.on_schedule = RecordPlans(plans[mode]);
-    policies.push_back(MakeOasis(options));
+    policies.push_back(MakeOasisForTesting(options, Hooks(oasis::PricingMode::kKept, RecordPlans(plans[mode]))));
   }
   const Result<PolicyOutput> all = policies[1]->Allocate(input);
   ASSERT_TRUE(all.ok());
@@ -685,8 +522,7 @@ std::vector<PlanRecord> PlayDepartures(int release_per_round, bool arrives_in_de
   std::vector<PlanRecord> plans;
   OasisOptions options = SmallSlots();
   options.release_per_round = release_per_round;
-  options.on_schedule = RecordPlans(plans);
-  const auto policy = MakeOasis(options);
+  const auto policy = MakeOasisForTesting(options, Hooks(oasis::PricingMode::kKept, RecordPlans(plans)));
   PolicyInput start = Problem(4, 4, 100.0, 40000.0);
   start.gpus_per_server = {4};
   for (PolicyJob& job : start.jobs) job.steps_remaining = 3000.0;
@@ -752,7 +588,8 @@ TEST(Oasis, ProgrammeStepsAlignToPowerOfTwoGroups) {
     options.horizon_slots = 10 + 37 * trial;
     options.steps = 3 + trial % 7;
     int checked = 0;
-    options.on_schedule = [&](JobId, const ScheduleProblem& problem, const Schedule&) {
+    OasisTestHooks hooks;
+    hooks.on_schedule = [&](JobId, const ScheduleProblem& problem, const Schedule&) {
       const auto& begin = problem.step_begin;
       ASSERT_EQ(begin.size(), problem.choices.size());
       ASSERT_GE(begin.size(), 1u);
@@ -769,11 +606,97 @@ TEST(Oasis, ProgrammeStepsAlignToPowerOfTwoGroups) {
       }
       ++checked;
     };
-    const auto policy = MakeOasis(options);
+    const auto policy = MakeOasisForTesting(options, std::move(hooks));
     const RandomRun run = MakeRandomRun(rng, 30, options.slot_seconds);
     Play(run, rng, options.slot_seconds, {policy.get()});
     if (options.horizon_slots > 3 * options.steps) {
       EXPECT_GT(checked, 0) << "trial " << trial;
+    }
+  }
+}
+
+// One GPU, slots of 100 s, jobs of 300 s. A (worth 10 until 4,000 s) is admitted first and
+// promised slots 0-2. B (worth 10 until 600 s) could finish only at 600 s, worth nothing: its
+// schedule does not pay. C (worth 10 until 350 s) likewise. Deferred, both wait, pending; with
+// defer=false both are rejected at once. A round later A has left (its later promises given
+// back): C can no longer finish before 350 s and is rejected; B is planned again (slots 2-4,
+// finishing at 500 s, worth 10/6), admitted, and runs on the GPU A left.
+TEST(Oasis, DefersAJobThatDoesNotPayUntilPromisesAreGivenBack) {
+  PolicyInput input = Problem(1, 3, 10.0, 4000.0);
+  input.jobs[1].utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 600.0, 1.0};
+  input.jobs[2].utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 350.0, 1.0};
+  for (const bool defer : {false, true}) {
+    OasisOptions options = SmallSlots();
+    options.defer = defer;
+    const auto policy = MakeOasis(options);
+    const Result<PolicyOutput> first = policy->Allocate(input);
+    ASSERT_TRUE(first.ok());
+    const char gone = defer ? 0 : 1;  // B and C
+    EXPECT_EQ(first->rejected, (std::vector<char>{0, gone, gone})) << defer;
+    EXPECT_EQ(first->allocation(0, 0), 1.0);
+    if (!defer) continue;
+    PolicyInput next = NextRound(input, *first, 100.0);
+    next.jobs.erase(next.jobs.begin());  // A finished
+    next.throughput = Matrix(2, 1, 1.0);
+    const Result<PolicyOutput> second = policy->Allocate(next);
+    ASSERT_TRUE(second.ok());
+    EXPECT_EQ(second->rejected, (std::vector<char>{0, 1}));
+    EXPECT_EQ(second->allocation(0, 0), 1.0);
+  }
+}
+
+// Two types of one 4-GPU server each; three long one-GPU jobs run on their plans (two on type
+// a, one on b). A short 4-GPU job that runs on type a only arrives: type a is promised to the
+// long jobs for longer than its utility lasts, so its schedule does not pay and it waits
+// (deferred). The jobs need 7 GPUs of 8: with urgency the short job, which loses far more per
+// GPU-slot of delay, takes type a and the long jobs move to b; without, the plans keep a.
+TEST(Oasis, UrgentJobsGoFirstWhileEveryJobFits) {
+  PolicyInput input;
+  input.gpu_types = {"a", "b"};
+  input.gpu_counts = {4.0, 4.0};
+  input.gpus_per_server = {4, 4};
+  for (int i = 0; i < 3; ++i) {
+    PolicyJob job;
+    job.id = JobId(i);
+    job.steps_remaining = 5000.0;
+    job.time_since_start = Seconds(0.0);
+    job.utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 100000.0, 1.0};
+    input.jobs.push_back(job);
+  }
+  input.throughput = Matrix(3, 2, 1.0);
+  for (const bool urgency : {false, true}) {
+    OasisOptions options = SmallSlots();
+    options.urgency = urgency;
+    const auto policy = MakeOasis(options);
+    const Result<PolicyOutput> first = policy->Allocate(input);
+    ASSERT_TRUE(first.ok());
+    ASSERT_EQ(first->rejected, (std::vector<char>(3, 0)));
+    PolicyInput next = NextRound(input, *first, 100.0);
+    PolicyJob gang;
+    gang.id = JobId(3);
+    gang.scale_factor = gang.min_workers = gang.max_workers = 4;
+    gang.steps_remaining = 1200.0;  // 300 s at 4 steps/s
+    gang.time_since_start = Seconds(0.0);
+    gang.utility = UtilityFunction{UtilityFamily::kLinear, 10.0, 1000.0, 1.0};
+    next.jobs.push_back(gang);
+    next.throughput = Matrix(4, 2, 1.0);
+    next.throughput(3, 0) = 4.0;
+    next.throughput(3, 1) = 0.0;
+    const Result<PolicyOutput> out = policy->Allocate(next);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(out->rejected, (std::vector<char>(4, 0))) << urgency;
+    EXPECT_EQ(out->allocation(3, 0), urgency ? 1.0 : 0.0) << urgency;
+    double on_a = 0.0;
+    double on_b = 0.0;
+    for (std::size_t i = 0; i < 4; ++i) {
+      on_a += out->allocation(i, 0) * out->workers[i];
+      on_b += out->allocation(i, 1) * out->workers[i];
+    }
+    EXPECT_LE(on_a, 4.0);
+    EXPECT_LE(on_b, 4.0);
+    if (urgency) {
+      EXPECT_EQ(on_a, 4.0);  // the short job alone
+      EXPECT_EQ(on_b, 3.0);  // and every long job still runs
     }
   }
 }
@@ -790,11 +713,15 @@ TEST(Oasis, OptionsAreChecked) {
   EXPECT_FALSE(MakeOasis(options).ok());
   options.params = {{"release_per_round", "1.5"}};
   EXPECT_FALSE(MakeOasis(options).ok());
-  options.params = {{"decide_per_round", "0"}, {"release_per_round", "7"}};
+  options.params = {{"defer", "2"}};
+  EXPECT_FALSE(MakeOasis(options).ok());
+  options.params = {{"decide_per_round", "0"}, {"release_per_round", "7"}, {"defer", "0"}, {"urgency", "0"}};
   const Result<OasisOptions> parsed = ParseOasisOptions(options);
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->decide_per_round, 0);
   EXPECT_EQ(parsed->release_per_round, 7);
+  EXPECT_FALSE(parsed->defer);
+  EXPECT_FALSE(parsed->urgency);
 }
 
 }  // namespace

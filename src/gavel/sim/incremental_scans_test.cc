@@ -50,14 +50,7 @@ SimulationOptions Options(const Case& c, bool exhaustive) {
   o.window_start = 20;
   o.window_end = 120;
   o.saturation_limit = Seconds(5e6);
-  if (c.realistic) {
-    auto penalty = PlacementPenalty::LoadFile(ShippedPlacementPenaltyFile());
-    auto restart = RestartOverhead::LoadFile(ShippedRestartOverheadFile());
-    GAVEL_CHECK(penalty.ok() && restart.ok());
-    o.physics.placement_penalty = std::move(*penalty);
-    o.physics.restart_overhead = std::move(*restart);
-    o.physics.failures = FailureModel::Philly();
-  }
+  if (c.realistic) o.physics = simtest::RealisticPhysics();
   o.exhaustive_scans = exhaustive;
   return o;
 }

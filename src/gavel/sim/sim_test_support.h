@@ -1,5 +1,5 @@
 // Helpers the simulator's tests share (header only, tests only): trace jobs, the shipped V100
-// throughput of a job type, and a simulation that must succeed.
+// throughput of a job type, the `--realistic` physics, and a simulation that must succeed.
 #pragma once
 
 #include <memory>
@@ -7,6 +7,7 @@
 
 #include "gavel/core/check.h"
 #include "gavel/core/shipped_table.h"
+#include "gavel/sim/physics.h"
 #include "gavel/sim/simulator.h"
 #include "gavel/workload/philly_workload.h"
 
@@ -23,6 +24,18 @@ inline workload::TraceJob Job(const std::string& model, int sf, double steps, do
   job.total_steps = steps;
   job.arrival_time = Seconds(arrival);
   return job;
+}
+
+// The `--realistic` physics: the shipped placement penalty and restart overhead, Philly failures.
+inline PhysicsOptions RealisticPhysics() {
+  PhysicsOptions physics;
+  auto penalty = PlacementPenalty::LoadFile(ShippedPlacementPenaltyFile());
+  auto restart = RestartOverhead::LoadFile(ShippedRestartOverheadFile());
+  GAVEL_CHECK(penalty.ok() && restart.ok());
+  physics.placement_penalty = std::move(*penalty);
+  physics.restart_overhead = std::move(*restart);
+  physics.failures = FailureModel::Philly();
+  return physics;
 }
 
 inline SimulationResult MustSimulate(const SimulationOptions& options) {
