@@ -16,8 +16,16 @@ double HalfRound(const SchedulerOptions& options) { return options.round_length.
 
 // Spec §3.4: priority = allocation / share of the type's time received since the last reset,
 // for a combination in the allocation (0 for the others).
-double PriorityOf(double allocation, double job_time, double worker_time, bool runnable) {
-  const double fraction = worker_time == 0.0 ? 0.0 : job_time / worker_time;
+// `owed`: the time the combination was owed at past resets and has not received (its deficit's
+// positive part; 0 under Compat::forgets_deficit). It counts against the time received, so a
+// combination whose share per reset interval is below one round (a large gang among many jobs)
+// still reaches the head of its queue once its debt outgrows the half-round credit; with the
+// time received alone, every reset forgot the debt and such a gang could starve for good. A
+// net time under a thousandth of the time received is floored there (the debt is then first).
+double PriorityOf(double allocation, double job_time, double owed, double worker_time,
+                  bool runnable) {
+  const double net = owed > 0.0 ? std::max(job_time - owed, job_time * 1e-3) : job_time;
+  const double fraction = worker_time == 0.0 ? 0.0 : net / worker_time;
   if (allocation == 0.0 || !runnable) return 0.0;
   if (fraction > 0.0) return allocation / fraction;
   return allocation * 1e9;
@@ -1093,11 +1101,16 @@ void RoundScheduler::UpdatePriorities() {
   stale_priority_.clear();
 }
 
+double RoundScheduler::Owed(const ComboState& c, std::size_t type) const {
+  return options_.compat.forgets_deficit ? 0.0 : std::max(c.deficit[type], 0.0);
+}
+
 void RoundScheduler::UpdateAllocatedPriority(ComboState& c) const {
   for (int t = 0; t < num_types_; ++t) {
     const auto ut = static_cast<std::size_t>(t);
     const bool runnable = !(c.tput_a[ut] == 0.0 || (c.id.is_pair() && c.tput_b[ut] == 0.0));
-    c.priority[ut] = PriorityOf(c.allocation[ut], c.job_time[ut], worker_time_[ut], runnable);
+    c.priority[ut] = PriorityOf(c.allocation[ut], c.job_time[ut], Owed(c, ut), worker_time_[ut],
+                                runnable);
   }
 }
 
@@ -1109,18 +1122,10 @@ void RoundScheduler::UpdatePrioritiesExhaustive() {
     for (int slot : order_) {
       ComboState& c = combo(slot);
       if (!c.alive) continue;
-      const double fraction = worker_time == 0.0 ? 0.0 : c.job_time[ut] / worker_time;
-      double priority = 0.0;
-      if (c.in_allocation) {
-        const double a = c.allocation[ut];
-        priority = a * 1e9;
-        if (a == 0.0 || c.tput_a[ut] == 0.0 || (c.id.is_pair() && c.tput_b[ut] == 0.0)) {
-          priority = 0.0;
-        } else if (fraction > 0.0) {
-          priority = a / fraction;
-        }
-      }
-      c.priority[ut] = priority;
+      const bool runnable = !(c.tput_a[ut] == 0.0 || (c.id.is_pair() && c.tput_b[ut] == 0.0));
+      c.priority[ut] = c.in_allocation ? PriorityOf(c.allocation[ut], c.job_time[ut], Owed(c, ut),
+                                                    worker_time, runnable)
+                                       : 0.0;
     }
   }
 }

@@ -427,6 +427,8 @@ class RoundScheduler {
   Status RecomputeAllocation(Seconds now);
   void UpdatePriorities();
   void UpdateAllocatedPriority(ComboState& c) const;
+  // The time c is owed on `type` from past resets, counted against its time received.
+  double Owed(const ComboState& c, std::size_t type) const;
   std::vector<int> RoundTypeOrder();
   std::vector<Chosen> ChooseCombinations(const std::vector<int>& type_order);
   // A round's choice in progress, shared by both scans: free GPUs per type, and the jobs
