@@ -206,6 +206,14 @@ const PolicyInfo kPolicies[] = {
      .option_keys = "queues,thresholds,starve",
      .make_with_params = &MakeTiresias2das,
      .make = &MakeTiresias2dasWithDefaults},
+    {.name = "tiresias_2das_perf",
+     .description = "tiresias_2das's queues, each job started on the type where its normalised "
+                    "throughput is largest relative to the other jobs' (options as "
+                    "tiresias_2das)",
+     .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
+     .option_keys = "queues,thresholds,starve",
+     .make_with_params = &MakeTiresias2dasPerf,
+     .make = &MakeTiresias2dasPerfWithDefaults},
     {.name = "tiresias_gittins",
      .description = "Tiresias: discretized 2D-Gittins index (from completed jobs' GPU-time) "
                     "within K priority queues, preemptive (options queues=, thresholds=, "
