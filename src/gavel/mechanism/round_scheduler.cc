@@ -956,6 +956,7 @@ void RoundScheduler::AddHistory(policy::PolicyInput& input, Seconds now,
     const bool ran_last_round = single.last_round >= 0 && single.last_round == stats_.rounds - 1;
     row.running_type = ran_last_round && single.last_type < num_types_ ? single.last_type : -1;
     row.waiting = row.running_type >= 0 ? Seconds(0.0) : now - job.last_ran_until;
+    if (single.in_allocation) row.current_allocation = single.allocation;
     row.cpus_per_gpu = record.cpus_per_gpu;
     row.mem_gb_per_gpu = record.mem_gb_per_gpu;
     row.app = record.app;
@@ -993,6 +994,14 @@ void RoundScheduler::AddEntities(policy::PolicyInput& input,
 Status RoundScheduler::RecomputeAllocation(Seconds now) {
   ++stats_.allocation_recomputations;
   need_reallocation_ = false;
+  std::vector<ActiveJob*> rows;
+  rows.reserve(active_.size());
+  for (auto& [id, job] : active_) rows.push_back(&job);
+  // Built before the old allocation is cleared: it carries each job's current allocation.
+  const policy::PolicyInput input =
+      active_.empty()
+          ? policy::PolicyInput{}
+          : PolicyInputOf(now, std::span<const ActiveJob* const>(rows.data(), rows.size()));
   for (int slot : options_.exhaustive_scans ? order_ : allocated_) {
     ComboState& c = combo(slot);
     if (c.in_allocation) stale_priority_.push_back(slot);
@@ -1001,12 +1010,6 @@ Status RoundScheduler::RecomputeAllocation(Seconds now) {
   }
   allocated_.clear();
   if (active_.empty()) return Status::Ok();
-
-  std::vector<ActiveJob*> rows;
-  rows.reserve(active_.size());
-  for (auto& [id, job] : active_) rows.push_back(&job);
-  const policy::PolicyInput input =
-      PolicyInputOf(now, std::span<const ActiveJob* const>(rows.data(), rows.size()));
 
   const auto start = std::chrono::steady_clock::now();
   Result<policy::PolicyOutput> output = policy_->Allocate(input);

@@ -12,6 +12,7 @@
 
 #include "gavel/mechanism/ports.h"
 #include "gavel/mechanism/round_scheduler.h"
+#include "gavel/policy/registry.h"
 #include "gavel/sim/estimation.h"
 #include "gavel/sim/event_queue.h"
 #include "gavel/sim/ideal.h"
@@ -70,7 +71,7 @@ class RoundSimulation {
  private:
   Status CreateScheduler() {
     mechanism::SchedulerOptions so;
-    so.policy = options_.policy;
+    so.policy = PolicyWithPhysicsDefaults(options_.policy, options_.physics);
     so.compat = options_.compat;
     so.seed = options_.seed;
     so.round_length = options_.round_length;
@@ -649,6 +650,21 @@ std::string ResultToJson(const SimulationResult& r) {
     j["throughput_estimation"] = nullptr;
   }
   return j.dump(2) + "\n";
+}
+
+std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics) {
+  if (!physics.restart_overhead || policy.find(':') != std::string::npos) return policy;
+  const Result<const policy::PolicyInfo*> info = policy::FindPolicy(policy);
+  if (!info.ok()) return policy;  // the scheduler names the unknown policy
+  const std::string_view keys = (*info)->option_keys;
+  for (std::size_t at = 0; at < keys.size();) {
+    const std::size_t comma = std::min(keys.find(',', at), keys.size());
+    if (keys.substr(at, comma - at) == "stay") {
+      return policy + ":stay=" + std::to_string(kStayWhenRestartsCost);
+    }
+    at = comma + 1;
+  }
+  return policy;
 }
 
 Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds end,

@@ -266,6 +266,12 @@ inline constexpr double kStarvedBelowEqualShare = 0.25;
 Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds end,
                   double starved_below = kStarvedBelowEqualShare);
 
+// The policy the scheduler runs: `policy` itself, or, when restarts cost something
+// (physics.restart_overhead) and the user gave no options, with `stay=` kStayWhenRestartsCost
+// for the policies that take it (docs/policies.md, "Staying put").
+inline constexpr double kStayWhenRestartsCost = 0.05;
+std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics);
+
 // The result as JSON (docs/formats.md), without the per-job list.
 std::string ResultToJson(const SimulationResult& result);
 // The per-job CSV: id, job_type, scale_factor, priority_weight, arrival, first_start, finish,

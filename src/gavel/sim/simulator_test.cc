@@ -326,6 +326,22 @@ TEST(BacklogTest, CountsActiveJobsAndThoseFarBelowTheirEqualShare) {
   EXPECT_EQ(BacklogOf(jobs, 2, Seconds(100.0), /*starved_below=*/1.5).starved_jobs, 2u);
 }
 
+// Restarts that cost something turn on the LP policies' stay option, unless the user chose
+// the policy's options; policies without the option are left alone.
+TEST(SimulatorTest, RestartCostsTurnOnStayingPutWhereThePolicyOffersIt) {
+  PhysicsOptions plain;
+  PhysicsOptions restarts;
+  restarts.restart_overhead = RestartOverhead::Uniform(20.0);
+  EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf", plain), "max_min_fairness_perf");
+  EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf", restarts),
+            "max_min_fairness_perf:stay=" + std::to_string(kStayWhenRestartsCost));
+  EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf:stay=0", restarts),
+            "max_min_fairness_perf:stay=0");
+  EXPECT_EQ(PolicyWithPhysicsDefaults("tiresias_2das", restarts), "tiresias_2das");
+  EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_packed", restarts),
+            "max_min_fairness_packed");
+}
+
 TEST(SimulatorTest, RejectsBadOptionsAndUnschedulableJobs) {
   SimulationOptions o = OnV100s(2, {Job(kResNet, 1, 100.0, 0.0)});
   o.window_start = 1;
