@@ -173,12 +173,17 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
       r.physics.placement_slowdown_gpu_seconds > 0.0 || r.physics.user_errors > 0 ||
       r.physics.infra_failures > 0) {
     out << "Restarts: " << r.physics.restarts << " (" << r.physics.restart_overhead_gpu_seconds
-        << " GPU-s), placement slow-down: " << r.physics.placement_slowdown_gpu_seconds
+        << " GPU-s, " << 100.0 * r.restart_share << "% of busy GPU-time), placement slow-down: " << r.physics.placement_slowdown_gpu_seconds
         << " GPU-s, failed jobs: " << r.failed_jobs << " (" << r.physics.user_errors
         << " user errors, " << r.physics.infra_failures << " infrastructure failures), wasted "
         << r.physics.wasted_gpu_seconds << " GPU-s\n";
   }
   if (r.saturated) out << "SATURATED: the run was cut at the saturation limit\n";
+  if (r.active_jobs_at_end > 0) {
+    out << "Left at the end: " << r.active_jobs_at_end << " active jobs, " << r.starved_jobs
+        << " starved window jobs, oldest unfinished window job "
+        << r.oldest_unfinished_window_job_age_seconds / 3600.0 << " hours old\n";
+  }
   out << "Rounds: " << r.rounds << ", policy solves: " << r.policy_solves << " ("
       << r.policy_solve_seconds << " s), wall time: " << r.wall_seconds << " s\n";
   out.unsetf(std::ios::fixed);

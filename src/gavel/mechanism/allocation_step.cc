@@ -120,6 +120,7 @@ void AllocationStep::AddHistory(policy::PolicyInput& input, Seconds now, std::in
     const bool ran_last_round = single.last_round >= 0 && single.last_round == round - 1;
     row.running_type = ran_last_round && single.last_type < num_types ? single.last_type : -1;
     row.waiting = row.running_type >= 0 ? Seconds(0.0) : now - job.last_ran_until;
+    if (single.in_allocation) row.current_allocation = single.allocation;
     row.cpus_per_gpu = record.cpus_per_gpu;
     row.mem_gb_per_gpu = record.mem_gb_per_gpu;
     row.app = record.app;
@@ -158,6 +159,14 @@ void AllocationStep::AddEntities(policy::PolicyInput& input,
 Status AllocationStep::Recompute(Seconds now, std::int64_t round) {
   ++counters_.recomputations;
   need_reallocation_ = false;
+  std::vector<ActiveJob*> rows;
+  rows.reserve(table_->active().size());
+  for (auto& [id, job] : table_->active()) rows.push_back(&job);
+  // Built before the old allocation is cleared: it carries each job's current allocation (the
+  // policies' `stay` option keeps close to it).
+  const policy::PolicyInput input =
+      rows.empty() ? policy::PolicyInput{}
+                   : InputOf(now, round, std::span<const ActiveJob* const>(rows.data(), rows.size()));
   for (int slot : options_.exhaustive_scans ? table_->order() : allocated_) {
     ComboState& c = table_->combo(slot);
     if (c.in_allocation) accounting_->MarkStale(slot);
@@ -166,12 +175,6 @@ Status AllocationStep::Recompute(Seconds now, std::int64_t round) {
   }
   allocated_.clear();
   if (table_->active().empty()) return Status::Ok();
-
-  std::vector<ActiveJob*> rows;
-  rows.reserve(table_->active().size());
-  for (auto& [id, job] : table_->active()) rows.push_back(&job);
-  const policy::PolicyInput input =
-      InputOf(now, round, std::span<const ActiveJob* const>(rows.data(), rows.size()));
 
   const auto start = std::chrono::steady_clock::now();
   Result<policy::PolicyOutput> output = policy_->Allocate(input);

@@ -16,6 +16,7 @@ constexpr std::pair<const char*, bool Compat::*> kSwitches[] = {
     {"idle_gap_booking", &Compat::idle_gap_booking},
     {"floor_step_split", &Compat::floor_step_split},
     {"slo_quirks", &Compat::slo_quirks},
+    {"forgets_deficit", &Compat::forgets_deficit},
     {"estimator", &Compat::estimator},
 };
 

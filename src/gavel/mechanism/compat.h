@@ -44,6 +44,11 @@ struct Compat {
   // violation compares the JCT (a duration) with the deadline (a time). Off: from arrival,
   // comparing the finish time with the deadline.
   bool slo_quirks = false;
+  // A combination's priority on a type is its allocation over its share of the time booked
+  // since the last reset alone: what it was owed at earlier resets (the deficit) only breaks
+  // ties, so a gang whose share per reset interval is below one round can starve. Off: the
+  // owed time counts against the time received (time_accounting.cc, PriorityOf).
+  bool forgets_deficit = false;
   // The throughput estimator as the original's (estimator/throughput_estimator.h): single-GPU
   // jobs only, the profiling column quirk, random fallbacks, its generators; and `gavel
   // simulate` ignores --num-reference-models, as the original's single-run driver does.

@@ -8,8 +8,16 @@ namespace {
 
 // Priority = allocation / share of the type's time received since the last reset, for a
 // combination in the allocation (0 for the others).
-double PriorityOf(double allocation, double job_time, double worker_time, bool runnable) {
-  const double fraction = worker_time == 0.0 ? 0.0 : job_time / worker_time;
+// `owed`: the time the combination was owed at past resets and has not received (its deficit's
+// positive part; 0 under Compat::forgets_deficit). It counts against the time received, so a
+// combination whose share per reset interval is below one round (a large gang among many jobs)
+// still reaches the head of its queue once its debt outgrows the half-round credit; with the
+// time received alone, every reset forgot the debt and such a gang could starve for good. A
+// net time under a thousandth of the time received is floored there (the debt is then first).
+double PriorityOf(double allocation, double job_time, double owed, double worker_time,
+                  bool runnable) {
+  const double net = owed > 0.0 ? std::max(job_time - owed, job_time * 1e-3) : job_time;
+  const double fraction = worker_time == 0.0 ? 0.0 : net / worker_time;
   if (allocation == 0.0 || !runnable) return 0.0;
   if (fraction > 0.0) return allocation / fraction;
   return allocation * 1e9;
@@ -111,18 +119,10 @@ void TimeAccounting::UpdatePriorities() {
       for (int slot : table_->order()) {
         ComboState& c = table_->combo(slot);
         if (!c.alive) continue;
-        const double fraction = worker_time == 0.0 ? 0.0 : c.job_time[t] / worker_time;
-        double priority = 0.0;
-        if (c.in_allocation) {
-          const double a = c.allocation[t];
-          priority = a * 1e9;
-          if (a == 0.0 || c.tput_a[t] == 0.0 || (c.id.is_pair() && c.tput_b[t] == 0.0)) {
-            priority = 0.0;
-          } else if (fraction > 0.0) {
-            priority = a / fraction;
-          }
-        }
-        c.priority[t] = priority;
+        const bool runnable = !(c.tput_a[t] == 0.0 || (c.id.is_pair() && c.tput_b[t] == 0.0));
+        c.priority[t] = c.in_allocation ? PriorityOf(c.allocation[t], c.job_time[t], Owed(c, t),
+                                                     worker_time, runnable)
+                                        : 0.0;
       }
     }
     return;
@@ -137,8 +137,13 @@ void TimeAccounting::UpdatePriorities() {
 void TimeAccounting::UpdateAllocatedPriority(ComboState& c) const {
   for (std::size_t t = 0; t < worker_time_.size(); ++t) {
     const bool runnable = !(c.tput_a[t] == 0.0 || (c.id.is_pair() && c.tput_b[t] == 0.0));
-    c.priority[t] = PriorityOf(c.allocation[t], c.job_time[t], worker_time_[t], runnable);
+    c.priority[t] = PriorityOf(c.allocation[t], c.job_time[t], Owed(c, t), worker_time_[t],
+                               runnable);
   }
+}
+
+double TimeAccounting::Owed(const ComboState& c, std::size_t type) const {
+  return options_.forgets_deficit ? 0.0 : std::max(c.deficit[type], 0.0);
 }
 
 void TimeAccounting::Book(ComboState& c, int type, double seconds,

@@ -31,6 +31,7 @@ struct TimeAccountingOptions {
   Seconds min_reset_interval{1920.0};
   bool reset_at_zero_means_never = false;  // Compat::reset_at_zero_means_never
   bool exhaustive_scans = false;           // SchedulerOptions::exhaustive_scans
+  bool forgets_deficit = false;            // Compat::forgets_deficit
 };
 
 class TimeAccounting {
@@ -71,6 +72,9 @@ class TimeAccounting {
   // (UpdateAllocatedPriority), so a round reads each combination's state once.
   void UpdatePriorities();
   void UpdateAllocatedPriority(ComboState& c) const;
+  // The time c is owed on `type` from past resets (its deficit's positive part; 0 under
+  // forgets_deficit), counted against its time received in its priority.
+  double Owed(const ComboState& c, std::size_t type) const;
 
   // ---- Booking ----
   // A successful micro-task of `c` ran `seconds` on `type`, on `workers`.

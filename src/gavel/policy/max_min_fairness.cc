@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gavel/core/parse_number.h"
 #include "gavel/policy/common.h"
 #include "gavel/policy/fast_path.h"
 #include "gavel/policy/packed_classes.h"
@@ -15,29 +16,34 @@ namespace {
 
 class MaxMinFairness final : public Policy {
  public:
-  MaxMinFairness(Variant variant, const PolicyOptions& options)
+  MaxMinFairness(Variant variant, const PolicyOptions& options, double stay = 0.0)
       : variant_(variant),
         options_(options),
-        solvers_(options) {}
+        solvers_(options),
+        stay_(stay) {}
 
+  // With `stay` = ε > 0 and a current allocation in the input: the max-min optimum t*, then
+  // among the allocations that give every job at least (1 − ε)·t*, the one closest to the
+  // current allocation in L1 distance.
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    GAVEL_ASSIGN_OR_RETURN(PolicyOutput optimum, AllocateOptimum(input));
+    const bool has_current = std::any_of(input.jobs.begin(), input.jobs.end(),
+                                         [](const PolicyJob& j) {
+                                           return !j.current_allocation.empty();
+                                         });
+    if (stay_ <= 0.0 || !has_current || !optimum.objective || *optimum.objective <= 0.0) {
+      return optimum;
+    }
+    return StayClose(input, *optimum.objective);
+  }
+
+ private:
+  Result<PolicyOutput> AllocateOptimum(const PolicyInput& input) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const bool packed = variant_ == Variant::kPacked;
-    const Matrix throughput = variant_ == Variant::kAgnostic
-                                  ? UnitThroughput(input, options_.compat_gavel)
-                                  : input.throughput;
-
-    // Agnostic: prop = 1 (the original's T ≡ 1 makes Σ_j c_j / Σ_t c_t = 1), except for a job
-    // that can run nowhere, which has no share to be fair about (prop = 0 leaves it out).
-    std::vector<double> prop(m, 1.0);
-    if (variant_ != Variant::kAgnostic) {
-      prop = ProportionalThroughputs(input, throughput);
-    } else {
-      for (std::size_t i = 0; i < m; ++i) {
-        if (throughput.RowSum(i) <= 0.0) prop[i] = 0.0;
-      }
-    }
+    const Matrix throughput = ThroughputView(input);
+    const std::vector<double> prop = NormalisingThroughputs(input, throughput);
 
     FastPathAttempt fast = TryFastPath(variant_, options_, m, [&] {
       return AllocateByDecomposition(input, throughput, prop);
@@ -119,6 +125,70 @@ class MaxMinFairness final : public Policy {
     return output;
   }
 
+  // The thrifty re-allocation: minimise Σ_ij |X[i][j] − current[i][j]| (current = 0 where the
+  // job has none) subject to the base constraints and every counted job's normalised
+  // throughput >= (1 − ε)·t*. The reported objective stays t*.
+  Result<PolicyOutput> StayClose(const PolicyInput& input, double optimum) {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    const Matrix throughput = ThroughputView(input);
+    const std::vector<double> prop = NormalisingThroughputs(input, throughput);
+    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
+                           BuildBaseProblem(input, throughput, lp::Sense::kMinimize,
+                                            BaseProblemOptionsFor(variant_, options_)));
+    const double floor = (1.0 - stay_) * optimum;
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (std::size_t i = 0; i < m; ++i) {
+      const PolicyJob& job = input.jobs[i];
+      if (prop[i] > 0.0) {
+        const double scale = job.scale_factor / (job.priority_weight * prop[i]);
+        cols.clear();
+        coefs.clear();
+        for (std::size_t j = 0; j < n; ++j) {
+          cols.push_back(problem.job_columns[i * n + j]);
+          coefs.push_back(throughput(i, j) * scale);
+        }
+        problem.model.AddRow(floor, lp::kInfinity, cols, coefs);
+      }
+      // d >= |x − current| as d − x >= −current and d + x >= current.
+      for (std::size_t j = 0; j < n; ++j) {
+        const double current = j < job.current_allocation.size() ? job.current_allocation[j] : 0.0;
+        const int x = problem.job_columns[i * n + j];
+        const int pair[2] = {problem.model.AddColumn(0.0, lp::kInfinity, 1.0), x};
+        const double minus[2] = {1.0, -1.0};
+        const double plus[2] = {1.0, 1.0};
+        problem.model.AddRow(-current, lp::kInfinity, pair, minus);
+        problem.model.AddRow(current, lp::kInfinity, pair, plus);
+      }
+    }
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solvers_.lp->Solve(problem.model));
+    if (solution.outcome != lp::Outcome::kOptimal) {
+      return UnexpectedOutcome("max_min_fairness (stay)", solution.outcome);
+    }
+    PolicyOutput output = ExtractAllocation(input, problem, solution);
+    output.objective = optimum;
+    return output;
+  }
+
+  // The throughputs the variant believes, and each job's normaliser (prop; 1 when agnostic,
+  // 0 for a job that can run nowhere, which is left out of the minimum).
+  Matrix ThroughputView(const PolicyInput& input) const {
+    return variant_ == Variant::kAgnostic ? UnitThroughput(input, options_.compat_gavel)
+                                          : input.throughput;
+  }
+  std::vector<double> NormalisingThroughputs(const PolicyInput& input,
+                                             const Matrix& throughput) const {
+    if (variant_ != Variant::kAgnostic) return ProportionalThroughputs(input, throughput);
+    // Agnostic: prop = 1 (the original's T ≡ 1 makes Σ_j c_j / Σ_t c_t = 1), except for a job
+    // that can run nowhere, which has no share to be fair about (prop = 0 leaves it out).
+    std::vector<double> prop(input.num_jobs(), 1.0);
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (throughput.RowSum(i) <= 0.0) prop[i] = 0.0;
+    }
+    return prop;
+  }
+
   // The same LP by per-job decomposition: demand rows gain·x >= t with the normalised
   // throughputs as gains, for the jobs in the minimum.
   Result<PolicyOutput> AllocateByDecomposition(const PolicyInput& input, const Matrix& throughput,
@@ -155,7 +225,6 @@ class MaxMinFairness final : public Policy {
     return output;
   }
 
- private:
   // The original's LP (max_min_fairness.py) as cvxpy 1.1 hands it to ECOS, solved by ECOS's
   // iterations (lp/ecos_lp.h): where the optimum is not unique, and under load almost every
   // job's share above the minimum is free, the original scheduled by the point where ECOS
@@ -284,12 +353,31 @@ class MaxMinFairness final : public Policy {
   Variant variant_;
   PolicyOptions options_;
   PolicySolvers solvers_;
+  double stay_ = 0.0;  // ε of StayClose; 0 = off
 };
 
 }  // namespace
 
 std::unique_ptr<Policy> MakeMaxMinFairness(Variant variant, const PolicyOptions& options) {
   return std::make_unique<MaxMinFairness>(variant, options);
+}
+
+Result<std::unique_ptr<Policy>> MakeMaxMinFairnessWithParams(Variant variant,
+                                                             const PolicyOptions& options) {
+  double stay = 0.0;
+  for (const auto& [key, text] : options.params) {
+    if (key != "stay") return Status::InvalidArgument("unknown option " + key);
+    const std::optional<double> value = ParseFiniteDouble(text);
+    if (!value || *value < 0.0 || *value >= 1.0) {
+      return Status::InvalidArgument("option stay=" + text +
+                                     ": must be a fraction of the optimum in [0, 1)");
+    }
+    stay = *value;
+  }
+  if (stay > 0.0 && variant == Variant::kPacked) {
+    return Status::InvalidArgument("option stay: not offered with space sharing (_packed)");
+  }
+  return std::unique_ptr<Policy>(std::make_unique<MaxMinFairness>(variant, options, stay));
 }
 
 }  // namespace gavel::policy

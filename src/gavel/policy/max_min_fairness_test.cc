@@ -13,6 +13,7 @@
 #include "gavel/lp/glpk_solver.h"
 #include "gavel/lp/model.h"
 #include "gavel/policy/policy_input.h"
+#include "gavel/policy/registry.h"
 #include "gavel/policy/policy_test_support.h"
 
 namespace gavel::policy {
@@ -304,6 +305,101 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, MaxMinRandomTest,
                          [](const ::testing::TestParamInfo<RandomCase>& param) {
                            return std::string(param.param.name);
                          });
+
+// ---------------------------------------------------------------------------------------------
+// Staying put (option stay=ε). Under load the max-min optimum is rarely unique: only the
+// minimum is pinned. The plain solve returns a vertex X0 and the original's ECOS path a point
+// X1 inside the optimal face; their midpoint P is optimal too and generally neither. Given P as
+// the current allocation, stay=0.05 must return P itself. Given a random current allocation
+// (not even feasible), it must stay within ε of the optimum GLPK finds for every job, be a
+// valid allocation, and be no farther from it than X0 (which the second stage could choose).
+
+double L1(const Matrix& a, const Matrix& b) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < a.rows(); ++i) {
+    for (std::size_t j = 0; j < a.cols(); ++j) sum += std::abs(a(i, j) - b(i, j));
+  }
+  return sum;
+}
+
+Result<PolicyOutput> AllocateStaying(Variant variant, const PolicyInput& input, double stay) {
+  PolicyOptions options;
+  options.params = {{"stay", std::to_string(stay)}};
+  GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
+                         MakeMaxMinFairnessWithParams(variant, options));
+  return policy->Allocate(input);
+}
+
+PolicyInput WithCurrent(PolicyInput input, const Matrix& current) {
+  for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+    input.jobs[i].current_allocation.assign(input.num_types(), 0.0);
+    for (std::size_t j = 0; j < input.num_types(); ++j) {
+      input.jobs[i].current_allocation[j] = current(i, j);
+    }
+  }
+  return input;
+}
+
+TEST(MaxMinFairnessStayTest, KeepsAnOptimalCurrentAllocationAndStaysWithinEpsilon) {
+  constexpr double kStay = 0.05;
+  int moved_by_plain_solve = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed * 104729);
+    const PolicyInput input = RandomInstance(rng, /*with_pairs=*/false, 20);
+    const double optimum = SolveIndependently(Variant::kPerf, input, false).objective;
+    const auto x0 = Allocate(Variant::kPerf, input);
+    const auto x1 = Allocate(Variant::kPerf, input, /*compat=*/true);
+    ASSERT_TRUE(x0.ok() && x1.ok());
+    Matrix midpoint(input.num_jobs(), input.num_types());
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        // The default fixes unrunnable cells to 0; the original leaves them free.
+        const double x1_ij = input.throughput(i, j) > 0.0 ? x1->allocation(i, j) : 0.0;
+        midpoint(i, j) = 0.5 * (x0->allocation(i, j) + x1_ij);
+      }
+    }
+    PolicyOutput as_output;
+    as_output.allocation = midpoint;
+    as_output.pair_allocation = Matrix(0, input.num_types());
+    // ECOS's point is optimal only to its tolerance; the midpoint then is too.
+    if (AchievedLevel(Variant::kPerf, input, as_output, false) >= optimum * (1.0 - 1e-6)) {
+      if (L1(midpoint, x0->allocation) > 1e-3) ++moved_by_plain_solve;
+      const auto kept = AllocateStaying(Variant::kPerf, WithCurrent(input, midpoint), kStay);
+      ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+      EXPECT_LT(L1(kept->allocation, midpoint), 1e-6);
+    }
+
+    Matrix junk(input.num_jobs(), input.num_types());
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (std::size_t i = 0; i < junk.rows(); ++i) {
+      for (std::size_t j = 0; j < junk.cols(); ++j) junk(i, j) = unit(rng);
+    }
+    const auto near = AllocateStaying(Variant::kPerf, WithCurrent(input, junk), kStay);
+    ASSERT_TRUE(near.ok()) << near.status().ToString();
+    ExpectValidAllocation(input, *near);
+    EXPECT_GE(AchievedLevel(Variant::kPerf, input, *near, false),
+              (1.0 - kStay) * optimum - 1e-6 * std::max(1.0, optimum));
+    EXPECT_LE(L1(near->allocation, junk), L1(x0->allocation, junk) + 1e-6);
+    // Without a current allocation (every job new) the option changes nothing.
+    const auto fresh = AllocateStaying(Variant::kPerf, input, kStay);
+    ASSERT_TRUE(fresh.ok());
+    EXPECT_EQ(L1(fresh->allocation, x0->allocation), 0.0);
+  }
+  // The optimum was not unique on most instances: the plain solve would have moved jobs.
+  EXPECT_GE(moved_by_plain_solve, 10);
+}
+
+TEST(MaxMinFairnessStayTest, OptionIsCheckedByName) {
+  EXPECT_TRUE(MakePolicy("max_min_fairness_perf:stay=0.05", {}).ok());
+  EXPECT_TRUE(MakePolicy("max_min_fairness:stay=0", {}).ok());
+  for (const char* bad : {"max_min_fairness_perf:stay=1", "max_min_fairness_perf:stay=-0.1",
+                          "max_min_fairness_perf:stay=x", "max_min_fairness_packed:stay=0.05"}) {
+    const auto policy = MakePolicy(bad, {});
+    ASSERT_FALSE(policy.ok()) << bad;
+    EXPECT_THAT(policy.status().message(), ::testing::HasSubstr("stay")) << bad;
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Brute force: 2 jobs × 2 types, every allocation on a grid of step h. Rounding the true

@@ -37,6 +37,9 @@ struct PolicyJob {
   // read it; 0 / -1 where the caller does not know, e.g. `gavel allocate` and the fluid mode):
   double attained_gpu_seconds = 0.0;  // GPUs × seconds run so far, over all types
   int running_type = -1;              // GPU type it ran on in the last round; -1 = not running
+  // Its time share on each type in the allocation the mechanism realises now; empty where it
+  // has none (a new job, `gavel allocate`). Policies that prefer to stay put read it.
+  std::vector<double> current_allocation;
   Seconds waiting{0.0};               // now − the end of its last run (− arrival if never ran)
   double cpus_per_gpu = 0.0;          // host demands per GPU (0 = none)
   double mem_gb_per_gpu = 0.0;

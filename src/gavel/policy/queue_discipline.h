@@ -24,9 +24,26 @@ namespace gavel::policy {
 int ChooseGpuType(int running_type, int need, const std::vector<int>& free,
                   const std::vector<int>& held, const std::function<bool(int)>& runs);
 
+// The heterogeneity-aware rule: `running_type` when it fits; else, among the fitting types,
+// one with room (free − held >= need) before one without, then the largest preference[t],
+// then the most room; −1 when none fits.
+int ChooseGpuTypeByPreference(int running_type, int need, const std::vector<int>& free,
+                              const std::vector<int>& held, const std::function<bool(int)>& runs,
+                              const std::function<double(int)>& preference);
+
+// Each job's comparative advantage on each type (Gavel's view of heterogeneity): its
+// normalised throughput there, T[i][t] / prop_i (prop_i: its throughput on an equal share of
+// the cluster, docs/policies.md), over the mean of the same over the jobs that can run on t.
+// Above 1 where the job gains more from type t than the jobs around it do; 0 where it cannot
+// run.
+Matrix ComparativeAdvantage(const PolicyInput& input);
+
 class GpuPool {
  public:
-  explicit GpuPool(const PolicyInput& input);
+  // `preference` (jobs × types, e.g. ComparativeAdvantage): when given, a job that must take
+  // a type takes it by ChooseGpuTypeByPreference; otherwise by ChooseGpuType. It must outlive
+  // the pool.
+  explicit GpuPool(const PolicyInput& input, const Matrix* preference = nullptr);
   // Gives job `job` (an index into input.jobs) its GPUs; false when no type fits it. Each
   // job's running GPUs stop being held the first time it is offered.
   bool Take(std::size_t job);
@@ -35,6 +52,7 @@ class GpuPool {
 
  private:
   const PolicyInput& input_;
+  const Matrix* preference_ = nullptr;
   std::vector<int> free_;
   std::vector<int> held_;      // per type: GPUs of running jobs not offered yet
   std::vector<char> offered_;  // per job: offered to Take once

@@ -3,6 +3,7 @@
 // indices against their definition, Tetris' alignment) and invariants on random problems (capacity never exceeded, every job keeps its row, whole-GPU decisions).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "gavel/policy/drf.h"
+#include "gavel/policy/queue_discipline.h"
 #include "gavel/policy/registry.h"
 #include "gavel/policy/tiresias.h"
 
@@ -120,6 +122,15 @@ std::vector<int> Types(const PolicyInput& input, const std::string& name) {
   return types;
 }
 
+// Three types of 2 GPUs: jobs 0 and 1 (demoted) run on a and b; jobs 2, 3, 4 are new.
+PolicyInput ThreeTypesTwoRunningThreeNew() {
+  return Input({2, 2, 2}, {{.arrival = 0, .attained = 5000, .running_type = 0},
+                           {.arrival = 1, .attained = 5000, .running_type = 1},
+                           {.arrival = 10},
+                           {.arrival = 11},
+                           {.arrival = 12}});
+}
+
 TEST(TiresiasTest, NewcomerTakesFreeGpusRatherThanPreemptingOrMovingARunningJob) {
   // Types a and b, one GPU each. Job 0 was demoted (queue 1) and runs on a; job 1 is new
   // (queue 0, placed first). Both types have one free GPU, so "most free GPUs" alone ties and
@@ -135,14 +146,58 @@ TEST(TiresiasTest, NewcomerTakesFreeGpusRatherThanPreemptingOrMovingARunningJob)
   // Three types of 2: jobs 0 and 1 (demoted) run on a and b; of three newcomers the first
   // takes c (2 GPUs nobody holds), the next two the one spare GPU left on each type (a before
   // b: the first of equals); nobody moves, and it is what yarn_cs does.
-  const PolicyInput three =
-      Input({2, 2, 2}, {{.arrival = 0, .attained = 5000, .running_type = 0},
-                        {.arrival = 1, .attained = 5000, .running_type = 1},
-                        {.arrival = 10},
-                        {.arrival = 11},
-                        {.arrival = 12}});
+  const PolicyInput three = ThreeTypesTwoRunningThreeNew();
   EXPECT_EQ(Types(three, "tiresias_2das"), (std::vector<int>{0, 1, 2, 0, 1}));
   EXPECT_EQ(Types(three, "yarn_cs"), (std::vector<int>{0, 1, 2, 0, 1}));
+}
+
+// tiresias_2das_perf on types a (fast) and b, one GPU each. Job 0 (first in the queue) runs
+// at 2 and 1 step/s, job 1 at 10 and 1. prop = (2+1)/2 = 1.5 and (10+1)/2 = 5.5; normalised
+// throughputs (4/3, 2/3) and (20/11, 2/11); the means over both jobs are 1.576 on a and 0.424
+// on b, so job 0's advantage is larger on b (1.57 against 0.85) and it leaves a to job 1, which
+// gains five times as much there. 2DAS gives job 0 the first of the equally free types, a.
+// Brute force over the two assignments: the perf one has the larger total throughput.
+TEST(TiresiasTest, PerfVariantStartsEachJobWhereItGainsMostRelativeToTheOthers) {
+  PolicyInput input = Input({1, 1}, {{.arrival = 0}, {.arrival = 10}});
+  input.throughput(0, 0) = 2.0;
+  input.throughput(1, 0) = 10.0;
+  const Matrix advantage = ComparativeAdvantage(input);
+  const double mean_a = (2.0 / 1.5 + 10.0 / 5.5) / 2.0;
+  const double mean_b = (1.0 / 1.5 + 1.0 / 5.5) / 2.0;
+  EXPECT_NEAR(advantage(0, 0), (2.0 / 1.5) / mean_a, 1e-12);
+  EXPECT_NEAR(advantage(0, 1), (1.0 / 1.5) / mean_b, 1e-12);
+  EXPECT_NEAR(advantage(1, 0), (10.0 / 5.5) / mean_a, 1e-12);
+  EXPECT_NEAR(advantage(1, 1), (1.0 / 5.5) / mean_b, 1e-12);
+
+  const std::vector<int> perf = Types(input, "tiresias_2das_perf");
+  const std::vector<int> agnostic = Types(input, "tiresias_2das");
+  EXPECT_EQ(perf, (std::vector<int>{1, 0}));
+  EXPECT_EQ(agnostic, (std::vector<int>{0, 1}));
+  const auto total = [&](const std::vector<int>& types) {
+    return input.throughput(0, static_cast<std::size_t>(types[0])) +
+           input.throughput(1, static_cast<std::size_t>(types[1]));
+  };
+  double best = 0.0;
+  for (const std::vector<int>& assignment : {std::vector<int>{0, 1}, std::vector<int>{1, 0}}) {
+    best = std::max(best, total(assignment));
+  }
+  EXPECT_EQ(total(perf), best);
+  EXPECT_LT(total(agnostic), best);
+
+  // A running job keeps its type while it fits, however much another type suits it: job 0
+  // runs on a, so job 1 takes b.
+  input.jobs[0].running_type = 0;
+  EXPECT_EQ(Types(input, "tiresias_2das_perf"), (std::vector<int>{0, 1}));
+}
+
+// Where every job runs at the same speed everywhere, the perf variant is 2DAS: the same jobs on
+// the same types (the held-GPUs cases above).
+TEST(TiresiasTest, PerfVariantIsTwoDasOnAHomogeneousView) {
+  const PolicyInput three = ThreeTypesTwoRunningThreeNew();
+  EXPECT_EQ(Types(three, "tiresias_2das_perf"), (std::vector<int>{0, 1, 2, 0, 1}));
+  const PolicyInput full = Input({1}, {{.arrival = 0, .attained = 5000, .running_type = 0},
+                                       {.arrival = 10}});
+  EXPECT_EQ(Types(full, "tiresias_2das_perf"), (std::vector<int>{-1, 0}));
 }
 
 TEST(TiresiasTest, StarvedJobIsPromotedAndDemotedAgainAfterAThresholdMore) {
@@ -465,6 +520,7 @@ TEST(QueueDisciplinesTest, RandomProblemsNeverExceedCapacityOrLoseAJob) {
     input.host_mem_gb = static_cast<double>(rng() % 40);
     for (const std::string name :
          {"tiresias_2das", "tiresias_2das:queues=3,thresholds=100;1000,starve=2000", "yarn_cs",
+          "tiresias_2das_perf",
           "drf", "tiresias_gittins", "tetris"}) {
       const Result<PolicyOutput> out = Make(name)->Allocate(input);
       ASSERT_TRUE(out.ok()) << name;

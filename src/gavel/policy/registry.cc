@@ -34,6 +34,10 @@ namespace {
 template <Variant V>
 std::unique_ptr<Policy> MaxMin(const PolicyOptions& o) { return MakeMaxMinFairness(V, o); }
 template <Variant V>
+Result<std::unique_ptr<Policy>> MaxMinWithParams(const PolicyOptions& o) {
+  return MakeMaxMinFairnessWithParams(V, o);
+}
+template <Variant V>
 std::unique_ptr<Policy> WaterFilling(const PolicyOptions& o) {
   return MakeMaxMinFairnessWaterFilling(V, o);
 }
@@ -112,6 +116,8 @@ const PolicyInfo kPolicies[] = {
     {.name = "max_min_fairness",
      .description = "Least attained service: max-min fair time shares, heterogeneity-agnostic",
      .capabilities = {.shuffles_gpu_type_order = true},
+     .option_keys = "stay",
+     .make_with_params = &MaxMinWithParams<kAgn>,
      .make = &MaxMin<kAgn>},
     {.name = "max_min_fairness_packed",
      .description = "Max-min fairness over normalised throughput with space sharing",
@@ -120,6 +126,8 @@ const PolicyInfo kPolicies[] = {
     {.name = "max_min_fairness_perf",
      .description = "Max-min fairness over throughput normalised by an equal share "
                     "(heterogeneity-aware LAS)",
+     .option_keys = "stay",
+     .make_with_params = &MaxMinWithParams<kPerf>,
      .make = &MaxMin<kPerf>},
     {.name = "max_min_fairness_water_filling",
      .description = "Hierarchical max-min fairness by water filling (entity weights), "
@@ -206,6 +214,14 @@ const PolicyInfo kPolicies[] = {
      .option_keys = "queues,thresholds,starve",
      .make_with_params = &MakeTiresias2das,
      .make = &MakeTiresias2dasWithDefaults},
+    {.name = "tiresias_2das_perf",
+     .description = "tiresias_2das's queues, each job started on the type where its normalised "
+                    "throughput is largest relative to the other jobs' (options as "
+                    "tiresias_2das)",
+     .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
+     .option_keys = "queues,thresholds,starve",
+     .make_with_params = &MakeTiresias2dasPerf,
+     .make = &MakeTiresias2dasPerfWithDefaults},
     {.name = "tiresias_gittins",
      .description = "Tiresias: discretized 2D-Gittins index (from completed jobs' GPU-time) "
                     "within K priority queues, preemptive (options queues=, thresholds=, "

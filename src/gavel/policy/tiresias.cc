@@ -19,8 +19,8 @@ constexpr int kMaxQueues = 64;
 
 class Tiresias2das final : public Policy {
  public:
-  Tiresias2das(TiresiasOptions options, bool gittins)
-      : options_(std::move(options)), gittins_(gittins) {}
+  Tiresias2das(TiresiasOptions options, bool gittins, bool heterogeneity_aware = false)
+      : options_(std::move(options)), gittins_(gittins), aware_(heterogeneity_aware) {}
 
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
     // Phase 0 (2D-Gittins): the jobs that left completed with the service they last had.
@@ -68,7 +68,8 @@ class Tiresias2das final : public Policy {
     std::sort(order.begin(), order.end());
 
     // Phase 3: hand out GPUs in that order, skipping jobs that fit nowhere.
-    GpuPool pool(input);
+    const Matrix preference = aware_ ? ComparativeAdvantage(input) : Matrix();
+    GpuPool pool(input, aware_ ? &preference : nullptr);
     for (const auto& [queue, index, arrival, job] : order) pool.Take(job);
     return pool.Output();
   }
@@ -76,6 +77,7 @@ class Tiresias2das final : public Policy {
  private:
   TiresiasOptions options_;
   bool gittins_ = false;
+  bool aware_ = false;  // types by comparative advantage (tiresias_2das_perf)
   std::map<JobId, double> baseline_;  // attained GPU-seconds at the last promotion (0 = none)
   std::map<JobId, double> last_service_;  // 2D-Gittins: each job's service at the last call
   ServiceDistribution completed_;         // 2D-Gittins: the completed jobs' service
@@ -177,6 +179,20 @@ Result<TiresiasOptions> ParseTiresiasOptions(const PolicyOptions& options) {
 
 std::unique_ptr<Policy> MakeTiresias2das(const TiresiasOptions& tiresias) {
   return std::make_unique<Tiresias2das>(tiresias, /*gittins=*/false);
+}
+
+std::unique_ptr<Policy> MakeTiresias2dasPerf(const TiresiasOptions& tiresias) {
+  return std::make_unique<Tiresias2das>(tiresias, /*gittins=*/false,
+                                        /*heterogeneity_aware=*/true);
+}
+
+Result<std::unique_ptr<Policy>> MakeTiresias2dasPerf(const PolicyOptions& options) {
+  GAVEL_ASSIGN_OR_RETURN(TiresiasOptions tiresias, ParseTiresiasOptions(options));
+  return MakeTiresias2dasPerf(tiresias);
+}
+
+std::unique_ptr<Policy> MakeTiresias2dasPerfWithDefaults(const PolicyOptions& /*options*/) {
+  return MakeTiresias2dasPerf(TiresiasOptions{});
 }
 
 std::unique_ptr<Policy> MakeTiresiasGittins(const TiresiasOptions& tiresias) {

@@ -55,6 +55,14 @@ Result<std::unique_ptr<Policy>> MakeTiresias2das(const PolicyOptions& options);
 // The policy with its default options (options.params ignored).
 std::unique_ptr<Policy> MakeTiresias2dasWithDefaults(const PolicyOptions& options);
 
+// tiresias_2das_perf: 2DAS's queues and order, but a job that must take a type (it is not
+// running, or its type is full) takes the fitting type where its comparative advantage
+// (queue_discipline.h, ComparativeAdvantage) is largest, preferring types with room, instead
+// of the one with the most room. Non-clairvoyant, as 2DAS: throughputs, never remaining steps.
+std::unique_ptr<Policy> MakeTiresias2dasPerf(const TiresiasOptions& tiresias);
+Result<std::unique_ptr<Policy>> MakeTiresias2dasPerf(const PolicyOptions& options);
+std::unique_ptr<Policy> MakeTiresias2dasPerfWithDefaults(const PolicyOptions& options);
+
 // Tiresias' discretized 2D-Gittins (docs/policies.md, "Tiresias"): the same K queues by
 // service, but within a queue jobs go by their Gittins index (highest first; ties FIFO) from
 // the distribution of the service of the jobs that completed so far (a job that leaves the

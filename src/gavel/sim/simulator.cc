@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <queue>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -11,6 +12,7 @@
 
 #include "gavel/mechanism/ports.h"
 #include "gavel/mechanism/round_scheduler.h"
+#include "gavel/policy/registry.h"
 #include "gavel/sim/estimation.h"
 #include "gavel/sim/event_queue.h"
 #include "gavel/sim/ideal.h"
@@ -69,7 +71,7 @@ class RoundSimulation {
  private:
   Status CreateScheduler() {
     mechanism::SchedulerOptions so;
-    so.policy = options_.policy;
+    so.policy = PolicyWithPhysicsDefaults(options_.policy, options_.physics);
     so.compat = options_.compat;
     so.seed = options_.seed;
     so.round_length = options_.round_length;
@@ -414,6 +416,11 @@ class RoundSimulation {
   void FinishPhysics(SimulationResult& result) const {
     result.saturated = saturated_;
     if (physics_) result.physics = physics_->stats();
+    for (double b : scheduler_->worker_busy_seconds()) result.busy_gpu_seconds += b;
+    if (result.busy_gpu_seconds > 0.0) {
+      result.restart_share =
+          result.physics.restart_overhead_gpu_seconds / result.busy_gpu_seconds;
+    }
     for (JobResult& job : result.jobs) {
       const auto i = static_cast<std::size_t>(job.id.value());
       if (physics_ && physics_->Failed(job.id)) {
@@ -427,6 +434,11 @@ class RoundSimulation {
       }
     }
     internal::FinishQueueingMetrics(result);
+    const Backlog backlog = BacklogOf(result.jobs, total_gpus_, now_);
+    result.active_jobs_at_end = backlog.active_jobs;
+    result.starved_jobs = backlog.starved_jobs;
+    result.oldest_unfinished_window_job_age_seconds =
+        backlog.oldest_unfinished_window_job_age_seconds;
     result.timeline_bucket_seconds = options_.timeline_bucket.value();
     const double capacity = static_cast<double>(total_gpus_) * options_.timeline_bucket.value();
     result.utilization_timeline.clear();
@@ -598,6 +610,11 @@ std::string ResultToJson(const SimulationResult& r) {
   j["saturated"] = r.saturated;
   j["restarts"] = r.physics.restarts;
   j["restart_overhead_gpu_seconds"] = r.physics.restart_overhead_gpu_seconds;
+  j["busy_gpu_seconds"] = r.busy_gpu_seconds;
+  j["restart_share"] = r.restart_share;
+  j["active_jobs_at_end"] = r.active_jobs_at_end;
+  j["starved_jobs"] = r.starved_jobs;
+  j["oldest_unfinished_window_job_age_seconds"] = r.oldest_unfinished_window_job_age_seconds;
   j["placement_slowdown_gpu_seconds"] = r.physics.placement_slowdown_gpu_seconds;
   j["spread_micro_tasks"] = r.physics.spread_micro_tasks;
   j["user_errors"] = r.physics.user_errors;
@@ -637,6 +654,70 @@ std::string ResultToJson(const SimulationResult& r) {
     j["throughput_estimation"] = nullptr;
   }
   return j.dump(2) + "\n";
+}
+
+std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics) {
+  if (!physics.restart_overhead || policy.find(':') != std::string::npos) return policy;
+  const Result<const policy::PolicyInfo*> info = policy::FindPolicy(policy);
+  if (!info.ok()) return policy;  // the scheduler names the unknown policy
+  const std::string_view keys = (*info)->option_keys;
+  for (std::size_t at = 0; at < keys.size();) {
+    const std::size_t comma = std::min(keys.find(',', at), keys.size());
+    if (keys.substr(at, comma - at) == "stay") {
+      return policy + ":stay=" + std::to_string(kStayWhenRestartsCost);
+    }
+    at = comma + 1;
+  }
+  return policy;
+}
+
+Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds end,
+                  double starved_below) {
+  // N(t), the number of active jobs, is a step function; integral[k] is its integral from the
+  // first change up to changes[k].
+  std::vector<std::pair<double, int>> changes;
+  changes.reserve(2 * jobs.size());
+  for (const JobResult& job : jobs) {
+    changes.emplace_back(job.arrival.value(), +1);
+    if (job.finish) changes.emplace_back(job.finish->value(), -1);
+  }
+  std::sort(changes.begin(), changes.end());
+  std::vector<double> integral(changes.size(), 0.0);
+  std::vector<int> level(changes.size(), 0);  // N just after changes[k]
+  int active = 0;
+  for (std::size_t k = 0; k < changes.size(); ++k) {
+    if (k > 0) integral[k] = integral[k - 1] + active * (changes[k].first - changes[k - 1].first);
+    active += changes[k].second;
+    level[k] = active;
+  }
+  // ∫ N dt over [t, end]: the integral up to end minus that up to t.
+  const auto integral_to = [&](double t) {
+    const auto after = std::upper_bound(changes.begin(), changes.end(),
+                                        std::pair<double, int>{t, std::numeric_limits<int>::max()});
+    if (after == changes.begin()) return 0.0;
+    const std::size_t k = static_cast<std::size_t>(after - changes.begin()) - 1;
+    return integral[k] + level[k] * (t - changes[k].first);
+  };
+  Backlog backlog;
+  const double total_to_end = integral_to(end.value());
+  for (const JobResult& job : jobs) {
+    const bool gone = job.finish || job.dropped || job.rejected || job.failed;
+    if (gone) continue;
+    ++backlog.active_jobs;
+    if (!job.in_window) continue;
+    const double age = end.value() - job.arrival.value();
+    backlog.oldest_unfinished_window_job_age_seconds =
+        std::max(backlog.oldest_unfinished_window_job_age_seconds, age);
+    if (age <= 0.0) continue;
+    const double mean_active = (total_to_end - integral_to(job.arrival.value())) / age;
+    const double equal_share =
+        std::min(static_cast<double>(job.scale_factor),
+                 static_cast<double>(total_gpus) / std::max(mean_active, 1.0));
+    double received = 0.0;
+    for (double g : job.gpu_seconds) received += g;
+    if (received / age < starved_below * equal_share) ++backlog.starved_jobs;
+  }
+  return backlog;
 }
 
 std::string JobsToCsv(const SimulationResult& r) {

@@ -224,6 +224,15 @@ struct SimulationResult {
 
   // The run stopped at options.saturation_limit with window jobs unfinished.
   bool saturated = false;
+  // What was left when the run ended (BacklogOf): tells a cut caused by a few starving jobs
+  // (starved_jobs > 0, a small backlog) from an overloaded cluster (a backlog that grew).
+  std::size_t active_jobs_at_end = 0;  // admitted, not finished, dropped, rejected or failed
+  std::size_t starved_jobs = 0;        // unfinished window jobs far below their equal share
+  double oldest_unfinished_window_job_age_seconds = 0.0;  // 0 when every window job is done
+  // GPU-seconds the GPUs were busy (as the utilisation counts them), and the part of it spent
+  // on restart overhead (physics.restart_overhead_gpu_seconds / busy_gpu_seconds; 0 if idle).
+  double busy_gpu_seconds = 0.0;
+  double restart_share = 0.0;
   // Physics counters (zero when physics is off) and the Philly study's metrics.
   PhysicsStats physics;
   std::size_t failed_jobs = 0;  // window jobs that failed
@@ -242,6 +251,26 @@ struct SimulationResult {
 };
 
 Result<SimulationResult> Simulate(const SimulationOptions& options);
+
+// The backlog at the end of a run, from its per-job list. A job is active from its arrival
+// until it finishes (or is dropped, rejected or fails; such a job counts as active until the
+// end, having no finish time). An unfinished window job is starved when the GPU-seconds it
+// received per second since its arrival are below `starved_below` times its equal share:
+// min(its GPUs, total_gpus / the time-average number of active jobs since its arrival).
+struct Backlog {
+  std::size_t active_jobs = 0;
+  std::size_t starved_jobs = 0;
+  double oldest_unfinished_window_job_age_seconds = 0.0;
+};
+inline constexpr double kStarvedBelowEqualShare = 0.25;
+Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds end,
+                  double starved_below = kStarvedBelowEqualShare);
+
+// The policy the scheduler runs: `policy` itself, or, when restarts cost something
+// (physics.restart_overhead) and the user gave no options, with `stay=` kStayWhenRestartsCost
+// for the policies that take it (docs/policies.md, "Staying put").
+inline constexpr double kStayWhenRestartsCost = 0.05;
+std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics);
 
 // The result as JSON (docs/formats.md), without the per-job list.
 std::string ResultToJson(const SimulationResult& result);

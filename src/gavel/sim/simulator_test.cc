@@ -259,6 +259,89 @@ TEST(SimulatorTest, GpuTimeAddsUp) {
                              "fragmentation_delay\n"));
 }
 
+// Max-min fairness on 8 V100s: one 8-GPU gang among 40 one-GPU jobs that never finish, and a
+// short job arriving every 900 s (so the allocation is recomputed and the time accounting reset
+// every 1,920 s). Every job's normalised throughput is x_i·s_i, so the optimum gives each long
+// single about 1/41 and the gang 1/328 of the time: some 6 s per reset interval, far below the
+// half-round credit every job restarts from. If the priority forgets at each reset what the
+// gang was owed (Compat::forgets_deficit), a single that ran under four rounds since the reset
+// always ranks above it, and with 40 singles sharing 8 GPUs none runs that often: the gang
+// never runs. Counting the owed time against the time received lets it run at its share: its
+// run alone at 1/41 of the time, within twice that.
+TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
+  const double steps = 100000.0;
+  std::vector<workload::TraceJob> trace = {Job(kResNet, 8, steps, 0.0)};
+  for (int k = 0; k < 40; ++k) trace.push_back(Job(kResNet, 1, 1e12, 0.0));
+  for (int k = 1; k < 200; ++k) trace.push_back(Job(kResNet, 1, 100.0, 900.0 * k));
+  for (const bool forgets : {true, false}) {
+    SCOPED_TRACE(forgets ? "forgets_deficit" : "default");
+    SimulationOptions o = OnV100s(8, trace);
+    o.window_start = 0;
+    o.window_end = 1;
+    o.saturation_limit = Seconds(48 * 3600.0);
+    o.compat.forgets_deficit = forgets;
+    const SimulationResult r = MustSimulate(o);
+    EXPECT_GE(r.active_jobs_at_end, forgets ? 41u : 40u);
+    if (forgets) {
+      EXPECT_TRUE(r.saturated);
+      EXPECT_EQ(r.jobs[0].gpu_seconds[0], 0.0);
+      EXPECT_EQ(r.starved_jobs, 1u);
+      EXPECT_NEAR(r.oldest_unfinished_window_job_age_seconds, r.makespan_seconds, 1e-6);
+    } else {
+      EXPECT_FALSE(r.saturated);
+      ASSERT_TRUE(r.jobs[0].jct.has_value());
+      EXPECT_LT(r.jobs[0].jct->value(), 2.0 * 41.0 * steps / V100(kResNet, 8));
+      EXPECT_EQ(r.starved_jobs, 0u);
+      EXPECT_EQ(r.oldest_unfinished_window_job_age_seconds, 0.0);
+    }
+  }
+}
+
+// BacklogOf by hand: 2 GPUs until t = 100; A (window, 1 GPU) and B from 0, B leaves at 50 as
+// C (window, 2 GPUs) arrives, so two jobs are active throughout and the equal share is 1 GPU.
+// A received 10 GPU-s in 100 s (0.1 < 0.25: starved), C 60 in 50 (1.2: not); D finished and E
+// was dropped, so neither is active.
+TEST(BacklogTest, CountsActiveJobsAndThoseFarBelowTheirEqualShare) {
+  const auto job = [](int sf, double arrival, std::optional<double> finish, double gpu_seconds,
+                      bool in_window) {
+    JobResult j;
+    j.scale_factor = sf;
+    j.arrival = Seconds(arrival);
+    if (finish) j.finish = Seconds(*finish);
+    j.gpu_seconds = {gpu_seconds};
+    j.in_window = in_window;
+    return j;
+  };
+  std::vector<JobResult> jobs = {job(1, 0.0, std::nullopt, 10.0, true),
+                                 job(1, 0.0, 50.0, 50.0, false),
+                                 job(2, 50.0, std::nullopt, 60.0, true),
+                                 job(1, 100.0, 100.0, 0.0, true),
+                                 job(1, 100.0, std::nullopt, 0.0, true)};
+  jobs[4].dropped = true;
+  const Backlog b = BacklogOf(jobs, /*total_gpus=*/2, Seconds(100.0));
+  EXPECT_EQ(b.active_jobs, 2u);
+  EXPECT_EQ(b.starved_jobs, 1u);
+  EXPECT_DOUBLE_EQ(b.oldest_unfinished_window_job_age_seconds, 100.0);
+  // With a threshold above C's 1.2 GPUs per GPU of equal share, C is starved too.
+  EXPECT_EQ(BacklogOf(jobs, 2, Seconds(100.0), /*starved_below=*/1.5).starved_jobs, 2u);
+}
+
+// Restarts that cost something turn on the LP policies' stay option, unless the user chose
+// the policy's options; policies without the option are left alone.
+TEST(SimulatorTest, RestartCostsTurnOnStayingPutWhereThePolicyOffersIt) {
+  PhysicsOptions plain;
+  PhysicsOptions restarts;
+  restarts.restart_overhead = RestartOverhead::Uniform(20.0);
+  EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf", plain), "max_min_fairness_perf");
+  EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf", restarts),
+            "max_min_fairness_perf:stay=" + std::to_string(kStayWhenRestartsCost));
+  EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf:stay=0", restarts),
+            "max_min_fairness_perf:stay=0");
+  EXPECT_EQ(PolicyWithPhysicsDefaults("tiresias_2das", restarts), "tiresias_2das");
+  EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_packed", restarts),
+            "max_min_fairness_packed");
+}
+
 TEST(SimulatorTest, RejectsBadOptionsAndUnschedulableJobs) {
   SimulationOptions o = OnV100s(2, {Job(kResNet, 1, 100.0, 0.0)});
   o.window_start = 1;
