@@ -118,6 +118,11 @@ std::vector<std::string> Analysis::clusters() const {
       names.push_back(point.cluster);
     }
   }
+  for (const Capacity& capacity : capacities) {  // a capacity search alone has no points
+    if (std::find(names.begin(), names.end(), capacity.cluster) == names.end()) {
+      names.push_back(capacity.cluster);
+    }
+  }
   return names;
 }
 

@@ -105,7 +105,7 @@ struct Analysis {
   std::vector<MetricSpec> metrics;
   std::vector<PointAnalysis> points;  // by cluster, then rate ascending
   std::vector<Capacity> capacities;
-  std::vector<std::string> clusters() const;  // in the order of `points`
+  std::vector<std::string> clusters() const;  // of `points`, then of `capacities`
 };
 
 // The analysis of `observations`. `policies` fixes the display order (policies only seen in

@@ -85,7 +85,7 @@ void DecisionSection(const Analysis& a, const std::string& cluster, std::ostring
       }
       if (!d.runner_up.empty() && d.significant) {
         const double best_mean = ranking->entries.front().mean;
-        html << "<br><span class=\"sig\">significant</span>: "
+        html << "<br/><span class=\"sig\">significant</span>: "
              << WithUnit(FormatValue(d.margin.mean, metric), metric) << " ± "
              << FormatValue(d.margin.half_width.value_or(0.0), metric) << " better than "
              << EscapeHtml(d.runner_up);
@@ -95,7 +95,7 @@ void DecisionSection(const Analysis& a, const std::string& cluster, std::ostring
           html << buffer;
         }
       } else if (!d.runner_up.empty()) {
-        html << "<br><span class=\"tie\">not significant</span> over "
+        html << "<br/><span class=\"tie\">not significant</span> over "
              << ranking->seeds.size() << " seed(s)";
       }
       html << "</td>";
@@ -108,7 +108,7 @@ void DecisionSection(const Analysis& a, const std::string& cluster, std::ostring
     for (const std::string& policy : a.policies) {
       const auto it = p->policies.find(policy);
       if (it == p->policies.end() || it->second.outcome == Outcome::kDrained) continue;
-      names += (names.empty() ? "" : "<br>") + EscapeHtml(policy) + ": " + UnavailableText(it->second);
+      names += (names.empty() ? "" : "<br/>") + EscapeHtml(policy) + ": " + UnavailableText(it->second);
     }
     html << "<td>" << (names.empty() ? "&ndash;" : names) << "</td>";
   }

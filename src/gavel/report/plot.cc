@@ -185,7 +185,16 @@ std::string EscapeHtml(const std::string& text) {
   return escaped;
 }
 
-std::string RenderChart(const ChartOptions& o, const std::vector<Series>& series) {
+std::string RenderChart(const ChartOptions& o, const std::vector<Series>& input) {
+  std::vector<Series> series = input;
+  if (o.non_negative) {
+    for (Series& s : series) {
+      for (PlotPoint& p : s.points) {
+        if (p.y_low) p.y_low = std::max(0.0, *p.y_low);
+        if (p.x_low) p.x_low = std::max(0.0, *p.x_low);
+      }
+    }
+  }
   // The data's extent, intervals included.
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double x_min = o.x_from_zero ? 0.0 : kInf, x_max = o.x_from_zero ? 0.0 : -kInf;
@@ -249,7 +258,7 @@ std::string RenderChart(const ChartOptions& o, const std::vector<Series>& series
       svg << "<polyline fill=\"none\" stroke=\"" << style.colour << "\" stroke-width=\"1.8\""
           << DashAttribute(style) << " points=\"" << line << "\"/>\n";
     }
-    if (!o.lines || !o.bands) {  // error bars
+    if (!o.lines || !o.bands || points.size() == 1) {  // error bars
       for (const PlotPoint& p : points) {
         if (p.y_low && p.y_high) {
           svg << "<path d=\"M" << Coordinate(x_of(p.x)) << " " << Coordinate(y_of(*p.y_low)) << "V"

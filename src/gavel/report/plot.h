@@ -68,6 +68,8 @@ struct ChartOptions {
   bool bands = true;       // y intervals as shaded bands (lines) or error bars (scatter)
   bool x_from_zero = true;
   bool y_from_zero = true;
+  // Quantities that cannot be negative (times, rates): interval ends are clipped at 0.
+  bool non_negative = true;
   std::optional<double> y_max;  // a fixed top (utilisation: 1)
   std::optional<double> x_max;
   std::size_t max_markers = 12;  // per series; long lines (CDFs) get markers spread along them
