@@ -326,11 +326,12 @@ Result<std::vector<report::Capacity>> FindCapacities(const SweepOptions& o,
     std::string cluster;
     PolicySetting setting;
     CapacitySearch search;
+    std::string error;  // a probe failed (not saturated): the search stops here
   };
   std::vector<Search> searches;
   for (const std::string& cluster : o.clusters) {
     for (const PolicySetting& setting : settings) {
-      searches.push_back({cluster, setting, CapacitySearch(search_options)});
+      searches.push_back({cluster, setting, CapacitySearch(search_options), ""});
     }
   }
   // The verdict at `value`: drained on every seed, failed on one, or unknown (points to run).
@@ -362,10 +363,15 @@ Result<std::vector<report::Capacity>> FindCapacities(const SweepOptions& o,
   Progress bar(progress, o.progress_bar);
   for (int round = 1;; ++round) {
     std::vector<Point> batch;
+    std::vector<std::pair<Search*, double>> waiting;  // searches whose next value is in `batch`
     for (Search& s : searches) {
+      if (!s.error.empty()) continue;
       while (const std::optional<double> value = s.search.Next()) {
         const std::optional<bool> v = verdict(s, *value, &batch);
-        if (!v) break;
+        if (!v) {
+          waiting.emplace_back(&s, *value);
+          break;
+        }
         s.search.Record(*value, *v);
       }
     }
@@ -375,12 +381,22 @@ Result<std::vector<report::Capacity>> FindCapacities(const SweepOptions& o,
     std::vector<Status> failures;
     RunPoints(batch, o, csv, bar, failures);
     bar.End();
-    if (!failures.empty()) {
-      return Status::Internal("--find-capacity: " + std::to_string(failures.size()) +
-                              " probe(s) failed; first: " + failures.front().message());
-    }
     GAVEL_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, LoadCsv(path));
     Remember(rows, known);
+    // A probe that failed outright (a policy that cannot run this workload) has no row: its
+    // search ends with the reason instead of retrying forever.
+    for (auto& [s, value] : waiting) {
+      if (verdict(*s, value, nullptr)) continue;
+      s->error = "a probe failed";
+      const std::string label = MakePoint(s->cluster, s->setting, 0, value, o, w).Label();
+      const std::string who = label.substr(0, label.find(" seed "));
+      for (const Status& failure : failures) {
+        if (failure.message().rfind(who + " seed ", 0) == 0) {
+          s->error = failure.message();
+          break;
+        }
+      }
+    }
   }
   std::vector<report::Capacity> capacities;
   const double to_rate = trace ? w.trace_jobs_per_hour : 1.0;
@@ -392,7 +408,7 @@ Result<std::vector<report::Capacity>> FindCapacities(const SweepOptions& o,
     if (s.search.sustainable()) c.sustainable = *s.search.sustainable() * to_rate;
     if (s.search.failing()) c.failing = *s.search.failing() * to_rate;
     c.precision = o.capacity_precision;
-    c.note = s.search.note();
+    c.note = s.error.empty() ? s.search.note() : s.error;
     if (trace && s.search.sustainable()) {
       c.note += (c.note.empty() ? "" : "; ") + std::string("load scale ") +
                 FormatNumber(*s.search.sustainable());

@@ -650,5 +650,28 @@ TEST_F(SweepTest, FindCapacityAgreesWithABruteForceScan) {
   }
 }
 
+// A policy that cannot run the workload at all (AlloX and multi-GPU jobs) ends its capacity
+// search with the reason; the other policies' searches still finish.
+TEST_F(SweepTest, FindCapacityReportsAPolicyThatCannotRunTheWorkload) {
+  SweepOptions o = Small();
+  o.clusters = {"8:8:8"};  // room for the 8-GPU jobs of -m
+  o.policies = "fifo,allox";
+  o.seeds = "0";
+  o.rates.clear();
+  o.multi_gpu = true;
+  o.saturation_slack_seconds = 0.0;
+  o.find_capacity = true;
+  o.capacity_precision = 0.2;
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(o, out, progress).ok()) << progress.str();
+  const nlohmann::json summary = nlohmann::json::parse(Read(dir_ / "summary.json"));
+  const auto& capacity = summary["clusters"][0]["capacity"];
+  ASSERT_EQ(capacity.size(), 2u);
+  EXPECT_TRUE(capacity[0]["sustainable_jobs_per_hour"].is_number()) << capacity.dump(2);
+  EXPECT_TRUE(capacity[1]["sustainable_jobs_per_hour"].is_null());
+  EXPECT_NE(capacity[1]["note"].get<std::string>().find("allox"), std::string::npos)
+      << capacity.dump(2);
+}
+
 }  // namespace
 }  // namespace gavel::cli
