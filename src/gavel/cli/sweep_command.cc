@@ -573,6 +573,11 @@ CLI::App* AddSweepCommand(CLI::App& app, SweepCommandLine* line) {
       ->add_option("--saturation-factor", o.saturation_factor,
                    "Cut a run at factor x arrival span + 30 days of simulated time (default 2)")
       ->check(Bounded(1e-3, 1e6));
+  sweep_cmd
+      ->add_option("--saturation-slack", o.saturation_slack_seconds,
+                   "Seconds of simulated time added to the bound (default 2592000 = 30 days; "
+                   "smaller makes a short window's --find-capacity meaningful)")
+      ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
   sweep_cmd->add_flag("--find-capacity", o.find_capacity,
                       "Per policy and cluster, bisect on rate (a trace: load scale) for the "
                       "highest that drains on every seed");

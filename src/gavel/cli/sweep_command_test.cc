@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -671,6 +673,35 @@ TEST_F(SweepTest, FindCapacityReportsAPolicyThatCannotRunTheWorkload) {
   EXPECT_TRUE(capacity[1]["sustainable_jobs_per_hour"].is_null());
   EXPECT_NE(capacity[1]["note"].get<std::string>().find("allox"), std::string::npos)
       << capacity.dump(2);
+}
+
+// Every option of `simulate` that shapes the cluster, the workload or the physics is one of
+// sweep's too, with the same names: all but the run-control and output options below.
+TEST(SweepCommandLineTest, TakesEverySimulateOptionThatShapesTheRun) {
+  CLI::App app;
+  SimulateOptions simulate;
+  SweepCommandLine sweep;
+  CLI::App* simulate_cmd = AddSimulateCommand(app, &simulate);
+  CLI::App* sweep_cmd = AddSweepCommand(app, &sweep);
+  // One run's arrival rate (sweep: --rates), its limits, and where its results go.
+  const std::set<std::string> run_only = {"--lam", "--jobs-per-hour", "--time-limit",
+                                          "--saturation-limit", "--progress", "--json",
+                                          "--jobs-csv", "--help"};
+  std::size_t shared = 0;
+  for (const CLI::Option* option : simulate_cmd->get_options()) {
+    for (const std::string& name : option->get_lnames()) {
+      if (run_only.contains("--" + name)) continue;
+      EXPECT_NE(sweep_cmd->get_option_no_throw("--" + name), nullptr) << "--" << name;
+      ++shared;
+    }
+  }
+  EXPECT_GE(shared, 35u);
+  // And they mean the same: parsed into the same fields.
+  app.parse(std::string("sweep --out /tmp/x -p fifo --num-gpus-per-server 4:4:4 --realistic -m"),
+            false);
+  EXPECT_EQ(sweep.options.gpus_per_server, "4:4:4");
+  EXPECT_TRUE(sweep.options.physics.realistic);
+  EXPECT_TRUE(sweep.options.multi_gpu);
 }
 
 }  // namespace
