@@ -1,7 +1,7 @@
 // `gavel sweep`: runs every point of clusters × policies × profiling percentages × reference
 // models × seeds × input rates (or, over a trace, load scales) as an independent `gavel
 // simulate` run, then compares the policies with paired statistics over the seeds and writes
-// a report that decides (docs/simulator.md, "Sweeps").
+// a report that decides (docs/simulator.md, "Sweeps: comparisons to decide on").
 //
 // The parts: this file is the command line and the phases of a sweep (enumerate the points,
 // skip those an earlier run finished, run the rest, search the sustainable load, report);

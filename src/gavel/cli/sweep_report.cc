@@ -171,7 +171,7 @@ void PrintSweepTable(const report::Analysis& a, std::ostream& out) {
     }
     out << "Rankings, cluster " << EscapeForDisplay(p.cluster) << ", "
         << report::RateLabel(p.rate) << " (best first; paired on seeds " << seeds
-        << "; '=' ties with the best, its 95% interval containing 0):\n";
+        << "; rank = 1 + policies significantly better; '=' same rank):\n";
     std::map<std::string, std::vector<std::string>> wins;
     for (const report::MetricSpec& metric : metrics) {
       const report::Ranking* ranking = p.RankingOf(metric.column);
@@ -179,7 +179,8 @@ void PrintSweepTable(const report::Analysis& a, std::ostream& out) {
       out << "  " << std::left << std::setw(20) << metric.label;
       for (std::size_t k = 0; k < ranking->entries.size(); ++k) {
         const report::RankEntry& e = ranking->entries[k];
-        out << (k == 0 ? "" : e.tied_with_best ? " = " : " > ") << e.rank << ". " << e.policy
+        out << (k == 0 ? "" : e.rank == ranking->entries[k - 1].rank ? " = " : " > ") << e.rank
+            << ". " << e.policy
             << " (" << report::FormatValue(e.mean, metric)
             << (metric.unit.empty() ? "" : " " + metric.unit);
         if (k > 0) {

@@ -44,25 +44,27 @@ Ranking RankMetric(const MetricSpec& metric, const std::vector<std::string>& pol
   std::stable_sort(series.begin(), series.end(), [&](const auto& a, const auto& b) {
     return Better(mean(a.second), mean(b.second), metric.direction);
   });
+  // rank = 1 + the number of policies significantly better (paired interval excluding 0):
+  // a rank says how many beat this one for sure, not where noise happened to put its mean.
   for (std::size_t i = 0; i < series.size(); ++i) {
     RankEntry entry;
     entry.policy = series[i].first;
     entry.mean = mean(series[i].second);
-    entry.versus_best = PairedInterval(series[i].second, series.front().second);
     if (i == 0) {
-      entry.rank = 1;
-      entry.tied_with_best = true;
       entry.versus_best = Interval{.n = seeds.size(), .mean = 0.0, .half_width = std::nullopt};
-    } else if (entry.versus_best.IncludesZero()) {
-      entry.rank = 1;
-      entry.tied_with_best = true;
-    } else if (PairedInterval(series[i].second, series[i - 1].second).IncludesZero()) {
-      entry.rank = ranking.entries.back().rank;
     } else {
-      entry.rank = static_cast<int>(i) + 1;
+      entry.versus_best = PairedInterval(series[i].second, series.front().second);
+    }
+    entry.tied_with_best = i == 0 || entry.versus_best.IncludesZero();
+    for (std::size_t j = 0; j < series.size(); ++j) {
+      if (j == i) continue;
+      const Interval d = PairedInterval(series[j].second, series[i].second);
+      if (!d.IncludesZero() && Better(d.mean, 0.0, metric.direction)) ++entry.rank;
     }
     ranking.entries.push_back(std::move(entry));
   }
+  std::stable_sort(ranking.entries.begin() + 1, ranking.entries.end(),
+                   [](const RankEntry& a, const RankEntry& b) { return a.rank < b.rank; });
   return ranking;
 }
 

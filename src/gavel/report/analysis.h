@@ -3,13 +3,14 @@
 // cluster and rate, each policy's outcome and per-metric means with 95% intervals over seeds,
 // and per metric a ranking built from paired differences on the seeds every ranked policy ran.
 //
-// Rules (docs/simulator.md, "Reading a sweep"):
+// Rules (docs/simulator.md, "Sweeps: comparisons to decide on"):
 // - A policy is ranked at a rate only if it drained it (finished every window job) on every
 //   seed it ran there; otherwise it is reported saturated (or starved), never ranked on the
 //   seeds it passed.
 // - Ranked policies are compared on the seeds they all ran (the intersection), pairwise per
-//   seed. A policy whose paired interval against the best contains 0 ties with the best; one
-//   whose interval against the entry ranked above it contains 0 shares that entry's rank.
+//   seed. A policy whose paired interval against the best (by mean) contains 0 ties with the
+//   best. A policy's rank is 1 + the number of policies significantly better than it (their
+//   paired interval excludes 0), so equal ranks are ties and entries are in rank order.
 // - A metric is ranked only in its meaningful direction (MetricSpec::direction); kNotRanked
 //   metrics get means and intervals but no ranking.
 // Pure functions of their inputs; thread-safe.
@@ -60,7 +61,7 @@ struct PolicyAtPoint {
 struct RankEntry {
   std::string policy;
   double mean = 0.0;  // over the ranking's seeds
-  int rank = 1;       // 1 = best; tied entries share a rank
+  int rank = 1;       // 1 + the number of policies significantly better
   bool tied_with_best = false;
   Interval versus_best;  // paired (this - best) over the ranking's seeds; the best: n only
 };
@@ -68,7 +69,7 @@ struct RankEntry {
 struct Ranking {
   std::string column;
   std::vector<std::uint64_t> seeds;  // the paired seeds
-  std::vector<RankEntry> entries;    // best first
+  std::vector<RankEntry> entries;    // the best mean first, then by rank (then mean)
 };
 
 // What a ranking decides: the best policy, its margin over the runner-up (in the better

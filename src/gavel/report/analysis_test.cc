@@ -84,6 +84,29 @@ TEST(AnalyzeTest, RanksOnTheSeedsEveryRankedPolicyRanAndInTheMetricsDirection) {
   EXPECT_NEAR(p.policies.at("a").metrics.at("jct").mean, 202.0 / 3.0, 1e-9);
 }
 
+// Ranks count the policies significantly better, so a noisy policy whose mean is worse but
+// which nobody beats for sure ranks above a steady one that the best beats for sure.
+TEST(AnalyzeTest, ARankCountsThePoliciesSignificantlyBetter) {
+  const std::vector<Observation> obs = {
+      Drained("a", 0, 10.0), Drained("a", 1, 10.0), Drained("a", 2, 10.0),
+      Drained("b", 0, 5.0),  Drained("b", 1, 15.0), Drained("b", 2, 16.0),   // mean 12, noisy
+      Drained("c", 0, 11.0), Drained("c", 1, 11.0), Drained("c", 2, 11.2)};  // mean 11.07
+  const Analysis analysis = Analyze(obs, {}, kMetrics);
+  const Ranking* jct = analysis.points.at(0).RankingOf("jct");
+  ASSERT_NE(jct, nullptr);
+  ASSERT_EQ(jct->entries.size(), 3u);
+  // c - a = {1, 1, 1.2}: mean 1.067, half-width 4.303 × 0.1155 / sqrt(3) = 0.287: significant.
+  // b - a = {-5, 5, 6}: mean 2, half-width 15.1: a tie; b - c = {-6, 4, 4.8}: a tie.
+  EXPECT_EQ(jct->entries[0].policy, "a");
+  EXPECT_EQ(jct->entries[0].rank, 1);
+  EXPECT_EQ(jct->entries[1].policy, "b");
+  EXPECT_EQ(jct->entries[1].rank, 1);
+  EXPECT_TRUE(jct->entries[1].tied_with_best);
+  EXPECT_EQ(jct->entries[2].policy, "c");
+  EXPECT_EQ(jct->entries[2].rank, 2);
+  EXPECT_FALSE(jct->entries[2].tied_with_best);
+}
+
 TEST(AnalyzeTest, StarvedBeatsSaturatedAsTheReportedOutcome) {
   std::vector<Observation> obs = {Drained("a", 0, 1.0)};
   obs.push_back(Failed("a", 1, Outcome::kStarved));
