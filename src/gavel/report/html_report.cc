@@ -368,7 +368,7 @@ void RankingTable(const Analysis& a, const PointAnalysis& p, std::ostringstream&
           if (e.policy != policy) continue;
           best = e.rank == 1;
           rank = " <span class=\"rank\">#" + std::to_string(e.rank) +
-                 (e.tied_with_best && e.policy != ranking->entries.front().policy ? " tie" : "") +
+                 (e.rank == 1 && e.policy != ranking->entries.front().policy ? " (tie)" : "") +
                  "</span>";
         }
       }

@@ -249,8 +249,10 @@ std::string RenderChart(const ChartOptions& o, const std::vector<Series>& input)
       for (auto it = points.rbegin(); it != points.rend(); ++it) {
         band += "L" + Coordinate(x_of(it->x)) + " " + Coordinate(y_of(it->y_low.value_or(it->y)));
       }
-      svg << "<path d=\"" << band << "Z\" fill=\"" << style.colour
-          << "\" fill-opacity=\"0.13\" stroke=\"none\"/>\n";
+      // Many overlapping bands would hide each other: fainter the more there are.
+      svg << "<path class=\"band\" d=\"" << band << "Z\" fill=\"" << style.colour
+          << "\" fill-opacity=\"" << (series.size() > 4 ? "0.07" : "0.13")
+          << "\" stroke=\"none\"/>\n";
     }
     if (o.lines && points.size() > 1) {
       std::string line;
