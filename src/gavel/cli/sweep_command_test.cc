@@ -588,13 +588,23 @@ TEST_F(SweepTest, APublicTraceIsSweptOverLoadWithSeedsDrawingJobTypes) {
   const auto rows = Rows();
   ASSERT_EQ(rows.size(), 2u * 3u * 2u);
   std::set<std::string> jct_by_seed;
+  std::map<std::pair<std::string, double>, double> makespan;  // (policy + seed, scale) -> s
   for (const auto& row : rows) {
+    makespan[{row.at("policy") + row.at("seed"), std::stod(row.at("load_scale"))}] =
+        std::stod(row.at("makespan_seconds"));
     const double scale = std::stod(row.at("load_scale"));
     EXPECT_NEAR(std::stod(row.at("jobs_per_hour")), 2.0 * scale, 1e-9) << row.at("load_scale");
     EXPECT_EQ(row.at("window_end"), "10");
     if (row.at("policy") == "fifo" && scale == 1.0) jct_by_seed.insert(row.at("average_jct_seconds"));
   }
   EXPECT_GT(jct_by_seed.size(), 1u);  // the seeds drew different job types
+  // Twice the load: the same jobs arrive in half the time (4.5 h -> 2.25 h), so they finish
+  // sooner.
+  for (const auto& [key, seconds] : makespan) {
+    if (key.second == 2.0) {
+      EXPECT_LT(seconds, makespan.at({key.first, 1.0})) << key.first;
+    }
+  }
   EXPECT_NE(out.str().find("Rankings, cluster 4:4:4, 4 jobs/h"), std::string::npos) << out.str();
 }
 
