@@ -125,9 +125,9 @@ Status CheckOptions(const SweepOptions& o, const std::vector<std::string>& polic
           "--rates: a --trace brings its own arrivals; sweep it over load with --load-scale");
     }
     for (const double scale : o.load_scales) {
-      if (!(scale > 0.0 && scale <= 1e6)) {
+      if (!(scale >= 1e-6 && scale <= 1e6)) {  // simulate --load-scale's bounds
         return Status::InvalidArgument("--load-scale: " + FormatNumber(scale) +
-                                       " is not in (0, 1e6]");
+                                       " is not in [1e-6, 1e6]");
       }
     }
   } else {
