@@ -78,9 +78,17 @@ void DecisionSection(const Analysis& a, const std::string& cluster, std::ostring
       const Decision d = Decide(*ranking, metric);
       html << "<td><b>" << EscapeHtml(d.best) << "</b>";
       if (!d.tied.empty()) {
-        html << " tied with ";
+        std::string names;
         for (std::size_t i = 0; i < d.tied.size(); ++i) {
-          html << (i ? ", " : "") << EscapeHtml(d.tied[i]);
+          names += (i ? ", " : "") + EscapeHtml(d.tied[i]);
+        }
+        // A long list of ties is one fact (the seeds cannot separate them): say how many and
+        // keep the names in the tooltip.
+        if (d.tied.size() > 3) {
+          html << " <span title=\"" << names << "\">tied with " << d.tied.size()
+               << " others</span>";
+        } else {
+          html << " tied with " << names;
         }
       }
       if (!d.runner_up.empty() && d.significant) {
