@@ -347,6 +347,38 @@ TEST_F(SweepTest, RerunSkipsFinishedPoints) {
   EXPECT_NE(progress2.str().find("2 of 4 points already done"), std::string::npos);
 }
 
+// A CSV written before the columns after jobs_rejected existed is upgraded in place and
+// resumed: its points are not run again, and its rows gain the new cells.
+TEST_F(SweepTest, AnOlderVersionsCsvIsUpgradedAndResumed) {
+  SweepOptions o = Small();
+  std::ostringstream out, progress;
+  ASSERT_TRUE(RunSweep(o, out, progress).ok()) << progress.str();
+  // Cut every line after its 30th cell, as the previous version wrote it.
+  std::istringstream in(Read(dir_ / "sweep.csv"));
+  std::string old_csv;
+  for (std::string line; std::getline(in, line);) {
+    std::size_t at = 0;
+    for (int cells = 0; cells < 30 && at != std::string::npos; ++cells) {
+      at = line.find(',', at == 0 ? 0 : at + 1);
+    }
+    old_csv += line.substr(0, at) + "\n";
+  }
+  ASSERT_EQ(old_csv.substr(0, old_csv.find('\n')).substr(old_csv.find("jobs_rejected")),
+            "jobs_rejected");
+  std::ofstream(dir_ / "sweep.csv", std::ios::trunc) << old_csv;
+  std::ostringstream out2, progress2;
+  ASSERT_TRUE(RunSweep(o, out2, progress2).ok()) << progress2.str();
+  EXPECT_NE(progress2.str().find("4 of 4 points already done"), std::string::npos)
+      << progress2.str();
+  const auto rows = Rows();
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.count("outcome"), 1u);
+    EXPECT_EQ(row.at("outcome"), row.at("saturated") == "1" ? "saturated" : "drained");
+    EXPECT_EQ(row.at("load_scale"), "1");
+  }
+}
+
 TEST_F(SweepTest, OverloadedPointIsCutAndMarkedSaturated) {
   SweepOptions o = Small();
   o.policies = "fifo";
