@@ -406,7 +406,7 @@ std::string RenderHtmlReport(const ReportInput& input) {
        << "th{background:#f4f4f4}\ntd.best{font-weight:bold;background:#eef7ee}\n"
        << "td.na{color:#a00}\n.sig{color:#060;font-weight:bold}\n.tie{color:#666}\n"
        << ".rank{color:#555;font-size:11px}\n.grid{display:flex;flex-wrap:wrap;gap:8px}\n"
-       << "table.points td{text-align:right;font-size:11px}\n</style>\n</head>\n<body>\n<h1>"
+       << "table.points td{text-align:right;font-size:11px}\n.wide{overflow-x:auto}\n</style>\n</head>\n<body>\n<h1>"
        << EscapeHtml(input.title) << "</h1>\n";
   if (!input.setup.empty()) {
     html << "<ul class=\"setup\">";
@@ -442,7 +442,7 @@ std::string RenderHtmlReport(const ReportInput& input) {
     }
   }
   if (!input.raw_rows.empty()) {
-    html << "<h2>Every simulated point</h2>\n<table class=\"points\">\n<tr>";
+    html << "<h2>Every simulated point</h2>\n<div class=\"wide\"><table class=\"points\">\n<tr>";
     for (const std::string& column : input.raw_columns) html << "<th>" << EscapeHtml(column) << "</th>";
     html << "</tr>\n";
     for (const std::vector<std::string>& row : input.raw_rows) {
@@ -450,7 +450,7 @@ std::string RenderHtmlReport(const ReportInput& input) {
       for (const std::string& cell : row) html << "<td>" << EscapeHtml(cell) << "</td>";
       html << "</tr>\n";
     }
-    html << "</table>\n";
+    html << "</table></div>\n";
   }
   html << "</body>\n</html>\n";
   return html.str();
