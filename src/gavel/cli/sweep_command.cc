@@ -376,8 +376,8 @@ Result<std::vector<report::Capacity>> FindCapacities(const SweepOptions& o,
       }
     }
     if (batch.empty()) break;
-    bar.Start(batch.size(), 0, "");
     progress << "sweep: --find-capacity round " << round << ", " << batch.size() << " points\n";
+    bar.Start(batch.size(), 0, "");
     std::vector<Status> failures;
     RunPoints(batch, o, csv, bar, failures);
     bar.End();
