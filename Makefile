@@ -18,33 +18,31 @@ install: build
 
 # The main job: simulate the paper's 36:36:36 cluster at 2 jobs/hour under max_min_fairness vs
 # max_min_fairness_perf and fifo vs fifo_perf; prints the JCT table and writes
-# build/headline/report.html (scripts/headline.sh).
-run: build
-	@scripts/headline.sh
+# build/headline/report.html (scripts/headline.sh). It builds only the simulator-only `gavel`
+# (the `sim` preset: no runtime, tests or benchmarks) in build/sim.
+run: deps
+	@cmake --preset sim >/dev/null
+	@cmake --build --preset sim -j $(JOBS)
+	@GAVEL=build/sim/src/gavel/cli/gavel scripts/headline.sh
 
-# Every test, from two builds, each making only the test binaries it runs: the optimised one
-# (gcc) with the tests labelled slow, then the `debug` preset (clang++ -O1: ASan, UBSan,
-# -Wthread-safety over every target, and the libFuzzer targets built in the same tree) with all
-# the others, then a short run of every parser's fuzz target (docs/formats.md, "Fuzzing").
-#
-# CI time (.ci/run = make test on a fresh clone, no ccache, 2 cores): 1852 s with four builds
-# (release, gcc debug, tsa, fuzz); 2228 s (stop 18) with two builds that both compiled every
-# test, and apt's first install; 1774 s (stop 19) compiling each test once; 1979 s (stop 20)
-# with the tests' own units at -O0 in the debug tree (the library stays -O1). Since then the
-# debug tree's test units share one precompiled header (~40% of their compile time), the
-# benchmarks are compiled there at -O0 instead of at -O3 in the release tree, the fuzz
-# targets run JOBS at a time, and the debug tree compiles each library's units 8 to a unity
-# batch (GAVEL_UNITY_BUILD) and the generated protobuf/gRPC code at -O0 without the
-# sanitizers' instrumentation (GAVEL_GENERATED_CODE_FLAGS): 689 -> 491 CPU-s for the library
-# units, 60 -> 16 for the generated ones (~2 min of CI's 2-core wall time). bench/README.md, "CI time", has what was measured per unit
-# (scripts/unit-cpu-time.sh) and the command to time each phase again (scripts/ci-time.sh).
+# Every test, in three steps that split the work so that each test is compiled once:
+#  - test-release: the optimised gcc build of the product and of the tests labelled `slow`
+#    (whole simulations against the reference runs, the runtime's end-to-end tests with real
+#    processes), which need optimised code to finish in time; it runs only those.
+#  - test-debug: the `debug` preset (clang++: ASan, UBSan, -Wthread-safety over every target,
+#    the libFuzzer targets, the benchmarks compiled but not run) builds and runs every other
+#    test, so the unit tests run under the sanitizers. It is tuned for compile time: the
+#    tests' own units at -O0 sharing one precompiled header, each library's units in unity
+#    batches of 8, the generated protobuf/gRPC code at -O0 without instrumentation
+#    (CMakePresets.json, cmake/GavelHelpers.cmake).
+#  - test-fuzz: a short run of every parser's fuzz target (docs/formats.md, "Fuzzing").
+# How long this takes on CI's 2 cores, and how to time each step again (scripts/ci-time.sh):
+# bench/README.md, "CI time".
 test: test-release test-debug test-fuzz
 
-# The optimised build compiles the product and only the slow tests (whole simulations against
-# the reference runs, the runtime's end to end tests with real processes): every other test
-# runs in the sanitizer build below, so compiling it twice bought nothing but CI time
-# (GAVEL_UNIT_TESTS_IN_ALL, cmake/GavelHelpers.cmake); the benchmarks, which nothing here
-# runs, are compiled and linked there too, at -O0 (GAVEL_BENCHMARKS_IN_ALL).
+# The product and the slow tests only (GAVEL_UNIT_TESTS_IN_ALL=OFF): every other test runs in
+# the sanitizer build, and the benchmarks, which nothing here runs, are compiled there
+# (GAVEL_BENCHMARKS_IN_ALL=OFF). `make build` still compiles everything optimised.
 test-release: deps
 	@cmake --preset release -DGAVEL_UNIT_TESTS_IN_ALL=OFF -DGAVEL_BENCHMARKS_IN_ALL=OFF >/dev/null
 	@cmake --build --preset release -j $(JOBS)
@@ -55,10 +53,10 @@ test-debug: deps
 	@cmake --build --preset debug -j $(JOBS)
 	@ctest --preset debug
 
-# JOBS targets at a time (each libFuzzer process uses one core).
-# 5 s per target, on the fuzz targets test-debug built (scripts/fuzz-smoke.sh only checks
-# they are up to date). fuzz-smoke.sh's libFuzzer runs start from every corpus file, and
-# `ctest --preset debug` replays each corpus once as well (fuzz_corpus_<name>).
+# 5 s per target, JOBS targets at a time (each libFuzzer process uses one core), on the fuzz
+# targets test-debug built (scripts/fuzz-smoke.sh only checks they are up to date). Each run
+# starts from every corpus file; `ctest --preset debug` also replays each corpus once
+# (fuzz_corpus_<name>).
 test-fuzz: deps
 	@JOBS=$(JOBS) FUZZ_SECONDS=5 scripts/fuzz-smoke.sh
 

@@ -1,5 +1,6 @@
 // Policy benchmarks: the wall-clock time of one Policy::Allocate for every policy in the
-// registry, on the input of the original's policy-runtime microbenchmark (spec §4.6): n
+// registry, on the input of the original's policy-runtime microbenchmark
+// (scripts/microbenchmarks/sweep_policy_runtimes.py in the original's repository): n
 // single-GPU jobs with types drawn uniformly from the 26 models of the job table, a cluster of
 // n/4 V100s, n/4 P100s and n/4 K80s, throughputs from data/simulation_throughputs.json.
 //
@@ -63,7 +64,7 @@ namespace {
 
 // random.Random(trial + 2) for trial 0, as the original's microbenchmark seeds its jobs.
 constexpr std::uint64_t kSeed = 2;
-// The original draws SLOs from a separate generator seeded seed + 6 (spec §4.2).
+// The original draws SLOs from a separate generator seeded seed + 6.
 constexpr std::uint64_t kSloSeed = kSeed + 6;
 // Entities come from their own generator, so the jobs are the same for every policy.
 constexpr std::uint64_t kEntitySeed = kSeed + 10;
@@ -80,7 +81,7 @@ constexpr int kSmallSizes[] = {32, 64, 128, 256, 512, 1024, 2048};
 constexpr int kLargeSizes[] = {10000, 100000};
 constexpr int kLargestSmallSize = 2048;
 
-// The original's JobTable, in its order: random.choice indexes into it (spec §1.4).
+// The original's JobTable (scheduler/job_table.py), in its order: random.choice indexes into it.
 constexpr std::string_view kJobTable[] = {
     "ResNet-18 (batch size 16)",
     "ResNet-18 (batch size 32)",
@@ -156,7 +157,7 @@ InputShape ShapeFor(const policy::PolicyInfo& info, bool varied, int num_jobs) {
   return shape;
 }
 
-// The reference's jobs (spec §4.2, §4.6): the same random calls as its generate_job without
+// The original's jobs: the same random calls as its generate_job (scheduler/utils.py) without
 // multi-GPU or multi-priority jobs, so the sequence matches random.Random(2) draw for draw.
 ClusterSnapshot MakeSnapshot(const InputShape& shape) {
   ClusterSnapshot snapshot;

@@ -1,6 +1,6 @@
-// The field's schedulers (issue 12) at a congested round: one Policy::Allocate at 1,000 (and
-// 2,000) active jobs on 36:36:36 (108 GPUs), the issue's "per-round decision <= 10 ms at 1,000
-// active jobs"; Gavel's five headline `_perf` policies at the same round beside them.
+// The field's schedulers at a congested round: one Policy::Allocate at 1,000 (and 2,000)
+// active jobs on 36:36:36 (108 GPUs), against the target of a round's decision in <= 10 ms at
+// 1,000 active jobs; Gavel's five headline `_perf` policies at the same round beside them.
 // policy_bench's input gives n/4 GPUs per type, so there nearly every job runs
 // and the auction, queues and packing never compete for GPUs; here most jobs wait. Jobs:
 // 1/2/4/8 GPUs (70/15/10/5 %), random arrivals, attained service, remaining steps, a third of

@@ -2,7 +2,7 @@
 # Times each phase of `make test` (the same commands as the Makefile's test-release,
 # test-debug and test-fuzz) as CI runs it: a fresh clone of HEAD, no ccache, JOBS=2.
 # Prints one line per phase (seconds, and the load average, since the build machine is
-# shared) and the total; record them in bench/README.md, "CI time", and the Makefile.
+# shared) and the total; record them in bench/README.md, "CI time".
 #
 #   scripts/ci-time.sh [CLONE_DIR]      (default: a new temporary directory)
 set -uo pipefail

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Robustness grid for the field's schedulers (issue 12, "How it will be checked").
+"""Robustness grid for the field's schedulers
+(docs/policies.md, "How robust the papers' directions are").
 
 Runs `gavel simulate` over a grid of workload families, cluster shapes, load levels and seeds
 and checks, at every point, the headline direction of each paper:

@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-gavel=./build/release/src/gavel/cli/gavel
+# The binary: `make run` passes its simulator-only build (the `sim` preset).
+gavel=${GAVEL:-./build/release/src/gavel/cli/gavel}
 out=build/headline
 # Start fresh: the sweep would otherwise resume and only reprint earlier results.
 rm -rf "$out"

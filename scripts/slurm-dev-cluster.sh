@@ -6,7 +6,8 @@
 #              waits until every node is idle, and prints the environment to use:
 #                  export SLURM_CONF=DIR/etc/slurm.conf
 #              (eval "$(scripts/slurm-dev-cluster.sh start DIR)" sets it in the calling shell).
-#   stop DIR   stops every daemon started from DIR (by the pid files in DIR) and waits for them.
+#   stop DIR   cancels the cluster's jobs and waits for their steps to end, then stops every
+#              daemon started from DIR (by the pid files in DIR) and waits for them.
 #   env DIR    prints the environment again.
 #
 # The nodes have fake GPUs declared as GRES of two types (docs/slurm.md): by default
@@ -168,8 +169,45 @@ start() {
   exit 1
 }
 
+# The slurmstepd processes of this cluster: each keeps its step's socket in the cluster's spool.
+cluster_stepds() {
+  local pid
+  for pid in $(pgrep -x slurmstepd 2>/dev/null || true); do
+    if ls -l "/proc/$pid/fd" 2>/dev/null | grep -qF -- "$dir/"; then echo "$pid"; fi
+  done
+}
+
+# Cancels every job of the cluster and waits until its steps are gone: slurmd does not end the
+# steps it started when it stops (each runs under its own slurmstepd), so without this the
+# jobs' processes (the pilots' `gavel worker`s, their training processes) outlive the cluster.
+# scancel sends SIGTERM, then SIGKILL after KillWait (5 s); whatever remains after that is
+# killed here.
+cancel_jobs() {
+  local ctld=$dir/run/slurmctld.pid ids pids
+  if [ -s "$ctld" ] && kill -0 "$(cat "$ctld")" 2>/dev/null; then
+    ids=$(SLURM_CONF=$dir/etc/slurm.conf squeue -h -o '%A' 2>/dev/null || true)
+    if [ -n "$ids" ]; then
+      # shellcheck disable=SC2086  # one argument per job id
+      SLURM_CONF=$dir/etc/slurm.conf scancel $ids 2>/dev/null || true
+      for _ in $(seq 150); do
+        [ -z "$(SLURM_CONF=$dir/etc/slurm.conf squeue -h -o '%A' 2>/dev/null || true)" ] && break
+        sleep 0.1
+      done
+    fi
+  fi
+  for _ in $(seq 100); do
+    pids=$(cluster_stepds)
+    [ -z "$pids" ] && return 0
+    sleep 0.1
+  done
+  # shellcheck disable=SC2086
+  kill -KILL $pids 2>/dev/null || true
+}
+
 stop() {
   [ -d "$dir" ] || { echo "slurm-dev-cluster: no directory $dir" >&2; exit 1; }
+  dir=$(cd "$dir" && pwd)
+  cancel_jobs
   local f
   for f in "$dir"/run/slurmd-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
   stop_pidfile "$dir/run/slurmctld.pid"

@@ -235,8 +235,8 @@ TEST_F(AgentProcessTest, StepsAreExactAcrossLeasesMovesAndAKill9) {
         << "progress went backwards in round " << round;
     last_checkpointed = report.checkpointed_steps();
   }
-  // The four scripted rounds and at least one after the kill. (Six before issue 13: leases then
-  // began at the launch, so each lost the interpreter's start-up to it.)
+  // The four scripted rounds and at least one after the kill (leases begin at the iterator's
+  // Init, so the interpreter's start-up costs no round its training time).
   EXPECT_GE(round, 5u);
 
   // ---- The whole life of the job ----
@@ -282,7 +282,7 @@ TEST_F(AgentProcessTest, StepRateFollowsTheThroughputTableOfTheAgentsGpuType) {
   EXPECT_NEAR(fast_rate, 4 * kV100, 0.1 * 4 * kV100);
   EXPECT_NEAR(slow_rate, 4 * kK80, 0.1 * 4 * kK80);
   // The lease's duration is honoured: about 1.5 s of training, counted from the iterator's
-  // Init (issue 13: the interpreter's start-up is outside the lease), ending at the first
+  // Init (the interpreter's start-up is outside the lease), ending at the first
   // step boundary past it, plus the final checkpoint.
   EXPECT_GT(fast.training_seconds(), 1.4);
   EXPECT_LT(fast.training_seconds(), 1.5 + 0.5);

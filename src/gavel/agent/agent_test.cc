@@ -231,7 +231,7 @@ TEST_F(AgentTest, RetriesRegistrationWithExponentialBackoffWhileTheSchedulerIsDo
 }
 
 TEST_F(AgentTest, StartRoundLaunchesTheJobWithItsEnvironment) {
-  options_.token = "the-agents-own-token-123";  // must reach no job (issue 16)
+  options_.token = "the-agents-own-token-123";  // must reach no job
   options_.base_env.emplace_back("GAVEL_TOKEN", "inherited-admin-token");
   Agent& agent = Registered();
   ASSERT_TRUE(agent.StartRound(Round(4, {MakeTask(kGpu1, 7, 60.0, 120)})).ok());
@@ -329,7 +329,7 @@ TEST_F(AgentTest, LeaseIsCountedFromTheGrantAndExtendedWithoutRestart) {
   const wire::InitResponse init = Init(agent, 7, kGpu0, 0);
   EXPECT_EQ(init.total_steps(), 1000u);
   EXPECT_EQ(init.lease().stop_at_step(), 1000u);
-  // The lease begins when the process is ready (issue 13): its start-up is not training time.
+  // The lease begins when the process is ready: its start-up is not training time.
   EXPECT_DOUBLE_EQ(init.lease().max_duration_s(), 60.0);
   EXPECT_DOUBLE_EQ(init.hold_timeout_s(), 60.0);          // the round duration
 
@@ -846,7 +846,7 @@ TEST(AgentOptionsTest, ErrorsNameTheOption) {
   EXPECT_TRUE(CheckAgentOptions(options).ok());
 }
 
-// ---- Issue 13: start-up outside the lease, gang leases, torchrun's environment, logs ----
+// ---- Start-up outside the lease, gang leases, torchrun's environment, logs ----
 
 // A gang task: rank `rank` of a 2-rank job 9 whose lease stops at `stop` (step bound only).
 wire::Task GangTask(std::uint64_t worker, std::uint32_t rank, std::uint64_t stop,

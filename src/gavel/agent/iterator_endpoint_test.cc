@@ -112,7 +112,7 @@ TEST_F(IteratorEndpointTest, ErrorsFollowTheContract) {
               StartsWith("HTTP/1.1 200"));
 }
 
-// Issue 16: a process holds a key for itself only. Without it, with a wrong one, with the
+// A process holds a key for itself only. Without it, with a wrong one, with the
 // agent's own token, or with another job's key, every method is refused (401) and nothing
 // changes; the key of the process named in the request is accepted.
 TEST_F(IteratorEndpointTest, EachProcessHoldsAKeyForItselfOnly) {

@@ -289,7 +289,7 @@ TEST_F(AllocateCommandTest, EveryPolicyAnswersTheExampleInBothModes) {
       const Ran ran = Allocate(std::string(info.name), snapshot, compat ? "--compat gavel" : "");
       if (compat && info.capabilities.packing && ran.exit_code != 0) {
         // The example mixes scale factors, where the original's packed per-job constraint
-        // cannot be formed (spec §2.0); compat says so instead of answering.
+        // cannot be formed (docs/differences.md, P4); compat says so instead of answering.
         ExpectFailure(ran, {"compat"});
         continue;
       }

@@ -74,8 +74,8 @@ TEST(SubmitCommandLineTest, NumbersOutsideTheirBoundsAreRefusedNamingTheFlag) {
   }
 }
 
-// Issue 16's smaller defects on `gavel serve`: `--seed -1` wrapped to 2^64-1,
-// `--round-seconds 1e-9` and `--expected-gpus -3` were accepted.
+// `gavel serve` holds its numbers to their bounds: `--seed -1` must not wrap to 2^64-1, nor
+// `--round-seconds 1e-9` or `--expected-gpus -3` be accepted.
 TEST(ServeCommandLineTest, NumbersOutsideTheirBoundsAreRefusedNamingTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--seed", "-1"}, "--seed: `-1` is not an integer in [0, 4294967295]"},
@@ -100,8 +100,8 @@ TEST(ServeCommandLineTest, NumbersOutsideTheirBoundsAreRefusedNamingTheFlag) {
   }
 }
 
-// Issue 13: a refused `gavel serve` leaves nothing behind. (Issue 14: packing policies such as
-// gandiva run now; a cost policy without prices is refused instead, naming the flag.)
+// A refused `gavel serve` leaves nothing behind (refusals here: a cost policy without prices,
+// naming the flag; an unknown policy; a packing policy on Slurm).
 TEST(ServeCommandLineTest, ARefusedServeCreatesNoStateDirectory) {
   const std::filesystem::path state =
       std::filesystem::temp_directory_path() /
@@ -170,7 +170,7 @@ TEST(JobFileTest, NumbersOutsideTheirBoundsNameTheJobAndField) {
       {R"({"command": ["x"], "steps": 5, "scale_factor": 4294967297})", "field scale_factor"},
       {R"({"command": ["x"], "steps": 5, "priority_weight": 1e300})", "priority_weight"},
       {R"({"command": ["x"], "steps": 5, "throughputs": {"v100": 1e308}})", "throughputs.v100"},
-      // The field's schedulers' keys (issue 12 item 7).
+      // The field's schedulers' keys.
       {R"({"command": ["x"], "steps": 5, "utility": "cubic:1:2"})", "job 0, field utility"},
       {R"({"command": ["x"], "steps": 5, "utility": 3})", "job 0, field utility"},
       {R"({"command": ["x"], "steps": 5, "cpus_per_gpu": -2})", "job 0, field cpus_per_gpu"},
@@ -185,7 +185,7 @@ TEST(JobFileTest, NumbersOutsideTheirBoundsNameTheJobAndField) {
   }
 }
 
-// The field's schedulers' inputs (issue 12 item 7): flags and job file keys reach the spec,
+// The field's schedulers' inputs: flags and job file keys reach the spec,
 // the utility in the trace's text form; bad values name the flag or the job and field.
 TEST(SubmitCommandLineTest, AppUtilityAndHostDemandsReachTheSpec) {
   ClientCommandOptions o;

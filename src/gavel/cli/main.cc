@@ -1,14 +1,18 @@
-// The `gavel` command: thin subcommands over the libraries.
+// The `gavel` command: thin subcommands over the libraries. A build without the runtime
+// (GAVEL_RUNTIME=OFF, the `sim` preset of `make run`) has only allocate, policies, simulate and
+// sweep.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "gavel/cli/allocate_command.h"
+#include "gavel/cli/simulate_command.h"
+#include "gavel/cli/sweep_command.h"
+#if GAVEL_WITH_RUNTIME
 #include "gavel/cli/client_commands.h"
 #include "gavel/cli/logs_command.h"
 #include "gavel/cli/serve_command.h"
-#include "gavel/cli/simulate_command.h"
-#include "gavel/cli/sweep_command.h"
 #include "gavel/cli/worker_command.h"
+#endif
 
 int main(int argc, char** argv) {
   CLI::App app{"Gavel: heterogeneity-aware scheduling policies for deep-learning clusters"};
@@ -34,6 +38,7 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("policies", "List the policy names with a one-line description");
 
+#if GAVEL_WITH_RUNTIME
   gavel::cli::WorkerOptions worker;
   CLI::App* worker_cmd = gavel::cli::AddWorkerCommand(app, &worker);
 
@@ -43,6 +48,7 @@ int main(int argc, char** argv) {
   gavel::cli::AddClientCommands(app, &client);
   gavel::cli::LogsOptions logs;
   gavel::cli::AddLogsCommand(app, &logs);
+#endif
 
   gavel::cli::SimulateOptions simulate;
   CLI::App* simulate_cmd = gavel::cli::AddSimulateCommand(app, &simulate);
@@ -55,10 +61,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
+#if GAVEL_WITH_RUNTIME
   if (worker_cmd->parsed()) return gavel::cli::RunWorkerCommand(worker);
   if (serve_cmd->parsed()) return gavel::cli::RunServeCommand(serve);
   if (const auto code = gavel::cli::RunClientCommands(client)) return *code;
   if (const auto code = gavel::cli::RunLogsCommand(logs)) return *code;
+#endif
   if (app.got_subcommand("policies")) {
     gavel::cli::PrintPolicies(std::cout);
     return 0;

@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <mutex>
 
 #include "gavel/cli/flag_bounds.h"
+#include "gavel/core/mutex.h"
 
 namespace gavel::cli {
 
@@ -80,11 +80,11 @@ Status SlurmBackend::Start(const std::string& daemon_address) {
   pilot_options_.scheduler_address =
       options_.scheduler_address.empty() ? daemon_address : options_.scheduler_address;
   // The keeper logs from its thread, the daemon's event log from others: one line at a time.
-  auto mutex = std::make_shared<std::mutex>();
+  auto mutex = std::make_shared<Mutex>();
   std::ostream* log = log_;
   keeper_ = std::make_unique<slurm::PilotKeeper>(
       api_.get(), pilot_options_, [mutex, log](const std::string& line) {
-        std::lock_guard lock(*mutex);
+        MutexLock lock(*mutex);
         *log << "gavel serve: " << line << std::endl;
       });
   Result<int> first = keeper_->ReconcileOnce();

@@ -19,13 +19,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <sstream>
 
 #include "gavel/agent/agent_server.h"
 #include "gavel/agent/process.h"
+#include "gavel/core/mutex.h"
 #include "gavel/rpc/auth.h"
 #include "gavel/rpc/grpc_util.h"
 #include "gavel/slurm/step_launcher.h"
@@ -37,6 +37,13 @@ namespace gavel::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The first refusal of the agent's registration, set from the agent's thread and read by the
+// main thread after the signal wait.
+struct Refusal {
+  Mutex mutex;
+  std::optional<Status> status GAVEL_GUARDED_BY(mutex);
+};
 
 // The agent's stable id: read from <work-dir>/agent_id, or made and written there.
 Result<std::string> LoadOrCreateAgentId(const fs::path& work_dir, const std::string& gpu_type) {
@@ -209,12 +216,12 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   }
   // A refused registration (a user's token, or none) ends the worker instead of retrying for
   // ever: the refusal is kept and SIGTERM wakes the sigwait below.
-  auto refusal = std::make_shared<std::pair<std::mutex, std::optional<Status>>>();
+  auto refusal = std::make_shared<Refusal>();
   agent.on_refused = [refusal](const Status& status) {
     {
-      std::lock_guard lock(refusal->first);
-      if (refusal->second) return;
-      refusal->second = status;
+      MutexLock lock(refusal->mutex);
+      if (refusal->status) return;
+      refusal->status = status;
     }
     ::kill(::getpid(), SIGTERM);
   };
@@ -260,8 +267,8 @@ Status RunWorker(const WorkerOptions& options, std::ostream& out) {
   sigwait(&stop_signals, &signal);
   std::optional<Status> refused;
   {
-    std::lock_guard lock(refusal->first);
-    refused = refusal->second;
+    MutexLock lock(refusal->mutex);
+    refused = refusal->status;
   }
   if (!refused) out << "gavel worker: signal " << signal << ": ending jobs and stopping" << std::endl;
   running->Shutdown();

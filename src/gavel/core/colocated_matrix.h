@@ -1,6 +1,6 @@
 // The co-located throughputs of the job-type keys in use, as a dense key × key × GPU-type
 // table. For the hot paths that read every candidate pair's throughputs on every GPU type at
-// every reallocation (the policy's problem, spec §3.2), where ThroughputTable::Colocated costs
+// every reallocation (the policy's problem), where ThroughputTable::Colocated costs
 // two hash lookups per pair and type.
 //
 // Entries are exactly ThroughputTable::Colocated's values (mirror entries included) for the

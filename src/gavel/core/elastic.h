@@ -1,4 +1,4 @@
-// Elastic jobs (issue 11 item 5): a job that may run on any worker count in
+// Elastic jobs: a job that may run on any worker count in
 // [min_workers, max_workers], with a scaling curve saying how its throughput grows with the
 // count. Fixed-size jobs (no ElasticSpec) are the default; an elastic job's declared scale
 // factor lies in its range and is the count it runs at under every scheduler that does not

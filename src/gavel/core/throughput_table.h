@@ -1,5 +1,5 @@
 // The throughput table: measured steps/second of every job type on every GPU type, alone and
-// sharing a GPU with another job type. Read from the original's JSON format (spec §1.5):
+// sharing a GPU with another job type. Read from the original's JSON format (docs/formats.md):
 //
 //   { "<gpu type>": { "('<model>', <scale factor>)": {
 //         "null": <steps/s alone>,

@@ -55,7 +55,7 @@ TEST(ThroughputTableTest, ShippedTablesLoadWith83KeysOnEveryMainType) {
     EXPECT_EQ(table->gpu_types(),
               (std::vector<std::string>{"k80", "k80_unconsolidated", "p100", "p100_unconsolidated",
                                         "v100", "v100_unconsolidated"}));
-    // Spec §1.5: 26 models at scale factor 1 plus 19 distributed models at 2, 4 and 8.
+    // 26 models at scale factor 1 plus 19 distributed models at 2, 4 and 8.
     EXPECT_EQ(table->job_types().size(), 83u);
     EXPECT_TRUE(std::is_sorted(table->job_types().begin(), table->job_types().end()));
     int per_scale_factor[9] = {};
@@ -71,7 +71,7 @@ TEST(ThroughputTableTest, ShippedTablesLoadWith83KeysOnEveryMainType) {
     EXPECT_EQ(per_scale_factor[2], 19);
     EXPECT_EQ(per_scale_factor[4], 19);
     EXPECT_EQ(per_scale_factor[8], 19);
-    // k80_unconsolidated lacks the six multi-GPU ResNet-50 bs 64/128 keys (spec §1.5).
+    // k80_unconsolidated lacks the six multi-GPU ResNet-50 bs 64/128 keys.
     int missing_unconsolidated = 0;
     for (const JobTypeKey& key : table->job_types()) {
       if (!table->Isolated("k80_unconsolidated", key)) {
@@ -90,7 +90,7 @@ TEST(ThroughputTableTest, SpotValuesMatchTheSpecTable) {
   struct Spot {
     const char* type;
     JobTypeKey key;
-    double steps_per_second;  // spec §1.5's sanity table, printed to 2-4 significant digits
+    double steps_per_second;  // spot values of the shipped JSON, to 2-4 significant digits
   };
   const Spot spots[] = {
       {"k80", kA3c, 3.439},
@@ -120,7 +120,7 @@ TEST(ThroughputTableTest, SpotValuesMatchTheSpecTable) {
   for (int sf : {2, 4, 8}) {
     EXPECT_EQ(table->Isolated("k80", {"ResNet-50 (batch size 128)", sf}), 0.0) << sf;
   }
-  // The other file re-measured Recommendation: v100 bs512 is 253.6 there (spec §1.5).
+  // The other file re-measured Recommendation: v100 bs512 is 253.6 there.
   const auto physical = ThroughputTable::LoadFile(ShippedFile("physical_cluster_throughputs.json"));
   ASSERT_TRUE(physical.ok()) << physical.status().ToString();
   EXPECT_NEAR(*physical->Isolated("v100", {"Recommendation (batch size 512)", 1}), 253.63, 0.01);
@@ -141,7 +141,7 @@ TEST(ThroughputTableTest, UnknownTypesAndKeysAreAbsentNotZero) {
 }
 
 // Every value the table returns equals the one read straight from the JSON, and each pair
-// entry is the mirror image of its partner's (spec §1.5), for both shipped files.
+// entry is the mirror image of its partner's, for both shipped files.
 TEST(ThroughputTableTest, AgreesWithTheRawJsonAndIsSymmetric) {
   for (const char* name : {"simulation_throughputs.json", "physical_cluster_throughputs.json"}) {
     SCOPED_TRACE(name);
@@ -175,7 +175,7 @@ TEST(ThroughputTableTest, AgreesWithTheRawJsonAndIsSymmetric) {
         }
       }
     }
-    // Spec §1.5: 3 types × (26 × 26 + 3 × 19 × 19) = 5277 entries, 3396 of them zero.
+    // 3 types × (26 × 26 + 3 × 19 × 19) = 5277 entries, 3396 of them zero.
     EXPECT_EQ(pair_entries, 5277);
     if (std::string(name) == "simulation_throughputs.json") {
       EXPECT_EQ(zero_pair_entries, 3396);

@@ -1,4 +1,4 @@
-// Job utility as a function of completion time (issue 12 item 4, after OASiS): what a job is
+// Job utility as a function of completion time (after OASiS, INFOCOM'18): what a job is
 // worth to its owner when it completes `jct` seconds after it arrived. Two shipped families:
 //   sigmoid  f(t) = value / (1 + exp(steepness · (t − midpoint)))   (OASiS's γ1, γ2, γ3)
 //   linear   f(t) = value · max(0, 1 − t / zero_at)                 (linear decay to 0)

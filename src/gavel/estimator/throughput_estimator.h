@@ -1,5 +1,6 @@
 // ThroughputEstimator: Gavel's estimate of how fast two jobs run while sharing one GPU, for a
-// cluster that has not measured every pair (spec §5; docs/estimator.md).
+// cluster that has not measured every pair (docs/estimator.md; the original's
+// scheduler/throughput_estimator.py).
 //
 //   Offline, K reference job types are profiled fully: their normalised co-located throughput
 //   N[i][t·n + k] = (steps/s of i next to k on GPU type t) / (steps/s of i alone on t).

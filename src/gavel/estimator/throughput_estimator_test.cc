@@ -1,6 +1,6 @@
 // Tests of the throughput estimator against independent truth: the shipped table itself (full
 // profiling must reproduce it), an invariant (more profiling, less error, on every seed), and
-// a small table worked by hand through the spec's description of the original (§5).
+// a small table worked by hand through the original's steps (scheduler/throughput_estimator.py).
 #include "gavel/estimator/throughput_estimator.h"
 
 #include <gtest/gtest.h>
@@ -180,7 +180,7 @@ TEST(ThroughputEstimatorTest, RejectsBadOptions) {
   EXPECT_FALSE(ThroughputEstimator::Create(ShippedThroughputTable(), o).ok());
 }
 
-// ---- A hand-worked case of the original's behaviour (spec §5) ----
+// ---- A hand-worked case of the original's behaviour ----
 //
 // Three models A, B, C on one GPU type, each 10 steps/s alone; the normalised co-located
 // throughput N[i][k] (i's speed next to k, relative to alone) is

@@ -1,5 +1,6 @@
-// AlloX (spec §2.9): single-GPU jobs only; waiting jobs are matched to GPUs by a min-cost
-// assignment on estimated completion time; allocated jobs keep their GPU (non-preemptive).
+// AlloX (Le et al., EuroSys'20; docs/policies.md): single-GPU jobs only; waiting jobs are
+// matched to GPUs by a min-cost assignment on estimated completion time; allocated jobs keep
+// their GPU (non-preemptive).
 // Stateful (the previous allocation). PolicyOptions::allox_alpha sets alpha.
 #pragma once
 

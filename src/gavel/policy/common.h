@@ -64,11 +64,11 @@ Result<BaseProblem> BuildBaseProblem(const PolicyInput& input, const Matrix& thr
 PolicyOutput ExtractAllocation(const PolicyInput& input, const BaseProblem& problem,
                                const lp::Solution& solution);
 
-// The original's proportional share: prop_i = Σ_j T[i][j] · c_j / Σ_t c_t (spec §2.0).
+// The original's proportional share: prop_i = Σ_j T[i][j] · c_j / Σ_t c_t (docs/policies.md).
 std::vector<double> ProportionalThroughputs(const PolicyInput& input, const Matrix& throughput);
 
 // The original's isolated allocation X_iso[i][j] = c_j / (m · s_i), each row divided by
-// max(1, row sum) (spec §2.0, §2.10).
+// max(1, row sum) (docs/policies.md).
 Matrix IsolatedAllocation(const PolicyInput& input);
 // iso_i = Σ_j T[i][j] · X_iso[i][j].
 std::vector<double> IsolatedThroughputs(const PolicyInput& input, const Matrix& throughput);

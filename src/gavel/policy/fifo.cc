@@ -71,7 +71,8 @@ class Fifo final : public Policy {
 
  private:
   // Agnostic mode: jobs keep their type across calls. A completed job's GPUs go to the head of
-  // the queue if it fits there and can run there; everything else is queued (spec §2.7 step 2).
+  // the queue if it fits there and can run there; everything else is queued
+  // (the original's scheduler/policies/fifo.py).
   void KeepStickyAssignments(const PolicyInput& input, std::vector<int>& available,
                              std::vector<Assigned>& assigned, std::deque<std::size_t>& queue) {
     for (std::size_t i = 0; i < input.num_jobs(); ++i) {
@@ -122,7 +123,7 @@ class Fifo final : public Policy {
     }
   }
 
-  // Spec §2.7 step 4: jobs leave the queue in order and take a GPU type while one has enough
+  // Jobs leave the queue in order and take a GPU type while one has enough
   // free GPUs. Returns the job that stopped the loop because nothing fitted (head-of-line
   // blocking), if any.
   std::optional<std::size_t> AssignFromQueue(const PolicyInput& input, std::vector<int>& available,
@@ -185,7 +186,7 @@ class Fifo final : public Policy {
     return std::nullopt;
   }
 
-  // Spec §2.7 step 5: the queued jobs, in order, each join the running single job of equal
+  // Packing: the queued jobs, in order, each join the running single job of equal
   // scale factor they pack best with, while that beats the threshold; the first job that
   // packs with nobody ends packing (no job jumps ahead).
   static void Pack(const PolicyInput& input, std::vector<Assigned>& assigned,

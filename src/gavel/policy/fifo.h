@@ -1,4 +1,4 @@
-// FIFO (spec §2.7): jobs in id (arrival) order take whole GPUs of one type until none fits
+// FIFO (docs/policies.md): jobs in id (arrival) order take whole GPUs of one type until none fits
 // (head-of-line blocking). agnostic: a random fitting type, sticky across calls; perf: the
 // fastest fitting type, recomputed each call; packed: perf, then queued jobs share a GPU
 // with a running job when the pair's normalised throughput exceeds 1.5. Stateful (agnostic

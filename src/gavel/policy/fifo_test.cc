@@ -39,13 +39,13 @@ void ExpectWithinCapacity(const PolicyInput& input, const PolicyOutput& out) {
 
 const std::vector<std::string> kThreeTypes = {"k80", "p100", "v100"};
 
-// Spec §2.7, verified against the original: 2 GPUs of each type, six 1-GPU jobs running at
-// 1/2/3 steps/s on k80/p100/v100. The original always takes the last type with any free GPU
-// (v100). Job 1 takes v100 (2 → 1). Job 2 takes v100 (1 → 0), and the removed entry of the
-// type list is the one at the drawn index d2 among [k80, p100, v100]. Seed 0 draws d2 = 1
-// (CPython: Random(0).randrange(3) twice gives 1, 1), so p100 is removed and v100 stays
-// last in the list; from then on v100 is never a candidate (count <= 0) but is still the last
-// entry, so jobs 3-6 also get v100 (counts 2, 2, then v100 = -4) while k80 keeps free GPUs.
+// The original's FIFO (scheduler/policies/fifo.py), verified against it: 2 GPUs of each type, six
+// 1-GPU jobs running at 1/2/3 steps/s on k80/p100/v100. The original always takes the last type
+// with any free GPU (v100). Job 1 takes v100 (2 → 1). Job 2 takes v100 (1 → 0), and the removed
+// entry of the type list is the one at the drawn index d2 among [k80, p100, v100]. Seed 0 draws
+// d2 = 1 (CPython: Random(0).randrange(3) twice gives 1, 1), so p100 is removed and v100 stays last
+// in the list; from then on v100 is never a candidate (count <= 0) but is still the last entry, so
+// jobs 3-6 also get v100 (counts 2, 2, then v100 = -4) while k80 keeps free GPUs.
 TEST(FifoTest, CompatReproducesTheVerifiedAllOnV100Example) {
   std::vector<TestJob> jobs;
   for (std::uint64_t id = 0; id < 6; ++id) jobs.push_back({id, 1, {1, 2, 3}});

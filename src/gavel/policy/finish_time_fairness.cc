@@ -18,7 +18,7 @@
 namespace gavel::policy {
 namespace {
 
-// Finish-time fairness (spec §2.4, docs/policies.md). For job k with remaining steps R_k,
+// Finish-time fairness (docs/policies.md). For job k with remaining steps R_k,
 // time since arrival a_k, weight w_k (see below), cumulative isolated time C_k and isolated
 // throughput iso_k:
 //   t_iso_k  = C_k + R_k / iso_k

@@ -14,7 +14,8 @@
 namespace gavel::policy {
 namespace {
 
-// A pair is kept while its normalised throughput is at least this (spec §2.8 step 1).
+// A pair is kept while its normalised throughput is at least this (the original's
+// scheduler/policies/gandiva.py).
 constexpr double kKeepPairThreshold = 1.0;
 
 class Gandiva final : public Policy {
@@ -78,7 +79,7 @@ class Gandiva final : public Policy {
   }
 
   // Row `row` of `x` gets 1/count of every type, divided by the scale factor of `job`, then
-  // scaled to sum to at most 1 (spec §2.8 step 2).
+  // scaled to sum to at most 1.
   static void SetEqualShare(const PolicyInput& input, std::size_t count, std::size_t job,
                             std::size_t row, Matrix& x) {
     const double scale_factor = static_cast<double>(input.jobs[job].scale_factor);
@@ -120,7 +121,7 @@ class Gandiva final : public Policy {
     return normalized;
   }
 
-  // Spec §2.8 step 1: forget assignments whose job or partner left, and pairs that run too
+  // Forget assignments whose job or partner left, and pairs that run too
   // slowly together; single jobs are always forgotten (their normalised throughput is 0).
   template <class FindPair>
   void DropStaleAssignments(const PolicyInput& input, const std::map<JobId, std::size_t>& index_of,
@@ -144,7 +145,7 @@ class Gandiva final : public Policy {
     for (const JobId id : to_delete) assigned_.erase(id);
   }
 
-  // Spec §2.8 step 3: the jobs not in a kept pair are paired at random (n draws of
+  // The jobs not in a kept pair are paired at random (n draws of
   // random.sample(jobs, 2), pairing only equal scale factors); the rest run alone.
   template <class FindPair>
   void AssignUnassignedJobs(const PolicyInput& input, const std::map<JobId, std::size_t>& index_of,

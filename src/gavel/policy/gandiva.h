@@ -1,5 +1,6 @@
-// Gandiva (spec §2.8): equal time shares; when the cluster is oversubscribed, jobs are
-// paired at random for space sharing and pairs that run slower than alone are undone.
+// Gandiva as the original simplifies it (docs/policies.md): equal time shares; when the
+// cluster is oversubscribed, jobs are paired at random for space sharing and pairs that run
+// slower than alone are undone.
 // Stateful (its pairing and its random generator, seeded from PolicyOptions::seed).
 #pragma once
 

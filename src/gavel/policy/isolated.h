@@ -1,4 +1,4 @@
-// Isolated (spec §2.10): X[i][j] = c_j / (m s_i), each row scaled to sum at most 1.
+// Isolated (docs/policies.md): X[i][j] = c_j / (m s_i), each row scaled to sum at most 1.
 // Stateless.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Max-min fairness / least attained service (spec §2.2, docs/policies.md).
+// Max-min fairness / least attained service (docs/policies.md).
 //   agnostic: maximise min_i (s_i / w_i) Σ_j X[i][j]   (every throughput taken as 1; by default
 //             cells where the job cannot run stay 0, see docs/differences.md)
 //   perf:     maximise min_i Σ_j T[i][j] s_i / (w_i prop_i) X[i][j]

@@ -76,12 +76,12 @@ Result<PolicyOutput> Allocate(Variant variant, const PolicyInput& input, bool co
 }
 
 // ---------------------------------------------------------------------------------------------
-// An independent formulation, written from spec §2.2 in other variables: Y = s·X, the GPUs a
-// job (or pair) holds on average, so capacity is Σ Y <= c_j and each job's time is
-// Σ Y <= s_i. A job's normalised throughput is Σ_j B_ij Y_ij / (w_i prop_i) plus its pair
-// terms, where B is what the variant believes (agnostic: 1 where the job can run, or
-// everywhere under --compat gavel; perf/packed: T) and prop_i = Σ_j T_ij c_j / Σ_t c_t
-// (agnostic: 1). Jobs that can run nowhere are left out of the min. Solved by GLPK.
+// An independent formulation, written from docs/policies.md in other variables: Y = s·X, the GPUs a
+// job (or pair) holds on average, so capacity is Σ Y <= c_j and each job's time is Σ Y <= s_i. A
+// job's normalised throughput is Σ_j B_ij Y_ij / (w_i prop_i) plus its pair terms, where B is what
+// the variant believes (agnostic: 1 where the job can run, or everywhere under --compat gavel;
+// perf/packed: T) and prop_i = Σ_j T_ij c_j / Σ_t c_t (agnostic: 1). Jobs that can run nowhere are
+// left out of the min. Solved by GLPK.
 
 struct Believed {
   Matrix single;  // B_ij
@@ -529,7 +529,7 @@ TEST(MaxMinFairnessTest, CompatAgnosticBelievesEveryJobRunsEverywhere) {
   EXPECT_NEAR(compat->allocation.RowSum(1), 1.0, kCentralTolerance);
 }
 
-// Under compat a job that cannot run at all is still a job with T ≡ 1 (spec §2.1): with
+// Under compat a job that cannot run at all is still a job with T ≡ 1 (docs/policies.md): with
 // one GPU, A and B split it, level 0.5.
 TEST(MaxMinFairnessTest, CompatAgnosticCountsAJobThatCanRunNowhere) {
   const PolicyInput input = MakeInput({1}, {{{2.0}, 1, 1.0}, {{0.0}, 1, 1.0}});

@@ -16,7 +16,7 @@
 namespace gavel::policy {
 namespace {
 
-// Max sum throughput (spec §2.6, docs/policies.md):
+// Max sum throughput (docs/policies.md):
 //   maximise Σ_i Σ_j T[i][j] / cost_j · X[i][j] (+ Σ_p Σ_j (T_p,first + T_p,second) / cost_j
 //   · X[p][j] when packed), cost_j = 1 unless per_cost,
 //   s.t. the base constraints and, with SLOs, for every job i with a deadline still ahead

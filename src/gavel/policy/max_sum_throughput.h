@@ -1,4 +1,4 @@
-// Maximise total throughput, optionally per dollar and subject to SLOs (spec §2.6):
+// Maximise total throughput, optionally per dollar and subject to SLOs (docs/policies.md):
 //   maximise Σ_i Σ_j T[i][j] / cost_j · X[i][j]   s.t. base constraints and, with SLOs,
 //   Σ_j T[i][j] X[i][j] >= remaining_i / slo_time_left_i. When the SLOs cannot all be met it
 //   re-solves without them (status fallback). Stateless.

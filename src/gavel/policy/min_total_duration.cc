@@ -16,7 +16,7 @@
 namespace gavel::policy {
 namespace {
 
-// Makespan (spec §2.5, docs/policies.md). For every job k with R_k > 0 remaining steps that
+// Makespan (docs/policies.md). For every job k with R_k > 0 remaining steps that
 // can run somewhere, thr_k(X) >= R_k / M must hold for makespan M.
 //   default: one LP, maximise θ s.t. thr_k(X) >= R_k θ and the base constraints; M* = 1/θ*.
 //   --compat gavel: the original's bisection on M (feasibility LPs, stop within 5%), each LP

@@ -1,4 +1,4 @@
-// Minimise the makespan (spec §2.5): the smallest T such that every job can finish its
+// Minimise the makespan (docs/policies.md): the smallest T such that every job can finish its
 // remaining steps within T. Solved exactly as one LP (maximise 1/T); under --compat gavel the
 // original's bisection that stops within 5%. Stateless.
 #pragma once

@@ -63,8 +63,8 @@ TEST(PolicyInputTest, ThroughputsComeFromTheTableInSortedOrder) {
     EXPECT_EQ(input->throughput(1, j), Isolated(types[j], "ResNet-50 (batch size 128)", 2));
     EXPECT_EQ(input->throughput(2, j), Isolated(types[j], "CycleGAN"));
   }
-  // Spec §1.5's table, independently of the loader: v100 A3C 7.176, k80 CycleGAN 0.505, and
-  // k80 cannot run ResNet-50 bs128 on 2 GPUs.
+  // Spot values of the shipped table, independently of the loader: v100 A3C 7.176, k80 CycleGAN
+  // 0.505, and k80 cannot run ResNet-50 bs128 on 2 GPUs.
   EXPECT_NEAR(input->throughput(0, 2), 7.176, 1e-3);
   EXPECT_NEAR(input->throughput(2, 0), 0.505, 1e-3);
   EXPECT_EQ(input->throughput(1, 0), 0.0);
@@ -224,7 +224,7 @@ InputRequirements WithPairs(bool keep_unusable = false) {
 }
 
 TEST(PolicyInputTest, PairsCarryTheTablesColocatedThroughputs) {
-  // A3C + CycleGAN share every type (spec §1.5 data: v100 [4.562, 3.163]).
+  // A3C + CycleGAN share every type (the shipped table: v100 [4.562, 3.163]).
   const auto input = BuildPolicyInput(Cluster(ThreeTypes(), {Job(3, "A3C"), Job(8, "CycleGAN")}),
                                       &ShippedTable(), WithPairs());
   ASSERT_TRUE(input.ok()) << input.status().ToString();

@@ -2,7 +2,7 @@
 // shipped throughput table, in both the corrected default and --compat gavel:
 //   * every allocation entry is in [0, 1];
 //   * capacity: Σ_i s_i X_ij + Σ_p s_p X_pj <= c_j (except fifo under compat: the original's
-//     FIFO over-subscribes, spec §2.7);
+//     FIFO over-subscribes, docs/differences.md P12);
 //   * time: Σ_j X_ij + Σ_{p ∋ i} Σ_j X_pj <= 1 for every job;
 //   * by default, no time on a type where the job (or both members of a pair) cannot run;
 //   * the same input gives the same output with fresh policies;
@@ -391,7 +391,7 @@ TEST(PolicyRegistryTest, NamesAreUniqueAndFindable) {
     ASSERT_NE(info.make, nullptr) << info.name;
     EXPECT_FALSE(info.description.empty()) << info.name;
   }
-  // The original's CLI names (spec §2.1) are all there.
+  // The original's CLI names (its scheduler/utils.py, get_policy) are all there.
   for (const char* name : {"allox",
                            "fifo",
                            "fifo_perf",

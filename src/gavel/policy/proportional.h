@@ -1,4 +1,4 @@
-// Proportional (spec §2.0): X[i][j] = c_j / Σ_t c_t, the equal-share allocation the
+// Proportional (docs/policies.md): X[i][j] = c_j / Σ_t c_t, the equal-share allocation the
 // max-min policies normalise by. Stateless.
 #pragma once
 

@@ -132,8 +132,9 @@ std::vector<int> Greedy(const std::vector<AuctionApp>& apps, std::vector<int> fr
   return type_of;
 }
 
-// The greedy without app `excluded`, replayed from the full run's `log` (issue 12's 10 ms at
-// 1,000 jobs: rerunning every pop once per winner cost ~1,000 heap operations per rerun).
+// The greedy without app `excluded`, replayed from the full run's `log`, so that a round
+// stays within 10 ms at 1,000 jobs (rerunning every pop once per winner cost ~1,000 heap
+// operations per rerun).
 // Why it is exact: the pops are ordered by a strict total order on (key, app), so the apps
 // whose every pop so far went as in the full run ("same" apps) hold the same heap entries and
 // pop in the log's order. A same app stays same at a pop while its gang fits (or not) as it did

@@ -1,4 +1,4 @@
-// The three flavours most policies of the original come in (spec §2.1).
+// The three flavours most policies of the original come in (docs/policies.md).
 #pragma once
 
 namespace gavel::policy {

@@ -38,7 +38,8 @@
 // are frozen; otherwise the question is asked again of those that did not. That test also
 // serves when the solver gives no multipliers.
 //
-// Under --compat gavel, the original's test instead (spec §2.3): a MILP maximising Σ z_k over
+// Under --compat gavel, the original's test instead
+// (scheduler/policies/max_min_fairness_water_filling.py): a MILP maximising Σ z_k over
 // binaries z_k, with big-M rows that let z_k = 1 only when job k reaches 1.0001 · level_k
 // while the others keep their levels, and that demand NET_k <= 1.0001 · level_k − 1e-5 when
 // z_k = 0; a MILP without an optimum freezes every active job.
@@ -116,7 +117,7 @@ std::vector<double> CoefficientsOf(const Terms& terms) {
   return coefs;
 }
 
-// Sets each job's rate from its weight pw_k for this iteration (spec §7, 'fairness'
+// Sets each job's rate from its weight pw_k for this iteration (the original's 'fairness'
 // reweighting): a job of entity e gets W_e · w_k / Σ_{unfrozen included l in e} w_l while
 // unfrozen and 0 once frozen; a job without an entity keeps w_k; an excluded job gets 0.
 // Returns whether any job is active.

@@ -1,4 +1,4 @@
-// Hierarchical max-min fairness by water filling (spec §2.3, §7): repeatedly maximise the
+// Hierarchical max-min fairness by water filling (docs/policies.md): repeatedly maximise the
 // minimum normalised throughput of the jobs not yet bottlenecked, then freeze the jobs that
 // cannot rise any further (exactly, from the LP's multipliers and a sum test; under --compat
 // gavel with the original's MILP on Cbc), until none is left. Entity weights split among an

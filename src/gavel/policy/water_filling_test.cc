@@ -114,7 +114,7 @@ class Normaliser {
 // NET_k >= level_k + t · pw_k / s_k for the jobs still rising (NET_k >= level_k for the
 // others), then solve "maximise NET_k" for each rising job with every job held at its level;
 // those that cannot exceed their level are frozen. pw follows the entity reweighting of
-// spec §7 ('fairness'). All LPs are solved by GLPK.
+// docs/policies.md (water filling, step 1). All LPs are solved by GLPK.
 //
 // "Cannot exceed" allows for GLPK's accuracy: the best NET_k is within 1e-7 (relative) of the
 // level.

@@ -37,10 +37,10 @@ std::shared_ptr<grpc::Channel> MakeChannel(
     const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 // Limits every gRPC server of the runtime (the daemon's and each agent's) applies to the
-// connections its GuardedListener (listener.h) hands over (issue 16; docs/runtime.md,
-// "Connections"): idle ones get a GOAWAY after `max_connection_idle`, every one is recycled
-// after `max_connection_age` (clients reconnect transparently), handler threads and streams
-// per connection are bounded.
+// connections its GuardedListener (listener.h) hands over (docs/runtime.md, "Connections"):
+// idle ones get a GOAWAY after `max_connection_idle`, every one is recycled after
+// `max_connection_age` (clients reconnect transparently), handler threads and streams per
+// connection are bounded.
 struct ServerLimits {
   // A connection whose client sends nothing for this long is closed (by the GuardedListener
   // of listener.h, which accepts for the runtime's servers).

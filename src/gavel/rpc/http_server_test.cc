@@ -163,7 +163,7 @@ std::size_t ThreadCount() {
   return count;
 }
 
-// The issue-16 leftover: a local process that opens many connections and sends nothing must
+// A local process that opens many connections and sends nothing must
 // neither make the server start a thread per connection without bound nor keep a real request
 // waiting for longer than about the idle timeout.
 TEST(HttpServerTest, IdleConnectionsAreBoundedInThreadsAndInTheDelayTheyCause) {

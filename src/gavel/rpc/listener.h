@@ -1,4 +1,4 @@
-// GuardedListener: the runtime's own accept loop in front of a gRPC server (issue 16).
+// GuardedListener: the runtime's own accept loop in front of a gRPC server.
 //
 // Debian's gRPC 1.51 stops accepting for good once accept() fails for lack of descriptors
 // (grpc/grpc#20418): a flood of idle connections past the descriptor limit silenced a daemon

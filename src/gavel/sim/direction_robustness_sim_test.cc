@@ -1,4 +1,5 @@
-// The papers' headline directions (issue 12, "How it will be checked") on workloads other than
+// The papers' headline directions (docs/policies.md, "How robust the papers' directions
+// are") on workloads other than
 // those of queue_disciplines_sim_test.cc and field_schedulers_sim_test.cc: other generators
 // (the original's multi-GPU mix, hyper-parameter searches, Philly-like sizes), other cluster
 // shapes (homogeneous 16:0:0 and 0:0:24, 8:8:8) and other seeds (10 and 11), each a contended

@@ -1,9 +1,9 @@
-// The physics of a shared GPU cluster that the original simulator leaves out (issue 11;
-// docs/simulator.md): per-job-type slow-down when a job's GPUs span servers or racks, a restart
-// overhead whenever a job starts, resumes or moves, host CPU/memory demands, and failures
-// after the Philly study (user errors early, not retried; infrastructure failures later,
-// retried with backoff from the last checkpoint). Every part is off unless asked for, and
-// the simulator forces all of it off under `--compat gavel`.
+// The physics of a shared GPU cluster that the original simulator leaves out (docs/simulator.md):
+// per-job-type slow-down when a job's GPUs span servers or racks, a restart overhead whenever a job
+// starts, resumes or moves, host CPU/memory demands, and failures after the Philly study (user
+// errors early, not retried; infrastructure failures later, retried with backoff from the last
+// checkpoint). Every part is off unless asked for, and the simulator forces all of it off under
+// `--compat gavel`.
 //
 // The tables are data (data/placement_penalty.csv, data/restart_overhead.csv) keyed by model
 // family: the job type up to " (batch size ...)". A family missing from a table uses its "*"

@@ -33,7 +33,7 @@ Result<RunSetup> PrepareRun(const SimulationOptions& options);
 mechanism::JobDescription ToDescription(const workload::TraceJob& job, Seconds admitted_at,
                                         const mechanism::Compat& compat);
 
-// Spec §3.7 step 5: pops from `stream`, in arrival order, every job that has arrived by `now`
+// Pops from `stream`, in arrival order, every job that has arrived by `now`
 // and hands it to `admit` with the scheduler's view of it admitted at `now` (ToDescription).
 // Stops at admit's first error and returns it.
 Status ForEachArrival(

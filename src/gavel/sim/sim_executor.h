@@ -3,7 +3,7 @@
 // (the simulator's throughputs are the truth), the micro-task ends when its slowest member
 // does — and schedules a MicroTaskEnd event at that time. SplitIntoReports then turns an
 // ended micro-task into the per-GPU reports a real cluster would send.
-// Without physics no preemption or checkpoint overheads are modelled (spec §3.10); with a
+// Without physics no preemption or checkpoint overheads are modelled, as in the original; with a
 // PhysicsModel (physics.h) it decides each micro-task's steps, end and failure instead.
 // The executor does not own the queue; not synchronised.
 #pragma once
@@ -51,7 +51,7 @@ class SimExecutor final : public mechanism::Executor {
 // One report per GPU, each carrying `elapsed` for every member.
 //   floor_split (compat): the original's split — every GPU but the last gets
 //            floor(steps / GPUs), the last the rest; so a multi-GPU job with fewer steps left
-//            than GPUs reports 0 steps on some GPUs and its micro-task fails (spec §3.8).
+//            than GPUs reports 0 steps on some GPUs and its micro-task fails (docs/differences.md).
 //   otherwise: an even (fractional) split, so every GPU of a job that ran reports progress.
 std::vector<mechanism::WorkerReport> SplitIntoReports(const MicroTaskEnd& end, Seconds elapsed,
                                                       bool floor_split);

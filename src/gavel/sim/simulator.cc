@@ -88,7 +88,7 @@ class RoundSimulation {
     return Status::Ok();
   }
 
-  // Spec §3.7 step 2: to the end of the running round, else to the next arrival.
+  // To the end of the running round, else to the next arrival.
   void AdvanceClock() {
     const std::optional<Seconds> next_arrival = setup_.stream->PeekArrival();
     // The original's trace-mode rule: nothing queued and nothing running forces a reset.
@@ -106,7 +106,7 @@ class RoundSimulation {
     clock_.Set(now_);
   }
 
-  // Spec §3.7 step 4 and §3.8: every micro-task of the round ends and reports per GPU.
+  // Every micro-task of the round ends and reports per GPU.
   Status DeliverMicroTaskEnds() {
     batch_.clear();
     while (!queue_.empty() && queue_.Top().time <= now_) batch_.push_back(queue_.Pop().event);
@@ -159,7 +159,7 @@ class RoundSimulation {
     return Status::Ok();
   }
 
-  // Spec §3.7 step 5: jobs that arrived by now, in arrival order.
+  // Jobs that arrived by now, in arrival order.
   Status AdmitArrivals() {
     return internal::ForEachArrival(
         *setup_.stream, now_, options_.compat,
@@ -188,7 +188,7 @@ class RoundSimulation {
         });
   }
 
-  // Spec §3.5-3.7 step 6. Returns whether anything runs this round.
+  // Plans the next round and hands it to the executor. Returns whether anything runs this round.
   Result<bool> PlanAndLaunchRound() {
     GAVEL_ASSIGN_OR_RETURN(mechanism::RoundPlan plan, scheduler_->PlanRound());
     if (estimation_) estimation_->ApplyTruth(plan, *scheduler_);

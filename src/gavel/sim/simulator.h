@@ -1,13 +1,13 @@
 // The simulator: runs a workload through the RoundScheduler on a simulated cluster and
-// measures the outcome (spec §3.7, §4).
+// measures the outcome (the original's metrics; docs/formats.md).
 //
 // The loop (one round per iteration; rounds are back to back, as in the original):
 //   advance the clock to the end of the running round (its longest micro-task), or to the
 //   next arrival when nothing runs → deliver the micro-task ends (per-GPU reports) → admit the
 //   jobs that arrived → plan the next round → hand it to the SimExecutor, which schedules its
 //   micro-task ends in the event queue, ordered by (time, sequence number).
-// With `ideal`, allocations are applied exactly between events instead (a fluid model, spec
-// §3.11): each job progresses at Σ_t X[j][t]·T[j][t] (plus its pairs), the allocation is
+// With `ideal`, allocations are applied exactly between events instead (a fluid model,
+// ideal.h): each job progresses at Σ_t X[j][t]·T[j][t] (plus its pairs), the allocation is
 // recomputed at every arrival and completion, and a job completes at the exact time its
 // remaining steps run out.
 //
@@ -81,7 +81,7 @@ struct SimulationOptions {
   // $/GPU-hour by GPU type name; empty = no prices (no cost, and cost policies refuse).
   std::map<std::string, double> instance_costs;
   // Also run the `isolated` policy on the same workload and report each job's finish-time
-  // fairness rho = JCT / JCT under isolated (spec §4.4).
+  // fairness rho = JCT / JCT under isolated.
   bool fairness = false;
   // Stop with an error once simulated time passes this (a guard for overloaded clusters).
   std::optional<Seconds> time_limit;

@@ -94,8 +94,8 @@ TEST(SimulatorTest, ALoneJobTakesItsStepsOverItsThroughput) {
   }
 }
 
-// Spec §3.7 QUIRK: after an idle gap the original books the next micro-task from the end of the
-// previous round, so the GPU looks busy through the gap.
+// The original's quirk (docs/differences.md): after an idle gap the original books the next
+// micro-task from the end of the previous round, so the GPU looks busy through the gap.
 TEST(SimulatorTest, IdleGapInflatesBookedTimeOnlyUnderCompat) {
   const double t = V100(kResNet, 1);
   for (const bool compat : {false, true}) {
@@ -113,8 +113,8 @@ TEST(SimulatorTest, IdleGapInflatesBookedTimeOnlyUnderCompat) {
   }
 }
 
-// Spec §3.8 QUIRK: a 4-GPU job with fewer than 4 steps left gets 0 steps on three GPUs, fails,
-// and after 5 failures is dropped. By default the even split lets it finish.
+// The original's quirk (docs/differences.md): a 4-GPU job with fewer than 4 steps left gets 0 steps
+// on three GPUs, fails, and after 5 failures is dropped. By default the even split lets it finish.
 TEST(SimulatorTest, MultiGpuLastRoundFailsOnlyUnderCompat) {
   const double per_round = std::trunc(V100(kResNet, 4) * 360.0);
   for (const bool compat : {false, true}) {

@@ -3,7 +3,7 @@
 # that Slurm itself reports the GPU GRES the script was asked for (sinfo, independent of the
 # script's files), that srun places a job on a node of the requested GPU type and hands it as
 # many devices as it asked for, that everything lives under the directory, and that stop leaves
-# no daemon behind. Exit 77 (skipped) without root or Slurm.
+# no daemon and no job step behind. Exit 77 (skipped) without root or Slurm.
 set -euo pipefail
 script=$1/scripts/slurm-dev-cluster.sh
 . "$(dirname "$0")/test_lib.sh"
@@ -42,9 +42,22 @@ if grep -E '=/' "$dir/etc/slurm.conf" | grep -v "=$dir" >/dev/null; then
   fail "slurm.conf names paths outside $dir"
 fi
 
+# A running batch job with a step (as the pilots are): stop must end the step's processes too,
+# not only the daemons. The step's command records its pid in the directory.
+sbatch --gres=gpu:k80:1 -o "$dir/log/job.out" \
+  --wrap "srun bash -c 'echo \$\$ > $dir/step.pid; exec sleep 600'" >/dev/null || fail "sbatch"
+for _ in $(seq 300); do [ -s "$dir/step.pid" ] && break; sleep 0.1; done
+[ -s "$dir/step.pid" ] || fail "the job's step did not start"
+step_pid=$(cat "$dir/step.pid")
+kill -0 "$step_pid" 2>/dev/null || fail "step process $step_pid not running"
+
 pids=$(cat "$dir"/run/*.pid)
 "$script" stop "$dir" || fail "stop"
 for pid in $pids; do
   if kill -0 "$pid" 2>/dev/null; then fail "process $pid still runs after stop"; fi
 done
+if kill -0 "$step_pid" 2>/dev/null; then fail "the job's step process $step_pid still runs after stop"; fi
+if pgrep -x slurmstepd >/dev/null && for p in $(pgrep -x slurmstepd); do ls -l /proc/$p/fd 2>/dev/null; done | grep -qF "$dir/"; then
+  fail "a slurmstepd of the cluster still runs after stop"
+fi
 echo "ok"

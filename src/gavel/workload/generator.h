@@ -1,4 +1,4 @@
-// The original's synthetic workload generator (spec §4.1-4.2; `utils.generate_job` as called
+// The original's synthetic workload generator (`utils.generate_job` as called
 // by `Scheduler.simulate`), bit-exact with CPython: with the same seed and options it yields
 // the same job types, scale factors, durations, step counts, priorities, SLOs and arrival
 // times as the Python Gavel (to the last bit; checked against the reference runs).

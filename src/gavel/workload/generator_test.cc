@@ -55,7 +55,7 @@ GeneratorOptions ReferenceRunOptions(double lam) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The job table (spec §1.4) against the throughput file: every template has a single-GPU
+// The job table against the throughput file: every template has a single-GPU
 // entry, and exactly the distributed ones have 2/4/8-GPU entries.
 
 TEST(JobTableTest, MatchesSpecAndThroughputFile) {

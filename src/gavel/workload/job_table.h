@@ -1,5 +1,5 @@
-// The original's job table (spec §1.4): the 26 job templates the workload generator draws
-// from, in the original's order (order matters: the generator picks a template with
+// The original's job table (scheduler/job_table.py): the 26 job templates the workload generator
+// draws from, in the original's order (order matters: the generator picks a template with
 // random.choice over this list). Immutable static data; safe to share between threads.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Reading and writing workload traces: lists of TraceJob in arrival order. Three formats
 // (docs/formats.md, "Traces"):
 //
-//  * kGavel: the original's current format (spec §1.6), one job per line, 10 tab-separated
+//  * kGavel: the original's current format (docs/formats.md), one job per line, 10 tab-separated
 //    columns: job_type, command, working_directory, num_steps_arg, needs_data_dir (0/1),
 //    total_steps (int), scale_factor (int >= 1), priority_weight (float), SLO (float, -1 =
 //    none), arrival_time (float seconds). The writer formats exactly like the original's

@@ -50,7 +50,8 @@ std::vector<TraceJob> SampleJobs() {
 }
 
 TEST(TraceIoTest, GavelWriterFormatsLikeTheOriginal) {
-  // '%s\t%f\n' % (str(job), arrival) with str(job) = ...%d...%d...%d...%d...%f (spec §1.1).
+  // '%s\t%f\n' % (str(job), arrival) with str(job) = ...%d...%d...%d...%d...%f (the
+  // original's scheduler/job.py).
   auto text = FormatTrace(SampleJobs(), TraceFormat::kGavel);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   EXPECT_EQ(*text,
@@ -253,7 +254,7 @@ TEST(TraceIoTest, ReadsTheOriginalsPhysicalClusterTraces) {
   EXPECT_GE(files, 3);
   auto artifact = ReadTraceFile(dir + "artifact_evaluation.trace", TraceFormat::kGavel);
   ASSERT_TRUE(artifact.ok());
-  EXPECT_EQ(artifact->size(), 15u);  // spec §1.6
+  EXPECT_EQ(artifact->size(), 15u);
   auto makespan = ReadTraceFile(dir + "minimize_makespan.trace", TraceFormat::kGavel);
   ASSERT_TRUE(makespan.ok());
   EXPECT_EQ(makespan->size(), 100u);

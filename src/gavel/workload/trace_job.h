@@ -1,5 +1,5 @@
 // TraceJob: one job as a workload describes it before the scheduler admits it (the original's
-// `Job` object without an id; spec §1.1). Produced by the generator and the trace readers,
+// `Job` object, scheduler/job.py, without an id). Produced by the generator and the trace readers,
 // consumed by the round scheduler, which numbers jobs 0, 1, ... in arrival (stream) order.
 // Plain value type; thread-compatible.
 #pragma once
