@@ -18,4 +18,4 @@ rm -rf "$out"
   --seeds "${SEEDS:-0,1,2}" --rates 2 \
   -s "${WINDOW_START:-4000}" -e "${WINDOW_END:-5000}" \
   --out "$out"
-echo "Open $out/report.html in a browser (self-contained, works offline)."
+echo "Open $out/report.html in a browser (self-contained, works offline); statistics in $out/summary.json."

@@ -417,7 +417,19 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,
     }
     GAVEL_ASSIGN_OR_RETURN(options.trace, ReadWorkloadTrace(o, *options.throughputs, notes));
     if (options.trace.empty()) return Status::InvalidArgument(o.trace_file + ": no jobs");
+    if (!(o.load_scale > 0.0) || !std::isfinite(o.load_scale)) {
+      return Status::InvalidArgument("--load-scale must be a positive number");
+    }
+    if (o.load_scale != 1.0) {
+      for (workload::TraceJob& job : options.trace) {
+        job.arrival_time = Seconds(job.arrival_time.value() / o.load_scale);
+      }
+    }
   } else {
+    if (o.load_scale != 1.0) {
+      return Status::InvalidArgument(
+          "--load-scale compresses a --trace's arrivals; generated jobs take --jobs-per-hour");
+    }
     if (o.lam.has_value() == o.jobs_per_hour.has_value()) {
       return Status::InvalidArgument(
           "give the arrival rate with exactly one of --lam (mean inter-arrival seconds; 0 = "
@@ -534,15 +546,94 @@ Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
   return Status::Ok();
 }
 
+void AddSimulationFlags(CLI::App* command, SimulationFlags* flags) {
+  command->add_option("--worker-types", flags->worker_types,
+                           "GPU type names, comma-separated (default v100,p100,k80)");
+  command->add_option("--num-gpus-per-server", flags->gpus_per_server,
+                           "GPUs per server per type (default 1:1:1)");
+  command
+      ->add_option("-s,--window-start", flags->window_start,
+                   "First job id of the measurement window (default 0)")
+      ->check(BoundedInteger(0, bounds::kMaxJobs));
+  command
+      ->add_option("-e,--window-end", flags->window_end,
+                   "Job id after the measurement window (default 5000; a trace: all its jobs)")
+      ->check(BoundedInteger(0, bounds::kMaxJobs));
+  command
+      ->add_option("-i,--round-seconds", flags->round_seconds,
+                   "Round length in seconds (default 360)")
+      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
+  command->add_flag("-m,--generate-multi-gpu-jobs", flags->multi_gpu,
+                         "Generate multi-GPU jobs (1/2/4/8 GPUs)");
+  command->add_flag("--generate-multi-priority-jobs", flags->multi_priority,
+                         "Give 20% of generated jobs priority weight 5");
+  command->add_flag("--assign-slos", flags->assign_slos,
+                         "Give generated jobs SLO deadlines");
+  command->add_option("--elastic-fraction", flags->elastic_fraction,
+                           "Fraction of generated jobs that are elastic (workers 1 to 2x their "
+                           "GPUs, at most 8; default 0)");
+  command->add_option("--hpo-fraction", flags->hpo_fraction,
+                           "Fraction of generated jobs that are hyper-parameter searches: apps "
+                           "of --hpo-trials jobs arriving together, the weaker trials stopping "
+                           "early (default 0)")
+      ->check(Bounded(0.0, 1.0, ""));
+  command->add_option("--hpo-trials", flags->hpo_trials,
+                           "Trials per hyper-parameter search (default 4)")
+      ->check(BoundedInteger(2, 64));
+  command->add_option("--utility", flags->utility,
+                           "Give generated jobs a utility of completion time: sigmoid|linear "
+                           "(reports total_utility and jobs_rejected)");
+  command
+      ->add_option("-f,--fixed-job-duration", flags->fixed_duration,
+                   "Every generated job runs this long on a V100")
+      ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
+  command->add_flag("--simulate-steady-state", flags->steady_state,
+                         "Start with as many jobs as the cluster has GPUs");
+  command->add_option("--throughputs", flags->throughputs_file,
+                           "Throughput table (default: the shipped simulation table)");
+  command->add_option("--trace", flags->trace_file,
+                           "Trace file instead of generated jobs");
+  command
+      ->add_option("--trace-format", flags->trace_format,
+                   "gavel (default), csv, msr, or a public trace: philly (cluster_job_log), pai "
+                   "(pai_job_table.csv), helios (cluster_log.csv)")
+      ->check(CLI::IsMember({"gavel", "csv", "msr", "philly", "pai", "helios"}));
+  command->add_option("--trace-tasks", flags->trace_tasks,
+                           "pai: the task table (default: pai_task_table.csv beside --trace)");
+  command->add_flag("--skip-bad-rows", flags->skip_bad_rows,
+                         "philly/pai/helios: skip unreadable rows and report how many");
+  command
+      ->add_option("--workload", flags->workload,
+                   "Generated jobs: gavel (default, the original's) or philly (Philly-like "
+                   "sizes, durations, diurnal arrivals and outcome labels)")
+      ->check(CLI::IsMember({"gavel", "philly"}));
+  command->add_option("--diurnal-amplitude", flags->diurnal_amplitude,
+                           "--workload philly: daily arrival-rate swing A in [0, 1) (default "
+                           "0.5: the rate goes from 0.5x to 1.5x its mean)");
+  command->add_flag("--ideal", flags->ideal,
+                         "Apply allocations exactly between events (fluid model), no rounds");
+  command->add_option("--compat", flags->compat,
+                           "`gavel` reproduces the original implementation's quirks; a "
+                           "comma-separated list of switches reproduces only those");
+  command
+      ->add_option("--solver", flags->solver,
+                   "auto (default): the policy's fast path where it has one; clp: the whole LP "
+                   "on Clp")
+      ->check(CLI::IsMember({"auto", "clp"}));
+  command->add_flag("--fairness", flags->fairness,
+                         "Also run `isolated` and report finish-time fairness rho per job");
+  command->add_option(
+      "--instance-costs", flags->instance_costs,
+      "$ per GPU-hour per type, in --worker-types order (e.g. 0.74:0.43:0.135)");
+  AddPhysicsFlags(command, &flags->physics);
+}
+
 CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
   CLI::App* simulate_cmd = app.add_subcommand(
       "simulate", "Simulate a workload on a cluster under a policy and the round mechanism");
   simulate_cmd->add_option("-c,--cluster", options->cluster,
                            "GPU counts per type, in --worker-types order (default 36:36:36)");
-  simulate_cmd->add_option("--worker-types", options->worker_types,
-                           "GPU type names, comma-separated (default v100,p100,k80)");
-  simulate_cmd->add_option("--num-gpus-per-server", options->gpus_per_server,
-                           "GPUs per server per type (default 1:1:1)");
+  AddSimulationFlags(simulate_cmd, options);
   simulate_cmd
       ->add_option("-p,--policy", options->policy, "Policy name (see `gavel policies`)")
       ->required();
@@ -556,90 +647,20 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
       ->add_option("--jobs-per-hour", options->jobs_per_hour, "Arrival rate (jobs per hour)")
       ->check(Bounded(3600.0 / bounds::kMaxSeconds, bounds::kMaxJobsPerHour, " jobs/hour"));
   simulate_cmd
-      ->add_option("-s,--window-start", options->window_start,
-                   "First job id of the measurement window (default 0)")
-      ->check(BoundedInteger(0, bounds::kMaxJobs));
-  simulate_cmd
-      ->add_option("-e,--window-end", options->window_end,
-                   "Job id after the measurement window (default 5000; a trace: all its jobs)")
-      ->check(BoundedInteger(0, bounds::kMaxJobs));
-  simulate_cmd
-      ->add_option("-i,--round-seconds", options->round_seconds,
-                   "Round length in seconds (default 360)")
-      ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
-  simulate_cmd->add_flag("-m,--generate-multi-gpu-jobs", options->multi_gpu,
-                         "Generate multi-GPU jobs (1/2/4/8 GPUs)");
-  simulate_cmd->add_flag("--generate-multi-priority-jobs", options->multi_priority,
-                         "Give 20% of generated jobs priority weight 5");
-  simulate_cmd->add_flag("--assign-slos", options->assign_slos,
-                         "Give generated jobs SLO deadlines");
-  simulate_cmd->add_option("--elastic-fraction", options->elastic_fraction,
-                           "Fraction of generated jobs that are elastic (workers 1 to 2x their "
-                           "GPUs, at most 8; default 0)");
-  simulate_cmd->add_option("--hpo-fraction", options->hpo_fraction,
-                           "Fraction of generated jobs that are hyper-parameter searches: apps "
-                           "of --hpo-trials jobs arriving together, the weaker trials stopping "
-                           "early (default 0)")
-      ->check(Bounded(0.0, 1.0, ""));
-  simulate_cmd->add_option("--hpo-trials", options->hpo_trials,
-                           "Trials per hyper-parameter search (default 4)")
-      ->check(BoundedInteger(2, 64));
-  simulate_cmd->add_option("--utility", options->utility,
-                           "Give generated jobs a utility of completion time: sigmoid|linear "
-                           "(reports total_utility and jobs_rejected)");
-  simulate_cmd
-      ->add_option("-f,--fixed-job-duration", options->fixed_duration,
-                   "Every generated job runs this long on a V100")
-      ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
-  simulate_cmd->add_flag("--simulate-steady-state", options->steady_state,
-                         "Start with as many jobs as the cluster has GPUs");
-  simulate_cmd->add_option("--throughputs", options->throughputs_file,
-                           "Throughput table (default: the shipped simulation table)");
-  simulate_cmd->add_option("--trace", options->trace_file,
-                           "Trace file instead of generated jobs");
-  simulate_cmd
-      ->add_option("--trace-format", options->trace_format,
-                   "gavel (default), csv, msr, or a public trace: philly (cluster_job_log), pai "
-                   "(pai_job_table.csv), helios (cluster_log.csv)")
-      ->check(CLI::IsMember({"gavel", "csv", "msr", "philly", "pai", "helios"}));
-  simulate_cmd->add_option("--trace-tasks", options->trace_tasks,
-                           "pai: the task table (default: pai_task_table.csv beside --trace)");
-  simulate_cmd->add_flag("--skip-bad-rows", options->skip_bad_rows,
-                         "philly/pai/helios: skip unreadable rows and report how many");
-  simulate_cmd
-      ->add_option("--workload", options->workload,
-                   "Generated jobs: gavel (default, the original's) or philly (Philly-like "
-                   "sizes, durations, diurnal arrivals and outcome labels)")
-      ->check(CLI::IsMember({"gavel", "philly"}));
-  simulate_cmd->add_option("--diurnal-amplitude", options->diurnal_amplitude,
-                           "--workload philly: daily arrival-rate swing A in [0, 1) (default "
-                           "0.5: the rate goes from 0.5x to 1.5x its mean)");
-  simulate_cmd->add_flag("--ideal", options->ideal,
-                         "Apply allocations exactly between events (fluid model), no rounds");
-  simulate_cmd->add_option("--compat", options->compat,
-                           "`gavel` reproduces the original implementation's quirks; a "
-                           "comma-separated list of switches reproduces only those");
-  simulate_cmd
-      ->add_option("--solver", options->solver,
-                   "auto (default): the policy's fast path where it has one; clp: the whole LP "
-                   "on Clp")
-      ->check(CLI::IsMember({"auto", "clp"}));
+      ->add_option("--load-scale", options->load_scale,
+                   "--trace: divide the arrival times by this (2 = the same jobs twice as fast; "
+                   "default 1)")
+      ->check(Bounded(1e-6, 1e6, ""));
   simulate_cmd->add_option("--profiling-percentage", options->profiling_percentage,
                            "Throughput estimation: fraction of a new job's entries profiled "
                            "against the reference types (packing policies; default 1)");
   simulate_cmd->add_option("--num-reference-models", options->num_reference_models,
                            "Throughput estimation: number of reference job types profiled "
                            "offline (1-26; default 26)");
-  simulate_cmd->add_flag("--fairness", options->fairness,
-                         "Also run `isolated` and report finish-time fairness rho per job");
-  simulate_cmd->add_option(
-      "--instance-costs", options->instance_costs,
-      "$ per GPU-hour per type, in --worker-types order (e.g. 0.74:0.43:0.135)");
   simulate_cmd
       ->add_option("--time-limit", options->time_limit,
                    "Fail once simulated time passes this many seconds")
       ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
-  AddPhysicsFlags(simulate_cmd, &options->physics);
   simulate_cmd->add_option("--saturation-limit", options->saturation_limit,
                            "auto (default: 2 x the arrival span + 30 days), none, or seconds of "
                            "simulated time after which the run stops as saturated");

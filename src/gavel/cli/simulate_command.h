@@ -42,14 +42,13 @@ Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& flags);
 // Registers the physics flags on a subcommand.
 void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags);
 
-struct SimulateOptions {
-  std::string cluster = "36:36:36";  // GPU counts, in worker_types order
+// The options that shape the cluster, the workload and the physics of a simulation. `gavel
+// simulate` and `gavel sweep` both take every one of them, with the same names and meanings,
+// because AddSimulationFlags registers them on both; a sweep point copies them unchanged into
+// the simulate run it is.
+struct SimulationFlags {
   std::string worker_types = "v100,p100,k80";
   std::string gpus_per_server = "1:1:1";  // in worker_types order
-  std::string policy;
-  std::uint64_t seed = 0;
-  std::optional<double> lam;            // mean inter-arrival time, seconds; 0 = static
-  std::optional<double> jobs_per_hour;  // alternative to lam
   std::size_t window_start = 0;
   std::optional<std::size_t> window_end;  // generated default 5000; trace default: all
   double round_seconds = 360.0;
@@ -72,17 +71,32 @@ struct SimulateOptions {
   bool ideal = false;
   std::string compat;           // "gavel", "none"/empty, or switch names
   std::string solver = "auto";  // "auto": the policy's fast path; "clp": the whole LP on Clp
+  bool fairness = false;
+  std::string instance_costs;  // "$/GPU-hour" per type, in worker_types order
+  PhysicsFlags physics;
+};
+
+// Registers the SimulationFlags options on `command` (simulate's and sweep's).
+void AddSimulationFlags(CLI::App* command, SimulationFlags* flags);
+
+// `gavel simulate`'s options: the shared ones plus what one run picks (one cluster, policy,
+// seed and arrival rate) and where its results go.
+struct SimulateOptions : SimulationFlags {
+  std::string cluster = "36:36:36";  // GPU counts, in worker_types order
+  std::string policy;
+  std::uint64_t seed = 0;
+  std::optional<double> lam;            // mean inter-arrival time, seconds; 0 = static
+  std::optional<double> jobs_per_hour;  // alternative to lam
+  // A trace's arrival times divided by this: 2 = the same jobs arriving twice as fast.
+  double load_scale = 1.0;
   // Throughput estimation (docs/estimator.md); K unset = all 26 job types are references.
   double profiling_percentage = 1.0;
   std::optional<int> num_reference_models;
 
-  bool fairness = false;
-  std::string instance_costs;        // "$/GPU-hour" per type, in worker_types order
   std::optional<double> time_limit;  // seconds of simulated time
   std::string json_path;             // "-" = stdout; empty = none
   std::string jobs_csv_path;         // "-" = stdout; empty = none
 
-  PhysicsFlags physics;
   // Saturation guard: "auto" (default) = 2 × the window's arrival span + 30 days of simulated
   // time, for workloads that arrive over time; "none"; or seconds. Past it the run stops and
   // is reported saturated.
