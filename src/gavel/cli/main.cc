@@ -5,6 +5,7 @@
 #include "gavel/cli/allocate_command.h"
 #include "gavel/cli/client_commands.h"
 #include "gavel/cli/logs_command.h"
+#include "gavel/cli/replay_command.h"
 #include "gavel/cli/serve_command.h"
 #include "gavel/cli/simulate_command.h"
 #include "gavel/cli/sweep_command.h"
@@ -46,6 +47,8 @@ int main(int argc, char** argv) {
 
   gavel::cli::SimulateOptions simulate;
   CLI::App* simulate_cmd = gavel::cli::AddSimulateCommand(app, &simulate);
+  gavel::cli::ReplayOptions replay;
+  CLI::App* replay_cmd = gavel::cli::AddReplayCommand(app, &replay);
   gavel::cli::SweepCommandLine sweep;
   CLI::App* sweep_cmd = gavel::cli::AddSweepCommand(app, &sweep);
 
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (simulate_cmd->parsed()) return gavel::cli::RunSimulateCommand(simulate);
+  if (replay_cmd->parsed()) return gavel::cli::RunReplayCommand(replay);
   if (sweep_cmd->parsed()) return gavel::cli::RunSweepCommand(sweep);
   allocate.compat_gavel = compat == "gavel";
   const gavel::Status status = gavel::cli::RunAllocate(allocate, std::cout);
