@@ -16,6 +16,7 @@
 
 #include "gavel/cli/flag_bounds.h"
 #include "gavel/core/bounds.h"
+#include "gavel/core/parse_number.h"
 #include "gavel/core/shipped_data.h"
 #include "gavel/rpc/grpc_util.h"
 
@@ -111,7 +112,18 @@ Result<LiveSetup> ReadLiveSetup(const Connection& c) {
     return Status::FailedPrecondition("the scheduler has no live worker: start `gavel worker`s "
                                       "before replaying");
   }
+  // The daemon's type order (daemon/agent_registry.cc, LiveLayout): v100, p100, k80, then the
+  // others by name. The round mechanism places type after type in this order, so the
+  // simulation must use it too (k80 first instead moved average JCT by 40 % on one trace).
+  std::vector<std::string> order;
+  for (const char* preferred : {"v100", "p100", "k80"}) {
+    if (per_agent.contains(preferred)) order.push_back(preferred);
+  }
   for (const auto& [type, agents] : per_agent) {
+    if (std::find(order.begin(), order.end(), type) == order.end()) order.push_back(type);
+  }
+  for (const std::string& type : order) {
+    const std::map<std::string, int>& agents = per_agent[type];
     int total = 0;
     int per_server = 0;  // the gcd of the agents' sizes: a server layout that fits every agent
     for (const auto& [agent, gpus] : agents) {
@@ -188,8 +200,13 @@ sim::SimulationResult LiveResult(const std::vector<LiveJob>& jobs,
                                  const LiveSetup& setup, double makespan) {
   sim::SimulationResult r;
   r.policy = setup.policy;
-  r.gpu_types = setup.types;
-  r.gpu_counts = setup.gpus;
+  // Sorted by name, as the simulator's results list them.
+  std::map<std::string, int> counts;
+  for (std::size_t t = 0; t < setup.types.size(); ++t) counts[setup.types[t]] = setup.gpus[t];
+  for (const auto& [type, count] : counts) {
+    r.gpu_types.push_back(type);
+    r.gpu_counts.push_back(count);
+  }
   r.window_start = 0;
   r.window_end = jobs.size();
   if (!jobs.empty()) r.window_start_time = Seconds(jobs.front().submitted);
@@ -217,12 +234,12 @@ sim::SimulationResult LiveResult(const std::vector<LiveJob>& jobs,
     }
     job.failed = info.state() == wire::FAILED;
     job.dropped = info.state() == wire::CANCELLED;
-    job.gpu_seconds.assign(setup.types.size(), 0.0);
+    job.gpu_seconds.assign(r.gpu_types.size(), 0.0);
     for (const wire::JobTypeStats& t : info.per_type()) {
-      const auto type = std::find(setup.types.begin(), setup.types.end(), t.gpu_type());
-      if (type == setup.types.end()) continue;
+      const auto type = std::find(r.gpu_types.begin(), r.gpu_types.end(), t.gpu_type());
+      if (type == r.gpu_types.end()) continue;
       const double gpu_seconds = t.seconds() * job.scale_factor;
-      job.gpu_seconds[static_cast<std::size_t>(type - setup.types.begin())] = gpu_seconds;
+      job.gpu_seconds[static_cast<std::size_t>(type - r.gpu_types.begin())] = gpu_seconds;
       busy += gpu_seconds;
     }
     r.jobs.push_back(std::move(job));
@@ -249,6 +266,38 @@ Status WriteResult(const fs::path& dir, const std::string& stem, const sim::Simu
   GAVEL_RETURN_IF_ERROR(WriteFile(dir / (stem + ".csv"), sim::JobsToCsv(r)));
   return WriteFile(dir / (stem + ".json"), sim::ResultToJson(r));
 }
+
+// The live rounds' lengths, from the round id GetStatus reports at each poll: the time between
+// two changes of it while jobs run (so to within two polls).
+class RoundWatch {
+ public:
+  Status Observe(const Connection& c, double now) {
+    grpc::ClientContext context;
+    c.Prepare(&context);
+    wire::GetStatusResponse status;
+    GAVEL_RETURN_IF_ERROR(rpc::FromGrpc(
+        c.stub->GetStatus(&context, wire::GetStatusRequest(), &status), "status"));
+    if (round_ && status.round_id() != *round_) {
+      if (changed_at_ && running_) lengths_.push_back((now - *changed_at_) /
+                                                      static_cast<double>(status.round_id() - *round_));
+      changed_at_ = now;
+    }
+    round_ = status.round_id();
+    running_ = status.running_jobs() > 0;
+    return Status::Ok();
+  }
+  std::size_t samples() const { return lengths_.size(); }
+  std::optional<double> MedianLength() const {
+    if (lengths_.empty()) return std::nullopt;
+    return sim::Percentile(lengths_, 50.0);
+  }
+
+ private:
+  std::optional<std::uint64_t> round_;
+  std::optional<double> changed_at_;
+  bool running_ = false;
+  std::vector<double> lengths_;
+};
 
 // The mean start-up (launch to the iterator's Init) over every launch of the run's jobs.
 std::optional<double> MeanStartup(const std::vector<LiveJob>& jobs) {
@@ -375,6 +424,7 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   const double first_arrival = trace.empty() ? 0.0 : trace.front().arrival_time.value();
   const SteadyClock::time_point start = SteadyClock::now();
   const auto now_s = [&] { return SecondsBetween(start, SteadyClock::now()); };
+  RoundWatch rounds;
   std::size_t next = 0;
   double next_poll = 0.0;
   std::size_t finished = 0;
@@ -408,6 +458,7 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
     }
     if (now_s() >= next_poll) {
       GAVEL_RETURN_IF_ERROR(ListInto(c, jobs, now_s()));
+      GAVEL_RETURN_IF_ERROR(rounds.Observe(c, now_s()));
       finished = 0;
       for (std::size_t i = 0; i < next; ++i) finished += Finished(jobs[i].last.state()) ? 1 : 0;
       next_poll = now_s() + o.poll_seconds;
@@ -442,10 +493,13 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   const sim::SimulationResult live = LiveResult(jobs, trace, setup, makespan);
   GAVEL_RETURN_IF_ERROR(WriteResult(o.out_dir, "live", live));
   const std::optional<double> startup = MeanStartup(jobs);
+  const std::optional<double> round_length = rounds.MedianLength();
   out << "Live run: " << live.window_jobs_completed << " of " << trace.size()
       << " jobs done, average JCT " << std::fixed << std::setprecision(3)
       << live.average_jct_seconds << " s, makespan " << live.makespan_seconds
-      << " s; mean start-up " << startup.value_or(0.0) << " s per launch\n";
+      << " s; mean start-up " << startup.value_or(0.0) << " s per launch; "
+      << rounds.samples() << " rounds timed, median " << round_length.value_or(0.0)
+      << " s (round " << setup.round_seconds << " s)\n";
   out.unsetf(std::ios::fixed);
   if (!o.compare) return Status::Ok();
 
@@ -455,17 +509,32 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
     physics.restart_overhead = ShortNumber(startup.value_or(0.0));
   }
   GAVEL_ASSIGN_OR_RETURN(simulation.physics, ToPhysicsOptions(physics));
-  // The runtime's leases start when the program is up (at the iterator's Init), so a restart
-  // adds to the round rather than eating into the lease.
+  // gavel serve's leases start once the program is up (the iterator's Init), so a restart
+  // lengthens its micro-task and the round rather than eating into the lease.
   simulation.physics.restart_outside_lease = true;
-  if (o.dispatch_delay > 0.0) simulation.physics.dispatch_delay = Seconds(o.dispatch_delay);
+  if (o.dispatch_delay == "measured") {
+    // What the live rounds took beyond the round and the mean start-up.
+    simulation.physics.dispatch_delay =
+        Seconds(std::max(0.0, round_length.value_or(setup.round_seconds) -
+                                  setup.round_seconds - startup.value_or(0.0)));
+  } else {
+    const std::optional<double> delay = ParseFiniteDouble(o.dispatch_delay);
+    if (!delay || *delay < 0.0 || *delay > bounds::kMaxRoundSeconds) {
+      return Status::InvalidArgument("--dispatch-delay: `" + o.dispatch_delay +
+                                     "` is not measured or seconds in [0, " +
+                                     ShortNumber(bounds::kMaxRoundSeconds) + "]");
+    }
+    simulation.physics.dispatch_delay = Seconds(*delay);
+  }
   simulation.saturation_limit.reset();
   GAVEL_ASSIGN_OR_RETURN(const sim::SimulationResult simulated, sim::Simulate(simulation));
   GAVEL_RETURN_IF_ERROR(WriteResult(o.out_dir, "simulated", simulated));
   const std::vector<ComparedMetric> metrics = CompareResults(live, simulated);
   out << "Simulated: " << setup.policy << " on " << s.cluster << " (" << s.worker_types
       << "), round " << setup.round_seconds << " s, restart overhead "
-      << physics.restart_overhead << " s\n";
+      << physics.restart_overhead << " s"
+      << (simulation.physics.restart_outside_lease ? " outside the lease" : "")
+      << ", dispatch delay " << simulation.physics.dispatch_delay.value() << " s\n";
   PrintComparison(metrics, out);
   return Status::Ok();
 }
@@ -501,9 +570,13 @@ CLI::App* AddReplayCommand(CLI::App& app, ReplayOptions* o) {
                 "Also simulate the scaled trace on the daemon's cluster, policy and round, and "
                 "print both with the relative difference per metric");
   AddPhysicsFlags(cmd, &o->physics);
+  // Here --dispatch-delay also takes `measured`, and restarts are always outside the lease.
+  cmd->remove_option(cmd->get_option("--dispatch-delay"));
+  cmd->remove_option(cmd->get_option("--restart-outside-lease"));
   cmd->add_option("--dispatch-delay", o->dispatch_delay,
-                  "--compare: seconds between rounds the simulation adds (default: none)")
-      ->check(Bounded(0.0, bounds::kMaxSeconds, " s"));
+                  "--compare: seconds every simulated lease starts after its round's plan, or "
+                  "`measured` (the live rounds' median length beyond the round and the mean "
+                  "start-up; default 0)");
   cmd->add_option("--seed", o->seed, "The simulation's seed (default 0)")->check(SeedFlag());
   cmd->add_option("--poll-seconds", o->poll_seconds,
                   "How often jobs are listed (default 0.2)")

@@ -48,9 +48,12 @@ struct ReplayOptions {
   std::string out_dir;
   bool compare = false;
   // The simulation's physics (--compare): the physics flags of `gavel simulate`, where
-  // --restart-overhead also takes `measured` (the default here: the live run's mean start-up).
+  // --restart-overhead also takes `measured` (the default here: the live run's mean start-up)
+  // and --dispatch-delay is given as text here so that it also takes `measured` (the live
+  // rounds' median length beyond the round and the mean start-up). Restarts are always outside
+  // the lease, as in gavel serve.
   PhysicsFlags physics;
-  double dispatch_delay = -1.0;  // seconds; < 0 = measured from the live run's rounds
+  std::string dispatch_delay = "0";  // SECONDS | measured
   std::uint64_t seed = 0;        // the simulation's seed
   double poll_seconds = 0.2;     // how often the jobs are listed (first starts' resolution)
   double max_seconds = 0.0;      // give up waiting after this long; 0 = no limit

@@ -312,6 +312,11 @@ Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& f) {
     }
   }
 
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.dispatch_delay, 0.0, bounds::kMaxRoundSeconds,
+                                           "--dispatch-delay", " s"));
+  physics.restart_outside_lease = f.restart_outside_lease;
+  physics.dispatch_delay = Seconds(f.dispatch_delay);
+
   std::string failures = f.failures;
   if (failures.empty() && f.realistic) failures = "philly";
   if (failures == "philly") {
@@ -345,6 +350,14 @@ void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
                       "(data/restart_overhead.csv) or none");
   command->add_option("--failures", flags->failures,
                       "Job failures: philly (the Philly study's model), FILE (JSON) or none");
+  command->add_flag("--restart-outside-lease", flags->restart_outside_lease,
+                    "A restart's overhead lengthens the micro-task instead of shortening its "
+                    "lease (gavel serve's leases start once the program is up)");
+  command
+      ->add_option("--dispatch-delay", flags->dispatch_delay,
+                   "Seconds every lease starts after its round's plan (gavel serve's reports "
+                   "and dispatch between rounds; default 0)")
+      ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
   command->add_flag("--realistic", flags->realistic,
                     "Placement penalty, restart overhead and Philly failures with the shipped "
                     "defaults (each can still be set explicitly)");
