@@ -10,6 +10,7 @@
 #if GAVEL_WITH_RUNTIME
 #include "gavel/cli/client_commands.h"
 #include "gavel/cli/logs_command.h"
+#include "gavel/cli/replay_command.h"
 #include "gavel/cli/serve_command.h"
 #include "gavel/cli/worker_command.h"
 #endif
@@ -52,6 +53,10 @@ int main(int argc, char** argv) {
 
   gavel::cli::SimulateOptions simulate;
   CLI::App* simulate_cmd = gavel::cli::AddSimulateCommand(app, &simulate);
+#if GAVEL_WITH_RUNTIME
+  gavel::cli::ReplayOptions replay;
+  CLI::App* replay_cmd = gavel::cli::AddReplayCommand(app, &replay);
+#endif
   gavel::cli::SweepCommandLine sweep;
   CLI::App* sweep_cmd = gavel::cli::AddSweepCommand(app, &sweep);
 
@@ -72,6 +77,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (simulate_cmd->parsed()) return gavel::cli::RunSimulateCommand(simulate);
+#if GAVEL_WITH_RUNTIME
+  if (replay_cmd->parsed()) return gavel::cli::RunReplayCommand(replay);
+#endif
   if (sweep_cmd->parsed()) return gavel::cli::RunSweepCommand(sweep);
   allocate.compat_gavel = compat == "gavel";
   const gavel::Status status = gavel::cli::RunAllocate(allocate, std::cout);

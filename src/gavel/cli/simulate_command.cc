@@ -322,6 +322,10 @@ Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& f) {
         "--restart-aware: needs a restart overhead (--realistic or --restart-overhead)");
   }
   physics.restart_aware = f.restart_aware;
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.dispatch_delay, 0.0, bounds::kMaxRoundSeconds,
+                                           "--dispatch-delay", " s"));
+  physics.restart_outside_lease = f.restart_outside_lease;
+  physics.dispatch_delay = Seconds(f.dispatch_delay);
 
   std::string failures = f.failures;
   if (failures.empty() && f.realistic) failures = "philly";
@@ -356,6 +360,14 @@ void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
                       "(data/restart_overhead.csv) or none");
   command->add_option("--failures", flags->failures,
                       "Job failures: philly (the Philly study's model), FILE (JSON) or none");
+  command->add_flag("--restart-outside-lease", flags->restart_outside_lease,
+                    "A restart's overhead lengthens the micro-task instead of shortening its "
+                    "lease (gavel serve's leases start once the program is up)");
+  command
+      ->add_option("--dispatch-delay", flags->dispatch_delay,
+                   "Seconds every lease starts after its round's plan (gavel serve's reports "
+                   "and dispatch between rounds; default 0)")
+      ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
   command->add_flag("--realistic", flags->realistic,
                     "Placement penalty, restart overhead and Philly failures with the shipped "
                     "defaults (each can still be set explicitly)");

@@ -156,8 +156,11 @@ struct JobPlan {
 
 class Cluster {
  public:
-  explicit Cluster(std::string name, double round_seconds = kRoundSeconds)
-      : table_(ShippedThroughputTable()), round_seconds_(round_seconds) {
+  explicit Cluster(std::string name, double round_seconds = kRoundSeconds,
+                   double report_grace_seconds = 1.5)
+      : table_(ShippedThroughputTable()),
+        round_seconds_(round_seconds),
+        report_grace_seconds_(report_grace_seconds) {
     std::string pattern = (fs::temp_directory_path() / ("gavel_e2e_" + name + "_XXXXXX")).string();
     dir_ = ::mkdtemp(pattern.data());
     fs::create_directories(dir_ + "/ckpt");
@@ -188,7 +191,7 @@ class Cluster {
         dir_ + "/state", "--policy", policy, "--round-seconds",
         std::to_string(round_seconds_), "--checkpoint-dir", dir_ + "/ckpt",
         "--heartbeat-seconds", "0.5", "--heartbeat-timeout-seconds", "3",
-        "--report-grace-seconds", "1.5", "--retry-backoff-seconds", "1", "--expected-gpus",
+        "--report-grace-seconds", std::to_string(report_grace_seconds_), "--retry-backoff-seconds", "1", "--expected-gpus",
         std::to_string(expected_gpus)};
     if (!token_file.empty()) {
       argv.push_back("--token-file");
@@ -314,6 +317,7 @@ class Cluster {
  private:
   std::shared_ptr<const ThroughputTable> table_;
   double round_seconds_;
+  double report_grace_seconds_;
   std::string dir_;
   int port_ = 0;
   Process daemon_;

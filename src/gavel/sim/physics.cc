@@ -328,17 +328,21 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
   }
   if (servers > 1) ++stats_.spread_micro_tasks;
 
-  // Restart: every launch that does not keep last round's GPUs, at most half the lease so a
-  // lease always makes progress.
+  // Restart: every launch that does not keep last round's GPUs. Inside the lease at most half
+  // of it, so a lease always makes progress; outside it the lease is whole.
   double restart = 0.0;
   if (options_.restart_overhead && !a.lease_extended) {
     for (std::size_t i = 0; i < members; ++i) {
       const JobState& s = jobs_[Index(a.combination.member(static_cast<int>(i)))];
       restart = std::max(restart, options_.restart_overhead->For(s.job_type).value());
     }
-    restart = std::min(restart, lease / 2.0);
+    if (!options_.restart_outside_lease) restart = std::min(restart, lease / 2.0);
     stats_.restart_overhead_gpu_seconds += restart * gpus;
   }
+  // The lease's own clock starts after the dispatch delay (and, outside the lease, the restart).
+  const double lease_start = options_.dispatch_delay.value();
+  const double lease_budget = options_.restart_outside_lease ? lease + restart : lease;
+  start = start + Seconds(lease_start);
 
   Outcome out;
   out.steps.assign(a.max_steps.begin(), a.max_steps.end());
@@ -355,12 +359,12 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
     if (i == 0) first_throughput = tput;
     const double compute = a.max_steps[i] / tput;
     double duration;
-    if (restart + compute <= lease) {
+    if (restart + compute <= lease_budget) {
       out.steps[i] = a.max_steps[i];
       duration = restart + compute;
     } else {
-      out.steps[i] = (lease - restart) * tput;
-      duration = lease;
+      out.steps[i] = (lease_budget - restart) * tput;
+      duration = lease_budget;
     }
     stats_.placement_slowdown_gpu_seconds +=
         (duration - restart) * (1.0 - factor) * gpus / static_cast<double>(members);

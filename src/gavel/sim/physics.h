@@ -102,6 +102,16 @@ struct PhysicsOptions {
   // another GPU type (the mechanism's restart_cost scorer). Needs restart_overhead; changes
   // decisions, not physics.
   bool restart_aware = false;
+  // How `gavel serve` runs a lease, for comparing with a live run (docs/runtime.md, "Replaying
+  // a trace"). Off (false, 0) = the simulator's own model, where a restart's overhead is taken
+  // out of the lease (at most half of it) and a round's micro-tasks start at its plan.
+  //   restart_outside_lease: the lease starts once the program is up (the iterator's Init),
+  //     so a restart's overhead lengthens the micro-task instead of shortening its training.
+  //   dispatch_delay: every micro-task, lease extensions included, starts this long after the
+  //     round's plan (the reports of the round before, the plan and StartRound reaching the
+  //     agents): the gap between two rounds' leases.
+  bool restart_outside_lease = false;
+  Seconds dispatch_delay{0.0};
   // Placement is topology-aware (placement.h) whenever any host resource or rack grouping
   // is given or the placement penalty is on.
   bool topology_aware() const {
@@ -109,7 +119,8 @@ struct PhysicsOptions {
            host.mem_gb_per_server > 0.0 || placement_penalty.has_value();
   }
   bool any() const {
-    return topology_aware() || restart_overhead.has_value() || failures.has_value();
+    return topology_aware() || restart_overhead.has_value() || failures.has_value() ||
+           dispatch_delay.value() > 0.0;
   }
 };
 

@@ -223,6 +223,51 @@ mechanism::Assignment OneGpuLease(JobId job, double max_steps) {
   return a;
 }
 
+// gavel serve's leases (restart outside the lease, a dispatch delay), hand-worked on a 60-s
+// lease at 10 steps/s with a 15-s restart and a 2-s delay: inside the lease the restart leaves
+// 45 s of training (450 steps) and the task ends at 60 s; outside it the lease trains its full
+// 600 steps and ends at 15 + 60 = 75 s; the delay moves either end 2 s later; an extension
+// (no restart) trains 600 steps in 60 s under both.
+TEST(RuntimeLeaseTest, RestartOutsideTheLeaseLengthensTheTaskAndTheDelayShiftsIt) {
+  mechanism::ClusterLayout layout = *mechanism::ClusterLayout::Create({GpuTypeSpec{"v100", 1, 1}});
+  struct Case {
+    bool outside;
+    double delay;
+    bool extended;
+    double steps;
+    double finish;
+  };
+  for (const Case& c : {Case{false, 0.0, false, 450.0, 60.0}, Case{true, 0.0, false, 600.0, 75.0},
+                        Case{false, 2.0, false, 450.0, 62.0}, Case{true, 2.0, false, 600.0, 77.0},
+                        Case{true, 2.0, true, 600.0, 62.0}, Case{false, 0.0, true, 600.0, 60.0}}) {
+    PhysicsOptions options;
+    options.restart_overhead = RestartOverhead::Uniform(15.0);
+    options.restart_outside_lease = c.outside;
+    options.dispatch_delay = Seconds(c.delay);
+    PhysicsModel model(options, &layout, /*seed=*/1);
+    model.AdmitJob(JobId(0), kResNet, 1);
+    mechanism::Assignment a = OneGpuLease(JobId(0), 600.0);
+    a.lease_extended = c.extended;
+    const Outcome out = model.Launch(a, Seconds(0.0));
+    EXPECT_DOUBLE_EQ(out.steps[0], c.steps) << c.outside << " " << c.delay << " " << c.extended;
+    EXPECT_DOUBLE_EQ(out.finish.value(), c.finish)
+        << c.outside << " " << c.delay << " " << c.extended;
+  }
+}
+
+// Over a whole run, one job alone on a GPU for 2,000 s of work in 360-s rounds, a 45-s start
+// and a 3-s dispatch delay: it starts once (45 s) and runs ceil(2000 / 360) = 6 leases, each
+// 3 s late, so JCT = 2000 + 45 + 6 x 3 = 2063 s.
+TEST(RuntimeLeaseTest, ARunPaysTheStartOnceAndTheDelayEveryRound) {
+  const double tput = V100(kResNet, 1);
+  SimulationOptions o = Cluster(1, 1, {Job(kResNet, 1, tput * 2000.0, 0.0)});
+  o.physics.restart_overhead = RestartOverhead::Uniform(45.0);
+  o.physics.restart_outside_lease = true;
+  o.physics.dispatch_delay = Seconds(3.0);
+  const SimulationResult r = MustSimulate(o);
+  EXPECT_NEAR(r.average_jct_seconds, 2063.0, 1e-6);
+}
+
 TEST(PlannedOutcomeTest, UserErrorStrikesAtItsProgressAndLosesTheLease) {
   mechanism::ClusterLayout layout = *mechanism::ClusterLayout::Create({GpuTypeSpec{"v100", 1, 1}});
   PhysicsOptions options;

@@ -232,3 +232,34 @@ void FinishQueueingMetrics(SimulationResult& result) {
 }
 
 }  // namespace gavel::sim::internal
+
+namespace gavel::sim {
+
+void SummarizeJobs(SimulationResult& result) {
+  std::vector<double> window_jcts;
+  result.jobs_admitted = result.jobs.size();
+  result.jobs_completed = 0;
+  result.window_jobs_completed = 0;
+  result.window_jobs_dropped = 0;
+  result.failed_jobs = 0;
+  for (const JobResult& job : result.jobs) {
+    if (job.jct) ++result.jobs_completed;
+    if (!job.in_window) continue;
+    if (job.dropped) ++result.window_jobs_dropped;
+    if (job.failed) ++result.failed_jobs;
+    if (job.jct) {
+      ++result.window_jobs_completed;
+      window_jcts.push_back(job.jct->value());
+    }
+  }
+  double sum = 0.0;
+  for (double v : window_jcts) sum += v;
+  result.average_jct_seconds =
+      window_jcts.empty() ? 0.0 : sum / static_cast<double>(window_jcts.size());
+  result.jct_p50_seconds = Percentile(window_jcts, 50.0);
+  result.jct_p90_seconds = Percentile(window_jcts, 90.0);
+  result.jct_p99_seconds = Percentile(window_jcts, 99.0);
+  internal::FinishQueueingMetrics(result);
+}
+
+}  // namespace gavel::sim

@@ -278,6 +278,13 @@ std::string ResultToJson(const SimulationResult& result);
 // jct, in_window, dropped, gpu_seconds_<type>..., cost, rho (empty cells where unknown).
 std::string JobsToCsv(const SimulationResult& result);
 
+// Fills a result's run-wide figures from its per-job list, for a run the simulator did not
+// make (`gavel replay`'s live run) so that ResultToJson and JobsToCsv write it like a simulated
+// one. Reads each job's in_window, jct, dropped, failed, rejected, queueing_delay and
+// scale_factor; sets the window's counts, JCT mean and percentiles, queueing delays and JCT per
+// size class. Leaves the rest (makespan, utilisation, configuration echo) to the caller.
+void SummarizeJobs(SimulationResult& result);
+
 // numpy.percentile's default (linear interpolation); `values` need not be sorted; 0 if empty.
 double Percentile(std::vector<double> values, double percent);
 

@@ -77,6 +77,35 @@ TEST(PercentileTest, InterpolatesLikeNumpy) {
 }
 
 // One job alone: its micro-tasks run back to back, so it finishes after exactly steps / T.
+// SummarizeJobs (what `gavel replay` writes a live run with) recomputes from a simulated run's
+// per-job list exactly the figures the simulator computed for it: a continuous 30-job run on 4
+// GPUs with waiting and multi-GPU jobs, its aggregates cleared first.
+TEST(SummarizeJobsTest, RecomputesTheSimulatorsOwnFigures) {
+  std::vector<workload::TraceJob> trace;
+  for (int i = 0; i < 30; ++i) {
+    const int sf = i % 5 == 0 ? 2 : 1;
+    trace.push_back(Job(kResNet, sf, V100(kResNet, sf) * (600.0 + 97.0 * (i % 7)), 150.0 * i));
+  }
+  const SimulationResult simulated = MustSimulate(OnV100s(4, trace));
+  SimulationResult r;
+  r.jobs = simulated.jobs;
+  SummarizeJobs(r);
+  EXPECT_EQ(r.jobs_completed, simulated.jobs_completed);
+  EXPECT_EQ(r.window_jobs_completed, simulated.window_jobs_completed);
+  EXPECT_DOUBLE_EQ(r.average_jct_seconds, simulated.average_jct_seconds);
+  EXPECT_DOUBLE_EQ(r.jct_p50_seconds, simulated.jct_p50_seconds);
+  EXPECT_DOUBLE_EQ(r.jct_p90_seconds, simulated.jct_p90_seconds);
+  EXPECT_DOUBLE_EQ(r.jct_p99_seconds, simulated.jct_p99_seconds);
+  EXPECT_DOUBLE_EQ(r.queueing_delay_p50_seconds, simulated.queueing_delay_p50_seconds);
+  EXPECT_DOUBLE_EQ(r.queueing_delay_p90_seconds, simulated.queueing_delay_p90_seconds);
+  ASSERT_EQ(r.jct_by_size.size(), simulated.jct_by_size.size());
+  for (std::size_t c = 0; c < r.jct_by_size.size(); ++c) {
+    EXPECT_EQ(r.jct_by_size[c].jobs, simulated.jct_by_size[c].jobs);
+    EXPECT_DOUBLE_EQ(r.jct_by_size[c].mean, simulated.jct_by_size[c].mean);
+  }
+  EXPECT_GT(simulated.queueing_delay_p90_seconds, 0.0);  // jobs did wait: the check has teeth
+}
+
 TEST(SimulatorTest, ALoneJobTakesItsStepsOverItsThroughput) {
   for (const bool compat : {false, true}) {
     SCOPED_TRACE(compat ? "compat" : "default");

@@ -1,0 +1,103 @@
+// `gavel replay` end to end on loopback: `gavel serve` (6-s rounds: the simulator's 360 s at
+// 60x) and three `gavel worker`s of two GPUs each, a continuous trace of single- and 2-GPU jobs
+// replayed at 60x through the example training program. Truths checked: every job finishes
+// with exactly its scaled steps; the live result files hold every job; and the live run's
+// average JCT is within 15 % of the simulator's for the same scaled trace on the same cluster
+// (docs/runtime.md, "Replaying a trace"; the measured differences are in bench/README.md).
+// Labelled "slow" (about two minutes).
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "gavel/core/shipped_table.h"
+#include "gavel/daemon/e2e_cluster.h"
+
+namespace gavel::daemon {
+namespace {
+
+struct TraceRow {
+  const char* type;
+  int scale_factor;
+  double v100_seconds;  // trace time alone on a V100
+  double arrival;       // trace time
+};
+
+// A trace in the `gavel` format (docs/formats.md); steps = V100 seconds x the table's rate.
+std::string WriteTrace(const std::string& path, const std::vector<TraceRow>& rows) {
+  const auto table = ShippedThroughputTable();
+  std::ofstream out(path);
+  for (const TraceRow& r : rows) {
+    const double rate = *table->Isolated("v100", JobTypeKey{r.type, r.scale_factor});
+    out << r.type << "\t\t\t\t0\t" << static_cast<long long>(rate * r.v100_seconds) << "\t"
+        << r.scale_factor << "\t1\t-1.000000\t" << r.arrival << "\n";
+  }
+  return path;
+}
+
+nlohmann::json ReadJson(const std::string& path) {
+  return nlohmann::json::parse(ReadFile(path), nullptr, false);
+}
+
+TEST(ReplayEndToEnd, ATraceAt60xFinishesExactlyAndAgreesWithTheSimulator) {
+  // The daemon's own grace for 6-s rounds (min(60, round / 2)): with the e2e tests' 1.5 s, a
+  // loaded machine's slow starts were killed as stragglers, a loss no simulation models.
+  Cluster cluster("replay", /*round_seconds=*/6.0, /*report_grace_seconds=*/3.0);
+  cluster.StartDaemon(/*expected_gpus=*/6);
+  for (const char* type : {"v100", "p100", "k80"}) cluster.StartAgent(type, "", /*gpus=*/2);
+  const std::vector<TraceRow> rows = {
+      {"ResNet-18 (batch size 64)", 1, 1500, 0},   {"LM (batch size 20)", 2, 1800, 60},
+      {"Transformer (batch size 32)", 1, 1200, 240}, {"ResNet-50 (batch size 32)", 2, 1500, 300},
+      {"A3C", 1, 900, 420},                          {"Recommendation (batch size 1024)", 1, 1200, 600},
+      {"CycleGAN", 1, 1500, 780},                    {"ResNet-18 (batch size 128)", 2, 1200, 900},
+  };
+  const std::string trace = WriteTrace(cluster.dir() + "/trace.tsv", rows);
+  const std::string out = cluster.dir() + "/out";
+  // The agents register within a second or two; replay reads the cluster once at its start.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const auto [code, text] =
+      cluster.Cli({"replay", "--trace", trace, "--scheduler", cluster.address(), "--time-scale",
+                   "60", "--out", out, "--compare", "--quiet", "--max-seconds", "170"});
+  std::cout << text;
+  ASSERT_EQ(code, 0) << text;
+
+  // Every job finished with exactly its scaled steps (trace steps / 60, rounded).
+  auto jobs = cluster.Jobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->jobs_size(), static_cast<int>(rows.size()));
+  const auto table = ShippedThroughputTable();
+  for (int i = 0; i < jobs->jobs_size(); ++i) {
+    const wire::JobInfo& job = jobs->jobs(i);
+    const TraceRow& row = rows[static_cast<std::size_t>(i)];
+    const double rate = *table->Isolated("v100", JobTypeKey{row.type, row.scale_factor});
+    const auto steps = static_cast<std::uint64_t>(
+        std::max(1.0, std::round(static_cast<double>(static_cast<long long>(rate * row.v100_seconds)) / 60.0)));
+    EXPECT_EQ(job.state(), wire::DONE) << job.DebugString();
+    EXPECT_EQ(job.spec().job_type(), row.type);
+    EXPECT_EQ(job.total_steps(), steps) << row.type;
+    EXPECT_EQ(job.steps_done(), steps) << row.type;
+  }
+
+  // The live and simulated results, in the simulator's formats, and their agreement.
+  const nlohmann::json live = ReadJson(out + "/live.json");
+  const nlohmann::json simulated = ReadJson(out + "/simulated.json");
+  ASSERT_FALSE(live.is_discarded());
+  ASSERT_FALSE(simulated.is_discarded());
+  EXPECT_EQ(live["window"]["jobs_completed"], rows.size());
+  EXPECT_EQ(simulated["window"]["jobs_completed"], rows.size());
+  std::istringstream csv(ReadFile(out + "/live.csv"));
+  std::string line;
+  std::size_t lines = 0;
+  while (std::getline(csv, line)) ++lines;
+  EXPECT_EQ(lines, rows.size() + 1);  // the header and one row per job
+  const double live_jct = live["average_jct_seconds"].get<double>();
+  const double sim_jct = simulated["average_jct_seconds"].get<double>();
+  std::cout << "average JCT: live " << live_jct << " s, simulated " << sim_jct << " s ("
+            << 100.0 * (live_jct - sim_jct) / sim_jct << " %)\n";
+  EXPECT_NEAR(live_jct, sim_jct, 0.15 * sim_jct);
+}
+
+}  // namespace
+}  // namespace gavel::daemon
