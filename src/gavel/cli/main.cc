@@ -5,9 +5,11 @@
 #include "gavel/cli/allocate_command.h"
 #include "gavel/cli/client_commands.h"
 #include "gavel/cli/logs_command.h"
+#include "gavel/cli/profile_command.h"
 #include "gavel/cli/serve_command.h"
 #include "gavel/cli/simulate_command.h"
 #include "gavel/cli/sweep_command.h"
+#include "gavel/cli/throughputs_option.h"
 #include "gavel/cli/worker_command.h"
 
 int main(int argc, char** argv) {
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
                    "auto (default): the policy's fast path where it has one; clp: the whole LP "
                    "on Clp")
       ->check(CLI::IsMember({"auto", "clp"}));
+  gavel::cli::AddThroughputsExtraOption(*allocate_cmd, &allocate.throughputs_extra);
 
   app.add_subcommand("policies", "List the policy names with a one-line description");
 
@@ -48,6 +51,8 @@ int main(int argc, char** argv) {
   CLI::App* simulate_cmd = gavel::cli::AddSimulateCommand(app, &simulate);
   gavel::cli::SweepCommandLine sweep;
   CLI::App* sweep_cmd = gavel::cli::AddSweepCommand(app, &sweep);
+  gavel::cli::ProfileOptions profile;
+  CLI::App* profile_cmd = gavel::cli::AddProfileCommand(app, &profile);
 
   try {
     app.parse(argc, argv);
@@ -65,6 +70,7 @@ int main(int argc, char** argv) {
   }
   if (simulate_cmd->parsed()) return gavel::cli::RunSimulateCommand(simulate);
   if (sweep_cmd->parsed()) return gavel::cli::RunSweepCommand(sweep);
+  if (profile_cmd->parsed()) return gavel::cli::RunProfileCommand(profile);
   allocate.compat_gavel = compat == "gavel";
   const gavel::Status status = gavel::cli::RunAllocate(allocate, std::cout);
   if (!status.ok()) {

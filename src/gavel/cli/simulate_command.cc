@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gavel/cli/flag_bounds.h"
+#include "gavel/cli/throughputs_option.h"
 #include "gavel/core/bounds.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
@@ -391,7 +392,8 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,
 
   const std::string table_path =
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
-  GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
+  GAVEL_ASSIGN_OR_RETURN(ThroughputTable table,
+                         ThroughputTable::LoadFiles(table_path, o.throughputs_extra));
   options.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
 
   if (!o.trace_file.empty()) {
@@ -581,6 +583,7 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions* options) {
                          "Start with as many jobs as the cluster has GPUs");
   simulate_cmd->add_option("--throughputs", options->throughputs_file,
                            "Throughput table (default: the shipped simulation table)");
+  AddThroughputsExtraOption(*simulate_cmd, &options->throughputs_extra);
   simulate_cmd->add_option("--trace", options->trace_file,
                            "Trace file instead of generated jobs");
   simulate_cmd
