@@ -12,9 +12,11 @@
 # prints a summary and exits non-zero when any step failed.
 #
 #   scripts/gpu-check.sh [--device cuda|cpu] [--gpu-type NAME] [--out DIR] [--dry-run]
+#                        [--only profile,register,torch] [--gavel BIN]
 #
 # --device cpu runs the same steps on the CPU with tiny settings (a check of the script itself
-# on a machine without a GPU); --dry-run prints the commands without running any.
+# on a machine without a GPU); --dry-run prints the commands without running any; --only runs
+# some of the steps; --gavel uses that binary and builds nothing (without the torch step).
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,12 +24,16 @@ device=cuda
 gpu_type=""
 out=""
 dry=0
+only="profile,register,torch"
+gavel=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) device="$2"; shift 2 ;;
     --gpu-type) gpu_type="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --dry-run) dry=1; shift ;;
+    --only) only="$2"; shift 2 ;;
+    --gavel) gavel="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -38,7 +44,16 @@ case "$device" in
 esac
 [ -n "$gpu_type" ] || gpu_type="$([ "$device" = cpu ] && echo cpu || echo gpu)"
 [ -n "$out" ] || out="$root/build/gpu-check"
-gavel="$root/build/release/src/gavel/cli/gavel"
+build_it=1
+if [ -n "$gavel" ]; then
+  build_it=0
+  case ",$only," in *,torch,*) echo "gpu-check: --gavel builds nothing: leave out the torch step (--only)" >&2; exit 2 ;; esac
+fi
+[ -n "$gavel" ] || gavel="$root/build/release/src/gavel/cli/gavel"
+for step in ${only//,/ }; do
+  case "$step" in profile|register|torch) ;; *) echo "gpu-check: --only: unknown step $step" >&2; exit 2 ;; esac
+done
+wanted() { case ",$only," in *,"$1",*) return 0 ;; esac; return 1; }
 torch_test="$root/build/release/src/gavel/daemon/runtime_torch_e2e_test"
 rows="$out/profile-$gpu_type.json"
 
@@ -150,18 +165,19 @@ torch_job() {
 }
 
 if [ "$dry" = 1 ]; then
-  run build cmake --build --preset release --target gavel runtime_torch_e2e_test
-  run profile "$gavel" profile --device "$device" --gpu-type "$gpu_type" --pairs "${steps[@]}" \
-    "${model_args[@]}" --out "$rows"
-  run register "$gavel" serve --throughputs-extra "$rows" "..." "+" "$gavel" worker --type "$gpu_type"
-  run torch env GAVEL_TRAIN_DEVICE="$device" "$torch_test"
+  [ $build_it = 1 ] && run build cmake --build --preset release --target gavel runtime_torch_e2e_test
+  wanted profile && run profile "$gavel" profile --device "$device" --gpu-type "$gpu_type" --pairs \
+    "${steps[@]}" "${model_args[@]}" --out "$rows"
+  wanted register && run register "$gavel" serve --throughputs-extra "$rows" "..." "+" "$gavel" \
+    worker --type "$gpu_type"
+  wanted torch && run torch env GAVEL_TRAIN_DEVICE="$device" "$torch_test"
 else
   run preflight preflight
-  [ $failed = 0 ] && run build build
+  [ $failed = 0 ] && [ $build_it = 1 ] && run build build
   if [ $failed = 0 ]; then
-    run profile profile
-    run register register
-    run torch torch_job
+    wanted profile && run profile profile
+    wanted register && run register register
+    wanted torch && run torch torch_job
   fi
 fi
 
