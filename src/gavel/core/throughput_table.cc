@@ -74,7 +74,8 @@ Result<ThroughputTable> ThroughputTable::LoadFiles(const std::string& path,
     GAVEL_ASSIGN_OR_RETURN(const std::string text, ReadTableText(file));
     GAVEL_RETURN_IF_ERROR(Parse(text, file).status());
     // Parse accepted it, so it is an object of GPU types.
-    for (auto& [gpu_type, rows] : json::parse(text).items()) {
+    json file_types = json::parse(text);
+    for (auto& [gpu_type, rows] : file_types.items()) {
       const auto [it, added] = defined_in.emplace(gpu_type, file);
       if (!added) {
         return Status::InvalidArgument(file + ": \"" + gpu_type + "\": GPU type already in " +

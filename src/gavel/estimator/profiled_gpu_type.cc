@@ -155,10 +155,13 @@ Result<ProfiledGpuType> CompleteProfiledGpuType(std::shared_ptr<const Throughput
     GAVEL_RETURN_IF_ERROR(check_rate(p.rates[1], p.b + " next to " + p.a));
     const auto ra = static_cast<std::size_t>(ref_of[static_cast<std::size_t>(ka)]);
     const auto rb = static_cast<std::size_t>(ref_of[static_cast<std::size_t>(kb)]);
-    measured_pairs[{static_cast<int>(ra), static_cast<int>(rb)}] = p.rates;
-    measured_pairs[{static_cast<int>(rb), static_cast<int>(ra)}] = {p.rates[1], p.rates[0]};
-    a(ra, new_block * n + rb) = normalised(ra, p.rates[0]);
-    a(rb, new_block * n + ra) = normalised(rb, p.rates[1]);
+    std::array<double, 2> rates = p.rates;
+    // Two jobs of one type: the table has one entry for both, its own mirror image.
+    if (ka == kb) rates[0] = rates[1] = (rates[0] + rates[1]) / 2.0;
+    measured_pairs[{static_cast<int>(ra), static_cast<int>(rb)}] = rates;
+    measured_pairs[{static_cast<int>(rb), static_cast<int>(ra)}] = {rates[1], rates[0]};
+    a(ra, new_block * n + rb) = normalised(ra, rates[0]);
+    a(rb, new_block * n + ra) = normalised(rb, rates[1]);
     mask(ra, new_block * n + rb) = mask(rb, new_block * n + ra) = 1.0;
   }
   Matrix completed = a;

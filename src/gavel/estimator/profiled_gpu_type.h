@@ -39,6 +39,7 @@ struct ProfileMeasurements {
   struct Pair {
     std::string a, b;
     std::array<double, 2> rates{};  // steps/s of a and of b while sharing the device
+                                    // (a == b: their mean is written for both)
   };
   std::vector<Pair> pairs;
 };

@@ -170,6 +170,19 @@ TEST(ProfiledGpuTypeTest, MultiGpuRowsFollowTheNearestTypesScaling) {
   EXPECT_NEAR(o[1], 2.0 * p[1], 1e-9);
 }
 
+TEST(ProfiledGpuTypeTest, TwoJobsOfOneTypeAreWrittenAsOneSymmetricEntry) {
+  const Hidden h = HideV100();
+  ProfileMeasurements m;
+  m.isolated["A3C"] = 10.0;
+  m.pairs.push_back({"A3C", "A3C", {4.0, 6.0}});  // the two processes' rates differ a little
+  const auto result = CompleteProfiledGpuType(h.rest, m, {.gpu_type = "h100"});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const auto out = ThroughputTable::Parse(result->table_json, "profiled");
+  ASSERT_TRUE(out.ok()) << out.status().ToString();  // the mirror check holds
+  const JobTypeKey a3c{"A3C", 1};
+  EXPECT_EQ(out->Colocated("h100", a3c, a3c), (std::array<double, 2>{5.0, 5.0}));
+}
+
 TEST(ProfiledGpuTypeTest, BadInputIsNamed) {
   const Hidden h = HideV100();
   ProfileMeasurements m;
