@@ -149,7 +149,7 @@ Status RunProfile(const ProfileOptions& o) {
             << raw->value("device_name", std::string()) << ", " << raw->value("device", "")
             << "), " << measured.isolated.size() << " job types measured alone, "
             << rows.derived_isolated.size() << " derived; " << rows.pairs_measured
-            << " pairs measured, " << rows.pairs_completed << " completed; nearest table type "
+            << " pairs measured, " << rows.pairs_completed << " estimated; nearest table type "
             << rows.nearest_type << " (measured rates x" << rows.speed_level << " of its)\n"
             << "use it with: --throughputs-extra " << o.out << "\n";
   return Status::Ok();

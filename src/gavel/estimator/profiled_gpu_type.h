@@ -65,7 +65,7 @@ struct ProfiledGpuType {
   double speed_level = 1.0;         // geometric mean of measured / nearest type's rates
   std::vector<std::string> derived_isolated;  // single-GPU job types not measured
   int pairs_measured = 0;           // single-GPU pairs (unordered) measured
-  int pairs_completed = 0;          // single-GPU pairs filled by completion (or the nearest type)
+  int pairs_completed = 0;          // single-GPU pairs estimated: completed, or the nearest type's
 };
 
 // Errors (InvalidArgument): an empty or existing GPU type name, a measured job type that is not
