@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A GPU type the shipped table lacks: `gavel serve --throughputs-extra ROWS` lets an agent of
 # the type in ROWS register, and refuses one of a type in neither, pointing at `gavel profile`.
-# The rows here are hand-made (v100's, twice as fast) so that no PyTorch is needed.
+# `gavel simulate` plans on it. The rows here are hand-made (v100's, twice as fast) so that no
+# PyTorch is needed.
 # Usage: extra_gpu_type_test.sh GAVEL SOURCE_DIR
 set -uo pipefail
 gavel=$1
@@ -49,4 +50,13 @@ grep -q 'gpu_type: "a100" is not a GPU type of the throughput table.*gavel profi
   --throughputs-extra "$tmp/h100.json" --throughputs-extra "$tmp/h100.json" >"$tmp/twice.log" 2>&1 &&
   fail "a type defined twice was accepted"
 grep -q 'h100.json: "h100": GPU type already in' "$tmp/twice.log" || fail "no clear error: $(cat "$tmp/twice.log")"
-echo "extra_gpu_type_test: a profiled type registers, an unknown one is refused"
+# `gavel simulate` on the added type: the same jobs on GPUs twice as fast finish sooner.
+jct() {
+  "$gavel" simulate -c 4 --worker-types "$1" --num-gpus-per-server 4 -p max_min_fairness \
+    --jobs-per-hour 2 -s 0 -e 10 --seed 0 --throughputs-extra "$tmp/h100.json" --json - 2>/dev/null |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["average_jct_seconds"])'
+}
+v100=$(jct v100) && h100=$(jct h100) || fail "simulate with --throughputs-extra failed"
+python3 -c "import sys; sys.exit(0 if $h100 < 0.75 * $v100 else 1)" ||
+  fail "average JCT on h100 ($h100 s) is not below v100's ($v100 s)"
+echo "extra_gpu_type_test: a profiled type registers, an unknown one is refused, simulate uses it"
