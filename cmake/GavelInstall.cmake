@@ -35,3 +35,6 @@ install(FILES ${PROJECT_SOURCE_DIR}/data/simulation_throughputs.json
               ${PROJECT_SOURCE_DIR}/data/restart_overhead.csv
               ${PROJECT_SOURCE_DIR}/data/philly_job_distribution.csv
         DESTINATION ${CMAKE_INSTALL_DATADIR}/gavel)
+# The measuring program `gavel profile` runs (src/gavel/core/shipped_data.h, ShippedProgramFile).
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/python/gavel_profile.py
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/gavel)

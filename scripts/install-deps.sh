@@ -18,6 +18,8 @@ packages=(
   # examples/training/ddp_train.py; python3-setuptools lets `pip install ./python` build the
   # iterator client without a download (in a virtual environment: python3-venv).
   python3-torch python3-setuptools python3-venv
+  # `gavel profile` (python/gavel_profile.py): torchvision's ResNet-18 and ResNet-50.
+  python3-torchvision
   # Tests only: ECOS itself (inside Debian's R package for it), the reference that
   # src/gavel/lp/ecos_lp_test.cc compares our ECOS-faithful LP solver against.
   r-cran-ecosolver

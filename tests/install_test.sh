@@ -36,4 +36,13 @@ a, b = (json.load(open(p)) for p in sys.argv[1:3])
 for key in ("average_jct_seconds", "restarts", "failed_jobs"):
     assert a[key] == b[key], (key, a[key], b[key])
 PY
+# `gavel profile` runs the installed measuring program (named in its error when it fails).
+cp "$tmp/table.json" "$data/simulation_throughputs.json"
+[ -x "$data/gavel_profile.py" ] && cmp -s "$source_dir/python/gavel_profile.py" "$data/gavel_profile.py" ||
+  fail "share/gavel/gavel_profile.py is not the source's, executable"
+if "$gavel" profile --models A3C --python /bin/false --out "$tmp/rows.json" 2> "$tmp/err"; then
+  fail "gavel profile succeeded with a failing interpreter"
+fi
+grep -q "$data/gavel_profile.py failed" "$tmp/err" ||
+  fail "gavel profile did not run the installed program: $(cat "$tmp/err")"
 echo "install_test: data installed under share/gavel and read from there"

@@ -55,6 +55,10 @@ def batch_for(step, rank, world_size, batch_size, features, seed):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (GPUs)")
+    # gloo on a GPU lets several ranks share one device (NCCL refuses two ranks on one GPU):
+    # scripts/gpu-check.sh runs its 2-rank job that way on a one-GPU machine.
+    parser.add_argument("--device", default=os.environ.get("GAVEL_TRAIN_DEVICE", ""),
+                        help="cpu or cuda (default: cuda with nccl, else cpu; env GAVEL_TRAIN_DEVICE)")
     parser.add_argument("--steps", type=int, default=None, help="total steps outside Gavel")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--features", type=int, default=16)
@@ -68,7 +72,7 @@ def main(argv=None):
     rank, world_size = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cpu")
-    if args.backend == "nccl":
+    if args.device == "cuda" or (not args.device and args.backend == "nccl"):
         device = torch.device("cuda", local_rank % max(1, torch.cuda.device_count()))
         torch.cuda.set_device(device)
 

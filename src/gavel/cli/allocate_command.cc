@@ -132,7 +132,7 @@ Status RunAllocate(const AllocateOptions& options, std::ostream& out) {
   if (needs_table) {
     const std::string path =
         snapshot.throughputs_file.empty() ? DefaultThroughputsFile() : snapshot.throughputs_file;
-    GAVEL_ASSIGN_OR_RETURN(table, ThroughputTable::LoadFile(path));
+    GAVEL_ASSIGN_OR_RETURN(table, ThroughputTable::LoadFiles(path, options.throughputs_extra));
   }
 
   if (options.solver != "auto" && options.solver != "clp") {

@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "gavel/core/status.h"
 
@@ -17,6 +18,7 @@ struct AllocateOptions {
   // "auto": the policy's fast path where it has one (docs/policies.md, "Fast paths");
   // "clp": the whole LP on Clp, for comparison.
   std::string solver = "auto";
+  std::vector<std::string> throughputs_extra;  // more GPU types beside the snapshot's table
 };
 
 // Writes the result to `out`; returns a non-OK status (and writes nothing) on bad input.

@@ -1,12 +1,14 @@
 // The `gavel` command: thin subcommands over the libraries. A build without the runtime
-// (GAVEL_RUNTIME=OFF, the `sim` preset of `make run`) has only allocate, policies, simulate and
-// sweep.
+// (GAVEL_RUNTIME=OFF, the `sim` preset of `make run`) has only allocate, policies, simulate,
+// sweep and profile.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "gavel/cli/allocate_command.h"
+#include "gavel/cli/profile_command.h"
 #include "gavel/cli/simulate_command.h"
 #include "gavel/cli/sweep_command.h"
+#include "gavel/cli/throughputs_option.h"
 #if GAVEL_WITH_RUNTIME
 #include "gavel/cli/client_commands.h"
 #include "gavel/cli/logs_command.h"
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
                    "auto (default): the policy's fast path where it has one; clp: the whole LP "
                    "on Clp")
       ->check(CLI::IsMember({"auto", "clp"}));
+  gavel::cli::AddThroughputsExtraOption(*allocate_cmd, &allocate.throughputs_extra);
 
   app.add_subcommand("policies", "List the policy names with a one-line description");
 
@@ -59,6 +62,8 @@ int main(int argc, char** argv) {
 #endif
   gavel::cli::SweepCommandLine sweep;
   CLI::App* sweep_cmd = gavel::cli::AddSweepCommand(app, &sweep);
+  gavel::cli::ProfileOptions profile;
+  CLI::App* profile_cmd = gavel::cli::AddProfileCommand(app, &profile);
 
   try {
     app.parse(argc, argv);
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
   if (replay_cmd->parsed()) return gavel::cli::RunReplayCommand(replay);
 #endif
   if (sweep_cmd->parsed()) return gavel::cli::RunSweepCommand(sweep);
+  if (profile_cmd->parsed()) return gavel::cli::RunProfileCommand(profile);
   allocate.compat_gavel = compat == "gavel";
   const gavel::Status status = gavel::cli::RunAllocate(allocate, std::cout);
   if (!status.ok()) {

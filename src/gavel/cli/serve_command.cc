@@ -6,6 +6,7 @@
 #include "gavel/cli/serve_command.h"
 
 #include "gavel/cli/flag_bounds.h"
+#include "gavel/cli/throughputs_option.h"
 
 #include <cmath>
 #include <atomic>
@@ -42,6 +43,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "call");
   cmd->add_option("--throughputs", o->throughputs_file,
                   "Throughput table (default: the shipped simulation table)");
+  AddThroughputsExtraOption(*cmd, &o->throughputs_extra);
   cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
                   "Shared checkpoint root: job N checkpoints to DIR/job-N on every agent");
   cmd->add_option("--instance-costs", o->instance_costs,
@@ -130,7 +132,8 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
                         bounds::kMinWeight, bounds::kMaxWeight));
   const std::string table_path =
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
-  GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
+  GAVEL_ASSIGN_OR_RETURN(ThroughputTable table,
+                         ThroughputTable::LoadFiles(table_path, o.throughputs_extra));
 
   // The token file's mode is checked where it is read (rpc::TokenRegistry::LoadFile, in the
   // daemon), which refuses one others may write and warns on stderr about one they may read.

@@ -29,6 +29,7 @@ struct ServeOptions {
   double round_seconds = 360.0;
   std::string token_file;
   std::string throughputs_file;  // empty = the shipped simulation table
+  std::vector<std::string> throughputs_extra;  // more GPU types (gavel profile's output)
   std::string checkpoint_dir;    // empty = the agents choose
   // $/GPU-hour per GPU type, "v100=2.48,k80=0.45" (the cost policies need every type's).
   std::vector<std::string> instance_costs;

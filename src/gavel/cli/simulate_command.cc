@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gavel/cli/flag_bounds.h"
+#include "gavel/cli/throughputs_option.h"
 #include "gavel/core/bounds.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
@@ -417,7 +418,8 @@ Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,
 
   const std::string table_path =
       o.throughputs_file.empty() ? DefaultThroughputsFile() : o.throughputs_file;
-  GAVEL_ASSIGN_OR_RETURN(ThroughputTable table, ThroughputTable::LoadFile(table_path));
+  GAVEL_ASSIGN_OR_RETURN(ThroughputTable table,
+                         ThroughputTable::LoadFiles(table_path, o.throughputs_extra));
   options.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
 
   if (!o.trace_file.empty()) {
@@ -603,6 +605,7 @@ void AddSimulationFlags(CLI::App* command, SimulationFlags* flags) {
                          "Start with as many jobs as the cluster has GPUs");
   command->add_option("--throughputs", flags->throughputs_file,
                            "Throughput table (default: the shipped simulation table)");
+  AddThroughputsExtraOption(*command, &flags->throughputs_extra);
   command->add_option("--trace", flags->trace_file,
                            "Trace file instead of generated jobs");
   command

@@ -65,6 +65,7 @@ struct SimulationFlags {
   double hpo_fraction = 0.0;      // generated jobs: fraction that are hyper-parameter searches
   int hpo_trials = 4;             // trials per search (workload/generator.h)
   std::string throughputs_file;        // empty = the shipped simulation table
+  std::vector<std::string> throughputs_extra;  // more GPU types (gavel profile's output)
   std::string trace_file;              // a trace instead of generated jobs
   std::string trace_format = "gavel";  // gavel | csv | msr | philly | pai | helios
   std::string trace_tasks;             // pai: the task table (default: beside --trace)

@@ -19,4 +19,9 @@ namespace gavel {
 
 std::string ShippedDataFile(std::string_view name);
 
+// The path of a helper program the binary runs (python/gavel_profile.py for `gavel profile`),
+// which `make install` puts in PREFIX/share/gavel: there when the running executable's
+// ../share/gavel holds it, else the source tree's python/. Thread-safe.
+std::string ShippedProgramFile(std::string_view name);
+
 }  // namespace gavel

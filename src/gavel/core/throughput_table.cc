@@ -27,6 +27,14 @@ bool NearlyEqual(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)});
 }
 
+Result<std::string> ReadTableText(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::IoError("cannot open throughput file " + path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
 }  // namespace
 
 std::string JobTypeKey::ToString() const {
@@ -51,11 +59,33 @@ Result<JobTypeKey> JobTypeKey::Parse(std::string_view text) {
 }
 
 Result<ThroughputTable> ThroughputTable::LoadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::IoError("cannot open throughput file " + path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return Parse(buffer.str(), path);
+  GAVEL_ASSIGN_OR_RETURN(const std::string text, ReadTableText(path));
+  return Parse(text, path);
+}
+
+Result<ThroughputTable> ThroughputTable::LoadFiles(const std::string& path,
+                                                   const std::vector<std::string>& extras) {
+  if (extras.empty()) return LoadFile(path);
+  json merged = json::object();
+  std::map<std::string, std::string> defined_in;  // GPU type -> file
+  std::string sources;
+  for (std::size_t i = 0; i <= extras.size(); ++i) {
+    const std::string& file = i == 0 ? path : extras[i - 1];
+    GAVEL_ASSIGN_OR_RETURN(const std::string text, ReadTableText(file));
+    GAVEL_RETURN_IF_ERROR(Parse(text, file).status());
+    // Parse accepted it, so it is an object of GPU types.
+    json file_types = json::parse(text);
+    for (auto& [gpu_type, rows] : file_types.items()) {
+      const auto [it, added] = defined_in.emplace(gpu_type, file);
+      if (!added) {
+        return Status::InvalidArgument(file + ": \"" + gpu_type + "\": GPU type already in " +
+                                       it->second);
+      }
+      merged[gpu_type] = std::move(rows);
+    }
+    sources += (i == 0 ? "" : " + ") + file;
+  }
+  return Parse(merged.dump(), sources);
 }
 
 Result<ThroughputTable> ThroughputTable::Parse(std::string_view json_text,

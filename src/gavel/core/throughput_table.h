@@ -41,6 +41,12 @@ class ThroughputTable {
   // is not a finite non-negative number, a malformed key, a pair entry between different
   // scale factors, or a pair entry that disagrees with its mirror image.
   static Result<ThroughputTable> LoadFile(const std::string& path);
+  // Reads `path` and adds the GPU types of each file in `extras` (rows a user measured for a
+  // type the base table lacks, e.g. `gavel profile`'s output). Each file is validated alone
+  // first, so errors name the file at fault; a GPU type that two files both define is an error
+  // naming both (the files are combined, never overridden, so no measurement is silently lost).
+  static Result<ThroughputTable> LoadFiles(const std::string& path,
+                                           const std::vector<std::string>& extras);
   static Result<ThroughputTable> Parse(std::string_view json_text, const std::string& source_name);
 
   // Every GPU type in the file, sorted (including the `*_unconsolidated` ones).

@@ -296,5 +296,48 @@ TEST(ThroughputTableTest, MirrorEntriesThatAgreeToRoundOffAreAccepted) {
   EXPECT_THAT(table->job_types(), ::testing::ElementsAre(kA3c, kCycleGan));
 }
 
+// Writes `text` to a fresh file under the test's temporary directory.
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ThroughputTableTest, ExtraFilesAddGpuTypesBesideTheBaseTable) {
+  const std::string extra = WriteTemp("h100_rows.json", R"j({"h100": {
+      "('A3C', 1)": {"null": 20.0, "('CycleGAN', 1)": [15.0, 9.0]},
+      "('CycleGAN', 1)": {"null": 12.0}}})j");
+  const auto table = ThroughputTable::LoadFiles(ShippedFile("simulation_throughputs.json"), {extra});
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const auto base = ThroughputTable::LoadFile(ShippedFile("simulation_throughputs.json"));
+  ASSERT_TRUE(base.ok());
+  EXPECT_EQ(table->gpu_types().size(), base->gpu_types().size() + 1);
+  EXPECT_EQ(table->job_types(), base->job_types());  // the extra's keys are all shipped ones
+  EXPECT_EQ(table->Isolated("h100", kA3c), 20.0);
+  EXPECT_EQ(table->Colocated("h100", kCycleGan, kA3c), (std::array<double, 2>{9.0, 15.0}));
+  // The shipped types are read unchanged, and the extra lacks keys it did not measure.
+  EXPECT_EQ(table->Isolated("v100", kA3c), base->Isolated("v100", kA3c));
+  EXPECT_EQ(table->Colocated("v100", kA3c, kCycleGan), base->Colocated("v100", kA3c, kCycleGan));
+  EXPECT_FALSE(table->Isolated("h100", JobTypeKey{"ResNet-18 (batch size 64)", 1}).has_value());
+}
+
+TEST(ThroughputTableTest, AnExtraFileThatRedefinesATypeOrIsMalformedIsNamed) {
+  const std::string shipped = ShippedFile("simulation_throughputs.json");
+  const std::string again = WriteTemp("v100_again.json", R"j({"v100": {"('A3C', 1)": {"null": 1.0}}})j");
+  const auto twice = ThroughputTable::LoadFiles(shipped, {again});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("v100_again.json: \"v100\": GPU type already in"));
+  EXPECT_THAT(twice.status().message(), HasSubstr(shipped));
+
+  const std::string bad = WriteTemp("bad_rows.json", R"j({"h100": {"('A3C', 1)": {"null": -1}}})j");
+  const auto malformed = ThroughputTable::LoadFiles(shipped, {bad});
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_THAT(malformed.status().message(), HasSubstr("bad_rows.json: \"h100\""));
+
+  const auto missing = ThroughputTable::LoadFiles(shipped, {"/nonexistent/h100.json"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kIoError);
+}
+
 }  // namespace
 }  // namespace gavel

@@ -54,7 +54,10 @@ Result<const Agent*> AgentRegistry::Register(const rpc::Principal& caller,
     std::string names;
     for (const std::string& n : table.gpu_types()) names += (names.empty() ? "" : ", ") + n;
     return Status::InvalidArgument("gpu_type: " + Quoted(request.gpu_type()) +
-                                   " is not a GPU type of the throughput table (" + names + ")");
+                                   " is not a GPU type of the throughput table (" + names +
+                                   "); measure it with `gavel profile --gpu-type " +
+                                   request.gpu_type() + " --out FILE` and give gavel serve "
+                                   "--throughputs-extra FILE");
   }
   if (!Usable(request.gpu_type())) {
     return Status::InvalidArgument("gpu_type: policy " + rules_.policy + " needs the price of " +

@@ -127,6 +127,10 @@ wire::JobSpec TorchJob(const std::string& python, const std::string& dir, std::u
   (*spec.mutable_env())["PYTHONPATH"] = PythonPath();
   (*spec.mutable_env())["PYTHONDONTWRITEBYTECODE"] = "1";
   (*spec.mutable_env())["OMP_NUM_THREADS"] = "1";
+  // scripts/gpu-check.sh runs this test on a GPU (the reference runs inherit it).
+  if (const char* device = std::getenv("GAVEL_TRAIN_DEVICE")) {
+    (*spec.mutable_env())["GAVEL_TRAIN_DEVICE"] = device;
+  }
   return spec;
 }
 
