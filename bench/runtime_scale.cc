@@ -206,8 +206,6 @@ int RunAgentHost(const AgentHostOptions& options) {
     fs::create_directories(work / "logs");
     agent::AgentServerOptions server;
     server.scheduler_address = options.scheduler;
-    // The monitor wakes at once for events; the periodic tick only paces retries.
-    server.tick_interval = Seconds(0.5);
     server.rpc_timeout = Seconds(10.0);
     agent::AgentOptions& agent = server.agent;
     agent.agent_id = "scale-" + std::to_string(i);
@@ -495,7 +493,12 @@ void Driver::KillAndRestart() {
     failures_.push_back("kill -9: the daemon did not restart: " + restarted.ToString());
     return;
   }
+  // The channel's old connection may fail a first call ("Socket closed"): retry a while.
   Result<std::vector<wire::JobInfo>> after = ListAll(60.0);
+  for (int attempt = 0; !after.ok() && attempt < 60; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    after = ListAll(60.0);
+  }
   recovery_seconds_ = SecondsSince(down);
   {
     std::lock_guard lock(samples_.mu);
