@@ -90,6 +90,7 @@ struct ScaleOptions {
   double limit_seconds = 1200.0;       // give up waiting for the jobs after this
   std::uint64_t seed = 1;
   std::string json;  // write the figures here too
+  std::vector<std::string> serve_args;  // more `gavel serve` flags, as they are
   // The properties asserted.
   double max_lateness_fraction = 0.01;
   double max_rss_mib = 1024.0;
@@ -323,12 +324,13 @@ Status Driver::StartDaemon() {
   const fs::path out = dir_ / "serve.out";
   fs::remove(out);
   const int total_gpus = options_.agents * options_.gpus_per_agent;
-  daemon_ = Child({options_.gavel, "serve", "--listen", "127.0.0.1:" + std::to_string(port_),
-                   "--state", (dir_ / "state").string(), "--policy", options_.policy,
-                   "--round-seconds", std::to_string(options_.round_seconds), "--checkpoint-dir",
-                   (dir_ / "ckpt").string(), "--expected-gpus", std::to_string(total_gpus),
-                   "--seed", std::to_string(options_.seed)},
-                  out, dir_ / "serve.err");
+  std::vector<std::string> argv = {
+      options_.gavel, "serve", "--listen", "127.0.0.1:" + std::to_string(port_), "--state",
+      (dir_ / "state").string(), "--policy", options_.policy, "--round-seconds",
+      std::to_string(options_.round_seconds), "--checkpoint-dir", (dir_ / "ckpt").string(),
+      "--expected-gpus", std::to_string(total_gpus), "--seed", std::to_string(options_.seed)};
+  argv.insert(argv.end(), options_.serve_args.begin(), options_.serve_args.end());
+  daemon_ = Child(argv, out, dir_ / "serve.err");
   const std::string marker = "listening on 127.0.0.1:";
   const auto deadline = SteadyClock::now() + std::chrono::seconds(120);
   while (SteadyClock::now() < deadline) {
@@ -762,6 +764,9 @@ int main(int argc, char** argv) {
   app.add_option("--limit-seconds", run.limit_seconds)->check(CLI::Range(1.0, 1e6));
   app.add_option("--seed", run.seed);
   app.add_option("--json", run.json, "Write the figures here too");
+  app.add_option("--serve-arg", run.serve_args,
+                 "A flag for `gavel serve`, repeatable (e.g. --serve-arg=--heartbeat-timeout-seconds=30)")
+      ->allow_extra_args(false);
   app.add_option("--max-rss-mib", run.max_rss_mib);
   app.add_option("--max-jobs-p99-ms", run.max_jobs_p99_ms);
   app.add_option("--max-lateness-fraction", run.max_lateness_fraction);
