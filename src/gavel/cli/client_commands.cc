@@ -336,7 +336,10 @@ Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& id
   wire::ListJobsRequest request;
   for (std::uint64_t id : ids) request.add_job_ids(id);
   request.set_active_only(active_only);
-  request.set_limit(paging.limit.value_or(0));
+  // Gathering every page: the largest page the protocol allows (scheduler.proto,
+  // ListJobsRequest.limit), so 5,000 jobs are 5 calls rather than 50.
+  constexpr std::uint32_t kLargestPage = 1000;
+  request.set_limit(paging.limit.value_or(kLargestPage));
   request.set_page_token(paging.page_token);
   // Each response is one bounded page; without --limit the pages are gathered here.
   wire::ListJobsResponse response;

@@ -6,6 +6,8 @@
 // every queued closure, lets the core do what time asks (Tick), commits the batch's writes to
 // the store in ONE transaction, and only then releases the waiting handlers — so every reply
 // describes durable state, and a burst of submissions shares one fsync (group commit).
+// Reads (ListJobs, ListWorkers, GetStatus) run first in a batch and answer at once: the state
+// they see is the previous batch's, already committed, so they wait for no one's fsync.
 // A failed commit is fatal: the daemon stops, and a restart recovers from the last commit.
 //
 // Ownership: the Daemon owns the store, the transport, the clock (unless tests pass their
@@ -73,6 +75,10 @@ class CoreLoop {
   // Runs `fn` on the core thread; returns its status once the changes it made are durable
   // (INTERNAL if they could not be saved, UNAVAILABLE if the loop has stopped).
   grpc::Status Call(std::function<grpc::Status(SchedulerCore&)> fn);
+  // Runs the read-only `fn` on the core thread at the start of the next batch, before its
+  // changes, and returns without waiting for that batch's commit: what it sees is what the
+  // last batch committed (read-committed; a caller's own acknowledged writes are included).
+  grpc::Status Read(std::function<grpc::Status(const SchedulerCore&)> fn);
   // Runs `fn` on the core thread without waiting.
   void Post(std::function<void(SchedulerCore&)> fn);
   void Stop();
@@ -84,7 +90,9 @@ class CoreLoop {
   struct Item {
     std::function<void(SchedulerCore&)> run;
     std::function<void(const Status&)> committed;  // may be empty
+    bool read_only = false;  // run before the batch's changes, answered without its commit
   };
+  grpc::Status RunAndWait(Item item, grpc::Status* result);
   void Run();
   bool Enqueue(Item item);
 
