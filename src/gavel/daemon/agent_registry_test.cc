@@ -35,7 +35,7 @@ class RegistryTest : public ::testing::Test {
   AgentRegistry registry_;
 };
 
-// Issue 16: an agent id belongs to the identity that registered it. Another agent may neither
+// An agent id belongs to the identity that registered it. Another agent may neither
 // take it over nor speak for it; the owner re-registers (a restart, a rotated token); an admin
 // may reassign it, after which only the admin speaks for it.
 TEST_F(RegistryTest, AnAgentIdBelongsToTheIdentityThatRegisteredIt) {

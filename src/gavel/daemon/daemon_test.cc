@@ -370,7 +370,7 @@ TEST_F(DaemonTest, NoTokenOfTheFileIsStored) {
   }
 }
 
-// Issue 16: ~70 jobs with 64 KB commands made `gavel jobs` exceed gRPC's 4 MB limit for
+// ~70 jobs with 64 KB commands made `gavel jobs` exceed gRPC's 4 MB limit for
 // everyone. Listings are pages now: every page fits the client's default 4 MB limit (the
 // stub's channel keeps it), and walking the pages yields every job once, in id order.
 TEST_F(DaemonTest, ListingsArePagedSoNoneOutgrowsTheMessageLimit) {
@@ -428,7 +428,7 @@ TEST_F(DaemonTest, ListingsArePagedSoNoneOutgrowsTheMessageLimit) {
   EXPECT_NE(refused.error_message().find("spec.env"), std::string::npos);
 }
 
-// Issue 16: gRPC's default SO_REUSEPORT let a second daemon share the port.
+// GRPC's default SO_REUSEPORT let a second daemon share the port.
 TEST_F(DaemonTest, ASecondDaemonOnTheSameAddressFailsAtStart) {
   DaemonOptions second = options_;
   second.listen = daemon_->address();

@@ -452,7 +452,7 @@ TEST(RuntimeEndToEnd, TheCommandLineRefusesUnauthorisedAndMalformedRequests) {
   EXPECT_NE(out.find("STATE"), std::string::npos) << out;
 }
 
-// Issue 16's hidden checks, on the real binaries: a job tries every credential its
+// Credentials, on the real binaries: a job tries every credential its
 // environment holds against another user's job (cancel) and against the daemon's agent
 // service (a forged completion); the state and its files are private; a second `gavel serve`
 // on the same address fails at start; `gavel jobs --limit` pages.
@@ -556,7 +556,7 @@ TEST(RuntimeEndToEnd, AJobHoldsNoCredentialThatWorksAgainstOthers) {
   EXPECT_NE(out.find("in use"), std::string::npos) << out;
 }
 
-// Issue 16: with its descriptors used up by idle connections, Debian's gRPC 1.51 stops
+// With its descriptors used up by idle connections, Debian's gRPC 1.51 stops
 // accepting for good (grpc/grpc#20418). `gavel serve` started with 128 descriptors — once
 // with a hard limit it can raise that to, once with none to spare (soft = hard = 128) — gets
 // 600 idle connections and must still answer a normal call: its own accept loop

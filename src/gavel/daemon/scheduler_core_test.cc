@@ -931,7 +931,7 @@ std::optional<std::array<double, 2>> PairRates(const policy::PolicyInput& input,
   return std::nullopt;
 }
 
-// Issue 14 item 2: measured co-located rates are durable. A pair measured at rates the table
+// Measured co-located rates are durable. A pair measured at rates the table
 // does not predict, then a daemon crash: the new core over the same store poses its first
 // solve with the measured rates, not the table's slowdown.
 TEST_F(PackingCoreTest, MeasuredColocatedRatesSurviveARestart) {
@@ -984,7 +984,7 @@ TEST_F(PackingCoreTest, MeasuredColocatedRatesSurviveARestart) {
   EXPECT_EQ(Job(a).colocated_measurements(), 2u);
 }
 
-// ---- Issue 14 item 2: pairs with a job type the table lacks ----
+// ---- Pairs with a job type the table lacks ----
 
 // The shipped table without one job type (every GPU type's entry for it and every pair entry
 // with it): the daemon's table, under which a job of that type is "unknown", while the full
@@ -1232,7 +1232,7 @@ TEST_F(PackingCoreTest, AMemberThatFinishesOrCrashesEarlyLeavesTheOtherWhole) {
   EXPECT_EQ(Job(b).state(), wire::RUNNING) << "it runs on while its partner backs off";
 }
 
-// ---- Issue 13 ----
+// ---- Start-up and stragglers ----
 
 // A job whose process is still starting (imports, restore) at the round's deadline is no
 // straggler: it is not killed nor blamed, keeps its GPU, and its start-up shows per job.
@@ -1378,7 +1378,7 @@ TEST_F(CoreTest, AMultiGpuJobOutlastingTheRoundIsSparedBlameAndTeachesItsRate) {
 
 
 // ------------------------------------------------------------------------------------------
-// Issue 12 item 7: the field's schedulers (and every other registry policy) under serve.
+// The field's schedulers (and every other registry policy) under serve.
 
 // Plays the agents' part of rounds: each task's job advances by `per_round` steps (capped by
 // its lease), every rank reports the same checkpoint, and the round closes. Checks what a

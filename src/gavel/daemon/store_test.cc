@@ -251,7 +251,7 @@ TEST(SqliteStoreTest, AFileThatIsNotADatabaseIsRefused) {
   EXPECT_NE(store.status().message().find("state.db"), std::string::npos);
 }
 
-// Issue 16: the state was created world-readable. The directory we create is 0700 and the
+// The state was created world-readable. The directory we create is 0700 and the
 // database, its WAL and shared-memory files and the lock are 0600, whatever the umask, also
 // when an older version left them wider.
 TEST(SqliteStoreTest, TheStateIsPrivateToItsOwner) {

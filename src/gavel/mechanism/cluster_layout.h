@@ -1,5 +1,5 @@
-// ClusterLayout: the GPUs the round scheduler places jobs on, as the original registers them
-// (spec §1.3): GPU types in sorted name order, each type's GPUs grouped into servers of
+// ClusterLayout: the GPUs the round scheduler places jobs on, in the original's order:
+// GPU types in sorted name order, each type's GPUs grouped into servers of
 // `gpus_per_server` consecutive worker ids, ids numbered from 0 type after type. A type
 // keeps count / gpus_per_server whole servers (remainder GPUs are dropped, as in the
 // original); a type left with no GPU is not part of the cluster.

@@ -1,6 +1,6 @@
 // Combination: what the round mechanism schedules as one unit — a single job, or two jobs
 // that share the same GPU(s) (space sharing, packing policies only). The original calls this
-// a JobIdPair (spec §1.2). A pair always stores its members in increasing id order.
+// a JobIdPair. A pair always stores its members in increasing id order.
 //
 // Ordering matters (the original sorts combinations and breaks heap ties with it): every
 // single sorts before every pair; singles by id; pairs lexicographically by (first, second).

@@ -1,7 +1,7 @@
 // Builds a policy's problem (policy::PolicyInput) straight from the scheduler's job table,
 // without going through a snapshot: jobs sorted by id, GPU types sorted by name, isolated
 // throughputs from the throughput table and, for packing policies, every two jobs of equal
-// scale factor as a space-sharing pair with its co-located throughputs (spec §3.2, §2.0).
+// scale factor as a space-sharing pair with its co-located throughputs (docs/policies.md).
 // Shared by the round scheduler and the simulator's fluid ("ideal") mode. Free functions;
 // thread-safe.
 #pragma once

@@ -438,7 +438,7 @@ FakePolicy::Rule EvenShares(std::vector<policy::PolicyInput>* seen) {
   };
 }
 
-// Three jobs with a third each on one GPU, worked by hand (spec §3.4): all start with the
+// Three jobs with a third each on one GPU, worked by hand: all start with the
 // 180-s credit (priority 1), so a, b, c run in turn. c is cancelled while it runs at 720 s:
 // a and b keep exactly what they received (540 s each out of 1,260 s booked), and the new
 // allocation (a half each) gives both priority 0.5 / (540 / 1260) — a rebuilt scheduler would
