@@ -6,10 +6,14 @@
 #include <limits>
 #include <utility>
 
+#include "gavel/policy/oasis_plan.h"
+
 namespace gavel::policy {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+// The one infinity of the oasis parts (a second definition here clashes with oasis.cc's
+// using-declaration when a unity build compiles both in one unit).
+using oasis::kInf;
 
 // least[e] = candidate(e) and picked[e] = label where candidate(e) < least[e], for e < count:
 // selects on doubles only (the labels are small integers, exact as doubles), no branch, so
