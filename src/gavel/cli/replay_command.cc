@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -331,7 +332,7 @@ std::vector<ComparedMetric> CompareResults(const sim::SimulationResult& live,
     if (b != 0.0) {
       m.relative_difference = (a - b) / b;
     } else if (a != 0.0) {
-      m.relative_difference = std::copysign(INFINITY, a);
+      m.relative_difference = std::copysign(std::numeric_limits<double>::infinity(), a);
     }
     return m;
   };

@@ -283,7 +283,7 @@ TEST_F(SweepTest, APolicyThatDrainsOneSeedButNotTheOtherIsNotRanked) {
     found = true;
     EXPECT_EQ(policy["outcome"], "saturated");
     EXPECT_EQ(policy["seeds"], nlohmann::json({0, 1}));
-    EXPECT_EQ(policy["drained_seeds"], nlohmann::json({0}));
+    EXPECT_EQ(policy["drained_seeds"], nlohmann::json::array({0}));
     EXPECT_FALSE(policy["metrics"]["average_jct_seconds"].contains("rank"));
   }
   EXPECT_TRUE(found);

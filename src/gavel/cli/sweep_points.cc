@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
@@ -31,7 +32,7 @@ double Now() {
 // rate at which the cluster turned the window's work into finished jobs (higher is better,
 // unlike utilisation, which a slower schedule of the same work raises).
 double Goodput(const sim::SimulationResult& r) {
-  double first_arrival = INFINITY, last_finish = 0.0;
+  double first_arrival = std::numeric_limits<double>::infinity(), last_finish = 0.0;
   std::size_t finished = 0;
   for (const sim::JobResult& job : r.jobs) {
     if (!job.in_window) continue;
