@@ -27,6 +27,9 @@ using oasis::PlanRun;
 // A job long against its dynamic programme's step gets enough workload units that its best
 // rate does this many per step (Admit says why).
 constexpr double kUnitsPerStep = 4.0;
+// An admitted job whose plan ended but which found no new schedule (replan) tries again after
+// this many slots, so that a job nothing can be planned for costs no programme every round.
+constexpr std::int64_t kReplanBackoffSlots = 10;
 
 class Oasis final : public Policy {
  public:
@@ -86,7 +89,20 @@ class Oasis final : public Policy {
     output.rejected.assign(m, 0);
     output.workers.resize(m);
     for (std::size_t i = 0; i < m; ++i) output.workers[i] = input.jobs[i].scale_factor;
-    int decided = 0;  // planned admission decisions this round
+    int decided = 0;  // planned admission decisions (and replans) this round
+    // Admitted jobs still running after their plan ended (execution drifted behind it), oldest
+    // first: planned again, before the arrivals, from what they have left.
+    if (o_.replan) {
+      for (std::size_t i : order) {
+        JobState* state = state_of[i];
+        if (state == nullptr || !Plans(input.jobs[i]) || !PlanEnded(*state, now_slot)) continue;
+        if (o_.decide_per_round > 0 && decided == o_.decide_per_round) break;
+        ++decided;
+        if (Admit(input, i, now_slot, Planning::kReplan) != Decision::kAdmitted) {
+          state->replan_from = now_slot + kReplanBackoffSlots;
+        }
+      }
+    }
     // Arrivals first, then deferred jobs whose retry is due: promises were given back since
     // their last try (the only way their prices can fall).
     for (const bool retries : {false, true}) {
@@ -112,7 +128,7 @@ class Oasis final : public Policy {
           if (o_.decide_per_round > 0 && decided == o_.decide_per_round) continue;
           ++decided;
         }
-        const Decision decision = Admit(input, i, now_slot);
+        const Decision decision = Admit(input, i, now_slot, Planning::kArrival);
         if (decision != Decision::kDeferred && retries) deferred_.erase(deferred);
         if (decision == Decision::kAdmitted) {
           state_of[i] = &jobs_.at(job.id);  // map nodes stay put
@@ -208,7 +224,14 @@ class Oasis final : public Policy {
  private:
   struct JobState {
     std::vector<PlanRun> plan;  // by absolute slot, in order
+    std::int64_t replan_from = 0;  // the first slot a replan may be tried (kReplanBackoffSlots)
   };
+
+  // Whether an admitted job is due a replan: its plan is over (or was dropped with the
+  // cluster's ledger) while it still runs.
+  static bool PlanEnded(const JobState& state, std::int64_t now_slot) {
+    return now_slot >= state.replan_from && (state.plan.empty() || now_slot >= state.plan.back().end);
+  }
 
   // Whether the job's admission is decided by a planned best schedule (Admit's programme);
   // the others are admitted, or rejected, at once.
@@ -287,8 +310,15 @@ class Oasis final : public Policy {
     kDeferred,  // pending: its best schedule does not pay now; tried again when promises are given back
   };
 
-  // Primal-dual admission of row i.
-  Decision Admit(const PolicyInput& input, std::size_t i, std::int64_t now_slot) {
+  enum class Planning {
+    kArrival,  // admission: promised only if the payoff is positive
+    kReplan,   // an admitted job's plan ended: promised whatever the payoff (it stays admitted)
+  };
+
+  // Primal-dual admission of row i; with kReplan, a new plan for an admitted job's remaining
+  // work at today's prices (kAdmitted: promised and stored; otherwise its state is untouched).
+  Decision Admit(const PolicyInput& input, std::size_t i, std::int64_t now_slot, Planning planning) {
+    const bool replan = planning == Planning::kReplan;
     const PolicyJob& job = input.jobs[i];
     if (!Plans(job)) {
       jobs_[job.id] = JobState{};  // nothing to value it by: admitted, runs on free GPUs
@@ -303,16 +333,20 @@ class Oasis final : public Policy {
     const double best_time = best_run.time;
     if (!std::isfinite(best_time)) return Decision::kRejected;
     const double value = best_run.value;
-    if (!(value > 0.0)) return Decision::kRejected;
-    if (o_.defer && !Prospect(input, i)) return Decision::kRejected;
-    // Utility density: what one GPU for one slot is worth to this job at best.
-    const double density = value / best_run.gpu_slots;
-    ledger_.Observe(density);
+    if (!replan) {
+      if (!(value > 0.0)) return Decision::kRejected;
+      if (o_.defer && !Prospect(input, i)) return Decision::kRejected;
+      // Utility density: what one GPU for one slot is worth to this job at best. (Not for a
+      // replan: what is left of a late job is no new evidence of what jobs are worth.)
+      ledger_.Observe(value / best_run.gpu_slots);
+    }
 
     // The horizon: until the utility is (all but) gone, at most `horizon` slots.
     const double worthless_at = best_run.worthless_after;
     const double until = (now - since) + worthless_at;  // absolute time
-    const int slots = static_cast<int>(std::clamp(std::ceil((until - slot_start) / slot), 1.0,
+    // A replan reaches at least twice its best run time: a late job must still finish.
+    const double reach = std::max(until - slot_start, replan ? 2.0 * best_time + (now - slot_start) : 0.0);
+    const int slots = static_cast<int>(std::clamp(std::ceil(reach / slot), 1.0,
                                                   static_cast<double>(o_.horizon_slots)));
     // The dynamic programme's steps (StepGrid): `group` consecutive slots each (one choice
     // for all of them), at most o_.steps steps, aligned to absolute multiples of `group`.
@@ -384,7 +418,8 @@ class Oasis final : public Policy {
     }
     const Schedule best = BestSchedule(problem);
     if (hooks_.on_schedule) hooks_.on_schedule(job.id, problem, best);
-    if (!best.feasible || !(best.payoff > 0.0)) return o_.defer ? Decision::kDeferred : Decision::kRejected;
+    if (!best.feasible) return replan || o_.defer ? Decision::kDeferred : Decision::kRejected;
+    if (!replan && !(best.payoff > 0.0)) return o_.defer ? Decision::kDeferred : Decision::kRejected;
 
     // Admitted: its resources promised, slot by slot (prices rise for the next jobs).
     jobs_[job.id] = JobState{ledger_.Promise(best, grid, job.cpus_per_gpu, now_slot)};
@@ -457,6 +492,9 @@ Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options) {
     } else if (key == "urgency") {
       GAVEL_ASSIGN_OR_RETURN(const int urgency, IntegerOption(key, text, 0, 1));
       parsed.urgency = urgency == 1;
+    } else if (key == "replan") {
+      GAVEL_ASSIGN_OR_RETURN(const int replan, IntegerOption(key, text, 0, 1));
+      parsed.replan = replan == 1;
     } else if (key == "ps_ratio") {
       GAVEL_ASSIGN_OR_RETURN(parsed.ps_ratio, PositiveOption(key, text, true));
     } else if (key == "ps_cpus") {

@@ -61,6 +61,11 @@ struct OasisOptions {
   // loses more by waiting (docs/policies.md "oasis", "Deferral and urgency"). false: plans
   // first, always.
   bool urgency = true;
+  // An admitted job still running once its plan has ended (execution fell behind the plan:
+  // restarts, placement slow-down, failures) is planned again for its remaining work at the
+  // current prices and its new schedule promised, whatever its payoff: it stays admitted
+  // (docs/policies.md "oasis", "Replanning"). false: it runs only on GPUs no plan takes.
+  bool replan = true;
 };
 
 Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options);

@@ -701,6 +701,80 @@ TEST(Oasis, UrgentJobsGoFirstWhileEveryJobFits) {
   }
 }
 
+// Two one-GPU servers. A 2-GPU gang G (500 steps at 2 steps/s: 3 slots) is admitted at t = 0
+// and planned on both GPUs for slots 0-2, but makes no progress there (its restarts lost it:
+// execution drifts from the plan). One-GPU jobs of 20 slots arrive at slots 1, 10, 20, 30 and
+// 40; each is planned on the GPU that is free soonest, so from slot 3 on some plan always
+// holds a GPU: X1 slots 3-22, X10 10-29, X20 23-42, X30 30-49, X40 43-62. Without replanning
+// G, whose plan has ended, can only take two GPUs that no plan holds, and there are none: it
+// is still waiting at slot 50. Replanned at slot 3, its remaining work is promised the
+// first slots after X1 where both GPUs are free (23-25, X10 then plans around it: 10-22 and
+// 26-32), and it finishes after slot 25.
+TEST(Oasis, ReplansAnAdmittedJobThatFellBehindItsPlan) {
+  struct Job {
+    PolicyJob job;
+    double throughput = 1.0;
+  };
+  const auto one_gpu_job = [](int id, double since) {
+    Job x;
+    x.job.id = JobId(id);
+    x.job.steps_remaining = 2000.0;
+    x.job.time_since_start = Seconds(since);
+    x.job.utility = UtilityFunction{UtilityFamily::kLinear, 200.0, 100000.0, 1.0};
+    return x;
+  };
+  for (const bool replan : {false, true}) {
+    OasisOptions options = SmallSlots();
+    options.replan = replan;
+    const auto policy = MakeOasis(options);
+    std::vector<Job> jobs(1);
+    jobs[0].job.id = JobId(0);
+    jobs[0].job.scale_factor = jobs[0].job.min_workers = jobs[0].job.max_workers = 2;
+    jobs[0].job.steps_remaining = 500.0;
+    jobs[0].job.time_since_start = Seconds(0.0);
+    jobs[0].job.utility = UtilityFunction{UtilityFamily::kLinear, 60.0, 100000.0, 1.0};
+    jobs[0].throughput = 2.0;
+    int gang_done = -1;  // the slot after which G finished
+    std::vector<int> gang_ran;
+    for (int slot = 0; slot < 50; ++slot) {
+      if (slot == 1 || slot % 10 == 0) jobs.push_back(one_gpu_job(100 + slot, 0.0));
+      PolicyInput input;
+      input.gpu_types = {"v100"};
+      input.gpu_counts = {2.0};
+      input.gpus_per_server = {1};
+      input.now_seconds = 100.0 * slot;
+      input.throughput = Matrix(jobs.size(), 1);
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        input.jobs.push_back(jobs[i].job);
+        input.throughput(i, 0) = jobs[i].throughput;
+      }
+      const Result<PolicyOutput> out = policy->Allocate(input);
+      ASSERT_TRUE(out.ok());
+      double used = 0.0;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        ASSERT_EQ(out->rejected[i], 0) << replan << " slot " << slot << " job " << jobs[i].job.id.value();
+        used += out->allocation(i, 0) * out->workers[i];
+        if (out->allocation(i, 0) == 0.0) continue;
+        const bool gang = jobs[i].job.id == JobId(0);
+        if (gang) gang_ran.push_back(slot);
+        if (gang && slot < 3) continue;  // G's lost progress
+        jobs[i].job.steps_remaining -= 100.0 * jobs[i].throughput;
+      }
+      EXPECT_LE(used, 2.0) << replan << " slot " << slot;
+      for (Job& j : jobs) j.job.time_since_start += Seconds(100.0);
+      if (jobs[0].job.id == JobId(0) && jobs[0].job.steps_remaining <= 0.0) gang_done = slot;
+      std::erase_if(jobs, [](const Job& j) { return j.job.steps_remaining <= 0.0; });
+    }
+    if (replan) {
+      EXPECT_EQ(gang_ran, (std::vector<int>{0, 1, 2, 23, 24, 25}));
+      EXPECT_EQ(gang_done, 25);
+    } else {
+      EXPECT_EQ(gang_ran, (std::vector<int>{0, 1, 2}));
+      EXPECT_EQ(gang_done, -1);
+    }
+  }
+}
+
 TEST(Oasis, OptionsAreChecked) {
   PolicyOptions options;
   options.params = {{"slot", "0"}};
@@ -715,13 +789,16 @@ TEST(Oasis, OptionsAreChecked) {
   EXPECT_FALSE(MakeOasis(options).ok());
   options.params = {{"defer", "2"}};
   EXPECT_FALSE(MakeOasis(options).ok());
-  options.params = {{"decide_per_round", "0"}, {"release_per_round", "7"}, {"defer", "0"}, {"urgency", "0"}};
+  options.params = {{"replan", "yes"}};
+  EXPECT_FALSE(MakeOasis(options).ok());
+  options.params = {{"decide_per_round", "0"}, {"release_per_round", "7"}, {"defer", "0"}, {"urgency", "0"}, {"replan", "0"}};
   const Result<OasisOptions> parsed = ParseOasisOptions(options);
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->decide_per_round, 0);
   EXPECT_EQ(parsed->release_per_round, 7);
   EXPECT_FALSE(parsed->defer);
   EXPECT_FALSE(parsed->urgency);
+  EXPECT_FALSE(parsed->replan);
 }
 
 }  // namespace

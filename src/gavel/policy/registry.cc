@@ -171,12 +171,12 @@ const PolicyInfo kPolicies[] = {
     {.name = "oasis",
      .description = "OASiS: online primal-dual admission by job utility; admitted jobs run "
                     "their best schedule's worker counts per slot "
-                    "(options slot=, horizon=, units=, steps=, ps_ratio=, ps_cpus=, decide_per_round=, release_per_round=, defer=, urgency=)",
+                    "(options slot=, horizon=, units=, steps=, ps_ratio=, ps_cpus=, decide_per_round=, release_per_round=, defer=, urgency=, replan=)",
      .capabilities = {.skips_zero_priority = true,
                       .needs_steps_remaining = true,
                       .reallocates_every_round = true,
                       .resizes_elastic_jobs = true},
-     .option_keys = "slot,horizon,units,steps,ps_ratio,ps_cpus,decide_per_round,release_per_round,defer,urgency",
+     .option_keys = "slot,horizon,units,steps,ps_ratio,ps_cpus,decide_per_round,release_per_round,defer,urgency,replan",
      .make_with_params = &MakeOasis,
      .make = &MakeOasisWithDefaults},
     {.name = "proportional",
