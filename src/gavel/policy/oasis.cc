@@ -27,9 +27,14 @@ using oasis::PlanRun;
 // A job long against its dynamic programme's step gets enough workload units that its best
 // rate does this many per step (Admit says why).
 constexpr double kUnitsPerStep = 4.0;
-// An admitted job whose plan ended but which found no new schedule (replan) tries again after
-// this many slots, so that a job nothing can be planned for costs no programme every round.
+// An admitted job replanned (replan) is not replanned again for this many slots unless its new
+// plan ends first, so that a job always a little behind, or one nothing can be planned for,
+// costs no programme every round.
 constexpr std::int64_t kReplanBackoffSlots = 10;
+// With OasisOptions::Replan::kWhenBehind, a job is behind once the rest of its plan would do
+// less than this share of its remaining steps (the GPUs its plan leaves free may make up a
+// smaller shortfall).
+constexpr double kBehindShare = 0.9;
 
 class Oasis final : public Policy {
  public:
@@ -89,20 +94,20 @@ class Oasis final : public Policy {
     output.rejected.assign(m, 0);
     output.workers.resize(m);
     for (std::size_t i = 0; i < m; ++i) output.workers[i] = input.jobs[i].scale_factor;
-    int decided = 0;  // planned admission decisions (and replans) this round
-    // Admitted jobs still running after their plan ended (execution drifted behind it), oldest
-    // first: planned again, before the arrivals, from what they have left.
-    if (o_.replan) {
-      for (std::size_t i : order) {
-        JobState* state = state_of[i];
-        if (state == nullptr || !Plans(input.jobs[i]) || !PlanEnded(*state, now_slot)) continue;
-        if (o_.decide_per_round > 0 && decided == o_.decide_per_round) break;
-        ++decided;
-        if (Admit(input, i, now_slot, Planning::kReplan) != Decision::kAdmitted) {
-          state->replan_from = now_slot + kReplanBackoffSlots;
-        }
-      }
+    // Admitted jobs whose execution drifted behind their plan, oldest first: planned again,
+    // before the arrivals, from what they have left (at most decide_per_round of them).
+    int replanned = 0;
+    for (std::size_t i : order) {
+      JobState* state = state_of[i];
+      if (state == nullptr || !Plans(input.jobs[i]) || !ReplanDue(input, i, *state, now_slot)) continue;
+      if (o_.decide_per_round > 0 && replanned == o_.decide_per_round) break;
+      ++replanned;
+      ledger_.Release(state->plan, now_slot);  // its own later promises are no obstacle
+      state->plan.clear();
+      Admit(input, i, now_slot, Planning::kReplan);  // kAdmitted: a new plan; else none yet
+      state->replan_from = now_slot + kReplanBackoffSlots;
     }
+    int decided = 0;  // planned admission decisions this round
     // Arrivals first, then deferred jobs whose retry is due: promises were given back since
     // their last try (the only way their prices can fall).
     for (const bool retries : {false, true}) {
@@ -227,10 +232,22 @@ class Oasis final : public Policy {
     std::int64_t replan_from = 0;  // the first slot a replan may be tried (kReplanBackoffSlots)
   };
 
-  // Whether an admitted job is due a replan: its plan is over (or was dropped with the
-  // cluster's ledger) while it still runs.
-  static bool PlanEnded(const JobState& state, std::int64_t now_slot) {
-    return now_slot >= state.replan_from && (state.plan.empty() || now_slot >= state.plan.back().end);
+  // Whether admitted row i is due a replan (OasisOptions::replan): its plan is over (or was
+  // dropped with the cluster's ledger) while it still runs, or, with kWhenBehind, what is left
+  // of its plan would no longer finish it (kBehindShare).
+  bool ReplanDue(const PolicyInput& input, std::size_t i, const JobState& state, std::int64_t now_slot) const {
+    if (o_.replan == OasisOptions::Replan::kNever) return false;
+    if (state.plan.empty()) return now_slot >= state.replan_from;  // none found last time
+    if (now_slot >= state.plan.back().end) return true;
+    if (o_.replan != OasisOptions::Replan::kWhenBehind || now_slot < state.replan_from) return false;
+    double planned = 0.0;  // steps the rest of the plan does, from now
+    for (const PlanRun& run : state.plan) {
+      if (run.end <= now_slot) continue;
+      const double first = static_cast<double>(std::max(run.first, now_slot)) * o_.slot_seconds;
+      const double seconds = static_cast<double>(run.end) * o_.slot_seconds - std::max(first, input.now_seconds);
+      planned += seconds * Throughput(input, i, run.entry.workers, static_cast<std::size_t>(run.entry.type));
+    }
+    return planned < kBehindShare * input.jobs[i].steps_remaining;
   }
 
   // Whether the job's admission is decided by a planned best schedule (Admit's programme);
@@ -493,8 +510,9 @@ Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options) {
       GAVEL_ASSIGN_OR_RETURN(const int urgency, IntegerOption(key, text, 0, 1));
       parsed.urgency = urgency == 1;
     } else if (key == "replan") {
-      GAVEL_ASSIGN_OR_RETURN(const int replan, IntegerOption(key, text, 0, 1));
-      parsed.replan = replan == 1;
+      GAVEL_ASSIGN_OR_RETURN(const int replan,
+                             IntegerOption(key, text, 0, 2, " (0 = never, 1 = once its plan ended, 2 = once behind it)"));
+      parsed.replan = static_cast<OasisOptions::Replan>(replan);
     } else if (key == "ps_ratio") {
       GAVEL_ASSIGN_OR_RETURN(parsed.ps_ratio, PositiveOption(key, text, true));
     } else if (key == "ps_cpus") {

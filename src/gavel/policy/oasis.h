@@ -9,7 +9,9 @@
 // promised (prices rise) and it runs, round by round, with the worker count its schedule
 // gives the current slot. Others wait, deferred, and are planned again when promises are
 // given back, until they can no longer finish in time and are rejected
-// (PolicyOutput::rejected; `defer`). Jobs without a utility are admitted without a schedule.
+// (PolicyOutput::rejected; `defer`). An admitted job whose execution falls behind its plan is
+// planned again from what it has left (`replan`). Jobs without a utility are admitted without
+// a schedule.
 // GPUs the schedules leave free in a round go to admitted jobs that are behind their plan or
 // between planned slots, oldest first, then to waiting jobs (the round mechanism cannot hold
 // GPUs idle for a plan; this keeps them busy). While every job fits in the cluster, the round
@@ -61,11 +63,13 @@ struct OasisOptions {
   // loses more by waiting (docs/policies.md "oasis", "Deferral and urgency"). false: plans
   // first, always.
   bool urgency = true;
-  // An admitted job still running once its plan has ended (execution fell behind the plan:
-  // restarts, placement slow-down, failures) is planned again for its remaining work at the
-  // current prices and its new schedule promised, whatever its payoff: it stays admitted
-  // (docs/policies.md "oasis", "Replanning"). false: it runs only on GPUs no plan takes.
-  bool replan = true;
+  // When an admitted job whose execution fell behind its plan (restarts, placement slow-down,
+  // failures) is planned again: its later promises given back, its remaining work planned at
+  // the current prices and promised whatever its payoff, as it stays admitted (docs/policies.md
+  // "oasis", "Replanning"): once its plan has ended, or (default) as soon as the rest of its
+  // plan would no longer finish it. kNever: it runs on GPUs no plan takes once its plan ended.
+  enum class Replan { kNever = 0, kWhenEnded = 1, kWhenBehind = 2 };
+  Replan replan = Replan::kWhenBehind;
 };
 
 Result<OasisOptions> ParseOasisOptions(const PolicyOptions& options);

@@ -453,6 +453,9 @@ TEST(Oasis, DecidesAtMostDecidePerRoundArrivalsOldestFirst) {
   for (std::size_t mode = 0; mode < 2; ++mode) {
     OasisOptions options = SmallSlots();
     options.decide_per_round = mode == 0 ? 3 : 0;
+    // The rounds below do not advance the jobs, so every admitted one would fall behind its
+    // plan and be replanned (a programme each): this test counts admission decisions only.
+    options.replan = OasisOptions::Replan::kNever;
     policies.push_back(MakeOasisForTesting(options, Hooks(oasis::PricingMode::kKept, RecordPlans(plans[mode]))));
   }
   const Result<PolicyOutput> all = policies[1]->Allocate(input);
@@ -702,14 +705,19 @@ TEST(Oasis, UrgentJobsGoFirstWhileEveryJobFits) {
 }
 
 // Two one-GPU servers. A 2-GPU gang G (500 steps at 2 steps/s: 3 slots) is admitted at t = 0
-// and planned on both GPUs for slots 0-2, but makes no progress there (its restarts lost it:
+// and planned on both GPUs for slots 0-2, but makes no progress in them (restarts lost it:
 // execution drifts from the plan). One-GPU jobs of 20 slots arrive at slots 1, 10, 20, 30 and
-// 40; each is planned on the GPU that is free soonest, so from slot 3 on some plan always
-// holds a GPU: X1 slots 3-22, X10 10-29, X20 23-42, X30 30-49, X40 43-62. Without replanning
-// G, whose plan has ended, can only take two GPUs that no plan holds, and there are none: it
-// is still waiting at slot 50. Replanned at slot 3, its remaining work is promised the
-// first slots after X1 where both GPUs are free (23-25, X10 then plans around it: 10-22 and
-// 26-32), and it finishes after slot 25.
+// 40; each is planned on the GPU free soonest. Slot by slot, as worked from the prices (an
+// idle GPU costs L, a promised one cannot be promised again, the earliest completion wins):
+// - replan=0: X1 gets slots 3-22, X10 10-29, X20 23-42, X30 30-49, X40 43-62, so from slot
+//   3 on some plan holds a GPU; G, whose plan has ended, can take only GPUs no plan holds and
+//   still waits at slot 50.
+// - replan=1 (once the plan ended): at slot 3 G is promised the first slots after X1 where
+//   both GPUs are free, 23-25; X10 plans around it (10-22, 26-32); G finishes in slot 25.
+// - replan=2 (once behind): at slot 1 the rest of G's plan (slots 1-2) no longer covers its
+//   500 steps: it is promised slots 2-4 (slot 1 is still its own), X1 then gets 5-24; G runs
+//   in slots 1-4 (slot 1 on GPUs nobody planned), does 400 steps in 3-4, and when its plan
+//   ends at slot 5 it is promised slot 25, the first after X1 with both GPUs free.
 TEST(Oasis, ReplansAnAdmittedJobThatFellBehindItsPlan) {
   struct Job {
     PolicyJob job;
@@ -723,7 +731,8 @@ TEST(Oasis, ReplansAnAdmittedJobThatFellBehindItsPlan) {
     x.job.utility = UtilityFunction{UtilityFamily::kLinear, 200.0, 100000.0, 1.0};
     return x;
   };
-  for (const bool replan : {false, true}) {
+  for (const OasisOptions::Replan replan :
+       {OasisOptions::Replan::kNever, OasisOptions::Replan::kWhenEnded, OasisOptions::Replan::kWhenBehind}) {
     OasisOptions options = SmallSlots();
     options.replan = replan;
     const auto policy = MakeOasis(options);
@@ -737,7 +746,7 @@ TEST(Oasis, ReplansAnAdmittedJobThatFellBehindItsPlan) {
     int gang_done = -1;  // the slot after which G finished
     std::vector<int> gang_ran;
     for (int slot = 0; slot < 50; ++slot) {
-      if (slot == 1 || slot % 10 == 0) jobs.push_back(one_gpu_job(100 + slot, 0.0));
+      if (slot == 1 || (slot > 0 && slot % 10 == 0)) jobs.push_back(one_gpu_job(100 + slot, 0.0));
       PolicyInput input;
       input.gpu_types = {"v100"};
       input.gpu_counts = {2.0};
@@ -752,7 +761,7 @@ TEST(Oasis, ReplansAnAdmittedJobThatFellBehindItsPlan) {
       ASSERT_TRUE(out.ok());
       double used = 0.0;
       for (std::size_t i = 0; i < jobs.size(); ++i) {
-        ASSERT_EQ(out->rejected[i], 0) << replan << " slot " << slot << " job " << jobs[i].job.id.value();
+        ASSERT_EQ(out->rejected[i], 0) << static_cast<int>(replan) << " slot " << slot << " job " << jobs[i].job.id.value();
         used += out->allocation(i, 0) * out->workers[i];
         if (out->allocation(i, 0) == 0.0) continue;
         const bool gang = jobs[i].job.id == JobId(0);
@@ -760,13 +769,16 @@ TEST(Oasis, ReplansAnAdmittedJobThatFellBehindItsPlan) {
         if (gang && slot < 3) continue;  // G's lost progress
         jobs[i].job.steps_remaining -= 100.0 * jobs[i].throughput;
       }
-      EXPECT_LE(used, 2.0) << replan << " slot " << slot;
+      EXPECT_LE(used, 2.0) << static_cast<int>(replan) << " slot " << slot;
       for (Job& j : jobs) j.job.time_since_start += Seconds(100.0);
       if (jobs[0].job.id == JobId(0) && jobs[0].job.steps_remaining <= 0.0) gang_done = slot;
       std::erase_if(jobs, [](const Job& j) { return j.job.steps_remaining <= 0.0; });
     }
-    if (replan) {
+    if (replan == OasisOptions::Replan::kWhenEnded) {
       EXPECT_EQ(gang_ran, (std::vector<int>{0, 1, 2, 23, 24, 25}));
+      EXPECT_EQ(gang_done, 25);
+    } else if (replan == OasisOptions::Replan::kWhenBehind) {
+      EXPECT_EQ(gang_ran, (std::vector<int>{0, 1, 2, 3, 4, 25}));
       EXPECT_EQ(gang_done, 25);
     } else {
       EXPECT_EQ(gang_ran, (std::vector<int>{0, 1, 2}));
@@ -798,7 +810,7 @@ TEST(Oasis, OptionsAreChecked) {
   EXPECT_EQ(parsed->release_per_round, 7);
   EXPECT_FALSE(parsed->defer);
   EXPECT_FALSE(parsed->urgency);
-  EXPECT_FALSE(parsed->replan);
+  EXPECT_EQ(parsed->replan, OasisOptions::Replan::kNever);
 }
 
 }  // namespace
