@@ -24,6 +24,7 @@
 #include "gavel/policy/shortest_job_first.h"
 #include "gavel/policy/tetris.h"
 #include "gavel/policy/themis.h"
+#include "gavel/policy/las_perf.h"
 #include "gavel/policy/tiresias.h"
 #include "gavel/policy/water_filling.h"
 #include "gavel/policy/yarn_capacity.h"
@@ -113,6 +114,15 @@ const PolicyInfo kPolicies[] = {
      .description = "Each job gets an equal 1/n share of every GPU type",
      .capabilities = {.shuffles_gpu_type_order = true},
      .make = &MakeIsolated},
+    {.name = "las_perf",
+     .description = "Least attained service (GPUs x time) in geometric queues, FIFO within a "
+                    "queue, each gang on the fastest type with room; idle GPUs that run a "
+                    "running job much faster are worth a restart (options queues=, "
+                    "thresholds=, starve=, upgrade=)",
+     .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
+     .option_keys = "queues,thresholds,starve,upgrade,swap,slow,patience",
+     .make_with_params = &MakeLasPerf,
+     .make = &MakeLasPerfWithDefaults},
     {.name = "max_min_fairness",
      .description = "Least attained service: max-min fair time shares, heterogeneity-agnostic",
      .capabilities = {.shuffles_gpu_type_order = true},
