@@ -13,6 +13,12 @@
 namespace gavel::policy {
 namespace {
 
+constexpr double kLargest = std::numeric_limits<double>::max();
+
+Result<double> NonNegative(const std::string& key, const std::string& text) {
+  return NumberOption(key, text, 0.0, kLargest);
+}
+
 class LasPerf final : public Policy {
  public:
   explicit LasPerf(LasPerfOptions options) : options_(std::move(options)) {}
@@ -60,21 +66,32 @@ class LasPerf final : public Policy {
     output.pair_allocation = Matrix(0, n);
     output.status = AllocationStatus::kHeuristic;
     std::vector<Placed> placed;
-    for (const auto& [queue, age, i] : order) {
+    std::vector<std::size_t> skipped;
+    const auto place = [&](std::size_t i) {
       const PolicyJob& job = input.jobs[i];
-      const int need = job.scale_factor;
       const int running =
           job.running_type >= 0 && static_cast<std::size_t>(job.running_type) < n
               ? job.running_type
               : -1;
-      if (running >= 0) held[static_cast<std::size_t>(running)] -= need;
       const int chosen = Choose(input, i, running, free, held);
-      if (chosen < 0) continue;
-      free[static_cast<std::size_t>(chosen)] -= need;
+      if (chosen < 0) return false;
+      free[static_cast<std::size_t>(chosen)] -= job.scale_factor;
       output.allocation(i, static_cast<std::size_t>(chosen)) = 1.0;
       placed.push_back({i, chosen, running});
+      return true;
+    };
+    for (const auto& [queue, age, i] : order) {
+      const PolicyJob& job = input.jobs[i];
+      if (job.running_type >= 0 && static_cast<std::size_t>(job.running_type) < n) {
+        held[static_cast<std::size_t>(job.running_type)] -= job.scale_factor;
+      }
+      if (!place(i)) skipped.push_back(i);
     }
-    if (options_.swap > 0.0) Swap(input, placed, output.allocation);
+    // A trade may leave a type with room a skipped job fits in (a gang left GPUs its
+    // smaller partners did not fill): offer them again, in order.
+    if (options_.trade > 0.0 && Trade(input, placed, free, output.allocation)) {
+      for (std::size_t i : skipped) place(i);
+    }
     return output;
   }
 
@@ -85,11 +102,18 @@ class LasPerf final : public Policy {
     int running;  // the type it ran on last round, −1 = none
   };
 
-  // Two placed jobs of the same size trade types where that raises the sum of their
-  // throughputs, each relative to its fastest type, by more than `swap` per job it restarts
-  // (one at least), until no two would. Every trade raises the sum over the placed jobs by
-  // more than `swap` and the sum is at most their number, so this ends; O(placed²) per pass.
-  void Swap(const PolicyInput& input, std::vector<Placed>& placed, Matrix& allocation) const {
+  // A placed job A takes a faster type b from jobs placed there (the ones that lose least
+  // time per GPU first, until A's gang fits; they move to A's type, where they must fit) when
+  // the run time this saves, by each job's expected remaining work, exceeds `trade` seconds
+  // per job it restarts (one at least). Expected remaining work, in seconds on the job's
+  // fastest type: what it has done, its wall-clock service times its relative speed where it
+  // ran last (the heavy-tailed job sizes of deep learning clusters: the longer a job has run,
+  // the longer it is likely to run), at least `min_remaining`. Repeated until no job would:
+  // every trade lowers the sum of the placed jobs' expected remaining run times by more than
+  // `trade`, so it ends. Moves into free GPUs are the upgrade rule's, not trades.
+  // True when any job traded.
+  bool Trade(const PolicyInput& input, std::vector<Placed>& placed, std::vector<int>& free,
+             Matrix& allocation) const {
     std::vector<double> fastest(input.num_jobs(), 0.0);
     for (const Placed& p : placed) {
       for (std::size_t u = 0; u < input.num_types(); ++u) {
@@ -99,31 +123,65 @@ class LasPerf final : public Policy {
     const auto relative = [&](std::size_t i, int t) {
       return input.throughput(i, static_cast<std::size_t>(t)) / fastest[i];
     };
+    std::vector<double> remaining(input.num_jobs(), 0.0);
+    for (const Placed& p : placed) {
+      const PolicyJob& job = input.jobs[p.job];
+      const double run = job.attained_gpu_seconds / job.scale_factor;
+      remaining[p.job] = std::max(options_.min_remaining,
+                                  run * (p.running >= 0 ? relative(p.job, p.running) : 1.0));
+    }
+    const auto time_on = [&](std::size_t i, int t) { return remaining[i] / relative(i, t); };
+    const auto size = [&](const Placed& p) { return input.jobs[p.job].scale_factor; };
+    const int types = static_cast<int>(input.num_types());
+    bool any = false;
     for (bool traded = true; traded;) {
       traded = false;
-      for (Placed& a : placed) {
-        for (Placed& b : placed) {
-          if (a.type == b.type ||
-              input.jobs[a.job].scale_factor != input.jobs[b.job].scale_factor) {
+      for (std::size_t x = 0; x < placed.size(); ++x) {
+        Placed& a = placed[x];
+        for (int b = 0; b < types; ++b) {
+          const auto bt = static_cast<std::size_t>(b);
+          const auto at = static_cast<std::size_t>(a.type);
+          if (b == a.type || relative(a.job, b) <= relative(a.job, a.type)) continue;
+          const int need = size(a) - free[bt];
+          if (need <= 0) continue;
+          std::vector<std::pair<double, std::size_t>> on_b;  // (time lost per GPU, index)
+          for (std::size_t y = 0; y < placed.size(); ++y) {
+            const Placed& c = placed[y];
+            if (c.type != b || relative(c.job, a.type) <= 0.0) continue;
+            on_b.emplace_back((time_on(c.job, a.type) - time_on(c.job, b)) / size(c), y);
+          }
+          std::sort(on_b.begin(), on_b.end());
+          int moved = 0;
+          double saved = time_on(a.job, a.type) - time_on(a.job, b);
+          int restarts = a.type == a.running ? 1 : 0;
+          std::vector<std::size_t> group;
+          for (const auto& [loss, y] : on_b) {
+            if (moved >= need) break;
+            group.push_back(y);
+            moved += size(placed[y]);
+            saved -= loss * size(placed[y]);
+            restarts += placed[y].type == placed[y].running ? 1 : 0;
+          }
+          if (moved < need || moved > free[at] + size(a) ||
+              saved <= options_.trade * std::max(restarts, 1)) {
             continue;
           }
-          const double gain = relative(a.job, b.type) + relative(b.job, a.type) -
-                              relative(a.job, a.type) - relative(b.job, b.type);
-          const int restarts =
-              std::max(int{a.type == a.running} + int{b.type == b.running}, 1);
-          if (relative(a.job, b.type) <= 0.0 || relative(b.job, a.type) <= 0.0 ||
-              gain <= options_.swap * restarts) {
-            continue;
+          free[bt] += moved - size(a);
+          free[at] += size(a) - moved;
+          for (std::size_t y : group) {
+            allocation(placed[y].job, bt) = 0.0;
+            allocation(placed[y].job, at) = 1.0;
+            placed[y].type = a.type;
           }
-          allocation(a.job, static_cast<std::size_t>(a.type)) = 0.0;
-          allocation(b.job, static_cast<std::size_t>(b.type)) = 0.0;
-          std::swap(a.type, b.type);
-          allocation(a.job, static_cast<std::size_t>(a.type)) = 1.0;
-          allocation(b.job, static_cast<std::size_t>(b.type)) = 1.0;
-          traded = true;
+          allocation(a.job, at) = 0.0;
+          allocation(a.job, bt) = 1.0;
+          a.type = b;
+          traded = any = true;
+          break;
         }
       }
     }
+    return any;
   }
 
   // The type job i takes (the rules in las_perf.h), −1 when none fits.
@@ -171,26 +229,29 @@ class LasPerf final : public Policy {
 Result<LasPerfOptions> ParseLasPerfOptions(const PolicyOptions& options) {
   LasPerfOptions parsed;
   PolicyOptions queue_options;
+  bool starve_given = false;
   for (const auto& [key, text] : options.params) {
     if (key == "upgrade") {
-      GAVEL_ASSIGN_OR_RETURN(parsed.upgrade,
-                             NumberOption(key, text, 0.0, std::numeric_limits<double>::max()));
+      GAVEL_ASSIGN_OR_RETURN(parsed.upgrade, NonNegative(key, text));
       if (parsed.upgrade > 0.0 && parsed.upgrade < 1.0) {
         return Status::InvalidArgument("option upgrade=" + text +
                                        ": must be 0 (never move) or at least 1");
       }
+    } else if (key == "trade") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.trade, NonNegative(key, text));
+    } else if (key == "min_remaining") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.min_remaining, NumberOption(key, text, 1.0, kLargest));
     } else if (key == "slow") {
       GAVEL_ASSIGN_OR_RETURN(parsed.slow, NumberOption(key, text, 0.0, 1.0));
     } else if (key == "patience") {
-      GAVEL_ASSIGN_OR_RETURN(parsed.patience,
-                             NumberOption(key, text, 0.0, std::numeric_limits<double>::max()));
-    } else if (key == "swap") {
-      GAVEL_ASSIGN_OR_RETURN(parsed.swap, NumberOption(key, text, 0.0, 2.0));
+      GAVEL_ASSIGN_OR_RETURN(parsed.patience, NonNegative(key, text));
     } else {
+      starve_given = starve_given || key == "starve";
       queue_options.params.emplace_back(key, text);
     }
   }
   GAVEL_ASSIGN_OR_RETURN(TiresiasOptions queues, ParseTiresiasOptions(queue_options));
+  if (!starve_given) queues.starve_seconds = parsed.queues.starve_seconds;
   parsed.queues = std::move(queues);
   return parsed;
 }

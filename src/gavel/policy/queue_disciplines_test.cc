@@ -623,16 +623,22 @@ TEST(LasPerfTest, NewJobTakesTheFastestTypeWithRoomNotTheEmptiest) {
   EXPECT_EQ(Types(input, "tiresias_2das"), (std::vector<int>{1}));
 }
 
-TEST(LasPerfTest, RoomComesBeforeSpeedSoNoRunningJobIsDisplaced) {
+// Trades, worked by hand. A job's expected remaining work, in seconds on its fastest type, is
+// its wall-clock service times its relative speed where it ran, at least 1,800 s; its run time
+// on a type is that over its relative speed there. A trade must save more than 3,600 s per
+// job it restarts (one at least).
+TEST(LasPerfTest, RoomComesBeforeSpeedThenATradeGivesTheFastGpuToWhoSavesTime) {
   // One GPU each. Job 0 (queue 1: 5,000 GPU-s) runs on a; job 1 is new (queue 0, placed
-  // first) and 3x faster on a, but a's GPU is held by job 0: job 1 takes b, job 0 stays.
-  // Then the trade: job 0 runs as fast on b, so the two trade (relative sums 1 + 1/3 before,
-  // 1 + 1 after: a gain of 2/3 for one restart).
+  // first) and 4x faster on a, but a's GPU is held by job 0: job 1 takes b, job 0 stays.
+  // Trade: job 1 would save 1,800 × 4 − 1,800 = 5,400 s on a; job 0 runs as fast on b (loses
+  // 0); one restart (job 0): 5,400 > 3,600, they trade; 5,400 is not > 5,400.
   const PolicyInput input =
       Input({1, 1}, {{.arrival = 0, .attained = 5000, .running_type = 0, .speeds = {1, 1}},
-                     {.arrival = 10, .speeds = {3, 1}}});
-  EXPECT_EQ(Types(input, "las_perf:swap=0"), (std::vector<int>{0, 1}));
+                     {.arrival = 10, .speeds = {4, 1}}});
+  EXPECT_EQ(Types(input, "las_perf:trade=0"), (std::vector<int>{0, 1}));
   EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(input, "las_perf:trade=5400"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(input, "las_perf:trade=5399"), (std::vector<int>{1, 0}));
 }
 
 TEST(LasPerfTest, RunningJobMovesToIdleGpusOnlyWhenTheyAreUpgradeTimesFaster) {
@@ -646,41 +652,34 @@ TEST(LasPerfTest, RunningJobMovesToIdleGpusOnlyWhenTheyAreUpgradeTimesFaster) {
   EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{1}));  // 1.1 < 1.2: not worth it
 
   // a's GPU is held by job 1, running there and placed after job 0 (queue 1): no room, no
-  // upgrade. The trade moves both (gain 2/3 for two restarts), unless trades are off.
+  // upgrade. A trade would save job 0 1,800 × 3 − 1,800 = 3,600 s (job 1 loses nothing) for
+  // two restarts: not > 2 × 3,600, but > 2 × 1,000.
   const PolicyInput held =
       Input({1, 1}, {{.arrival = 0, .running_type = 1, .speeds = {3, 1}},
                      {.arrival = 10, .attained = 5000, .running_type = 0, .speeds = {1, 1}}});
-  EXPECT_EQ(Types(held, "las_perf:swap=0"), (std::vector<int>{1, 0}));
-  EXPECT_EQ(Types(held, "las_perf"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(held, "las_perf:swap=0.4"), (std::vector<int>{1, 0}));  // 2/3 < 2 × 0.4
+  EXPECT_EQ(Types(held, "las_perf"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(held, "las_perf:trade=1000"), (std::vector<int>{0, 1}));
 }
 
-// One GPU each of a and b. Job 0 (first) runs at 2 and 1 step/s, job 1 at 10 and 2.5. Placed
-// in order, both new: job 0 takes a (faster for it), job 1 what is left, b. Relative to each
-// one's fastest type the sum is 2/2 + 2.5/10 = 1.25; traded, 1/2 + 10/10 = 1.5: a gain of
-// 0.25. Brute force over the two assignments: the trade is the larger sum.
-TEST(LasPerfTest, JobsTradeTypesWhenTheGainBeatsTheRestartsItCosts) {
-  const std::vector<double> fast0 = {2, 1};
-  const std::vector<double> fast1 = {10, 2.5};
-  const auto input = [&](int running0, int running1) {
-    return Input({1, 1}, {{.arrival = 0, .running_type = running0, .speeds = fast0},
-                          {.arrival = 10, .running_type = running1, .speeds = fast1}});
-  };
-  const auto sum = [&](const std::vector<int>& types) {
-    return fast0[static_cast<std::size_t>(types[0])] / 2.0 +
-           fast1[static_cast<std::size_t>(types[1])] / 10.0;
-  };
-  EXPECT_NEAR(sum({0, 1}), 1.25, 1e-12);
-  EXPECT_NEAR(sum({1, 0}), 1.5, 1e-12);
-
-  EXPECT_EQ(Types(input(-1, -1), "las_perf"), (std::vector<int>{1, 0}));
-  EXPECT_EQ(Types(input(-1, -1), "las_perf:swap=0"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(input(-1, -1), "las_perf:swap=0.3"), (std::vector<int>{0, 1}));  // 0.25 < 0.3
-  // Both running where the order put them: the trade restarts two jobs, 0.25 > 2 × 0.1 but
-  // 0.25 < 2 × 0.15; one running (job 1 new): 0.25 > 1 × 0.15.
-  EXPECT_EQ(Types(input(0, 1), "las_perf:swap=0.1"), (std::vector<int>{1, 0}));
-  EXPECT_EQ(Types(input(0, 1), "las_perf:swap=0.15"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(input(0, -1), "las_perf:swap=0.15"), (std::vector<int>{1, 0}));
+// a and b, 2 GPUs each. Job 0, a 2-GPU gang, has run 10 h on b at a quarter of its speed on
+// a: expected remaining 36,000 × 0.25 = 9,000 s on a, 36,000 s on b. Jobs 1 and 2 (1 GPU,
+// new: 1,800 s expected) run twice as fast on a and took it first (queue 0). The gang takes a
+// if they move to b: it saves 27,000 s, they lose 2 × 1,800; brute force over the two
+// feasible assignments: expected run times 36,000 + 2 × 1,800 = 39,600 s as placed, 9,000 +
+// 2 × 3,600 = 16,200 s traded.
+TEST(LasPerfTest, GangTakesTheFastTypeFromSmallJobsWhenThatSavesTimePerRestart) {
+  std::vector<Job> jobs = {
+      {.scale_factor = 2, .arrival = 0, .attained = 72000, .running_type = 1, .speeds = {4, 1}},
+      {.arrival = 10, .speeds = {2, 1}},
+      {.arrival = 20, .speeds = {2, 1}}};
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=0"), (std::vector<int>{1, 0, 0}));
+  // 23,400 s saved for one restart (the gang's).
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf"), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=23400"), (std::vector<int>{1, 0, 0}));
+  // Jobs 1 and 2 running on a as well: three restarts; 23,400 > 3 × 7,000, not > 3 × 8,000.
+  jobs[1].running_type = jobs[2].running_type = 0;
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=7000"), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=8000"), (std::vector<int>{1, 0, 0}));
 }
 
 TEST(LasPerfTest, NewJobWaitsForAFasterTypeUntilItsPatienceRunsOut) {
@@ -715,15 +714,17 @@ TEST(LasPerfTest, GangThatFitsNowhereWaitsAndASmallerJobBehindItRuns) {
 }
 
 TEST(LasPerfTest, OptionsAreCheckedByName) {
-  for (const std::string bad : {"las_perf:upgrade=0.5", "las_perf:swap=3", "las_perf:swap=x",
-                                "las_perf:queues=3", "las_perf:bogus=1"}) {
+  for (const std::string bad :
+       {"las_perf:upgrade=0.5", "las_perf:trade=-1", "las_perf:min_remaining=0",
+        "las_perf:slow=2", "las_perf:patience=x", "las_perf:queues=3", "las_perf:bogus=1"}) {
     const Result<std::unique_ptr<Policy>> policy = MakePolicy(bad, PolicyOptions{});
     ASSERT_FALSE(policy.ok()) << bad;
     const std::string key = bad.substr(9, bad.find('=') - 9);
     EXPECT_NE(policy.status().ToString().find(key), std::string::npos)
         << bad << ": " << policy.status().ToString();
   }
-  EXPECT_TRUE(MakePolicy("las_perf:queues=3,thresholds=100;1000,starve=60,upgrade=0,swap=0",
+  EXPECT_TRUE(MakePolicy("las_perf:queues=3,thresholds=100;1000,starve=60,upgrade=0,trade=0,"
+                         "min_remaining=60,slow=0,patience=0",
                          PolicyOptions{})
                   .ok());
 }
@@ -742,7 +743,7 @@ PolicyInput RandomInput(std::mt19937_64& rng, bool heterogeneous) {
     job.arrival = static_cast<double>(rng() % 1000);
     job.attained = static_cast<double>(rng() % 10000);
     job.running_type = static_cast<int>(rng() % (types + 1)) - 1;
-    job.waiting = static_cast<double>(rng() % 50000);
+    job.waiting = static_cast<double>(rng() % 100000);
     for (std::size_t t = 0; t < types; ++t) {
       const bool cannot = rng() % 4 == 0 || job.scale_factor > counts[t];
       job.speeds.push_back(cannot ? 0.0
@@ -758,14 +759,19 @@ TEST(LasPerfTest, IsTiresias2dasWhereEveryTypeRunsAJobAsFast) {
   std::mt19937_64 rng(27);
   for (int trial = 0; trial < 300; ++trial) {
     const PolicyInput input = RandomInput(rng, /*heterogeneous=*/false);
-    EXPECT_EQ(Types(input, "las_perf"), Types(input, "tiresias_2das")) << "trial " << trial;
+    EXPECT_EQ(Types(input, "las_perf"), Types(input, "tiresias_2das:starve=86400"))
+        << "trial " << trial;
+    // Giving the queues keeps the default promotion.
+    EXPECT_EQ(Types(input, "las_perf:thresholds=3600"), Types(input, "las_perf"))
+        << "trial " << trial;
     EXPECT_EQ(Types(input, "las_perf:starve=2000"), Types(input, "tiresias_2das:starve=2000"))
         << "trial " << trial;
   }
 }
 
-TEST(LasPerfTest, RandomProblemsKeepGangsWholeAndCapacityAndLeaveNoTradeOrFittingJob) {
+TEST(LasPerfTest, RandomProblemsKeepGangsWholeAndCapacityAndTradesSaveTime) {
   std::mt19937_64 rng(2027);
+  int traded_trials = 0;
   for (int trial = 0; trial < 500; ++trial) {
     const PolicyInput input = RandomInput(rng, /*heterogeneous=*/true);
     const std::size_t m = input.num_jobs();
@@ -802,29 +808,41 @@ TEST(LasPerfTest, RandomProblemsKeepGangsWholeAndCapacityAndLeaveNoTradeOrFittin
             << "trial " << trial << " job " << i;
       }
     }
-    // No two placed jobs of one size would gain more than 0.05 per restart by trading.
+    // Trades move placed jobs only, each lowering their expected run time in total; jobs
+    // skipped may then take GPUs a trade left free. So every job placed without trades is
+    // placed with them, in no more expected time, and in less by more than one trade's
+    // threshold where any of them moved.
+    const std::vector<int> untraded = Types(input, "las_perf:trade=0");
     const auto relative = [&](std::size_t i, int t) {
       double best = 0.0;
       for (std::size_t u = 0; u < n; ++u) best = std::max(best, input.throughput(i, u));
       return input.throughput(i, static_cast<std::size_t>(t)) / best;
     };
-    for (std::size_t a = 0; a < m; ++a) {
-      for (std::size_t b = 0; b < m; ++b) {
-        if (type[a] < 0 || type[b] < 0 || type[a] == type[b] ||
-            input.jobs[a].scale_factor != input.jobs[b].scale_factor ||
-            relative(a, type[b]) <= 0.0 || relative(b, type[a]) <= 0.0) {
-          continue;
-        }
-        const int restarts = std::max(int{type[a] == input.jobs[a].running_type} +
-                                          int{type[b] == input.jobs[b].running_type},
-                                      1);
-        EXPECT_LE(relative(a, type[b]) + relative(b, type[a]) - relative(a, type[a]) -
-                      relative(b, type[b]),
-                  0.05 * restarts + 1e-12)
-            << "trial " << trial << " jobs " << a << ", " << b;
+    const auto expected = [&](const std::vector<int>& types) {
+      double total = 0.0;
+      for (std::size_t i = 0; i < m; ++i) {
+        if (untraded[i] < 0) continue;
+        const PolicyJob& job = input.jobs[i];
+        const double ran = job.attained_gpu_seconds / job.scale_factor;
+        const double left =
+            std::max(1800.0, job.running_type >= 0 ? ran * relative(i, job.running_type) : ran);
+        total += left / relative(i, types[i]);
       }
+      return total;
+    };
+    bool moved = false;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (untraded[i] < 0) continue;
+      EXPECT_GE(type[i], 0) << "trial " << trial << " job " << i;
+      moved = moved || type[i] != untraded[i];
+    }
+    EXPECT_LE(expected(type), expected(untraded) * (1 + 1e-12)) << "trial " << trial;
+    if (moved) {
+      ++traded_trials;
+      EXPECT_LT(expected(type), expected(untraded) - 3600.0) << "trial " << trial;
     }
   }
+  EXPECT_GT(traded_trials, 25);  // the trades were exercised
 }
 
 }  // namespace

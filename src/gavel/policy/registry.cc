@@ -115,12 +115,12 @@ const PolicyInfo kPolicies[] = {
      .capabilities = {.shuffles_gpu_type_order = true},
      .make = &MakeIsolated},
     {.name = "las_perf",
-     .description = "Least attained service (GPUs x time) in geometric queues, FIFO within a "
-                    "queue, each gang on the fastest type with room; idle GPUs that run a "
-                    "running job much faster are worth a restart (options queues=, "
-                    "thresholds=, starve=, upgrade=)",
+     .description = "Least attained service (GPUs x time) in Tiresias' queues, each gang on "
+                    "its fastest type with room, fast GPUs traded to the jobs expected to save "
+                    "most time there; non-clairvoyant (options queues=, thresholds=, starve=, "
+                    "upgrade=, trade=, min_remaining=, slow=, patience=)",
      .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
-     .option_keys = "queues,thresholds,starve,upgrade,swap,slow,patience",
+     .option_keys = "queues,thresholds,starve,upgrade,trade,min_remaining,slow,patience",
      .make_with_params = &MakeLasPerf,
      .make = &MakeLasPerfWithDefaults},
     {.name = "max_min_fairness",
