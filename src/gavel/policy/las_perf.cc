@@ -13,12 +13,6 @@
 namespace gavel::policy {
 namespace {
 
-constexpr double kLargest = std::numeric_limits<double>::max();
-
-Result<double> NonNegative(const std::string& key, const std::string& text) {
-  return NumberOption(key, text, 0.0, kLargest);
-}
-
 class LasPerf final : public Policy {
  public:
   explicit LasPerf(LasPerfOptions options) : options_(std::move(options)) {}
@@ -227,24 +221,28 @@ class LasPerf final : public Policy {
 }  // namespace
 
 Result<LasPerfOptions> ParseLasPerfOptions(const PolicyOptions& options) {
+  constexpr double kLargest = std::numeric_limits<double>::max();
+  const auto non_negative = [&](const std::string& key, const std::string& text) {
+    return NumberOption(key, text, 0.0, kLargest);
+  };
   LasPerfOptions parsed;
   PolicyOptions queue_options;
   bool starve_given = false;
   for (const auto& [key, text] : options.params) {
     if (key == "upgrade") {
-      GAVEL_ASSIGN_OR_RETURN(parsed.upgrade, NonNegative(key, text));
+      GAVEL_ASSIGN_OR_RETURN(parsed.upgrade, non_negative(key, text));
       if (parsed.upgrade > 0.0 && parsed.upgrade < 1.0) {
         return Status::InvalidArgument("option upgrade=" + text +
                                        ": must be 0 (never move) or at least 1");
       }
     } else if (key == "trade") {
-      GAVEL_ASSIGN_OR_RETURN(parsed.trade, NonNegative(key, text));
+      GAVEL_ASSIGN_OR_RETURN(parsed.trade, non_negative(key, text));
     } else if (key == "min_remaining") {
       GAVEL_ASSIGN_OR_RETURN(parsed.min_remaining, NumberOption(key, text, 1.0, kLargest));
     } else if (key == "slow") {
       GAVEL_ASSIGN_OR_RETURN(parsed.slow, NumberOption(key, text, 0.0, 1.0));
     } else if (key == "patience") {
-      GAVEL_ASSIGN_OR_RETURN(parsed.patience, NonNegative(key, text));
+      GAVEL_ASSIGN_OR_RETURN(parsed.patience, non_negative(key, text));
     } else {
       starve_given = starve_given || key == "starve";
       queue_options.params.emplace_back(key, text);
