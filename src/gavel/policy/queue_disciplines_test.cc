@@ -1,4 +1,4 @@
-// tiresias_2das, tiresias_gittins, yarn_cs, drf and tetris against hand-worked cases (the DRF
+// tiresias_2das, tiresias_gittins, las_perf, yarn_cs, drf and tetris against hand-worked cases (the DRF
 // paper's two-resource example, queue boundaries, promotion, head-of-line blocking, Gittins
 // indices against their definition, Tetris' alignment) and invariants on random problems (capacity never exceeded, every job keeps its row, whole-GPU decisions).
 #include <gtest/gtest.h>
@@ -27,11 +27,13 @@ struct Job {
   double waiting = 0.0;
   double cpus_per_gpu = 0.0;
   double mem_gb_per_gpu = 0.0;
+  std::vector<double> speeds = {};  // steps/s per type; empty = 1 everywhere
 };
 
 constexpr double kNow = 100000.0;
 
-// One GPU type per count, every job able to run everywhere at 1 step/s.
+// One GPU type per count, every job able to run everywhere at 1 step/s unless it gives its
+// speeds.
 PolicyInput Input(std::vector<double> counts, const std::vector<Job>& jobs) {
   PolicyInput input;
   const char* const names[] = {"a", "b", "c", "d"};
@@ -50,7 +52,9 @@ PolicyInput Input(std::vector<double> counts, const std::vector<Job>& jobs) {
     row.cpus_per_gpu = jobs[i].cpus_per_gpu;
     row.mem_gb_per_gpu = jobs[i].mem_gb_per_gpu;
     input.jobs.push_back(row);
-    for (std::size_t j = 0; j < counts.size(); ++j) input.throughput(i, j) = 1.0;
+    for (std::size_t j = 0; j < counts.size(); ++j) {
+      input.throughput(i, j) = jobs[i].speeds.empty() ? 1.0 : jobs[i].speeds[j];
+    }
   }
   input.pair_throughput_first = Matrix(0, counts.size());
   input.pair_throughput_second = Matrix(0, counts.size());
@@ -600,6 +604,245 @@ TEST(PolicyOptionsTest, SyntaxAndKeysAreCheckedWithClearErrors) {
   EXPECT_NE(error("drf:x=1").find("takes no options"), std::string::npos);
   EXPECT_FALSE(FindPolicy("nosuch:queues=1").ok());
   EXPECT_TRUE(MakePolicy("allox_alpha=0.5", {}).ok());  // the older spelling still works
+}
+
+// las_perf (las_perf.h): each rule worked by hand, identical to tiresias_2das (an independent
+// implementation of the same order) where every type runs a job as fast, and invariants on
+// random heterogeneous problems.
+
+PolicyOutput Allocation(const PolicyInput& input, const std::string& name) {
+  Result<PolicyOutput> out = Make(name)->Allocate(input);
+  EXPECT_TRUE(out.ok()) << name;
+  return *out;
+}
+
+TEST(LasPerfTest, NewJobTakesTheFastestTypeWithRoomNotTheEmptiest) {
+  // a: 2 GPUs at 3 steps/s, b: 4 GPUs at 1. tiresias_2das takes the most free GPUs (b).
+  const PolicyInput input = Input({2, 4}, {{.speeds = {3, 1}}});
+  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{0}));
+  EXPECT_EQ(Types(input, "tiresias_2das"), (std::vector<int>{1}));
+}
+
+// Trades, worked by hand. A job's expected remaining work, in seconds on its fastest type, is
+// its wall-clock service times its relative speed where it ran, at least 1,800 s; its run time
+// on a type is that over its relative speed there. A trade must save more than 3,600 s per
+// job it restarts (one at least).
+TEST(LasPerfTest, RoomComesBeforeSpeedThenATradeGivesTheFastGpuToWhoSavesTime) {
+  // One GPU each. Job 0 (queue 1: 5,000 GPU-s) runs on a; job 1 is new (queue 0, placed
+  // first) and 4x faster on a, but a's GPU is held by job 0: job 1 takes b, job 0 stays.
+  // Trade: job 1 would save 1,800 × 4 − 1,800 = 5,400 s on a; job 0 runs as fast on b (loses
+  // 0); one restart (job 0): 5,400 > 3,600, they trade; 5,400 is not > 5,400.
+  const PolicyInput input =
+      Input({1, 1}, {{.arrival = 0, .attained = 5000, .running_type = 0, .speeds = {1, 1}},
+                     {.arrival = 10, .speeds = {4, 1}}});
+  EXPECT_EQ(Types(input, "las_perf:trade=0"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(input, "las_perf:trade=5400"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(input, "las_perf:trade=5399"), (std::vector<int>{1, 0}));
+}
+
+TEST(LasPerfTest, RunningJobMovesToIdleGpusOnlyWhenTheyAreUpgradeTimesFaster) {
+  // Job 0 runs on b at 1 step/s; a's GPU is idle.
+  PolicyInput input = Input({1, 1}, {{.running_type = 1, .speeds = {1.5, 1}}});
+  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{0}));            // 1.5 >= 1.2
+  EXPECT_EQ(Types(input, "las_perf:upgrade=2"), (std::vector<int>{1}));  // 1.5 < 2
+  EXPECT_EQ(Types(input, "las_perf:upgrade=0"), (std::vector<int>{1}));  // never
+  EXPECT_EQ(Types(input, "las_perf:upgrade=1.5"), (std::vector<int>{0}));  // at the bound
+  input.throughput(0, 0) = 1.1;
+  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{1}));  // 1.1 < 1.2: not worth it
+
+  // a's GPU is held by job 1, running there and placed after job 0 (queue 1): no room, no
+  // upgrade. A trade would save job 0 1,800 × 3 − 1,800 = 3,600 s (job 1 loses nothing) for
+  // two restarts: not > 2 × 3,600, but > 2 × 1,000.
+  const PolicyInput held =
+      Input({1, 1}, {{.arrival = 0, .running_type = 1, .speeds = {3, 1}},
+                     {.arrival = 10, .attained = 5000, .running_type = 0, .speeds = {1, 1}}});
+  EXPECT_EQ(Types(held, "las_perf"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(held, "las_perf:trade=1000"), (std::vector<int>{0, 1}));
+}
+
+// a and b, 2 GPUs each. Job 0, a 2-GPU gang, has run 10 h on b at a quarter of its speed on
+// a: expected remaining 36,000 × 0.25 = 9,000 s on a, 36,000 s on b. Jobs 1 and 2 (1 GPU,
+// new: 1,800 s expected) run twice as fast on a and took it first (queue 0). The gang takes a
+// if they move to b: it saves 27,000 s, they lose 2 × 1,800; brute force over the two
+// feasible assignments: expected run times 36,000 + 2 × 1,800 = 39,600 s as placed, 9,000 +
+// 2 × 3,600 = 16,200 s traded.
+TEST(LasPerfTest, GangTakesTheFastTypeFromSmallJobsWhenThatSavesTimePerRestart) {
+  std::vector<Job> jobs = {
+      {.scale_factor = 2, .arrival = 0, .attained = 72000, .running_type = 1, .speeds = {4, 1}},
+      {.arrival = 10, .speeds = {2, 1}},
+      {.arrival = 20, .speeds = {2, 1}}};
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=0"), (std::vector<int>{1, 0, 0}));
+  // 23,400 s saved for one restart (the gang's).
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf"), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=23400"), (std::vector<int>{1, 0, 0}));
+  // Jobs 1 and 2 running on a as well: three restarts; 23,400 > 3 × 7,000, not > 3 × 8,000.
+  jobs[1].running_type = jobs[2].running_type = 0;
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=7000"), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=8000"), (std::vector<int>{1, 0, 0}));
+}
+
+TEST(LasPerfTest, NewJobWaitsForAFasterTypeUntilItsPatienceRunsOut) {
+  // a (1 GPU) runs job 0, which cannot run on b (no trade); job 1 runs at 10 steps/s on a and
+  // 1 on b: 1/10 of its fastest, below slow = 0.2, so it leaves b idle until it has waited
+  // `patience` (10 h).
+  std::vector<Job> jobs = {{.arrival = 0, .running_type = 0, .speeds = {1, 0}},
+                           {.arrival = 10, .waiting = 3600, .speeds = {10, 1}}};
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf"), (std::vector<int>{0, -1}));
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:slow=0"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:slow=0.1"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:patience=3600"), (std::vector<int>{0, 1}));
+  jobs[1].waiting = 36000;
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf"), (std::vector<int>{0, 1}));
+}
+
+TEST(LasPerfTest, GangThatFitsNowhereWaitsAndASmallerJobBehindItRuns) {
+  // a and b, 4 GPUs each. Jobs 0 and 1 (3 GPUs) run on a and b; job 2 needs 4 (one is free on
+  // each type: it waits, all or nothing); job 3 (1 GPU, after it) takes one of the free GPUs.
+  const PolicyInput input =
+      Input({4, 4}, {{.scale_factor = 3, .arrival = 0, .running_type = 0, .speeds = {1, 1}},
+                     {.scale_factor = 3, .arrival = 1, .running_type = 1, .speeds = {1, 1}},
+                     {.scale_factor = 4, .arrival = 2, .speeds = {1, 1}},
+                     {.scale_factor = 1, .arrival = 3, .speeds = {1, 1}}});
+  const std::vector<int> types = Types(input, "las_perf");
+  EXPECT_EQ(types[0], 0);
+  EXPECT_EQ(types[1], 1);
+  EXPECT_EQ(types[2], -1);
+  EXPECT_NE(types[3], -1);
+  const PolicyOutput out = Allocation(input, "las_perf");
+  for (std::size_t t = 0; t < 2; ++t) EXPECT_EQ(out.allocation(2, t), 0.0);
+}
+
+TEST(LasPerfTest, OptionsAreCheckedByName) {
+  for (const std::string bad :
+       {"las_perf:upgrade=0.5", "las_perf:trade=-1", "las_perf:min_remaining=0",
+        "las_perf:slow=2", "las_perf:patience=x", "las_perf:queues=3", "las_perf:bogus=1"}) {
+    const Result<std::unique_ptr<Policy>> policy = MakePolicy(bad, PolicyOptions{});
+    ASSERT_FALSE(policy.ok()) << bad;
+    const std::string key = bad.substr(9, bad.find('=') - 9);
+    EXPECT_NE(policy.status().ToString().find(key), std::string::npos)
+        << bad << ": " << policy.status().ToString();
+  }
+  EXPECT_TRUE(MakePolicy("las_perf:queues=3,thresholds=100;1000,starve=60,upgrade=0,trade=0,"
+                         "min_remaining=60,slow=0,patience=0",
+                         PolicyOptions{})
+                  .ok());
+}
+
+// Random problems: 1-3 types of 1-8 GPUs, up to 14 jobs of 1, 2 or 4 GPUs, some running,
+// some demoted, some unable to run on some types.
+PolicyInput RandomInput(std::mt19937_64& rng, bool heterogeneous) {
+  const std::size_t types = 1 + rng() % 3;
+  std::vector<double> counts;
+  for (std::size_t t = 0; t < types; ++t) counts.push_back(static_cast<double>(1 + rng() % 8));
+  std::vector<Job> jobs;
+  const std::size_t m = rng() % 15;
+  for (std::size_t i = 0; i < m; ++i) {
+    Job job;
+    job.scale_factor = 1 << (rng() % 3);
+    job.arrival = static_cast<double>(rng() % 1000);
+    job.attained = static_cast<double>(rng() % 10000);
+    job.running_type = static_cast<int>(rng() % (types + 1)) - 1;
+    job.waiting = static_cast<double>(rng() % 100000);
+    for (std::size_t t = 0; t < types; ++t) {
+      const bool cannot = rng() % 4 == 0 || job.scale_factor > counts[t];
+      job.speeds.push_back(cannot ? 0.0
+                           : heterogeneous ? 0.5 + static_cast<double>(rng() % 100) / 10.0
+                                           : 1.0);
+    }
+    jobs.push_back(job);
+  }
+  return Input(counts, jobs);
+}
+
+TEST(LasPerfTest, IsTiresias2dasWhereEveryTypeRunsAJobAsFast) {
+  std::mt19937_64 rng(27);
+  for (int trial = 0; trial < 300; ++trial) {
+    const PolicyInput input = RandomInput(rng, /*heterogeneous=*/false);
+    EXPECT_EQ(Types(input, "las_perf"), Types(input, "tiresias_2das:starve=86400"))
+        << "trial " << trial;
+    // Giving the queues keeps the default promotion.
+    EXPECT_EQ(Types(input, "las_perf:thresholds=3600"), Types(input, "las_perf"))
+        << "trial " << trial;
+    EXPECT_EQ(Types(input, "las_perf:starve=2000"), Types(input, "tiresias_2das:starve=2000"))
+        << "trial " << trial;
+  }
+}
+
+TEST(LasPerfTest, RandomProblemsKeepGangsWholeAndCapacityAndTradesSaveTime) {
+  std::mt19937_64 rng(2027);
+  int traded_trials = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    const PolicyInput input = RandomInput(rng, /*heterogeneous=*/true);
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    const PolicyOutput out = Allocation(input, "las_perf");
+    ASSERT_EQ(out.allocation.rows(), m);
+    std::vector<double> free = input.gpu_counts;
+    std::vector<int> type(m, -1);
+    for (std::size_t i = 0; i < m; ++i) {
+      int ones = 0;
+      for (std::size_t t = 0; t < n; ++t) {
+        const double x = out.allocation(i, t);
+        ASSERT_TRUE(x == 0.0 || x == 1.0) << "trial " << trial;
+        if (x == 0.0) continue;
+        ++ones;
+        type[i] = static_cast<int>(t);
+        EXPECT_GT(input.throughput(i, t), 0.0) << "trial " << trial;
+        free[t] -= input.jobs[i].scale_factor;
+      }
+      EXPECT_LE(ones, 1) << "trial " << trial;  // a gang on one type, all its GPUs
+    }
+    for (std::size_t t = 0; t < n; ++t) EXPECT_GE(free[t], 0.0) << "trial " << trial;
+    // A job that waits fits in no type's leftover GPUs (it was skipped for want of room,
+    // and trades keep every type's use), except types too slow for it while it is patient.
+    for (std::size_t i = 0; i < m; ++i) {
+      if (type[i] >= 0) continue;
+      double fastest = 0.0;
+      for (std::size_t t = 0; t < n; ++t) fastest = std::max(fastest, input.throughput(i, t));
+      for (std::size_t t = 0; t < n; ++t) {
+        const bool too_slow = input.throughput(i, t) < 0.2 * fastest &&
+                              input.jobs[i].waiting.value() < 36000.0;
+        EXPECT_TRUE(input.throughput(i, t) <= 0.0 || too_slow ||
+                    free[t] < input.jobs[i].scale_factor)
+            << "trial " << trial << " job " << i;
+      }
+    }
+    // Trades move placed jobs only, each lowering their expected run time in total; jobs
+    // skipped may then take GPUs a trade left free. So every job placed without trades is
+    // placed with them, in no more expected time, and in less by more than one trade's
+    // threshold where any of them moved.
+    const std::vector<int> untraded = Types(input, "las_perf:trade=0");
+    const auto relative = [&](std::size_t i, int t) {
+      double best = 0.0;
+      for (std::size_t u = 0; u < n; ++u) best = std::max(best, input.throughput(i, u));
+      return input.throughput(i, static_cast<std::size_t>(t)) / best;
+    };
+    const auto expected = [&](const std::vector<int>& types) {
+      double total = 0.0;
+      for (std::size_t i = 0; i < m; ++i) {
+        if (untraded[i] < 0) continue;
+        const PolicyJob& job = input.jobs[i];
+        const double ran = job.attained_gpu_seconds / job.scale_factor;
+        const double left =
+            std::max(1800.0, job.running_type >= 0 ? ran * relative(i, job.running_type) : ran);
+        total += left / relative(i, types[i]);
+      }
+      return total;
+    };
+    bool moved = false;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (untraded[i] < 0) continue;
+      EXPECT_GE(type[i], 0) << "trial " << trial << " job " << i;
+      moved = moved || type[i] != untraded[i];
+    }
+    EXPECT_LE(expected(type), expected(untraded) * (1 + 1e-12)) << "trial " << trial;
+    if (moved) {
+      ++traded_trials;
+      EXPECT_LT(expected(type), expected(untraded) - 3600.0) << "trial " << trial;
+    }
+  }
+  EXPECT_GT(traded_trials, 25);  // the trades were exercised
 }
 
 }  // namespace

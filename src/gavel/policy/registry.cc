@@ -24,6 +24,7 @@
 #include "gavel/policy/shortest_job_first.h"
 #include "gavel/policy/tetris.h"
 #include "gavel/policy/themis.h"
+#include "gavel/policy/las_perf.h"
 #include "gavel/policy/tiresias.h"
 #include "gavel/policy/water_filling.h"
 #include "gavel/policy/yarn_capacity.h"
@@ -113,6 +114,15 @@ const PolicyInfo kPolicies[] = {
      .description = "Each job gets an equal 1/n share of every GPU type",
      .capabilities = {.shuffles_gpu_type_order = true},
      .make = &MakeIsolated},
+    {.name = "las_perf",
+     .description = "Least attained service (GPUs x time) in Tiresias' queues, each gang on "
+                    "its fastest type with room, fast GPUs traded to the jobs expected to save "
+                    "most time there; non-clairvoyant (options queues=, thresholds=, starve=, "
+                    "upgrade=, trade=, min_remaining=, slow=, patience=)",
+     .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
+     .option_keys = "queues,thresholds,starve,upgrade,trade,min_remaining,slow,patience",
+     .make_with_params = &MakeLasPerf,
+     .make = &MakeLasPerfWithDefaults},
     {.name = "max_min_fairness",
      .description = "Least attained service: max-min fair time shares, heterogeneity-agnostic",
      .capabilities = {.shuffles_gpu_type_order = true},

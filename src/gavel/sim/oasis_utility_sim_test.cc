@@ -21,22 +21,8 @@ namespace {
 
 SimulationOptions RealisticRun(const std::string& policy, std::uint64_t seed, double jobs_per_hour,
                                UtilityFamily family) {
-  SimulationOptions o;
-  o.cluster = {{"v100", 8, 4}, {"p100", 8, 4}, {"k80", 8, 4}};
-  o.throughputs = ShippedThroughputTable();
-  o.policy = policy;
-  o.seed = seed;
-  workload::GeneratorOptions g;
-  g.seed = seed;
-  g.mean_interarrival = Seconds(3600.0 / jobs_per_hour);
-  g.generate_multi_gpu_jobs = true;
-  g.utility = family;
-  g.max_jobs = 90;  // arrivals go on past the window, as a loaded cluster's do
-  o.generator = g;
-  o.window_start = 0;
-  o.window_end = 60;
-  o.saturation_limit = Seconds(4e6);  // the CLI's: twice the arrival span plus 30 days
-  o.physics = simtest::RealisticPhysics();
+  SimulationOptions o = simtest::RealisticMultiGpuRun(policy, seed, jobs_per_hour);
+  o.generator->utility = family;
   return o;
 }
 

@@ -44,6 +44,29 @@ inline SimulationResult MustSimulate(const SimulationOptions& options) {
   return *result;
 }
 
+// Multi-GPU jobs (`-m`) on 8:8:8 in servers of 4 under the `--realistic` physics: 90 jobs
+// at `jobs_per_hour`, arrivals going on past the window of the first 60, as a loaded
+// cluster's do.
+inline SimulationOptions RealisticMultiGpuRun(const std::string& policy, std::uint64_t seed,
+                                              double jobs_per_hour) {
+  SimulationOptions o;
+  o.cluster = {{"v100", 8, 4}, {"p100", 8, 4}, {"k80", 8, 4}};
+  o.throughputs = ShippedThroughputTable();
+  o.policy = policy;
+  o.seed = seed;
+  workload::GeneratorOptions g;
+  g.seed = seed;
+  g.mean_interarrival = Seconds(3600.0 / jobs_per_hour);
+  g.generate_multi_gpu_jobs = true;
+  g.max_jobs = 90;
+  o.generator = g;
+  o.window_start = 0;
+  o.window_end = 60;
+  o.saturation_limit = Seconds(4e6);  // the CLI's: twice the arrival span plus 30 days
+  o.physics = RealisticPhysics();
+  return o;
+}
+
 // The Philly-like workload (60 jobs at 1/hour, then arrivals stop) on 8:8:8 servers of 8.
 inline SimulationOptions PhillyRun(const std::string& policy, std::uint64_t seed) {
   SimulationOptions o;

@@ -1,0 +1,58 @@
+// las_perf: least attained service in Tiresias' queues, each job on the fastest GPU type that
+// has room for its gang (docs/policies.md, "las_perf"). Non-clairvoyant: it reads attained
+// service, waiting time and throughputs, never remaining steps.
+//
+// Order: Tiresias' queues by attained GPU-seconds (TiresiasOptions), FIFO by arrival within
+// a queue, jobs that waited `starve` seconds promoted to the first queue. GPUs are
+// handed out in that order; a job that fits nowhere is skipped and the next may fit
+// (backfilling), a gang gets all its GPUs of one type or none. Where it goes:
+// - a running job stays on its type when that still fits (a move costs a restart), unless a
+//   type with room (free GPUs no running job still to be placed will want back) runs it at
+//   least `upgrade` times faster: idle fast GPUs are worth a restart;
+// - any other job takes, among the fitting types, one with room before one without, then the
+//   largest throughput, then the most room;
+// - a job that has waited less than `patience` does not start where it runs below `slow`
+//   times its fastest speed;
+// - then trades: a placed job takes a faster type from jobs placed there (they take its
+//   type) when that saves more expected run time than `trade` per restart, each job's
+//   remaining work expected to be as much as it has done (Gavel's heterogeneity-awareness
+//   among the jobs chosen to run, gangs included: the fast GPUs go to the jobs that save the
+//   most time on them).
+// Stateful (each job's service at its last promotion); single-threaded.
+#pragma once
+
+#include <memory>
+
+#include "gavel/core/status.h"
+#include "gavel/policy/policy.h"
+#include "gavel/policy/tiresias.h"
+
+namespace gavel::policy {
+
+struct LasPerfOptions {
+  // Tiresias' two queues split at one GPU-hour (more queues, geometric thresholds, let the
+  // window's long jobs starve under load, and measured no better below it); a job that has
+  // waited a day is promoted to the first queue (a gang preempted by a stream of new jobs
+  // otherwise waits for a whole type to free up).
+  TiresiasOptions queues{.thresholds = {3600.0}, .starve_seconds = 86400.0};
+  double upgrade = 1.2;  // a running job moves to a type with room this many times faster
+  // A trade must save more than this many seconds of expected run time per job it
+  // restarts; 0 = no trades.
+  double trade = 3600.0;
+  double min_remaining = 1800.0;  // seconds of work any job is expected to have left
+  // A job that has waited less than `patience` seconds does not start on a type where it
+  // runs below `slow` times its speed on its fastest type: it waits for a faster one.
+  double slow = 0.2;
+  double patience = 36000.0;
+};
+
+// Parses tiresias_2das's keys (queues=, thresholds=, starve=), `upgrade=F` (F >= 1; 0 = never
+// move a running job), `trade=S`, `min_remaining=S` (S >= 1), `patience=S` (seconds) and
+// `slow=R` (R in [0, 1]) from options.params. Errors name the key.
+Result<LasPerfOptions> ParseLasPerfOptions(const PolicyOptions& options);
+
+std::unique_ptr<Policy> MakeLasPerf(const LasPerfOptions& options);
+Result<std::unique_ptr<Policy>> MakeLasPerf(const PolicyOptions& options);
+std::unique_ptr<Policy> MakeLasPerfWithDefaults(const PolicyOptions& options);
+
+}  // namespace gavel::policy
