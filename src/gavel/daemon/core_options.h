@@ -74,9 +74,13 @@ struct CoreOptions {
   // Solve the policy in the background (AllocationService); false = synchronously (tests).
   bool background_solves = true;
 
-  // How long the daemon waits for a round's reports after its end (report_grace or its
-  // default).
+  // How long a round that closed with reports still out takes them, from its end, before
+  // its stragglers are killed (report_grace or its default).
   Seconds grace() const;
+  // How long the next round waits after a round's end for reports still out: 0.5 % of the
+  // round (at most the grace), so that rounds begin within 1 % of their time; reports that
+  // come later are credited all the same (late).
+  Seconds boundary_wait() const;
 };
 
 // Errors name the option at fault: a missing table or policy, times out of range, entity

@@ -150,6 +150,12 @@ class OpenRound {
   std::set<std::uint64_t> EndStragglers(
       const std::function<bool(std::uint64_t worker)>& job_at_fault, std::uint64_t* killed);
 
+  // The round closed with tasks still out (the round after it is open): from now on its
+  // marks are not staged, since the store's open round is the next one. A restarted daemon
+  // does not know this round; the late reports it then ignores are credited by the jobs'
+  // next reports (absolute counts).
+  void Detach() { journal_ = nullptr; }
+
   // ---- Times ----
   // True once, the first time it is asked at or after mid-round.
   bool TakeMidRound(std::int64_t now_ms);
