@@ -45,6 +45,12 @@ struct CoreOptions {
   // How long after a round's planned end the daemon waits for reports before it kills the
   // stragglers; default (0) = min(60 s, round/2), the original's 60-s buffer for long rounds.
   Seconds report_grace{0.0};
+  // Rounds begin on time: a round closes at its end + boundary_wait() whatever reports are
+  // still out, and takes them late (docs/runtime.md, "How a round runs"). Off: a round waits
+  // for its last report, or its end + grace, which is what `gavel simulate` models
+  // (`gavel replay --compare`): a late start-up lengthens the round instead of eating into
+  // the next one.
+  bool rounds_on_time = false;
   Seconds heartbeat_interval{2.0};
   Seconds heartbeat_timeout{10.0};
   std::uint64_t seed = 0;

@@ -99,11 +99,14 @@ void SchedulerCore::Tick() {
       if (now >= round_->end_ms() || (jobs_changed_ && jobs_.AnyRunnable(now))) CloseRound();
     } else if (round_->AllReported()) {
       CloseRound();
-    } else if (now >= round_->end_ms() + BoundaryWaitMs()) {
+    } else if (options_.rounds_on_time && now >= round_->end_ms() + BoundaryWaitMs()) {
       // The next round starts on time: reports still out are taken late.
       CarryOutstanding(now);
       CloseRound();
       if (now >= closing_->deadline_ms()) ExpireClosing(now);
+    } else if (now >= round_->deadline_ms()) {
+      KillStragglers(*round_, now);
+      CloseRound();
     } else if (round_->TakeMidRound(now)) {
       PrefetchAllocation(now, /*with_leavers=*/true);
     }
@@ -123,7 +126,9 @@ std::int64_t SchedulerCore::NextWakeMs() const {
   if (closing_) wake = std::min(wake, closing_->deadline_ms());
   if (round_) {
     wake = std::min(wake, round_->NextWakeMs());
-    if (!round_->idle()) wake = std::min(wake, round_->end_ms() + BoundaryWaitMs());
+    if (!round_->idle() && options_.rounds_on_time) {
+      wake = std::min(wake, round_->end_ms() + BoundaryWaitMs());
+    }
   } else if (ShouldStartRound(now)) {
     return now;
   }

@@ -23,10 +23,11 @@
 // A round, on the wall clock (docs/runtime.md, "Rounds"):
 //   plan (RoundScheduler::PlanRound) → AgentExecutor: one StartRound per live agent (leases
 //   to the round's end) → collect ReportDone per GPU, crediting checkpointed steps and measured
-//   throughputs and feeding the RoundScheduler → close when every task reported, or at the
-//   round's end whatever is still out → next round at once. A round closed with tasks out
-//   stays as the closing round: their reports are credited when they come (late), and at
-//   its end + grace its stragglers are killed and their micro-tasks fail.
+//   throughputs and feeding the RoundScheduler → close when every task reported, or at
+//   end + grace (stragglers are killed and their micro-tasks fail) → next round. With
+//   rounds_on_time a round closes just after its end whatever is still out and stays as the
+//   closing round: its reports are credited when they come (late), and at its end + grace
+//   its stragglers are killed.
 // Jobs whose lease ran out wait paused; a job placed on the same GPUs again continues
 // without a restart (the agent sees the same job and extends its lease).
 //

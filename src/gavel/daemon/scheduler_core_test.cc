@@ -50,6 +50,7 @@ class CoreTest : public ::testing::Test {
     options.heartbeat_timeout = Seconds(5.0);
     options.retry_backoff = Seconds(4.0);
     options.background_solves = false;
+    options.rounds_on_time = rounds_on_time_;
     options.instance_costs = instance_costs_;
     return options;
   }
@@ -151,6 +152,7 @@ class CoreTest : public ::testing::Test {
 
   std::string policy_ = "max_min_fairness_perf";
   std::map<std::string, double> instance_costs_;
+  bool rounds_on_time_ = true;
   ManualClock clock_{Seconds(1'700'000'000.0)};  // a Unix time, in 2023
   MemoryStore store_;
   FakeAgentTransport transport_;
@@ -559,6 +561,34 @@ TEST_F(CoreTest, ALateReportCanFinishTheJobAndOneAfterTheDeadlineIsIgnored) {
   // Its task of the third round is over: that round closes at once, nothing else to run.
   Tick();
   EXPECT_FALSE(core_->current_round().has_value());
+}
+
+// Without --rounds-on-time a round waits for its last report (what `gavel simulate` models),
+// or kills its stragglers at end + grace, before the next one begins.
+TEST_F(CoreTest, ByDefaultARoundWaitsForItsLastReport) {
+  rounds_on_time_ = false;
+  Open();
+  const auto w = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(100));
+  Tick();
+  const wire::StartRoundRequest first = transport_.LastRound("a1");
+  AdvanceToEnd(first, {"a1"});
+  Advance(1500, {"a1"});
+  EXPECT_EQ(transport_.LastRound("a1").round_id(), first.round_id()) << "waits for the report";
+  ASSERT_TRUE(Report("a1", w[0], job, first.round_id(), wire::LEASE_EXPIRED, 40, 40, 10.0).ok());
+  Tick();
+  const wire::StartRoundRequest second = transport_.LastRound("a1");
+  ASSERT_EQ(second.round_id(), first.round_id() + 1);
+  EXPECT_EQ(second.tasks(0).lease().round_end_unix_ms(), clock_.NowMs() + kRoundMs);
+  EXPECT_EQ(Job(job).steps_done(), 40u);
+  AdvanceToEnd(second, {"a1"});
+  Advance(1500, {"a1"});
+  EXPECT_EQ(transport_.LastRound("a1").round_id(), second.round_id());
+  EXPECT_TRUE(transport_.kills().empty());
+  Advance(1000, {"a1"});  // past end + 2 s of grace: the straggler is killed, then a round
+  EXPECT_FALSE(transport_.kills().empty());
+  EXPECT_EQ(Job(job).failures(), 1u);
+  EXPECT_EQ(core_->counters().tasks_carried, 0u);
 }
 
 TEST_F(CoreTest, MalformedReportsAreRefused) {
