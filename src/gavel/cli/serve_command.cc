@@ -54,9 +54,12 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
                   "not listed weighs 1; jobs name theirs with `gavel submit --entity`)")
       ->delimiter(',');
   cmd->add_option("--report-grace-seconds", o->report_grace_seconds,
-                  "Wait this long after a round for reports before killing (default "
-                  "min(60, round/2))")
+                  "Take a round's reports this long after its end (the next round has "
+                  "begun), then kill the stragglers (default min(60, round/2))")
       ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
+  cmd->add_flag("--rounds-on-time", o->rounds_on_time,
+                "Begin each round at its time whatever reports are still out (taken late); "
+                "default: a round waits for its last report, as `gavel simulate` models");
   cmd->add_option("--heartbeat-seconds", o->heartbeat_seconds,
                   "Heartbeat interval asked of agents (default 2)")
       ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
@@ -149,6 +152,7 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.core.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
   options.core.round_length = Seconds(o.round_seconds);
   options.core.report_grace = Seconds(o.report_grace_seconds);
+  options.core.rounds_on_time = o.rounds_on_time;
   options.core.heartbeat_interval = Seconds(o.heartbeat_seconds);
   options.core.heartbeat_timeout = Seconds(o.heartbeat_timeout_seconds);
   options.core.max_retries = o.max_retries;

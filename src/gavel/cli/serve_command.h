@@ -35,6 +35,7 @@ struct ServeOptions {
   std::vector<std::string> instance_costs;
   std::vector<std::string> entity_weights;  // NAME=WEIGHT
   double report_grace_seconds = 0.0;  // 0 = min(60, round/2)
+  bool rounds_on_time = false;
   double heartbeat_seconds = 2.0;
   double heartbeat_timeout_seconds = 10.0;
   int max_retries = 3;

@@ -45,11 +45,16 @@ Status AgentExecutor::Execute(const mechanism::RoundPlan& plan) {
     for (int m = 0; m < members; ++m) {
       const Job& job = parts_.jobs->at(a.combination.member(m).value());
       runnable = runnable && JobBook::IsActive(job) && job.row.next_retry_ms <= now;
+      // A process of it may still run where it ran (its report is late): it may continue
+      // there, but not start a second time elsewhere.
+      runnable = runnable && (!job.report_outstanding ||
+                              job.last_workers == parts_.seam->WorkersOf(a, m));
     }
     if (!runnable) {
-      // Not runnable now. The RoundScheduler holds jobs that back off out of its plans, so
-      // this is a safety net (e.g. the wall clock stepped back): its GPUs idle this round,
-      // and the RoundScheduler hears at once that nothing ran.
+      // Not runnable now: its process of the last round has not reported yet and the plan
+      // moves it, or (a safety net: the RoundScheduler holds jobs that back off out of its
+      // plans) the wall clock stepped back. Its GPUs idle this round, and the RoundScheduler
+      // hears at once that nothing ran.
       parts_.seam->Skip(a);
       continue;
     }

@@ -191,5 +191,47 @@ TEST_F(AgentExecutorTest, AJobThatCannotStartNowIsSkippedAndUndeliverableRoundsA
   EXPECT_EQ(failed_, (std::vector<std::pair<std::string, std::uint64_t>>{{"b", 0}}));
 }
 
+// A job whose report of the last round is still out (that round closed on time) may still
+// run where it ran: planned there again it goes on in place; planned elsewhere it runs nowhere
+// this round, so no second process of it starts while the first may still write its
+// checkpoint.
+TEST_F(AgentExecutorTest, AJobWhoseReportIsOutGoesOnInPlaceOrWaits) {
+  Register("a", "v100", 1);
+  Register("b", "v100", 1);
+  Submit(1);
+  Submit(1);
+  std::uint64_t kept = 0;
+  std::uint64_t moved = 0;
+  std::vector<std::uint64_t> kept_workers;
+  PlanAndExecute(7, [&](const mechanism::RoundPlan& p) {
+    ASSERT_EQ(p.assignments.size(), 2u);
+    kept = p.assignments[0].combination.member(0).value();
+    moved = p.assignments[1].combination.member(0).value();
+    kept_workers = seam_->WorkersOf(p.assignments[0]);
+    // `kept` still runs on the GPUs the plan gives it; `moved` on the GPUs given to `kept`.
+    for (const std::uint64_t id : {kept, moved}) {
+      Job& job = jobs_.at(id);
+      job.last_workers = kept_workers;
+      job.paused = job.report_outstanding = true;
+    }
+  });
+  ASSERT_TRUE(round_->HasJob(kept));
+  EXPECT_EQ(round_->WorkersOf(kept), kept_workers);
+  EXPECT_EQ(jobs_.at(kept).row.attempts, 0u) << "it goes on: no new attempt";
+  EXPECT_FALSE(round_->HasJob(moved));
+  EXPECT_EQ(jobs_.at(moved).row.attempts, 0u);
+  EXPECT_EQ(round_->num_tasks(), 1u);
+  std::size_t tasks_sent = 0;
+  for (const std::string agent : {"a", "b"}) {
+    const wire::StartRoundRequest request = transport_.LastRound(agent);
+    for (const wire::Task& task : request.tasks()) {
+      ++tasks_sent;
+      EXPECT_EQ(task.job().job_id(), kept);
+      EXPECT_EQ(task.worker_id(), kept_workers.front());
+    }
+  }
+  EXPECT_EQ(tasks_sent, 1u);
+}
+
 }  // namespace
 }  // namespace gavel::daemon

@@ -32,6 +32,10 @@ Seconds CoreOptions::grace() const {
                                     : Seconds(std::min(60.0, round_length.value() / 2.0));
 }
 
+Seconds CoreOptions::boundary_wait() const {
+  return Seconds(std::min(grace().value(), round_length.value() * 0.005));
+}
+
 Status ValidateCoreOptions(const CoreOptions& options) {
   if (!options.throughputs) return Status::InvalidArgument("no throughput table");
   if (options.policy.info == nullptr) return Status::InvalidArgument("no policy");

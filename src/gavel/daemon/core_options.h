@@ -45,6 +45,12 @@ struct CoreOptions {
   // How long after a round's planned end the daemon waits for reports before it kills the
   // stragglers; default (0) = min(60 s, round/2), the original's 60-s buffer for long rounds.
   Seconds report_grace{0.0};
+  // Rounds begin on time: a round closes at its end + boundary_wait() whatever reports are
+  // still out, and takes them late (docs/runtime.md, "How a round runs"). Off: a round waits
+  // for its last report, or its end + grace, which is what `gavel simulate` models
+  // (`gavel replay --compare`): a late start-up lengthens the round instead of eating into
+  // the next one.
+  bool rounds_on_time = false;
   Seconds heartbeat_interval{2.0};
   Seconds heartbeat_timeout{10.0};
   std::uint64_t seed = 0;
@@ -74,9 +80,13 @@ struct CoreOptions {
   // Solve the policy in the background (AllocationService); false = synchronously (tests).
   bool background_solves = true;
 
-  // How long the daemon waits for a round's reports after its end (report_grace or its
-  // default).
+  // How long a round that closed with reports still out takes them, from its end, before
+  // its stragglers are killed (report_grace or its default).
   Seconds grace() const;
+  // How long the next round waits after a round's end for reports still out: 0.5 % of the
+  // round (at most the grace), so that rounds begin within 1 % of their time; reports that
+  // come later are credited all the same (late).
+  Seconds boundary_wait() const;
 };
 
 // Errors name the option at fault: a missing table or policy, times out of range, entity

@@ -60,7 +60,10 @@ CoreLoop::~CoreLoop() {
   WaitStopped();
 }
 
-void CoreLoop::Start() { thread_ = std::thread([this] { Run(); }); }
+void CoreLoop::Start() {
+  listing_.Publish(core_->Listing());
+  thread_ = std::thread([this] { Run(); });
+}
 
 bool CoreLoop::Enqueue(Item item) {
   {
@@ -158,8 +161,9 @@ void CoreLoop::Run() {
     Status commit = core_->Flush();
     if (!commit.ok()) {
       std::cerr << "gavel serve: FATAL: " << commit.ToString() << "\n";
-    } else if (after_batch_) {
-      after_batch_(*core_);
+    } else {
+      listing_.Publish(core_->Listing());
+      if (after_batch_) after_batch_(*core_);
     }
     for (Item& item : items) {
       if (item.committed) item.committed(commit);
@@ -213,12 +217,15 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
     const auto caller = rpc::Authenticate(*context, *tokens_);
     if (!caller) return rpc::Unauthenticated();
     if (grpc::Status refused = RefuseAgents(*caller, "ListJobs"); !refused.ok()) return refused;
-    return loop_->Read([&](const SchedulerCore& core) {
-      Result<wire::ListJobsResponse> jobs = core.ListJobs(*request);
-      if (!jobs.ok()) return rpc::ToGrpc(jobs.status());
-      *response = *std::move(jobs);
-      return grpc::Status::OK;
-    });
+    // Answered here, from the last commit's listing: a busy core thread delays no listing.
+    const std::shared_ptr<const JobListing> listing = loop_->listing();
+    if (listing == nullptr) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the scheduler is starting");
+    }
+    Result<wire::ListJobsResponse> jobs = listing->Page(*request);
+    if (!jobs.ok()) return rpc::ToGrpc(jobs.status());
+    *response = *std::move(jobs);
+    return grpc::Status::OK;
   }
 
   grpc::Status CancelJob(grpc::ServerContext* context, const wire::CancelJobRequest* request,

@@ -81,6 +81,9 @@ class CoreLoop {
   grpc::Status Read(std::function<grpc::Status(const SchedulerCore&)> fn);
   // Runs `fn` on the core thread without waiting.
   void Post(std::function<void(SchedulerCore&)> fn);
+  // The jobs as of the last commit (job_listing.h), published after each commit before the
+  // batch's replies and at Start: any thread reads it without waiting for the core thread.
+  std::shared_ptr<const JobListing> listing() const { return listing_.Latest(); }
   void Stop();
   // Not OK once a commit failed (the loop has then stopped).
   Status fatal() const;
@@ -105,6 +108,7 @@ class CoreLoop {
   bool stopped_ GAVEL_GUARDED_BY(mutex_) = false;
   Status fatal_ GAVEL_GUARDED_BY(mutex_);
   std::function<void(SchedulerCore&)> after_batch_;  // set before the thread starts
+  ListingBoard listing_;
   std::thread thread_;
 };
 

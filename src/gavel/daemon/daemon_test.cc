@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -426,6 +427,50 @@ TEST_F(DaemonTest, ListingsArePagedSoNoneOutgrowsTheMessageLimit) {
   const grpc::Status refused = Submit(huge_env, kAlice);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(refused.error_message().find("spec.env"), std::string::npos);
+}
+
+// A listing is answered from the last commit's snapshot on the gRPC thread: while the core
+// thread is held in a long batch, `gavel jobs` still answers, with every acknowledged job and
+// without the submission that waits for that batch; once the batch commits, that one shows.
+TEST_F(DaemonTest, ListingsAreAnsweredWhileTheCoreThreadIsBusy) {
+  std::vector<std::uint64_t> acknowledged;
+  for (int i = 0; i < 3; ++i) {
+    std::uint64_t id = 0;
+    ASSERT_TRUE(Submit(Submission(10), kAlice, &id).ok());
+    acknowledged.push_back(id);
+  }
+  std::promise<void> entered;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  daemon_->loop().Post([&entered, released](SchedulerCore&) {
+    entered.set_value();
+    released.wait();
+  });
+  entered.get_future().wait();
+  // The core thread is now held; this submission queues behind it.
+  std::uint64_t late_id = 0;
+  auto late = std::async(std::launch::async, [&] { return Submit(Submission(10), kBob, &late_id); });
+
+  const auto ids_listed = [&] {
+    std::vector<std::uint64_t> ids;
+    const wire::ListJobsResponse all = Jobs();
+    for (const wire::JobInfo& job : all.jobs()) ids.push_back(job.id());
+    return ids;
+  };
+  EXPECT_EQ(ids_listed(), acknowledged);
+  wire::ListJobsRequest one;
+  one.add_job_ids(acknowledged[1]);
+  wire::ListJobsResponse page;
+  ASSERT_TRUE(ListJobs(kBob, one, &page).ok());
+  ASSERT_EQ(page.jobs_size(), 1);
+  EXPECT_EQ(page.jobs(0).state(), wire::QUEUED);
+  EXPECT_EQ(late.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
+      << "the submission was answered while the core thread was held";
+
+  release.set_value();
+  ASSERT_TRUE(late.get().ok());
+  acknowledged.push_back(late_id);
+  EXPECT_EQ(ids_listed(), acknowledged);
 }
 
 // GRPC's default SO_REUSEPORT let a second daemon share the port.

@@ -357,7 +357,8 @@ std::optional<UtilityFunction> UtilityOf(const wire::JobSpec& spec) {
 // ------------------------------------------------------------------------------------------
 // Learning and crediting.
 
-Credited JobBook::CreditMicroTask(Job& job, const MicroTaskSummary& m, std::int64_t now) {
+Credited JobBook::CreditMicroTask(Job& job, const MicroTaskSummary& m, std::int64_t now,
+                                  bool late) {
   const std::uint64_t total = job.row.spec.total_steps();
   std::uint64_t checkpointed = m.checkpointed.value_or(job.row.steps_done);
   if (checkpointed > total) {
@@ -392,9 +393,11 @@ Credited JobBook::CreditMicroTask(Job& job, const MicroTaskSummary& m, std::int6
     job.row.last_startup_s = m.startup_s;
     job.row.startup_total_s += m.startup_s;
   }
-  job.last_workers = m.workers;
-  job.paused = m.expired && !m.crashed && !m.launch_failed && !m.completed;
-  job.still_starting = false;
+  if (!late) {
+    job.last_workers = m.workers;
+    job.paused = m.expired && !m.crashed && !m.launch_failed && !m.completed;
+    job.still_starting = false;
+  }
   if (credited.steps > 0) job.row.streak = 0;
   Touch(job);
   return credited;

@@ -57,6 +57,10 @@ struct Job {
   // a multi-GPU job's kept processes get no new steps for that round (they have not begun
   // the lease they hold).
   bool still_starting = false;
+  // A task of it in the round before the open one had not reported when that round closed
+  // (rounds close on time): its process may still run on last_workers, so it runs nowhere
+  // else until that report is in (or that round's deadline passed).
+  bool report_outstanding = false;
   bool last_launch_failed = false;
   // Throughputs the latest allocation was computed with (for the re-solve threshold).
   mutable std::map<std::string, double> used_estimate;
@@ -80,6 +84,11 @@ inline constexpr std::uint32_t kMaxListLimit = 1000;
 inline constexpr std::size_t kListPageBytes = 1 << 20;
 // Errors name the field: a limit above kMaxListLimit, a page token that is not one we issued.
 Result<ListPage> ParseListPage(const wire::ListJobsRequest& request);
+
+// Queued or running: not yet done, failed or cancelled.
+inline bool IsActiveState(wire::JobState state) {
+  return state == wire::QUEUED || state == wire::RUNNING;
+}
 
 // The utility function of a validated spec (OASiS), if it has one.
 std::optional<UtilityFunction> UtilityOf(const wire::JobSpec& spec);
@@ -110,9 +119,7 @@ class JobBook {
   // A GPU type joined: active jobs get their prior for it.
   void AddPriors(const std::string& gpu_type);
 
-  static bool IsActive(const Job& job) {
-    return job.row.state == wire::QUEUED || job.row.state == wire::RUNNING;
-  }
+  static bool IsActive(const Job& job) { return IsActiveState(job.row.state); }
   // An active job out of its retry backoff exists.
   bool AnyRunnable(std::int64_t now) const;
   // The user's estimate, else the table's for a table type, else 1 step/s (the original's
@@ -142,7 +149,10 @@ class JobBook {
   // and clamped). For an active job also its time on the GPU type, its start-up, where it ran
   // and whether it waits paused there (its lease ran out), and learns from the measurement:
   // next to its partner when it shared its GPUs (LearnColocated), else alone (LearnIsolated).
-  Credited CreditMicroTask(Job& job, const MicroTaskSummary& m, std::int64_t now);
+  // A late micro-task (`late`: of the round before the open one) is credited in steps, time
+  // and measurements only: where the job runs and waits now is the open round's.
+  Credited CreditMicroTask(Job& job, const MicroTaskSummary& m, std::int64_t now,
+                           bool late = false);
   // One sample (steps over training seconds) into the job's EMA for `gpu_type`. Returns
   // whether the estimate moved past the re-solve threshold; an empty sample teaches nothing.
   bool LearnIsolated(Job& job, const std::string& gpu_type, std::uint64_t steps,

@@ -301,8 +301,8 @@ std::vector<std::uint64_t> MechanismSeam::WorkersOf(const mechanism::Assignment&
   return workers;
 }
 
-void MechanismSeam::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
-                               std::int64_t now) {
+void MechanismSeam::Report(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
+                           std::int64_t now, bool carried) {
   const JobId id(job_id);
   if (const auto pair = pair_of_.find(job_id); pair != pair_of_.end()) {
     const mechanism::Combination combination = pair->second;
@@ -311,6 +311,7 @@ void MechanismSeam::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, d
     reports.steps[i] = static_cast<double>(steps);
     reports.elapsed[i] = std::max(elapsed_s, 1e-3);
     reports.reported[i] = true;
+    reports.carried = reports.carried || carried;
     if (reports.reported[0] && reports.reported[1]) BookPair(combination, now);
     return;
   }
@@ -320,9 +321,20 @@ void MechanismSeam::ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, d
   result.steps = {static_cast<double>(steps)};
   result.elapsed = {Seconds(std::max(elapsed_s, 1e-3))};
   result.finished_at = mech_clock_->Now();
-  Result<mechanism::ReportOutcome> outcome = mech_->OnMicroTaskDone(result);
+  Result<mechanism::ReportOutcome> outcome =
+      carried ? mech_->OnMicroTaskCarried(result) : mech_->OnMicroTaskDone(result);
   if (!outcome.ok()) {
     journal_->Log(now, "internal", job_id, 0, outcome.status().ToString());
+    needs_rebuild_ = true;
+  }
+}
+
+void MechanismSeam::BookLateSteps(std::uint64_t job_id, std::uint64_t steps, std::int64_t now) {
+  const JobId id(job_id);
+  if (steps == 0 || !mech_ || !mech_->IsActive(id)) return;
+  const Result<bool> booked = mech_->BookLateSteps(id, static_cast<double>(steps), MechTime(now));
+  if (!booked.ok()) {
+    journal_->Log(now, "internal", job_id, 0, booked.status().ToString());
     needs_rebuild_ = true;
   }
 }
@@ -338,8 +350,10 @@ void MechanismSeam::BookPair(const mechanism::Combination& pair, std::int64_t no
     result.elapsed = {Seconds(reports.elapsed[0]), Seconds(reports.elapsed[1])};
     result.finished_at = mech_clock_->Now();
     // A member with no new checkpointed step fails the pair's micro-task in the mechanism
-    // (its partner's steps go unbooked there; the JobBook credits them all the same).
-    Result<mechanism::ReportOutcome> outcome = mech_->OnMicroTaskDone(result);
+    // (its partner's steps go unbooked there; the JobBook credits them all the same), unless
+    // a member's steps are still on their way (carried).
+    Result<mechanism::ReportOutcome> outcome =
+        reports.carried ? mech_->OnMicroTaskCarried(result) : mech_->OnMicroTaskDone(result);
     if (!outcome.ok()) {
       journal_->Log(now, "internal", pair.member(0).value(), 0, outcome.status().ToString());
       needs_rebuild_ = true;

@@ -102,7 +102,18 @@ class MechanismSeam {
   // a member that leaves meanwhile (Remove) leaves once the pair is booked, so its partner's
   // steps are booked too.
   void ReportMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
-                       std::int64_t now);
+                       std::int64_t now) {
+    Report(job_id, steps, elapsed_s, now, /*carried=*/false);
+  }
+  // As ReportMicroTask for a micro-task whose round closed before every report came (the
+  // round boundary waits for none): its time is booked now with the steps known so far, the
+  // rest follows with BookLateSteps once the late reports are in.
+  void CarryMicroTask(std::uint64_t job_id, std::uint64_t steps, double elapsed_s,
+                      std::int64_t now) {
+    Report(job_id, steps, elapsed_s, now, /*carried=*/true);
+  }
+  // Steps a late report credited to a carried micro-task of the job.
+  void BookLateSteps(std::uint64_t job_id, std::uint64_t steps, std::int64_t now);
   // The assignment will not run (the job cannot start now): its GPUs idle this round.
   void Skip(const mechanism::Assignment& assignment);
   // A round closed with micro-tasks still running in the mechanism: a bug; start afresh.
@@ -137,7 +148,10 @@ class MechanismSeam {
     std::array<double, 2> steps{0.0, 0.0};
     std::array<double, 2> elapsed{0.0, 0.0};
     std::array<bool, 2> reported{false, false};
+    bool carried = false;  // a member's steps come later (CarryMicroTask)
   };
+  void Report(std::uint64_t job_id, std::uint64_t steps, double elapsed_s, std::int64_t now,
+              bool carried);
   // The job's own estimates into the mechanism (UpdateThroughput, every layout type).
   void PushOwnEstimates(const Job& job);
   void RefreshPairsOf(const Job& job);

@@ -163,7 +163,7 @@ MicroTaskSummary OpenRound::Summarize(std::uint64_t job, std::int64_t now_ms) co
 
 void OpenRound::MarkReported(RoundTask& task) {
   task.reported = true;
-  journal_->batch.reported_workers.push_back(task.worker_id);
+  if (journal_ != nullptr) journal_->batch.reported_workers.push_back(task.worker_id);
 }
 
 RoundTask* OpenRound::PendingTask(std::uint64_t round_id, std::uint64_t worker,

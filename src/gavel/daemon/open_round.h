@@ -1,9 +1,11 @@
-// OpenRound: the round the daemon has dispatched and not yet closed — one task per GPU, the
-// report each task got (or what the daemon concluded without one), and the round's times:
+// OpenRound: a round the daemon has dispatched and whose reports it takes — one task per GPU,
+// the report each task got (or what the daemon concluded without one), and the round's times:
 //   start ─── mid (solve ahead) ─── end (leases run out) ─── deadline = end + grace
-// A round closes when every task has reported, or at its deadline, when the stragglers are
-// ended (EndStragglers) and the daemon kills them. A round with no task (nothing was
-// runnable) closes at its end, or earlier when something becomes runnable (the core's rule).
+// The core closes a round when every task has reported, or just after its end with tasks
+// still out: it then keeps it as the closing round (Detach), which takes the late reports
+// until its deadline, when the stragglers are ended (EndStragglers) and the daemon kills
+// them. A round with no task (nothing was runnable) closes at its end, or earlier when
+// something becomes runnable (the core's rule).
 //
 // It owns the round's bookkeeping: which task a report is about, when a job's micro-task is
 // over, and what its ranks say together (Summarize: the checkpoint, times, outcome, whether it
@@ -149,6 +151,12 @@ class OpenRound {
   // counts the tasks in *killed.
   std::set<std::uint64_t> EndStragglers(
       const std::function<bool(std::uint64_t worker)>& job_at_fault, std::uint64_t* killed);
+
+  // The round closed with tasks still out (the round after it is open): from now on its
+  // marks are not staged, since the store's open round is the next one. A restarted daemon
+  // does not know this round; the late reports it then ignores are credited by the jobs'
+  // next reports (absolute counts).
+  void Detach() { journal_ = nullptr; }
 
   // ---- Times ----
   // True once, the first time it is asked at or after mid-round.

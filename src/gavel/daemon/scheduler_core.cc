@@ -64,14 +64,16 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::Create(CoreOptions options
 
 // ------------------------------------------------------------------------------------------
 // The round flow, on the clock: Tick does what is due — declare silent agents dead, close
-// the round (every report in, or stragglers killed at the deadline), solve ahead at
-// mid-round, start the next round (plan → AgentExecutor). The requests below feed it.
+// the round (every report in, or its end came: what is still out is carried), kill the
+// closing round's stragglers at its deadline, solve ahead at mid-round, start the next round
+// (plan → AgentExecutor). The requests below feed it.
 
 void SchedulerCore::CheckHeartbeats(std::int64_t now) {
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
   for (const std::string& id : agents_.DeclareSilentDead(now, timeout_ms)) {
     seam_->MarkClusterChanged();  // the mechanism drops its GPUs next round
-    if (round_) AbandonAgentTasks(id, "its worker died", "a GPU of the job died", now);
+    if (round_) AbandonAgentTasks(*round_, id, "its worker died", "a GPU of the job died", now);
+    if (closing_) AbandonAgentTasks(*closing_, id, "its worker died", "a GPU of the job died", now);
   }
 }
 
@@ -88,14 +90,22 @@ void SchedulerCore::Tick() {
   const std::int64_t now = clock_->NowMs();
   CheckHeartbeats(now);
   seam_->TakeFreshAllocation();
+  if (closing_ && (now >= closing_->deadline_ms() || closing_->AllReported())) {
+    ExpireClosing(now);
+  }
   if (round_) {
     if (round_->idle()) {
       // An idle round ends early when the job set changed and something is runnable.
       if (now >= round_->end_ms() || (jobs_changed_ && jobs_.AnyRunnable(now))) CloseRound();
     } else if (round_->AllReported()) {
       CloseRound();
+    } else if (options_.rounds_on_time && now >= round_->end_ms() + BoundaryWaitMs()) {
+      // The next round starts on time: reports still out are taken late.
+      CarryOutstanding(now);
+      CloseRound();
+      if (now >= closing_->deadline_ms()) ExpireClosing(now);
     } else if (now >= round_->deadline_ms()) {
-      KillStragglers(now);
+      KillStragglers(*round_, now);
       CloseRound();
     } else if (round_->TakeMidRound(now)) {
       PrefetchAllocation(now, /*with_leavers=*/true);
@@ -113,8 +123,12 @@ void SchedulerCore::Tick() {
 std::int64_t SchedulerCore::NextWakeMs() const {
   const std::int64_t now = clock_->NowMs();
   std::int64_t wake = now + 1000;
+  if (closing_) wake = std::min(wake, closing_->deadline_ms());
   if (round_) {
     wake = std::min(wake, round_->NextWakeMs());
+    if (!round_->idle() && options_.rounds_on_time) {
+      wake = std::min(wake, round_->end_ms() + BoundaryWaitMs());
+    }
   } else if (ShouldStartRound(now)) {
     return now;
   }
@@ -155,7 +169,7 @@ void SchedulerCore::StartRound(std::int64_t now) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void SchedulerCore::KillStragglers(std::int64_t now) {
+void SchedulerCore::KillStragglers(OpenRound& round, std::int64_t now) {
   // The job is to blame only if its agent is demonstrably alive (heartbeats of late); a
   // silent agent is about to be declared dead, which is no fault of the job.
   const auto recent_ms =
@@ -164,28 +178,28 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
   // begun. Its tasks end without blame and its processes keep starting; the next round
   // extends them if it keeps the job on those GPUs, else the agents stop them. A start-up
   // that hangs is the agent's to catch (`gavel worker --startup-timeout-seconds`).
-  for (const auto& [job, workers] : std::map(round_->jobs())) {
+  for (const auto& [job, workers] : std::map(round.jobs())) {
     const auto this_job = job;  // clang 14 cannot capture a structured binding
     const bool starting = std::any_of(workers.begin(), workers.end(), [&](std::uint64_t w) {
       const auto it = starting_.find(w);
       return it != starting_.end() && it->second == this_job;
     });
-    if (starting && round_->EndWithoutBlame(job, "still starting at the round's deadline")) {
+    if (starting && round.EndWithoutBlame(job, "still starting at the round's deadline")) {
       Log(now, "slow-start", job, 0, "still starting at the round's deadline: not blamed");
-      FinishJobTasks(job, now);
+      FinishMicroTask(round, job, now);
       // Its processes wait on those GPUs as a paused job's do: placed there again, they go
-      // on (an extension, no new attempt).
+      // on (an extension, no new attempt). (A closing round's job is the open round's now.)
       Job& spared = jobs_.at(job);
-      if (IsActive(spared)) spared.paused = spared.still_starting = true;
+      if (IsActive(spared) && !IsClosing(round)) spared.paused = spared.still_starting = true;
     }
   }
   // A multi-GPU job's lease is a step bound from its throughput estimate: one that outlasts
   // the round is the estimate's fault (a prior too high), not the job's. Its ranks are
   // killed without blame, and their kill reports teach the daemon the rate (ReportDone).
-  const std::set<std::uint64_t> jobs = round_->EndStragglers(
+  const std::set<std::uint64_t> jobs = round.EndStragglers(
       [&](std::uint64_t worker) {
         const Agent* agent = agents_.AgentOfWorker(worker);
-        const std::uint64_t job = round_->PendingJobOn(worker);
+        const std::uint64_t job = round.PendingJobOn(worker);
         const auto it = jobs_.find(job);
         const bool gang = it != jobs_.end() && it->second.row.spec.scale_factor() > 1;
         return !gang && agent != nullptr && agent->row.alive &&
@@ -193,10 +207,43 @@ void SchedulerCore::KillStragglers(std::int64_t now) {
       },
       &counters_.stragglers_killed);
   for (std::uint64_t job : jobs) {
-    KillEverywhere(job, "no report by the round's deadline", /*any_round=*/false);
+    KillEverywhere(job, "no report by the round's deadline", /*any_round=*/false, "", &round);
     Log(now, "straggler", job, 0, "killed: no report by the round's deadline");
-    FinishJobTasks(job, now);
+    FinishMicroTask(round, job, now);
   }
+}
+
+void SchedulerCore::CarryOutstanding(std::int64_t now) {
+  if (closing_) ExpireClosing(now);
+  const double elapsed_s = static_cast<double>(now - round_->start_ms()) / 1000.0;
+  for (const auto& [job_id, workers] : round_->jobs()) {
+    const std::vector<const RoundTask*> tasks = round_->TasksOf(job_id);
+    const auto out = std::count_if(tasks.begin(), tasks.end(),
+                                   [](const RoundTask* t) { return !t->reported; });
+    if (out == 0) continue;  // its micro-task was finished when its last report came
+    counters_.tasks_carried += static_cast<std::uint64_t>(out);
+    // Its time is booked now, as if it had reported; its steps follow with the reports.
+    if (round_->mech_backed()) seam_->CarryMicroTask(job_id, 0, elapsed_s, now);
+    Job& job = jobs_.at(job_id);
+    if (!IsActive(job)) continue;
+    // Its processes stay where they are: placed there again they go on (an extension), placed
+    // elsewhere the job waits until they reported, placed nowhere their agents stop them.
+    const auto this_job = job_id;  // clang 14 cannot capture a structured binding
+    job.last_workers = workers;
+    job.paused = job.report_outstanding = true;
+    job.still_starting = std::any_of(workers.begin(), workers.end(), [&](std::uint64_t w) {
+      const auto it = starting_.find(w);
+      return it != starting_.end() && it->second == this_job;
+    });
+  }
+  round_->Detach();
+  closing_.emplace(std::move(*round_));
+}
+
+void SchedulerCore::ExpireClosing(std::int64_t now) {
+  KillStragglers(*closing_, now);
+  for (const auto& [job_id, workers] : closing_->jobs()) jobs_.at(job_id).report_outstanding = false;
+  closing_.reset();
 }
 
 void SchedulerCore::CloseRound() {
@@ -344,37 +391,58 @@ Result<wire::JobInfo> SchedulerCore::Cancel(const rpc::Principal& user, std::uin
   const std::int64_t now = clock_->NowMs();
   KillEverywhere(job_id, "cancelled by " + user.user, /*any_round=*/true);
   EndJob(job, wire::CANCELLED, "cancelled by " + user.user, now);
-  // Its tasks of this round end now; whatever its process checkpointed no longer matters.
+  // Its tasks of this round (and the closing one) end now; whatever its process
+  // checkpointed no longer matters.
   if (round_ && round_->HasJob(job_id) && round_->EndWithoutBlame(job_id, "cancelled")) {
     FinishJobTasks(job_id, now);
+  }
+  if (closing_ && closing_->HasJob(job_id) && closing_->EndWithoutBlame(job_id, "cancelled")) {
+    FinishMicroTask(*closing_, job_id, now);
   }
   return Info(job);
 }
 
 Result<wire::ListJobsResponse> SchedulerCore::ListJobs(const wire::ListJobsRequest& request) const {
-  GAVEL_ASSIGN_OR_RETURN(const ListPage page, ParseListPage(request));
-  wire::ListJobsResponse response;
-  std::set<std::uint64_t> wanted(request.job_ids().begin(), request.job_ids().end());
-  for (std::uint64_t id : wanted) {
-    if (!jobs_.contains(id)) return Status::NotFound("job_ids: no job " + std::to_string(id));
-  }
-  std::size_t bytes = 0;
-  for (auto it = jobs_.upper_bound(page.after_id); it != jobs_.end(); ++it) {
-    const auto& [id, job] = *it;
-    if (!wanted.empty() && !wanted.contains(id)) continue;
-    if (request.active_only() && !IsActive(job)) continue;
-    if (static_cast<std::uint32_t>(response.jobs_size()) == page.limit ||
-        (response.jobs_size() > 0 && bytes >= kListPageBytes)) {
-      response.set_next_page_token(std::to_string(response.jobs().rbegin()->id()));
-      break;
+  return Listing()->Page(request);
+}
+
+std::shared_ptr<const JobListing> SchedulerCore::Listing() const {
+  constexpr std::int64_t kRefreshMs = 1000;
+  const std::int64_t now = clock_->NowMs();
+  const std::optional<std::uint64_t> round = current_round();
+  std::set<std::string> live;
+  for (const std::string& t : agents_.LiveGpuTypes()) live.insert(t);
+  const bool full = now - listing_full_ms_ >= kRefreshMs || now < listing_full_ms_ ||
+                    round != listing_round_;
+  if (full) {
+    listing_full_ms_ = now;
+    listing_round_ = round;
+    for (const auto& [id, job] : jobs_) {
+      listing_entries_[id] = std::make_shared<const wire::JobInfo>(Info(job, live));
     }
-    *response.add_jobs() = Info(job);
-    bytes += response.jobs().rbegin()->ByteSizeLong();
+  } else {
+    listing_stale_.insert(journal_.dirty_jobs.begin(), journal_.dirty_jobs.end());
+    for (std::uint64_t id : listing_stale_) {
+      const auto it = jobs_.find(id);
+      if (it != jobs_.end()) {
+        listing_entries_[id] = std::make_shared<const wire::JobInfo>(Info(it->second, live));
+      }
+    }
   }
-  return response;
+  listing_stale_.clear();
+  std::vector<JobListing::Entry> entries;
+  entries.reserve(listing_entries_.size());
+  for (const auto& [id, entry] : listing_entries_) entries.push_back(entry);
+  return std::make_shared<const JobListing>(std::move(entries));
 }
 
 wire::JobInfo SchedulerCore::Info(const Job& job) const {
+  std::set<std::string> live;
+  for (const std::string& t : agents_.LiveGpuTypes()) live.insert(t);
+  return Info(job, live);
+}
+
+wire::JobInfo SchedulerCore::Info(const Job& job, const std::set<std::string>& live) const {
   wire::JobInfo info;
   const JobRow& row = job.row;
   info.set_id(row.id);
@@ -388,10 +456,7 @@ wire::JobInfo SchedulerCore::Info(const Job& job) const {
                     static_cast<double>(std::max<std::uint64_t>(row.spec.total_steps(), 1)));
   const std::map<std::string, double> allocation =
       IsActive(job) ? seam_->AllocationOf(row.id) : std::map<std::string, double>{};
-  std::set<std::string> types;
-  std::set<std::string> live;
-  for (const std::string& t : agents_.LiveGpuTypes()) live.insert(t);
-  types = live;
+  std::set<std::string> types = live;
   for (const auto& [t, g] : row.per_type) types.insert(t);
   double rate = 0.0;
   for (const std::string& type : types) {
@@ -574,6 +639,13 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
       round_ ? round_->Record(request) : OpenRound::Fate::kStale;
   if (fate == OpenRound::Fate::kMicroTaskEnded) FinishJobTasks(request.job_id(), now);
   if (fate != OpenRound::Fate::kStale) return Status::Ok();
+  // A report the closing round still waits for (late: the next round began on time).
+  const OpenRound::Fate late =
+      closing_ ? closing_->Record(request) : OpenRound::Fate::kStale;
+  if (late == OpenRound::Fate::kMicroTaskEnded) {
+    FinishMicroTask(*closing_, request.job_id(), now);
+  }
+  if (late != OpenRound::Fate::kStale) return Status::Ok();
   // A repeat, or a report from a round that is over: its checkpoint is credited by the job's
   // next report (counts are absolute), so ignoring it loses nothing. One thing it alone
   // knows: how fast a process the daemon killed at the deadline was training (the ranks of a
@@ -598,21 +670,23 @@ void SchedulerCore::OnDispatchFailed(const std::string& agent_id, std::uint64_t 
   if (!round_ || round_->id() != round_id) return;
   const std::int64_t now = clock_->NowMs();
   // Only the jobs' other GPUs need telling: the unreachable agent never got the round.
-  if (AbandonAgentTasks(agent_id, "the round's work could not be delivered to agent " + agent_id,
+  if (AbandonAgentTasks(*round_, agent_id,
+                        "the round's work could not be delivered to agent " + agent_id,
                         "another of its GPUs is unreachable", now)) {
     Log(now, "dispatch-failed", 0, 0, "agent " + agent_id);
   }
 }
 
-bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::string& message,
+bool SchedulerCore::AbandonAgentTasks(OpenRound& round, const std::string& agent_id,
+                                      const std::string& message,
                                       const std::string& kill_reason, std::int64_t now) {
-  const std::set<std::uint64_t> jobs = round_->EndTasksOn(
+  const std::set<std::uint64_t> jobs = round.EndTasksOn(
       [&](std::uint64_t worker) { return agents_.OwnsWorker(agent_id, worker); }, message);
   for (std::uint64_t job : jobs) {
     // Its other ranks cannot go on without the ones that ended.
-    KillEverywhere(job, kill_reason, /*any_round=*/false, /*spare=*/agent_id);
-    round_->EndWithoutBlame(job, "");
-    FinishJobTasks(job, now);
+    KillEverywhere(job, kill_reason, /*any_round=*/false, /*spare=*/agent_id, &round);
+    round.EndWithoutBlame(job, "");
+    FinishMicroTask(round, job, now);
   }
   return !jobs.empty();
 }
@@ -620,18 +694,28 @@ bool SchedulerCore::AbandonAgentTasks(const std::string& agent_id, const std::st
 // ------------------------------------------------------------------------------------------
 // Crediting a finished micro-task.
 
-void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
-  if (!round_->HasJob(job_id)) return;
-  const MicroTaskSummary m = round_->Summarize(job_id, now);
+void SchedulerCore::FinishMicroTask(OpenRound& round, std::uint64_t job_id, std::int64_t now) {
+  if (!round.HasJob(job_id)) return;
+  const bool late = IsClosing(round);
+  const MicroTaskSummary m = round.Summarize(job_id, now);
   Job& job = jobs_.at(job_id);
   const bool active = IsActive(job);
-  const Credited credited = jobs_.CreditMicroTask(job, m, now);
+  const Credited credited = jobs_.CreditMicroTask(job, m, now, late);
   if (credited.worth_resolve) jobs_changed_ = true;
+  if (late) {
+    // The mechanism booked this micro-task's time when its round closed; now its steps.
+    job.report_outstanding = false;
+    seam_->BookLateSteps(job_id, credited.steps, now);
+  }
 
   if (active) {
     for (std::uint64_t w : m.workers) agents_.AddBusySeconds(w, m.elapsed_s);
     if (job.row.steps_done >= job.row.spec.total_steps()) {
       EndJob(job, wire::DONE, "", now);
+      // A late report finished it: its task of the open round has nothing left to do.
+      if (late && round_ && round_->HasJob(job_id) && round_->EndWithoutBlame(job_id, "done")) {
+        FinishJobTasks(job_id, now);
+      }
     } else if (m.completed && !m.crashed) {
       RoundTask as_crash = *m.first;
       as_crash.exit_code = 0;
@@ -643,17 +727,21 @@ void SchedulerCore::FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
       RoundTask copy = *m.culprit;
       if (m.launch_failed) copy.outcome = wire::LAUNCH_FAILED;
       HandleCrash(job, copy, now);
-    } else {
+    } else if (!late) {
       job.last_launch_failed = false;
       if (job.row.state == wire::RUNNING) job.row.state = wire::QUEUED;
     }
+    // A late crash leaves the job backing off; a task of it in the open round runs on.
+    if (late && IsActive(job) && round_ && round_->HasJob(job_id)) job.row.state = wire::RUNNING;
     Touch(job);
   }
 
   // Feed the RoundScheduler the credited increment (exact: its record of the job's progress
   // then equals the checkpointed count, so both agree on when the job is done), then what the
   // micro-task measured.
-  if (round_->mech_backed()) seam_->ReportMicroTask(job_id, credited.steps, m.elapsed_s, now);
+  if (!late && round.mech_backed()) {
+    seam_->ReportMicroTask(job_id, credited.steps, m.elapsed_s, now);
+  }
   if (IsActive(job)) {
     seam_->TakeEstimates(job, credited.learned_colocated ? MechanismSeam::Learned::kOwnAndPairs
                                                          : MechanismSeam::Learned::kOwn);
@@ -726,10 +814,13 @@ void SchedulerCore::EndJob(Job& job, wire::JobState state, const std::string& me
 }
 
 void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reason,
-                                   bool any_round, const std::string& spare) {
+                                   bool any_round, const std::string& spare,
+                                   const OpenRound* round) {
+  if (round == nullptr && round_) round = &*round_;
   std::set<std::string> targets;
-  if (round_) {
-    for (std::uint64_t w : round_->WorkersOf(job_id)) {
+  for (const std::optional<OpenRound>* r : {&round_, &closing_}) {
+    if (!r->has_value()) continue;
+    for (std::uint64_t w : (*r)->WorkersOf(job_id)) {
       if (const Agent* a = agents_.AgentOfWorker(w)) targets.insert(a->row.agent_id);
     }
   }
@@ -745,7 +836,7 @@ void SchedulerCore::KillEverywhere(std::uint64_t job_id, const std::string& reas
     wire::KillJobRequest request;
     request.set_job_id(job_id);
     request.set_reason(reason);
-    if (!any_round && round_) request.set_round_id(round_->id());
+    if (!any_round && round != nullptr) request.set_round_id(round->id());
     transport_->KillJob(agents_.Endpoint(agent), request, nullptr);
   }
 }
@@ -795,6 +886,7 @@ void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
 
 Status SchedulerCore::Flush() {
   for (std::uint64_t id : journal_.dirty_jobs) journal_.batch.jobs.push_back(jobs_.at(id).row);
+  listing_stale_.insert(journal_.dirty_jobs.begin(), journal_.dirty_jobs.end());
   for (const std::string& id : journal_.dirty_agents) {
     journal_.batch.agents.push_back(agents_.Find(id)->row);
   }

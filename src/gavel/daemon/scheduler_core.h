@@ -24,7 +24,10 @@
 //   plan (RoundScheduler::PlanRound) → AgentExecutor: one StartRound per live agent (leases
 //   to the round's end) → collect ReportDone per GPU, crediting checkpointed steps and measured
 //   throughputs and feeding the RoundScheduler → close when every task reported, or at
-//   end + grace (stragglers are killed and their micro-tasks fail) → next round.
+//   end + grace (stragglers are killed and their micro-tasks fail) → next round. With
+//   rounds_on_time a round closes just after its end whatever is still out and stays as the
+//   closing round: its reports are credited when they come (late), and at its end + grace
+//   its stragglers are killed.
 // Jobs whose lease ran out wait paused; a job placed on the same GPUs again continues
 // without a restart (the agent sees the same job and extends its lease).
 //
@@ -54,6 +57,7 @@
 #include "gavel/daemon/agent_transport.h"
 #include "gavel/daemon/core_options.h"
 #include "gavel/daemon/job_book.h"
+#include "gavel/daemon/job_listing.h"
 #include "gavel/daemon/journal.h"
 #include "gavel/daemon/open_round.h"
 #include "gavel/daemon/mechanism_seam.h"
@@ -86,6 +90,7 @@ struct CoreCounters {
   std::uint64_t reports = 0;
   std::uint64_t stale_reports = 0;
   std::uint64_t stragglers_killed = 0;
+  std::uint64_t tasks_carried = 0;     // tasks still out when their round closed on time
   double last_plan_seconds = 0.0;      // PlanRound + dispatch of the latest round
 };
 
@@ -111,7 +116,12 @@ class SchedulerCore {
   // True when `user` may not cancel `job_id` (it exists, belongs to another user, and `user`
   // is not an admin).
   bool CancelDenied(const rpc::Principal& user, std::uint64_t job_id) const;
+  // A page of Listing() (job_listing.h).
   Result<wire::ListJobsResponse> ListJobs(const wire::ListJobsRequest& request) const;
+  // Every job as listings show it, now. Entries of jobs that did not change are shared with
+  // the previous listing; allocations and estimates, which move without a job changing, are
+  // refreshed in every entry at least once a second and at each new round.
+  std::shared_ptr<const JobListing> Listing() const;
   wire::ListWorkersResponse ListWorkers() const;
   // Where `gavel logs` looks for a job's output: every agent known (a job's logs stay on the
   // hosts it ran on), with whether it is alive. Errors: no such job (kNotFound).
@@ -172,17 +182,36 @@ class SchedulerCore {
   void CheckHeartbeats(std::int64_t now);
   bool ShouldStartRound(std::int64_t now) const;
   void StartRound(std::int64_t now);
-  void KillStragglers(std::int64_t now);
+  // The round's deadline passed: its tasks still starting end without blame, the others are
+  // stragglers, killed.
+  void KillStragglers(OpenRound& round, std::int64_t now);
+  // The open round's end came with tasks still out: their jobs' micro-tasks are booked in
+  // the mechanism now (their time; their steps when the reports come), their processes may
+  // go on where they are (paused there, report_outstanding), and the round becomes the
+  // closing round. A closing round still open is expired first.
+  void CarryOutstanding(std::int64_t now);
+  // The closing round's deadline passed: its stragglers are killed, and it is forgotten.
+  void ExpireClosing(std::int64_t now);
   void CloseRound();
-  // The job's micro-task of the open round is over (every task of it ended): the open round
-  // sums it up, the JobBook credits it, the failure policy judges it, the mechanism hears.
-  void FinishJobTasks(std::uint64_t job_id, std::int64_t now);
-  // The agent is gone (dead, or the round could not be delivered): its unreported tasks of the
-  // open round end without blame (with `message`), the other ranks of their jobs are told to
+  // The job's micro-task of `round` is over (every task of it ended): the round sums it up,
+  // the JobBook credits it, the failure policy judges it, the mechanism hears. For the
+  // closing round (late) the mechanism only gets the steps (it booked the time at the
+  // boundary), and where the job runs now is left to the open round.
+  void FinishMicroTask(OpenRound& round, std::uint64_t job_id, std::int64_t now);
+  void FinishJobTasks(std::uint64_t job_id, std::int64_t now) {
+    FinishMicroTask(*round_, job_id, now);
+  }
+  bool IsClosing(const OpenRound& round) const { return closing_ && &round == &*closing_; }
+  std::int64_t BoundaryWaitMs() const {
+    return static_cast<std::int64_t>(options_.boundary_wait().value() * 1000.0);
+  }
+  // The agent is gone (dead, or the round could not be delivered): its unreported tasks of
+  // `round` end without blame (with `message`), the other ranks of their jobs are told to
   // stop (`kill_reason`) and end too, and the jobs are credited. Returns whether any task was
   // unreported.
-  bool AbandonAgentTasks(const std::string& agent_id, const std::string& message,
-                         const std::string& kill_reason, std::int64_t now);
+  bool AbandonAgentTasks(OpenRound& round, const std::string& agent_id,
+                         const std::string& message, const std::string& kill_reason,
+                         std::int64_t now);
 
   // The mechanism (MechanismSeam): with_leavers also solves ahead the problem without the jobs
   // that will likely finish this round.
@@ -193,12 +222,13 @@ class SchedulerCore {
   double Prior(const Job& job, const std::string& gpu_type) const;
   double Estimate(const Job& job, const std::string& gpu_type) const;
   wire::JobInfo Info(const Job& job) const;
+  wire::JobInfo Info(const Job& job, const std::set<std::string>& live_types) const;
   void HandleCrash(Job& job, const RoundTask& culprit, std::int64_t now);
   void EndJob(Job& job, wire::JobState state, const std::string& message, std::int64_t now);
-  // Sends KillJob for the job's processes of the current round (or any round, for a job
-  // that leaves for good) to every live agent that may run it, except `spare`.
+  // Sends KillJob for the job's processes of `round` (the open round when null; any round,
+  // for a job that leaves for good) to every live agent that may run it, except `spare`.
   void KillEverywhere(std::uint64_t job_id, const std::string& reason, bool any_round,
-                      const std::string& spare = "");
+                      const std::string& spare = "", const OpenRound* round = nullptr);
 
   // Staging writes.
   void Touch(const Job& job);
@@ -224,6 +254,9 @@ class SchedulerCore {
 
   std::uint64_t next_round_id_ = 0;
   std::optional<OpenRound> round_;  // the open round (tasks, reports, deadlines)
+  // The round before it when it closed on time with reports still out: it takes them (late)
+  // until its deadline. Not stored: a restarted daemon ignores them (absolute counts).
+  std::optional<OpenRound> closing_;
 
   std::shared_ptr<AllocationService> allocation_;
   // The seam to the RoundScheduler (mechanism_seam.h); made at recovery, once the epoch is known.
@@ -234,6 +267,14 @@ class SchedulerCore {
   bool jobs_changed_ = false;      // the active job set changed since the last prefetch
 
   CoreCounters counters_;
+
+  // Listing's cache (it changes nothing a caller can see): each job's entry, the jobs
+  // changed since it was built (committed; the uncommitted ones are in journal_), and when
+  // and for which round every entry was last rebuilt.
+  mutable std::map<std::uint64_t, JobListing::Entry> listing_entries_;
+  mutable std::set<std::uint64_t> listing_stale_;
+  mutable std::int64_t listing_full_ms_ = 0;
+  mutable std::optional<std::uint64_t> listing_round_;
 };
 
 }  // namespace gavel::daemon

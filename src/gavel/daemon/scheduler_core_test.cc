@@ -50,6 +50,7 @@ class CoreTest : public ::testing::Test {
     options.heartbeat_timeout = Seconds(5.0);
     options.retry_backoff = Seconds(4.0);
     options.background_solves = false;
+    options.rounds_on_time = rounds_on_time_;
     options.instance_costs = instance_costs_;
     return options;
   }
@@ -98,6 +99,12 @@ class CoreTest : public ::testing::Test {
     ADD_FAILURE() << "no new round for " << agent;
     return {};
   }
+  // Advances the clock to the end of `round` (its leases' round end), beating and ticking.
+  void AdvanceToEnd(const wire::StartRoundRequest& round, const std::vector<std::string>& alive) {
+    ASSERT_GT(round.tasks_size(), 0);
+    const std::int64_t end = round.tasks(0).lease().round_end_unix_ms();
+    if (end > clock_.NowMs()) Advance(end - clock_.NowMs(), alive);
+  }
   // Advances the clock, keeping `alive` agents heartbeating, then ticks and flushes.
   void Advance(std::int64_t ms, const std::vector<std::string>& alive = {}) {
     for (std::int64_t left = ms; left > 0; left -= 500) {
@@ -145,6 +152,7 @@ class CoreTest : public ::testing::Test {
 
   std::string policy_ = "max_min_fairness_perf";
   std::map<std::string, double> instance_costs_;
+  bool rounds_on_time_ = true;
   ManualClock clock_{Seconds(1'700'000'000.0)};  // a Unix time, in 2023
   MemoryStore store_;
   FakeAgentTransport transport_;
@@ -465,10 +473,122 @@ TEST_F(CoreTest, StepsCheckpointedInALostReportAreCreditedByTheNextOne) {
   auto next = NextRound("a1", round.round_id(), {"a1"});
   // The lost round's process had checkpointed 30 steps; the next one resumes from them and
   // reports an absolute count: 30 + 45, each step credited once.
-  Advance(kRoundMs, {"a1"});
+  AdvanceToEnd(next, {"a1"});
   ASSERT_TRUE(
       Report("a1", w[0], job, next.round_id(), wire::LEASE_EXPIRED, 75, 45, 10.0).ok());
   EXPECT_EQ(Job(job).steps_done(), 75u);
+}
+
+// The next round begins at the round's end (plus 0.5 % of the round) whatever reports are
+// still out; a report that comes later is credited then, once, and the RoundScheduler books
+// the round's time at the boundary and its steps with the late report, so both agree with
+// the checkpoint when the job is done.
+TEST_F(CoreTest, ARoundBeginsOnTimeAndALateReportIsCreditedOnce) {
+  const auto w = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(100));
+  Tick();
+  const wire::StartRoundRequest first = transport_.LastRound("a1");
+  AdvanceToEnd(first, {"a1"});
+  EXPECT_EQ(transport_.LastRound("a1").round_id(), first.round_id()) << "not before its end";
+  ASSERT_LT(core_->options().boundary_wait().value(), 0.1);
+  clock_.AdvanceMs(100);
+  Beat("a1");
+  Tick();
+  const wire::StartRoundRequest second = transport_.LastRound("a1");
+  ASSERT_EQ(second.round_id(), first.round_id() + 1) << "the next round began on time";
+  EXPECT_EQ(second.tasks(0).lease().round_end_unix_ms(),
+            first.tasks(0).lease().round_end_unix_ms() + kRoundMs + 100);
+  ASSERT_EQ(second.tasks_size(), 1);
+  EXPECT_EQ(second.tasks(0).worker_id(), w[0]);
+  EXPECT_EQ(second.tasks(0).job().attempt(), 0u) << "it goes on in place";
+  const auto time_before = core_->MechanismAccounting(job);
+  ASSERT_TRUE(time_before.has_value());
+
+  // The first round's report, late, then again (an agent retrying): credited once.
+  Advance(500, {"a1"});
+  ASSERT_TRUE(Report("a1", w[0], job, first.round_id(), wire::LEASE_EXPIRED, 40, 40, 10.0).ok());
+  ASSERT_TRUE(Report("a1", w[0], job, first.round_id(), wire::LEASE_EXPIRED, 40, 40, 10.0).ok());
+  ASSERT_TRUE(core_->Flush().ok());
+  EXPECT_EQ(Job(job).steps_done(), 40u);
+  EXPECT_EQ(Job(job).failures(), 0u);
+  EXPECT_DOUBLE_EQ(Stats(Job(job), "v100")->throughput_measured(), 4.0);
+  EXPECT_EQ(core_->counters().tasks_carried, 1u);
+  // The second round ends with its report in time: the job is done, every step once.
+  AdvanceToEnd(second, {"a1"});
+  ASSERT_TRUE(Report("a1", w[0], job, second.round_id(), wire::COMPLETED, 100, 60, 6.0).ok());
+  ASSERT_TRUE(core_->Flush().ok());
+  const wire::JobInfo done = Job(job);
+  EXPECT_EQ(done.state(), wire::DONE);
+  EXPECT_EQ(done.steps_done(), 100u);
+  EXPECT_EQ(Stats(done, "v100")->steps(), 100u);
+  EXPECT_FALSE(core_->MechanismAccounting(job).has_value())
+      << "the RoundScheduler counted the same 100 steps and let the job go";
+}
+
+// A late report that completes the job ends it, with its task of the round that began
+// meanwhile; a report of a round whose deadline passed is ignored, whatever count it carries.
+TEST_F(CoreTest, ALateReportCanFinishTheJobAndOneAfterTheDeadlineIsIgnored) {
+  const auto w = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(50));
+  Tick();
+  const wire::StartRoundRequest first = transport_.LastRound("a1");
+  AdvanceToEnd(first, {"a1"});
+  Advance(500, {"a1"});
+  const wire::StartRoundRequest second = transport_.LastRound("a1");
+  ASSERT_EQ(second.round_id(), first.round_id() + 1);
+  ASSERT_TRUE(Report("a1", w[0], job, first.round_id(), wire::LEASE_EXPIRED, 30, 30, 10.0).ok());
+  ASSERT_TRUE(core_->Flush().ok());
+  EXPECT_EQ(Job(job).steps_done(), 30u);
+  Advance(2000, {"a1"});  // past the first round's deadline (end + 2 s)
+  ASSERT_TRUE(Report("a1", w[0], job, first.round_id(), wire::KILLED, 45, 45, 12.0).ok());
+  ASSERT_TRUE(core_->Flush().ok());
+  EXPECT_EQ(Job(job).steps_done(), 30u) << "a report of a round over is not credited";
+
+  AdvanceToEnd(second, {"a1"});
+  Advance(500, {"a1"});
+  const wire::StartRoundRequest third = transport_.LastRound("a1");
+  ASSERT_EQ(third.round_id(), second.round_id() + 1);
+  ASSERT_EQ(third.tasks_size(), 1);
+  EXPECT_EQ(Job(job).state(), wire::RUNNING);
+  ASSERT_TRUE(Report("a1", w[0], job, second.round_id(), wire::COMPLETED, 50, 20, 5.0).ok());
+  ASSERT_TRUE(core_->Flush().ok());
+  const wire::JobInfo done = Job(job);
+  EXPECT_EQ(done.state(), wire::DONE);
+  EXPECT_EQ(done.steps_done(), 50u);
+  EXPECT_EQ(done.failures(), 0u);
+  EXPECT_EQ(Stats(done, "v100")->steps(), 50u);
+  EXPECT_FALSE(core_->MechanismAccounting(job).has_value());
+  // Its task of the third round is over: that round closes at once, nothing else to run.
+  Tick();
+  EXPECT_FALSE(core_->current_round().has_value());
+}
+
+// Without --rounds-on-time a round waits for its last report (what `gavel simulate` models),
+// or kills its stragglers at end + grace, before the next one begins.
+TEST_F(CoreTest, ByDefaultARoundWaitsForItsLastReport) {
+  rounds_on_time_ = false;
+  Open();
+  const auto w = Register("a1", "v100");
+  const std::uint64_t job = Submit(Spec(100));
+  Tick();
+  const wire::StartRoundRequest first = transport_.LastRound("a1");
+  AdvanceToEnd(first, {"a1"});
+  Advance(1500, {"a1"});
+  EXPECT_EQ(transport_.LastRound("a1").round_id(), first.round_id()) << "waits for the report";
+  ASSERT_TRUE(Report("a1", w[0], job, first.round_id(), wire::LEASE_EXPIRED, 40, 40, 10.0).ok());
+  Tick();
+  const wire::StartRoundRequest second = transport_.LastRound("a1");
+  ASSERT_EQ(second.round_id(), first.round_id() + 1);
+  EXPECT_EQ(second.tasks(0).lease().round_end_unix_ms(), clock_.NowMs() + kRoundMs);
+  EXPECT_EQ(Job(job).steps_done(), 40u);
+  AdvanceToEnd(second, {"a1"});
+  Advance(1500, {"a1"});
+  EXPECT_EQ(transport_.LastRound("a1").round_id(), second.round_id());
+  EXPECT_TRUE(transport_.kills().empty());
+  Advance(1000, {"a1"});  // past end + 2 s of grace: the straggler is killed, then a round
+  EXPECT_FALSE(transport_.kills().empty());
+  EXPECT_EQ(Job(job).failures(), 1u);
+  EXPECT_EQ(core_->counters().tasks_carried, 0u);
 }
 
 TEST_F(CoreTest, MalformedReportsAreRefused) {
@@ -1289,7 +1409,8 @@ TEST_F(CoreTest, AStragglersMessageSaysWhyOnce) {
   const std::uint64_t job = Submit(Spec(1000));
   Tick();
   const wire::StartRoundRequest first = transport_.LastRound("a1");
-  NextRound("a1", first.round_id(), {"a1"});
+  AdvanceToEnd(first, {"a1"});
+  Advance(2500, {"a1"});  // past its deadline (end + 2 s of grace)
   EXPECT_FALSE(transport_.kills().empty());
   const wire::JobInfo info = Job(job);
   EXPECT_EQ(info.failures(), 1u);
@@ -1338,7 +1459,10 @@ TEST_F(CoreTest, AgentsHearOfARoundOnlyOnceItIsCommitted) {
   Advance(20'000, {"a1"});
   ASSERT_GT(transport_.RoundsSentTo("a1"), 1u);
   EXPECT_GT(transport_.LastRound("a1").round_id(), round);
-  EXPECT_GE(transport_.LastRound("a1").tasks(0).job().attempt(), 1u);
+  // The resumed round closed on time with its report out: the job goes on in place (its
+  // process may still run there), not as a new attempt.
+  EXPECT_EQ(transport_.LastRound("a1").tasks(0).job().attempt(), 0u);
+  EXPECT_FALSE(transport_.LastRound("a1").tasks(0).restart());
 }
 
 // A 2-GPU job's lease is one step bound for both ranks, from its estimate. A prior far too
@@ -1359,6 +1483,7 @@ TEST_F(CoreTest, AMultiGpuJobOutlastingTheRoundIsSparedBlameAndTeachesItsRate) {
     EXPECT_EQ(task.job().world_size(), 2u);
   }
   const wire::StartRoundRequest second = NextRound("a1", first.round_id(), {"a1"});
+  Advance(2500, {"a1"});  // past the first round's deadline (end + 2 s of grace)
   EXPECT_EQ(Job(job).failures(), 0u) << Job(job).message();
   EXPECT_FALSE(transport_.kills().empty());
   // The kills' reports arrive late: 50 steps in 10 s of training.

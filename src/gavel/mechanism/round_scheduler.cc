@@ -172,6 +172,28 @@ Result<ReportOutcome> RoundScheduler::OnMicroTaskFailed(const Combination& combi
   return Book(finished);
 }
 
+Result<ReportOutcome> RoundScheduler::OnMicroTaskCarried(const MicroTaskResult& result) {
+  GAVEL_ASSIGN_OR_RETURN(FinishedMicroTask finished, book_.Whole(result));
+  finished.succeeded = true;
+  return Book(finished);
+}
+
+Result<bool> RoundScheduler::BookLateSteps(JobId job, double steps, Seconds at) {
+  if (!table_.IsActive(job)) {
+    return Status::NotFound("job " + job.ToString() + " is not active");
+  }
+  // No time and no GPU: the time was booked with the micro-task.
+  if (!table_.BookProgress(job, /*type=*/0, steps, 0.0, 0.0, /*gpus=*/0, at)) return false;
+  // While a later micro-task of it runs, the job leaves when that one is booked (or when
+  // the caller removes it); a running combination cannot be erased.
+  const ActiveJob& active = *table_.FindActive(job);
+  bool running = table_.combo(active.single_slot).running;
+  for (int slot : active.pair_slots) running = running || table_.combo(slot).running;
+  if (running) return true;
+  EraseJob(job, /*dropped=*/false);
+  return true;
+}
+
 ReportOutcome RoundScheduler::Book(const FinishedMicroTask& finished) {
   ComboState& c = *finished.combo;
   const MicroTaskResult& result = finished.result;

@@ -189,6 +189,17 @@ class RoundScheduler {
   // The whole micro-task failed (a worker died, the job crashed), whatever its GPUs reported so
   // far: one failed attempt, no progress credited. Error: no such micro-task is running.
   Result<ReportOutcome> OnMicroTaskFailed(const Combination& combination, Seconds at);
+  // The micro-task's time is over but part of its progress is still on its way (a live
+  // cluster closes a round on time while some reports are late): booked now as a success
+  // with the steps known so far (0 allowed), so its time counts as received; the rest follows
+  // through BookLateSteps. Errors as OnMicroTaskDone.
+  Result<ReportOutcome> OnMicroTaskCarried(const MicroTaskResult& result);
+  // Steps of the job's earlier micro-task that arrived after it was booked
+  // (OnMicroTaskCarried): they count toward its total, and the job completes (leaves, as after
+  // OnMicroTaskDone) when they reach it, or, while a later micro-task of it runs, when that
+  // one is booked (RemoveJob takes it out at once). Returns whether it reached its total.
+  // Error: NotFound (not active).
+  Result<bool> BookLateSteps(JobId job, double steps, Seconds at);
   // The original's trace-mode rule: with no arrival left and nothing running, let the next
   // round recompute the allocation regardless of the minimum reset interval.
   void OpenResetGate() { accounting_.OpenResetGate(); }

@@ -838,6 +838,66 @@ TEST(RoundSchedulerCallerIdsTest, AWholeMicroTaskBooksLikeItsGpusReports) {
             StatusCode::kFailedPrecondition);  // no longer running
 }
 
+// A micro-task carried over a round boundary (its report late) books its time at once and
+// its steps with BookLateSteps: the same records as one booked whole; late steps that reach
+// the total complete the job, or, while a later micro-task of it runs, leave it active until
+// that one is booked or the job is removed.
+TEST(RoundSchedulerCallerIdsTest, ACarriedMicroTaskBooksItsTimeNowAndItsStepsLate) {
+  Fixture done({{"v100", 1, 1}}, Share(1.0));
+  Fixture carried({{"v100", 1, 1}}, Share(1.0));
+  for (Fixture* f : {&done, &carried}) f->Add("A", 1, 1e4, 0.0);
+  const RoundPlan a = done.Plan(0.0);
+  const RoundPlan b = carried.Plan(0.0);
+  ASSERT_EQ(b.assignments.size(), 1u);
+  MicroTaskResult result;
+  result.combination = b.assignments.at(0).combination;
+  result.steps = {4000.0};
+  result.elapsed = {Seconds(300.0)};
+  result.finished_at = Seconds(300.0);
+  ASSERT_TRUE(done.scheduler->OnMicroTaskDone(result).ok());
+  result.steps = {0.0};
+  auto outcome = carried.scheduler->OnMicroTaskCarried(result);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_TRUE(outcome->succeeded) << "no steps yet is not a failure";
+  EXPECT_EQ(carried.scheduler->AccountingOf(JobId(0))->time_received,
+            done.scheduler->AccountingOf(JobId(0))->time_received);
+  EXPECT_EQ(carried.scheduler->worker_busy_seconds(), done.scheduler->worker_busy_seconds());
+  EXPECT_DOUBLE_EQ(carried.scheduler->record(JobId(0)).steps_run, 0.0);
+  auto late = carried.scheduler->BookLateSteps(JobId(0), 4000.0, Seconds(301.0));
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(*late);
+  EXPECT_EQ(carried.scheduler->record(JobId(0)).steps_run, done.scheduler->record(JobId(0)).steps_run);
+  EXPECT_EQ(carried.scheduler->gpu_seconds(JobId(0), 0), done.scheduler->gpu_seconds(JobId(0), 0));
+
+  // The rest arrives late while the next micro-task runs: the job stays until it is removed.
+  const RoundPlan next = carried.Plan(300.0);
+  ASSERT_EQ(next.assignments.size(), 1u);
+  result.combination = next.assignments[0].combination;
+  ASSERT_TRUE(carried.scheduler->OnMicroTaskCarried(result).ok());
+  const RoundPlan third = carried.Plan(600.0);
+  ASSERT_EQ(third.assignments.size(), 1u);
+  late = carried.scheduler->BookLateSteps(JobId(0), 6000.0, Seconds(601.0));
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(*late);
+  EXPECT_TRUE(carried.scheduler->IsActive(JobId(0))) << "its micro-task still runs";
+  ASSERT_TRUE(carried.scheduler->RemoveJob(JobId(0)).ok());
+  EXPECT_FALSE(carried.scheduler->HasRunningMicroTasks());
+
+  // With nothing of it running, late steps that reach the total complete the job at once.
+  Fixture alone({{"v100", 1, 1}}, Share(1.0));
+  alone.Add("A", 1, 1e4, 0.0);
+  const RoundPlan only = alone.Plan(0.0);
+  result.combination = only.assignments.at(0).combination;
+  ASSERT_TRUE(alone.scheduler->OnMicroTaskCarried(result).ok());
+  late = alone.scheduler->BookLateSteps(JobId(0), 1e4, Seconds(301.0));
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(*late);
+  EXPECT_FALSE(alone.scheduler->IsActive(JobId(0)));
+  EXPECT_EQ(alone.scheduler->BookLateSteps(JobId(0), 1.0, Seconds(302.0)).status().code(),
+            StatusCode::kNotFound);
+  (void)a;
+}
+
 // Without a drop rule the mechanism never drops a job, however often it fails; a job can be
 // admitted held, and the hold ends at its time.
 TEST(RoundSchedulerCallerIdsTest, WithoutADropRuleFailuresOnlyCountAndHoldsEndAtTheirTime) {

@@ -1,0 +1,62 @@
+// JobListing: an immutable snapshot of every job as `gavel jobs` shows it (wire::JobInfo by
+// id), and the board the core publishes it on, so that listings are answered on the gRPC
+// threads without waiting for the core thread.
+//
+// The core publishes a new listing after each commit, before it replies to the requests of
+// that batch (SchedulerCore::Listing, CoreLoop): a listing never shows an uncommitted change,
+// and a client's own acknowledged submission is always in it (read-committed, as before). A
+// listing in pages follows `page_token` (the last id of the previous page) through whichever
+// snapshots are current when each page is asked for: every page is one snapshot, and no job
+// is shown twice or skipped because another page came from a newer one (ids only grow).
+//
+// Ownership: a snapshot owns its entries, which it shares with the snapshots after it while
+// the job does not change (the core rebuilds only changed jobs' entries). Thread-safety: a
+// JobListing is immutable, so any thread may read it; ListingBoard's methods may be called
+// from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "gavel/core/mutex.h"
+#include "gavel/core/status.h"
+#include "gavel/wire/scheduler.pb.h"
+
+namespace gavel::daemon {
+
+class JobListing {
+ public:
+  using Entry = std::shared_ptr<const wire::JobInfo>;
+  // `jobs` sorted by id, every entry set.
+  explicit JobListing(std::vector<Entry> jobs);
+
+  // One page of the listing (scheduler.proto, ListJobsRequest: page_token, limit,
+  // active_only, job_ids). Errors name the field: a bad limit or page token, a job id the
+  // listing does not know (kNotFound).
+  Result<wire::ListJobsResponse> Page(const wire::ListJobsRequest& request) const;
+  const std::vector<Entry>& jobs() const { return jobs_; }
+
+ private:
+  std::vector<Entry> jobs_;  // by id
+};
+
+class ListingBoard {
+ public:
+  void Publish(std::shared_ptr<const JobListing> listing) {
+    MutexLock lock(mutex_);
+    latest_ = std::move(listing);
+  }
+  // Null until the first Publish.
+  std::shared_ptr<const JobListing> Latest() const {
+    MutexLock lock(mutex_);
+    return latest_;
+  }
+
+ private:
+  mutable Mutex mutex_;
+  std::shared_ptr<const JobListing> latest_ GAVEL_GUARDED_BY(mutex_);
+};
+
+}  // namespace gavel::daemon
