@@ -35,7 +35,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
   cmd->add_option("--state", o->state_dir, "State directory (SQLite database; created)")
       ->required();
   cmd->add_option("-p,--policy", o->policy,
-                  "Policy name (see `gavel policies`; default max_min_fairness_perf)");
+                  "Policy name (see `gavel policies`; default las_perf)");
   cmd->add_option("--round-seconds", o->round_seconds, "Round length in seconds (default 360)")
       ->check(Bounded(bounds::kMinRoundSeconds, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--token-file", o->token_file,

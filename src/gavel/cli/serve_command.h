@@ -25,7 +25,9 @@ namespace gavel::cli {
 struct ServeOptions {
   std::string listen = "127.0.0.1:50060";
   std::string state_dir;
-  std::string policy = "max_min_fairness_perf";
+  // The recommended policy (docs/policies.md, "las_perf"): the lowest average JCT of the
+  // field's schedulers on realistic clusters, whole GPUs, few restarts.
+  std::string policy = "las_perf";
   double round_seconds = 360.0;
   std::string token_file;
   std::string throughputs_file;  // empty = the shipped simulation table

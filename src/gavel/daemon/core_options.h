@@ -39,6 +39,8 @@ struct ChosenPolicy {
 };
 
 struct CoreOptions {
+  // The library's default, which its tests build on; `gavel serve` passes its own
+  // (ServeOptions::policy, the recommended las_perf).
   ChosenPolicy policy = ChosenPolicy::Known("max_min_fairness_perf");
   std::shared_ptr<const ThroughputTable> throughputs;  // required
   Seconds round_length{360.0};
