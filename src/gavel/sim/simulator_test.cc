@@ -371,6 +371,47 @@ TEST(SimulatorTest, RestartCostsTurnOnStayingPutWhereThePolicyOffersIt) {
             "max_min_fairness_packed");
 }
 
+// The bounded lag is on under restart costs for the policies the mechanism time-slices, off
+// for those that pick what runs every round, and the user's K wins.
+TEST(SimulatorTest, RestartCostsBoundTheLagOfTimeSlicedPolicies) {
+  PhysicsOptions plain;
+  PhysicsOptions restarts;
+  restarts.restart_overhead = RestartOverhead::Uniform(20.0);
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf", plain), 0.0);
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf", restarts), kLagBoundRestarts);
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf:stay=0", restarts), kLagBoundRestarts);
+  EXPECT_EQ(LagBoundFor("drf", restarts), kLagBoundRestarts);
+  EXPECT_EQ(LagBoundFor("tiresias_2das", restarts), 0.0);
+  EXPECT_EQ(LagBoundFor("oasis", restarts), 0.0);
+  restarts.lag_bound_restarts = 0.0;
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf", restarts), 0.0);
+  restarts.lag_bound_restarts = 30.0;
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf", restarts), 30.0);
+}
+
+// allocation_share_mad: a job alone on a V100 has all of it (allocation 1) from its arrival
+// at a round's start: entitled to 360 s for every round planned while it ran, it received its
+// JCT, so |E - R| / JCT = (360 · rounds - JCT) / JCT. A second job, arriving when the first
+// is done, adds its own term to the mean.
+TEST(SimulatorTest, AllocationShareMadComparesTimeRunWithTheAllocationsTime) {
+  const double first = 10000.0;  // steps: 2 rounds (8,673 steps a round)
+  SimulationOptions o =
+      OnV100s(1, {Job(kResNet, 1, first, 0.0), Job(kResNet, 1, 3.0 * first, 7200.0)});
+  o.policy = "max_min_fairness";
+  const SimulationResult r = MustSimulate(o);
+  ASSERT_EQ(r.window_jobs_completed, 2u);
+  double expected = 0.0;
+  for (const JobResult& job : r.jobs) {
+    const double jct = job.jct->value();
+    const double rounds = std::ceil(jct / 360.0);
+    EXPECT_NEAR(job.entitled_seconds, 360.0 * rounds, 1e-6);
+    EXPECT_NEAR(job.received_seconds, jct, 1e-6);
+    expected += (360.0 * rounds - jct) / jct / 2.0;
+  }
+  EXPECT_GT(expected, 0.0);
+  EXPECT_NEAR(r.allocation_share_mad, expected, 1e-9);
+}
+
 TEST(SimulatorTest, RejectsBadOptionsAndUnschedulableJobs) {
   SimulationOptions o = OnV100s(2, {Job(kResNet, 1, 100.0, 0.0)});
   o.window_start = 1;
