@@ -296,7 +296,8 @@ TEST(SimulatorTest, GpuTimeAddsUp) {
 // gang was owed (Compat::forgets_deficit), a single that ran under four rounds since the reset
 // always ranks above it, and with 40 singles sharing 8 GPUs none runs that often: the gang
 // never runs. Counting the owed time against the time received lets it run at its share: its
-// run alone at 1/41 of the time, within twice that.
+// run alone at 1/41 of the time, within twice that. Every job shares (share_floor=0: with the
+// default floor the gang, the oldest job, would share with only eight singles).
 TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
   const double steps = 100000.0;
   std::vector<workload::TraceJob> trace = {Job(kResNet, 8, steps, 0.0)};
@@ -304,7 +305,7 @@ TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
   for (int k = 1; k < 200; ++k) trace.push_back(Job(kResNet, 1, 100.0, 900.0 * k));
   for (const bool forgets : {true, false}) {
     SCOPED_TRACE(forgets ? "forgets_deficit" : "default");
-    SimulationOptions o = OnV100s(8, trace);
+    SimulationOptions o = OnV100s(8, trace, "max_min_fairness_perf:share_floor=0");
     o.window_start = 0;
     o.window_end = 1;
     o.saturation_limit = Seconds(48 * 3600.0);
@@ -322,6 +323,34 @@ TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
       EXPECT_LT(r.jobs[0].jct->value(), 2.0 * 41.0 * steps / V100(kResNet, 8));
       EXPECT_EQ(r.starved_jobs, 0u);
       EXPECT_EQ(r.oldest_unfinished_window_job_age_seconds, 0.0);
+    }
+  }
+}
+
+// An overloaded cluster: a one-hour job every ten minutes on two V100s (three times what they
+// serve). With every arrival sharing (share_floor=0), the window's jobs (the 40th to the 50th)
+// share with a backlog growing by four jobs an hour: each gets 2 / n(t) of a GPU, the hour
+// it needs takes until about e² times its arrival (~60 h), past the 40-hour cut. The default
+// sharing floor (1/2: the oldest jobs with at most 4 GPUs' worth share) serves them in
+// arrival order, as a queue does: the window is done by about 26 h.
+TEST(SimulatorTest, MaxMinFairnessDrainsAnOverloadedWindowInArrivalOrder) {
+  const double steps = 3600.0 * V100(kResNet, 1);
+  std::vector<workload::TraceJob> trace;
+  for (int k = 0; k < 300; ++k) trace.push_back(Job(kResNet, 1, steps, 600.0 * k));
+  for (const std::string policy :
+       {"max_min_fairness_perf", "max_min_fairness_perf:share_floor=0"}) {
+    SCOPED_TRACE(policy);
+    SimulationOptions o = OnV100s(2, trace);
+    o.policy = policy;
+    o.window_start = 40;
+    o.window_end = 50;
+    o.saturation_limit = Seconds(40 * 3600.0);
+    const SimulationResult r = MustSimulate(o);
+    const bool floored = policy == "max_min_fairness_perf";
+    EXPECT_EQ(r.saturated, !floored);
+    if (floored) {
+      EXPECT_EQ(r.window_jobs_completed, 10u);
+      EXPECT_LT(r.jobs[49].finish->value(), 30 * 3600.0);
     }
   }
 }
