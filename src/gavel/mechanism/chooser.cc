@@ -65,17 +65,8 @@ int Chooser::LagClass(const ComboState& c, std::size_t type, const ScoreContext&
     restart = std::max(restart, r.restart_cost.value());
   }
   if (!(restart > 0.0)) return 2;  // free restarts: nothing to save by staying
-  const bool ran_last_round = c.last_round >= 0 && c.last_round == context.round - 1;
-  const bool incumbent = c.RanBefore(context.round, static_cast<int>(type));
-  // A combination that ran last round on another type where it still has a share stays
-  // there (or waits) rather than move here.
-  if (ran_last_round && !incumbent) {
-    return c.priority[static_cast<std::size_t>(c.last_type)] > 0.0 ? kNotHere : 2;
-  }
-  double owed = 0.0;  // over every type: a share realised on another type counts
-  for (double lag : c.lag) owed += lag;
-  if (owed > options_.lag_bound_restarts * restart) return 0;
-  return incumbent ? 1 : 2;
+  if (c.lag[type] > options_.lag_bound_restarts * restart) return 0;
+  return c.RanBefore(context.round, static_cast<int>(type)) ? 1 : 2;
 }
 
 std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
@@ -143,9 +134,7 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
           (c.pair && taken(c.member_index[1]))) {
         continue;
       }
-      if (!key.runs || key.lag_class == kNotHere || (skips_zero && key.priority <= 0.0)) {
-        continue;
-      }
+      if (!key.runs || (skips_zero && key.priority <= 0.0)) continue;
       entries.push_back(
           Entry{key.lag_class, key.priority, key.deficit, key.allocation, c.seq, c.slot});
     }
@@ -211,9 +200,7 @@ std::vector<Chosen> Chooser::ChooseExhaustive(std::span<const int> type_order,
       const ComboState& c = table_->combo(order[pos]);
       if (!c.alive || Blocked(c, capacity, ut) || !Runs(c, ut, context)) continue;
       if (options_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
-      const int lag_class = LagClass(c, ut, context);
-      if (lag_class == kNotHere) continue;
-      entries.push_back(Entry{lag_class, c.priority[ut], c.deficit[ut],
+      entries.push_back(Entry{LagClass(c, ut, context), c.priority[ut], c.deficit[ut],
                               c.in_allocation ? c.allocation[ut] : 0.0, static_cast<int>(pos)});
     }
     // Visited in (lag class, priority, deficit, allocation, position) order, a total order,

@@ -8,15 +8,13 @@
 // Bounded lag (ChooserOptions::lag_bound_restarts = K > 0): restarts cost time, so a
 // combination that ran last round on a type keeps its place there while the waiting ones are
 // owed little. Each combination has a bound B = K × its restart cost (the largest of its
-// members'; JobDescription::restart_cost) and is owed the sum of its lags over the types
-// (ComboState::lag). The queue is then sorted first by class: "owed" (priority > 0 on the
-// type and owed more than B), then "incumbent" (ran there last round with as many GPUs,
-// priority > 0), then the rest; within a class as above. A combination that ran last round on
-// another type where it still has priority is no candidate here (it stays or waits; moving
-// would cost a restart). A waiting combination therefore displaces a running one only once
-// it is owed more than B, and a combination that can run is owed at most B plus one round's
-// entitlement when it is chosen (docs/architecture.md, "Bounded lag"). A combination whose
-// restarts are free is always of the rest.
+// members'; JobDescription::restart_cost). The queue is then sorted first by class: "owed"
+// (in the allocation on the type with a lag, ComboState::lag, above B), then "incumbent"
+// (ran there last round with as many GPUs, and positive priority), then the rest; within a
+// class as above. A waiting combination therefore displaces a running one only once it is
+// owed more than B on the type, and a combination that can run is owed at most B plus one
+// round's entitlement when it is chosen (docs/architecture.md, "Bounded lag"). A combination
+// whose restarts are free is always of the rest.
 //
 // Cost: the queue is visited lazily, in that order, until the type is full. Its candidates
 // are the tracked combinations (a heap) and, for policies that run priority-0 combinations,
@@ -87,9 +85,7 @@ class Chooser {
   // Positive throughput on the type (the first member's; the pairs' filter checks the
   // second's) and every filter admits it.
   bool Runs(const ComboState& c, std::size_t type, const ScoreContext& context) const;
-  // The bounded lag's class of c on `type` (0 owed, 1 incumbent, 2 the rest, kNotHere: not a
-  // candidate on this type); 2 when off.
-  static constexpr int kNotHere = 3;
+  // The bounded lag's class of c on `type` (0 owed, 1 incumbent, 2 the rest); 2 when off.
   int LagClass(const ComboState& c, std::size_t type, const ScoreContext& context) const;
   std::vector<Chosen> ChooseExhaustive(std::span<const int> type_order,
                                        const ScoreContext& context);
