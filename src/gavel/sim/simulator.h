@@ -282,7 +282,8 @@ std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOp
 // The bounded lag's K when restarts cost something (PhysicsOptions::lag_bound_restarts): a
 // waiting job displaces a running one once it is owed more than 200 restarts' worth of time
 // (4,000-7,000 s with the shipped restart overheads), so a swap costs at most 0.5 % of the
-// time it makes up (docs/architecture.md, "Bounded lag"; bench/README.md, "Bounded lag").
+// time it makes up (docs/architecture.md, "Bounded lag"; bench/README.md, "Bounded lag and
+// sharing floor").
 inline constexpr double kLagBoundRestarts = 200.0;
 // The K the scheduler runs with: 0 without restart overhead, the user's, or the default for
 // `policy` (0 for a policy that reallocates every round: it picks what runs itself).
