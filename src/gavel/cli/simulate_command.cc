@@ -179,6 +179,8 @@ void PrintSummary(const sim::SimulationResult& r, std::ostream& out) {
         << " user errors, " << r.physics.infra_failures << " infrastructure failures), wasted "
         << r.physics.wasted_gpu_seconds << " GPU-s\n";
   }
+  out << "Realised vs allocated time share (allocation_share_mad): " << r.allocation_share_mad
+      << "\n";
   if (r.saturated) out << "SATURATED: the run was cut at the saturation limit\n";
   if (r.active_jobs_at_end > 0) {
     out << "Left at the end: " << r.active_jobs_at_end << " active jobs, " << r.starved_jobs
@@ -323,6 +325,11 @@ Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& f) {
         "--restart-aware: needs a restart overhead (--realistic or --restart-overhead)");
   }
   physics.restart_aware = f.restart_aware;
+  if (f.lag_bound && !physics.restart_overhead) {
+    return Status::InvalidArgument(
+        "--lag-bound: needs a restart overhead (--realistic or --restart-overhead)");
+  }
+  physics.lag_bound_restarts = f.lag_bound;
   GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.dispatch_delay, 0.0, bounds::kMaxRoundSeconds,
                                            "--dispatch-delay", " s"));
   physics.restart_outside_lease = f.restart_outside_lease;
@@ -375,6 +382,12 @@ void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
   command->add_flag("--restart-aware", flags->restart_aware,
                     "The scheduler weighs each job's restart overhead against moving it to "
                     "another GPU type (the restart_cost scorer; needs a restart overhead)");
+  command
+      ->add_option("--lag-bound", flags->lag_bound,
+                   "Bounded lag: a running job keeps its GPUs until a waiting job is owed more "
+                   "than RESTARTS of its restart overheads (0 = off; default 200 for policies "
+                   "the mechanism time-slices, with a restart overhead)")
+      ->check(Bounded(0.0, 1e6, " restarts"));
 }
 
 Result<sim::SimulationOptions> ToSimulationOptions(const SimulateOptions& o,

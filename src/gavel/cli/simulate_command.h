@@ -30,13 +30,14 @@ struct PhysicsFlags {
   std::string failures;           // philly | FILE | none
   bool realistic = false;         // placement penalty, restart overhead and failures: defaults
   bool restart_aware = false;     // the scheduler weighs restart overheads against moves
+  std::optional<double> lag_bound;  // restarts per bounded-lag bound; unset = the default
   // gavel serve's lease semantics (sim::PhysicsOptions): not part of --realistic.
   bool restart_outside_lease = false;
   double dispatch_delay = 0.0;  // seconds
   bool any() const {
     return servers_per_rack != 0 || cpus_per_server != 0.0 || mem_per_server_gb != 0.0 ||
            !placement_penalty.empty() || !restart_overhead.empty() || !failures.empty() ||
-           realistic || restart_aware || restart_outside_lease || dispatch_delay != 0.0;
+           realistic || restart_aware || lag_bound || restart_outside_lease || dispatch_delay != 0.0;
   }
 };
 

@@ -57,10 +57,23 @@ bool Chooser::Runs(const ComboState& c, std::size_t type, const ScoreContext& co
   return true;
 }
 
+int Chooser::LagClass(const ComboState& c, std::size_t type, const ScoreContext& context) const {
+  if (!(options_.lag_bound_restarts > 0.0) || c.priority[type] <= 0.0) return 2;
+  double restart = 0.0;
+  for (int i = 0; i < c.id.size(); ++i) {
+    const JobRecord& r = table_->records()[c.member_index[static_cast<std::size_t>(i)]];
+    restart = std::max(restart, r.restart_cost.value());
+  }
+  if (!(restart > 0.0)) return 2;  // free restarts: nothing to save by staying
+  if (c.lag[type] > options_.lag_bound_restarts * restart) return 0;
+  return c.RanBefore(context.round, static_cast<int>(type)) ? 1 : 2;
+}
+
 std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
                                     std::span<const int> allocated, const ScoreContext& context) {
   if (options_.exhaustive_scans) return ChooseExhaustive(type_order, context);
   struct Entry {
+    int lag_class;
     double priority;
     double deficit;
     double allocation;
@@ -82,11 +95,14 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
   for (int slot : pool) {
     ComboState& c = table_->combo(slot);
     if (!c.alive) continue;
-    if (c.in_allocation) accounting_->UpdateAllocatedPriority(c);
+    if (c.in_allocation) {
+      accounting_->UpdateAllocatedPriority(c);
+      accounting_->Entitle(c);
+    }
     candidates_.push_back(
         Candidate{c.seq, slot, c.scale_factor, c.id.is_pair(), c.member_index});
     for (std::size_t t = 0; t < nt; ++t) {
-      candidate_keys_.push_back(CandidateKey{c.priority[t], c.deficit[t],
+      candidate_keys_.push_back(CandidateKey{LagClass(c, t, context), c.priority[t], c.deficit[t],
                                              c.in_allocation ? c.allocation[t] : 0.0,
                                              Runs(c, t, context)});
     }
@@ -100,6 +116,7 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
   std::vector<Entry> entries;
   entries.reserve(candidates_.size());
   const auto after = [](const Entry& a, const Entry& b) {
+    if (a.lag_class != b.lag_class) return a.lag_class > b.lag_class;
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.deficit != b.deficit) return a.deficit < b.deficit;
     if (a.allocation != b.allocation) return a.allocation < b.allocation;
@@ -118,7 +135,8 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
         continue;
       }
       if (!key.runs || (skips_zero && key.priority <= 0.0)) continue;
-      entries.push_back(Entry{key.priority, key.deficit, key.allocation, c.seq, c.slot});
+      entries.push_back(
+          Entry{key.lag_class, key.priority, key.deficit, key.allocation, c.seq, c.slot});
     }
     // A heap yields the order lazily: a full sort of n²/2 entries each round dominated whole
     // simulations (gandiva at 6 jobs/h: 891 s), while a round needs only the first few.
@@ -138,7 +156,7 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
       const ComboState* untracked = next_untracked();
       bool from_heap = unvisited != entries.begin();
       if (from_heap && untracked != nullptr) {
-        const Entry candidate{0.0, accounting_->UntrackedDeficit(*untracked), 0.0,
+        const Entry candidate{2, 0.0, accounting_->UntrackedDeficit(*untracked), 0.0,
                               untracked->seq, -1};
         from_heap = !after(entries.front(), candidate);
       }
@@ -164,6 +182,7 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
 std::vector<Chosen> Chooser::ChooseExhaustive(std::span<const int> type_order,
                                               const ScoreContext& context) {
   struct Entry {
+    int lag_class;
     double priority;
     double deficit;
     double allocation;
@@ -181,12 +200,13 @@ std::vector<Chosen> Chooser::ChooseExhaustive(std::span<const int> type_order,
       const ComboState& c = table_->combo(order[pos]);
       if (!c.alive || Blocked(c, capacity, ut) || !Runs(c, ut, context)) continue;
       if (options_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
-      entries.push_back(Entry{c.priority[ut], c.deficit[ut],
+      entries.push_back(Entry{LagClass(c, ut, context), c.priority[ut], c.deficit[ut],
                               c.in_allocation ? c.allocation[ut] : 0.0, static_cast<int>(pos)});
     }
-    // Visited in (priority, deficit, allocation, position) order, a total order, until the
-    // type is full.
+    // Visited in (lag class, priority, deficit, allocation, position) order, a total order,
+    // until the type is full.
     const auto after = [](const Entry& a, const Entry& b) {
+      if (a.lag_class != b.lag_class) return a.lag_class > b.lag_class;
       if (a.priority != b.priority) return a.priority < b.priority;
       if (a.deficit != b.deficit) return a.deficit < b.deficit;
       if (a.allocation != b.allocation) return a.allocation < b.allocation;

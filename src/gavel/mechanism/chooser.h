@@ -5,6 +5,17 @@
 // of the type left, and no member already chosen or held. The choose-phase filters of the
 // scorers (scorer.h) keep a combination off a type's queue.
 //
+// Bounded lag (ChooserOptions::lag_bound_restarts = K > 0): restarts cost time, so a
+// combination that ran last round on a type keeps its place there while the waiting ones are
+// owed little. Each combination has a bound B = K × its restart cost (the largest of its
+// members'; JobDescription::restart_cost). The queue is then sorted first by class: "owed"
+// (in the allocation on the type with a lag, ComboState::lag, above B), then "incumbent"
+// (ran there last round with as many GPUs, and positive priority), then the rest; within a
+// class as above. A waiting combination therefore displaces a running one only once it is
+// owed more than B on the type, and a combination that can run is owed at most B plus one
+// round's entitlement when it is chosen (docs/architecture.md, "Bounded lag"). A combination
+// whose restarts are free is always of the rest.
+//
 // Cost: the queue is visited lazily, in that order, until the type is full. Its candidates
 // are the tracked combinations (a heap) and, for policies that run priority-0 combinations,
 // the untracked ones: all of key (0, half or 0, 0), those that existed at the last reset
@@ -37,6 +48,8 @@ struct ChooserOptions {
   bool shuffles_gpu_type_order = false;  // the policy's capability
   bool skips_zero_priority = false;      // the policy's capability (FIFO-like policies)
   bool exhaustive_scans = false;
+  // The bounded lag's K (in restarts per bound); 0 = off (Gavel's queues).
+  double lag_bound_restarts = 0.0;
 };
 
 // A combination chosen to run on a type this round.
@@ -72,6 +85,8 @@ class Chooser {
   // Positive throughput on the type (the first member's; the pairs' filter checks the
   // second's) and every filter admits it.
   bool Runs(const ComboState& c, std::size_t type, const ScoreContext& context) const;
+  // The bounded lag's class of c on `type` (0 owed, 1 incumbent, 2 the rest); 2 when off.
+  int LagClass(const ComboState& c, std::size_t type, const ScoreContext& context) const;
   std::vector<Chosen> ChooseExhaustive(std::span<const int> type_order,
                                        const ScoreContext& context);
 
@@ -92,6 +107,7 @@ class Chooser {
     std::array<std::size_t, 2> member_index;
   };
   struct CandidateKey {
+    int lag_class;
     double priority;
     double deficit;
     double allocation;  // 0 outside the allocation

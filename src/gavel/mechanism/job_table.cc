@@ -181,6 +181,7 @@ int JobTable::NewCombo(const Combination& id, int scale_factor) {
   c.job_time.assign(n, 0.0);
   c.deficit.assign(n, 0.0);
   c.priority.assign(n, 0.0);
+  c.lag.assign(n, 0.0);
   c.last_round = -1;
   c.last_workers.clear();
   c.running = false;
@@ -345,6 +346,7 @@ void JobTable::ChangeLayout(ClusterLayout layout, std::vector<int> table_types,
     c.job_time = remap(c.job_time, fresh_job_time);
     c.deficit = remap(c.deficit, 0.0);
     c.priority = remap(c.priority, 0.0);
+    c.lag = remap(c.lag, 0.0);
     c.tput_a.assign(nt, 0.0);
     if (c.id.is_pair()) c.tput_b.assign(nt, 0.0);
     // Last round's GPUs, renamed; if any of them left, the combination is placed afresh.

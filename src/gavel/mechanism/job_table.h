@@ -91,6 +91,11 @@ struct JobRecord {
   double mem_gb_per_gpu = 0.0;
   int app = -1;                        // JobDescription::app
   Seconds restart_cost{0.0};           // JobDescription::restart_cost
+  // The time the allocation entitled it to (each round: its combinations' allocation × the
+  // round length, summed over types) and the time its micro-tasks ran, in seconds: what the
+  // realised-vs-allocated share (the simulator's allocation_share_mad) compares.
+  double entitled_seconds = 0.0;
+  double received_seconds = 0.0;
   bool done() const { return finish.has_value() || dropped || removed || rejected; }
   std::optional<Seconds> jct() const {
     if (!finish || dropped || removed || rejected) return std::nullopt;
@@ -136,6 +141,10 @@ struct ComboState {
   std::vector<double> job_time;  // seconds run on each type since the last reset (+ credit)
   std::vector<double> deficit;
   std::vector<double> priority;
+  // The time it is owed on each type over its life: at each round's plan, its allocation ×
+  // the round length (for that round, ahead of it), less the time it ran there. Never reset;
+  // the chooser's bounded lag reads it.
+  std::vector<double> lag;
   // Placement: the last round it ran in (-1 = none), on which type and GPUs. While its
   // micro-task runs, `running` is set and multi-GPU reports wait in `reports`.
   std::int64_t last_round = -1;

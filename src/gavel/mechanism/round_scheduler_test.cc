@@ -70,11 +70,13 @@ struct Fixture {
     scheduler = std::move(*created);
   }
 
-  JobId Add(const std::string& model, int sf, double steps, double arrival) {
+  JobId Add(const std::string& model, int sf, double steps, double arrival,
+            double restart_cost = 0.0) {
     JobDescription d;
     d.type = JobTypeKey{model, sf};
     d.total_steps = steps;
     d.arrival = Seconds(arrival);
+    d.restart_cost = Seconds(restart_cost);
     const JobId id(scheduler->num_jobs());
     const Status added = scheduler->AddJob(id, d);
     GAVEL_CHECK_MSG(added.ok(), added.ToString().c_str());
@@ -1109,8 +1111,12 @@ FakePolicy::Rule RandomShares() {
 // Drives two schedulers, one with each kind of scan, through the same random events (jobs of
 // both sizes arriving, micro-tasks failing, jobs held, removed, GPUs joining and leaving) and
 // requires the same plans and the same time accounting after every round.
-void ExpectScansAgree(PolicyTraits traits, Compat compat, std::uint64_t seed) {
+// `lag_bound`: the bounded lag's K (jobs then restart in 10 s: bounds of K × 10 s).
+void ExpectScansAgree(PolicyTraits traits, Compat compat, std::uint64_t seed,
+                      double lag_bound = 0.0) {
   SchedulerOptions fast_options;
+  fast_options.realisation.lag_bound_restarts = lag_bound;
+  const double restart = lag_bound > 0.0 ? 10.0 : 0.0;
   fast_options.round_length = Seconds(360.0);
   fast_options.min_reset_interval = Seconds(1000.0);  // a reset every third round
   SchedulerOptions plain_options = fast_options;
@@ -1129,8 +1135,8 @@ void ExpectScansAgree(PolicyTraits traits, Compat compat, std::uint64_t seed) {
       const std::string model = rng.Random() < 0.5 ? "A" : "B";
       const int sf = model == "A" && rng.Random() < 0.2 ? 2 : 1;
       const double steps = 200.0 + 2000.0 * rng.Random();
-      added.push_back(fast.Add(model, sf, steps, now));
-      ASSERT_EQ(plain.Add(model, sf, steps, now), added.back());
+      added.push_back(fast.Add(model, sf, steps, now, restart));
+      ASSERT_EQ(plain.Add(model, sf, steps, now, restart), added.back());
     }
     // Now and then: a hold, a removal, GPUs joining or leaving (between rounds).
     const double event = rng.Random();
@@ -1220,7 +1226,91 @@ TEST(RoundSchedulerScansTest, IncrementalScansMatchThePlainOnes) {
     // Without pairs every live combination is tracked (the untracked cursor is skipped).
     ExpectScansAgree(PolicyTraits{}, Compat{}, seed);
     ExpectScansAgree(PolicyTraits{.skips_zero_priority = true}, Compat{}, seed);
+    // The bounded lag's classes (bounds of 1-3 rounds' worth), with and without pairs.
+    ExpectScansAgree(PolicyTraits{.packing = true}, Compat{}, seed, 60.0);
+    ExpectScansAgree(PolicyTraits{}, Compat{}, seed, 100.0);
   }
+}
+
+// ---- Bounded lag ------------------------------------------------------------------------
+
+// One v100 and two jobs with half of it each, restarts of 36 s and K = 50: B = 1,800 s. At
+// each plan the round's entitlement (180 s) is added to both lags; the one that runs loses
+// 360 s. By hand: A runs first (tie, creation order) and keeps the GPU while B's lag is
+// 180 (k + 1) <= B, so for rounds 0-9; B takes it at round 10 (lag 1,980 > B), when A's lag
+// is 180 - 1,800 = -1,620, which passes B after 20 more rounds (at round 30: 1,980); and so
+// on, 20 rounds a turn. Without the bound they alternate every round.
+TEST(RoundSchedulerLagTest, TwoHalfSharesTakeTurnsOfTheBoundsLength) {
+  SchedulerOptions options;
+  options.realisation.lag_bound_restarts = 50.0;
+  Fixture f({{"v100", 1, 1}}, Share(0.5), Compat{}, PolicyTraits{}, options);
+  const JobId a = f.Add("A", 1, 1e7, 0.0, 36.0);
+  const JobId b = f.Add("B", 1, 1e7, 0.0, 36.0);
+  std::vector<JobId> ran;
+  for (int round = 0; round < 60; ++round) {
+    const RoundPlan plan = f.Plan(360.0 * round);
+    ASSERT_EQ(plan.assignments.size(), 1u);
+    ran.push_back(plan.assignments[0].combination.member(0));
+    f.Finish(plan, 360.0);
+  }
+  std::vector<JobId> expected;
+  for (int round = 0; round < 60; ++round) {
+    expected.push_back(round < 10 || (round >= 30 && round < 50) ? a : b);
+  }
+  EXPECT_EQ(ran, expected);
+  // The records' entitled and received seconds: 60 rounds of half of 360 s each; A ran 30
+  // rounds, B 30.
+  for (JobId job : {a, b}) {
+    const JobRecord& r = f.scheduler->record(job);
+    EXPECT_DOUBLE_EQ(r.entitled_seconds, 60 * 180.0);
+    EXPECT_DOUBLE_EQ(r.received_seconds, 30 * 360.0);
+  }
+}
+
+// Three jobs with 2/3 of two v100s each, restarts of 30 s, K = 40: B = 1,200 s. The test
+// keeps its own books from the plans (entitled 240 s a round each, 360 s received a round
+// run) and checks at every plan that no job is owed more than B plus the round's 240 s, and
+// that every job owed more than B runs. With the bound, starts are far fewer than without.
+TEST(RoundSchedulerLagTest, ThreeJobsOnTwoGpusNeverLagBeyondTheBound) {
+  const auto starts_with = [](double lag_bound, double* worst_lag) {
+    SchedulerOptions options;
+    options.realisation.lag_bound_restarts = lag_bound;
+    Fixture f({{"v100", 2, 2}}, Share(2.0 / 3.0), Compat{}, PolicyTraits{}, options);
+    std::vector<JobId> jobs;
+    for (const char* model : {"A", "B", "A"}) jobs.push_back(f.Add(model, 1, 1e7, 0.0, 30.0));
+    std::vector<double> lag(3, 0.0);
+    std::vector<bool> ran_last(3, false);
+    int starts = 0;
+    *worst_lag = 0.0;
+    for (int round = 0; round < 120; ++round) {
+      const RoundPlan plan = f.Plan(360.0 * round);
+      const std::vector<JobId> running = RunningJobs(plan);
+      EXPECT_EQ(running.size(), 2u) << "round " << round;
+      for (std::size_t i = 0; i < 3; ++i) {
+        lag[i] += 240.0;
+        *worst_lag = std::max(*worst_lag, lag[i]);
+        const bool runs = std::find(running.begin(), running.end(), jobs[i]) != running.end();
+        if (lag_bound > 0.0 && lag[i] > lag_bound * 30.0) {
+          EXPECT_TRUE(runs) << "round " << round << ": job " << i << " owed " << lag[i];
+        }
+        if (runs) {
+          lag[i] -= 360.0;
+          if (!ran_last[i]) ++starts;
+        }
+        ran_last[i] = runs;
+      }
+      f.Finish(plan, 360.0);
+    }
+    return starts;
+  };
+  double worst_bounded = 0.0;
+  double worst_plain = 0.0;
+  const int bounded = starts_with(40.0, &worst_bounded);
+  const int plain = starts_with(0.0, &worst_plain);
+  EXPECT_LE(worst_bounded, 1200.0 + 240.0);
+  EXPECT_GT(worst_bounded, 1200.0);  // the bound is what lets jobs wait
+  EXPECT_LE(worst_plain, 480.0);     // Gavel's queues: at most two rounds behind
+  EXPECT_LT(bounded * 4, plain) << bounded << " starts against " << plain;
 }
 
 }  // namespace

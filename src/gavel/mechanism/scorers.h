@@ -19,6 +19,9 @@ struct RealisationOptions {
   bool keep_last_gpus = true;
   // Weigh each job's restart cost (JobDescription::restart_cost) against moving it.
   bool restart_costs = false;
+  // Bounded lag (chooser.h): a job that ran last round keeps its place until a waiting one is
+  // owed more than this many of its restart costs; 0 = off (Gavel's queues).
+  double lag_bound_restarts = 0.0;
 };
 
 using ScorerList = std::vector<std::unique_ptr<const Scorer>>;

@@ -125,6 +125,10 @@ void TimeAccounting::UpdatePriorities() {
                                         : 0.0;
       }
     }
+    for (int slot : table_->order()) {
+      ComboState& c = table_->combo(slot);
+      if (c.alive && c.in_allocation) Entitle(c);
+    }
     return;
   }
   for (int slot : stale_priority_) {
@@ -142,6 +146,18 @@ void TimeAccounting::UpdateAllocatedPriority(ComboState& c) const {
   }
 }
 
+void TimeAccounting::Entitle(ComboState& c) {
+  const double round = options_.round_length.value();
+  double entitled = 0.0;
+  for (std::size_t t = 0; t < c.lag.size(); ++t) {
+    c.lag[t] += c.allocation[t] * round;
+    entitled += c.allocation[t] * round;
+  }
+  for (int i = 0; i < c.id.size(); ++i) {
+    table_->record(c.member_index[static_cast<std::size_t>(i)]).entitled_seconds += entitled;
+  }
+}
+
 double TimeAccounting::Owed(const ComboState& c, std::size_t type) const {
   return options_.forgets_deficit ? 0.0 : std::max(c.deficit[type], 0.0);
 }
@@ -150,6 +166,10 @@ void TimeAccounting::Book(ComboState& c, int type, double seconds,
                           std::span<const WorkerId> workers) {
   const auto ut = static_cast<std::size_t>(type);
   c.job_time[ut] += seconds;
+  c.lag[ut] -= seconds;
+  for (int i = 0; i < c.id.size(); ++i) {
+    table_->record(c.member_index[static_cast<std::size_t>(i)]).received_seconds += seconds;
+  }
   worker_time_[ut] += seconds;
   for (WorkerId w : workers) worker_busy_[static_cast<std::size_t>(w.value())] += seconds;
 }

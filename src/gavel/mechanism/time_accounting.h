@@ -7,8 +7,8 @@
 // Who owns what: it owns the per-type totals (seconds booked since the last reset, the
 // denominators of the priorities), each worker's busy seconds, the reset clock and gate, and
 // the lists of tracked combinations and of those whose priority must return to 0. It writes
-// the job_time, deficit, priority and tracked fields of the JobTable's combinations and
-// nothing else. A combination is "tracked" once its accounting is stored: pairs never
+// the job_time, deficit, priority, lag and tracked fields of the JobTable's combinations and
+// the records' entitled and received seconds, and nothing else. A combination is "tracked" once its accounting is stored: pairs never
 // allocated and never run are not, and their accounting follows from when they were made
 // (Track), which spares a round the O(n²) pairs of packing policies.
 //
@@ -72,6 +72,11 @@ class TimeAccounting {
   // (UpdateAllocatedPriority), so a round reads each combination's state once.
   void UpdatePriorities();
   void UpdateAllocatedPriority(ComboState& c) const;
+  // The round being planned entitles a combination in the allocation to its allocation × the
+  // round length on each type: added to its lag and to its members' entitled seconds. Once per
+  // round for every combination in the allocation (the chooser as it gathers them; under
+  // exhaustive scans UpdatePriorities).
+  void Entitle(ComboState& c);
   // The time c is owed on `type` from past resets (its deficit's positive part; 0 under
   // forgets_deficit), counted against its time received in its priority.
   double Owed(const ComboState& c, std::size_t type) const;

@@ -16,28 +16,90 @@ namespace {
 
 class MaxMinFairness final : public Policy {
  public:
-  MaxMinFairness(Variant variant, const PolicyOptions& options, double stay = 0.0)
+  MaxMinFairness(Variant variant, const PolicyOptions& options, double stay = 0.0,
+                 bool efficient = false, double share_floor = 0.0)
       : variant_(variant),
         options_(options),
         solvers_(options),
-        stay_(stay) {}
+        stay_(stay),
+        efficient_(efficient),
+        share_floor_(share_floor) {}
 
   // With `stay` = ε > 0 and a current allocation in the input: the max-min optimum t*, then
   // among the allocations that give every job at least (1 − ε)·t*, the one closest to the
-  // current allocation in L1 distance.
+  // current allocation in L1 distance. With `efficient`: first the most total normalised
+  // throughput among those allocations (Refine).
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
+    if (share_floor_ > 0.0) {
+      const std::vector<std::size_t> sharing = SharingJobs(input);
+      if (sharing.size() < input.num_jobs()) return AllocateAmong(input, sharing);
+    }
+    return AllocateShared(input);
+  }
+
+ private:
+  // With share_floor = f > 0: the cluster is shared by the oldest jobs (by time since
+  // arrival, then id) whose GPUs add up to at most total GPUs / f, so that each gets on
+  // average at least f of its GPUs' time; the younger ones wait with nothing allocated (the
+  // mechanism still runs them on GPUs the allocation leaves idle) until older ones finish.
+  // Under light load everyone shares; under overload the jobs are served in arrival order,
+  // as a queue does, instead of every arrival diluting every older job's share.
+  std::vector<std::size_t> SharingJobs(const PolicyInput& input) const {
+    std::vector<std::size_t> order(input.num_jobs());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return input.jobs[a].time_since_start.value() > input.jobs[b].time_since_start.value();
+    });
+    double gpus = 0.0;
+    for (double c : input.gpu_counts) gpus += c;
+    const double room = gpus / share_floor_;
+    double used = 0.0;
+    std::vector<std::size_t> sharing;
+    for (std::size_t i : order) {
+      used += input.jobs[i].scale_factor;
+      if (used > room && !sharing.empty()) break;
+      sharing.push_back(i);
+    }
+    std::sort(sharing.begin(), sharing.end());
+    return sharing;
+  }
+
+  // The allocation of the jobs `sharing` (rows of `input`, ascending) alone; 0 for the others.
+  Result<PolicyOutput> AllocateAmong(const PolicyInput& input,
+                                     const std::vector<std::size_t>& sharing) {
+    PolicyInput part = input;
+    part.jobs.clear();
+    part.throughput = Matrix(sharing.size(), input.num_types());
+    for (std::size_t k = 0; k < sharing.size(); ++k) {
+      part.jobs.push_back(input.jobs[sharing[k]]);
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        part.throughput(k, j) = input.throughput(sharing[k], j);
+      }
+    }
+    GAVEL_ASSIGN_OR_RETURN(PolicyOutput shared, AllocateShared(part));
+    PolicyOutput output = shared;
+    output.allocation = Matrix(input.num_jobs(), input.num_types());
+    for (std::size_t k = 0; k < sharing.size(); ++k) {
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        output.allocation(sharing[k], j) = shared.allocation(k, j);
+      }
+    }
+    return output;
+  }
+
+  Result<PolicyOutput> AllocateShared(const PolicyInput& input) {
     GAVEL_ASSIGN_OR_RETURN(PolicyOutput optimum, AllocateOptimum(input));
     const bool has_current = std::any_of(input.jobs.begin(), input.jobs.end(),
                                          [](const PolicyJob& j) {
                                            return !j.current_allocation.empty();
                                          });
-    if (stay_ <= 0.0 || !has_current || !optimum.objective || *optimum.objective <= 0.0) {
+    const bool stays = stay_ > 0.0 && has_current;
+    if ((!stays && !efficient_) || !optimum.objective || *optimum.objective <= 0.0) {
       return optimum;
     }
-    return StayClose(input, *optimum.objective);
+    return Refine(input, *optimum.objective, has_current);
   }
 
- private:
   Result<PolicyOutput> AllocateOptimum(const PolicyInput& input) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
@@ -125,20 +187,50 @@ class MaxMinFairness final : public Policy {
     return output;
   }
 
-  // The thrifty re-allocation: minimise Σ_ij |X[i][j] − current[i][j]| (current = 0 where the
-  // job has none) subject to the base constraints and every counted job's normalised
-  // throughput >= (1 − ε)·t*. The reported objective stays t*.
-  Result<PolicyOutput> StayClose(const PolicyInput& input, double optimum) {
+  // The second stages, over the allocations that keep every counted job's normalised
+  // throughput at least (1 − ε)·t* (ε = stay, or a rounding tolerance without it):
+  //   efficient: maximise Σ_i normalised throughput_i(X), the cluster's total progress among
+  //     (nearly) max-min optimal allocations: E*.
+  //   stay: minimise Σ_ij |X[i][j] − current[i][j]| (current = 0 where the job has none),
+  //     with, after the efficient stage, Σ_i normalised throughput_i(X) >= (1 − ε)·E*.
+  // The reported objective stays t*.
+  Result<PolicyOutput> Refine(const PolicyInput& input, double optimum, bool has_current) {
+    const double floor = (1.0 - std::max(stay_, kLevelTolerance)) * optimum;
+    std::optional<double> total;
+    if (efficient_) {
+      GAVEL_ASSIGN_OR_RETURN(Stage efficient, SolveStage(input, floor, std::nullopt, false));
+      if (!(stay_ > 0.0 && has_current)) {
+        efficient.output.objective = optimum;
+        return std::move(efficient.output);
+      }
+      total = (1.0 - stay_) * efficient.total;
+    }
+    GAVEL_ASSIGN_OR_RETURN(Stage stay, SolveStage(input, floor, total, true));
+    stay.output.objective = optimum;
+    return std::move(stay.output);
+  }
+
+  struct Stage {
+    PolicyOutput output;
+    double total = 0.0;  // Σ_i normalised throughput_i of the allocation
+  };
+  // One second-stage LP: the base constraints and every counted job at `floor`; then either
+  // the thrifty objective (`stay`, with Σ normalised throughput >= `total` when given) or the
+  // efficient one.
+  Result<Stage> SolveStage(const PolicyInput& input, double floor, std::optional<double> total,
+                           bool stay) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const Matrix throughput = ThroughputView(input);
     const std::vector<double> prop = NormalisingThroughputs(input, throughput);
-    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
-                           BuildBaseProblem(input, throughput, lp::Sense::kMinimize,
-                                            BaseProblemOptionsFor(variant_, options_)));
-    const double floor = (1.0 - stay_) * optimum;
+    GAVEL_ASSIGN_OR_RETURN(
+        BaseProblem problem,
+        BuildBaseProblem(input, throughput, stay ? lp::Sense::kMinimize : lp::Sense::kMaximize,
+                         BaseProblemOptionsFor(variant_, options_)));
     std::vector<int> cols;
     std::vector<double> coefs;
+    std::vector<int> all_cols;
+    std::vector<double> all_coefs;
     for (std::size_t i = 0; i < m; ++i) {
       const PolicyJob& job = input.jobs[i];
       if (prop[i] > 0.0) {
@@ -148,9 +240,13 @@ class MaxMinFairness final : public Policy {
         for (std::size_t j = 0; j < n; ++j) {
           cols.push_back(problem.job_columns[i * n + j]);
           coefs.push_back(throughput(i, j) * scale);
+          if (!stay) problem.model.SetObjective(cols.back(), coefs.back());
         }
         problem.model.AddRow(floor, lp::kInfinity, cols, coefs);
+        all_cols.insert(all_cols.end(), cols.begin(), cols.end());
+        all_coefs.insert(all_coefs.end(), coefs.begin(), coefs.end());
       }
+      if (!stay) continue;
       // d >= |x − current| as d − x >= −current and d + x >= current.
       for (std::size_t j = 0; j < n; ++j) {
         const double current = j < job.current_allocation.size() ? job.current_allocation[j] : 0.0;
@@ -162,13 +258,17 @@ class MaxMinFairness final : public Policy {
         problem.model.AddRow(current, lp::kInfinity, pair, plus);
       }
     }
+    if (total) problem.model.AddRow(*total, lp::kInfinity, all_cols, all_coefs);
     GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solvers_.lp->Solve(problem.model));
     if (solution.outcome != lp::Outcome::kOptimal) {
-      return UnexpectedOutcome("max_min_fairness (stay)", solution.outcome);
+      return UnexpectedOutcome(stay ? "max_min_fairness (stay)" : "max_min_fairness (efficient)",
+                               solution.outcome);
     }
-    PolicyOutput output = ExtractAllocation(input, problem, solution);
-    output.objective = optimum;
-    return output;
+    Stage stage{ExtractAllocation(input, problem, solution), 0.0};
+    for (std::size_t k = 0; k < all_cols.size(); ++k) {
+      stage.total += all_coefs[k] * solution.values[static_cast<std::size_t>(all_cols[k])];
+    }
+    return stage;
   }
 
   // The throughputs the variant believes, and each job's normaliser (prop; 1 when agnostic,
@@ -353,7 +453,12 @@ class MaxMinFairness final : public Policy {
   Variant variant_;
   PolicyOptions options_;
   PolicySolvers solvers_;
-  double stay_ = 0.0;  // ε of StayClose; 0 = off
+  // What the efficient stage may give up of t* without stay: the LP's rounding, so that t*
+  // itself stays feasible.
+  static constexpr double kLevelTolerance = 1e-7;
+  double stay_ = 0.0;  // ε of the stay stage; 0 = off
+  bool efficient_ = false;
+  double share_floor_ = 0.0;  // f of SharingJobs; 0 = every job shares
 };
 
 }  // namespace
@@ -365,7 +470,25 @@ std::unique_ptr<Policy> MakeMaxMinFairness(Variant variant, const PolicyOptions&
 Result<std::unique_ptr<Policy>> MakeMaxMinFairnessWithParams(Variant variant,
                                                              const PolicyOptions& options) {
   double stay = 0.0;
+  bool efficient = false;
+  double share_floor = 0.0;
   for (const auto& [key, text] : options.params) {
+    if (key == "share_floor") {
+      const std::optional<double> value = ParseFiniteDouble(text);
+      if (!value || *value < 0.0 || *value > 1.0) {
+        return Status::InvalidArgument("option share_floor=" + text +
+                                       ": must be a fraction of a job's GPUs in [0, 1]");
+      }
+      share_floor = *value;
+      continue;
+    }
+    if (key == "efficient") {
+      if (text != "0" && text != "1") {
+        return Status::InvalidArgument("option efficient=" + text + ": must be 0 or 1");
+      }
+      efficient = text == "1";
+      continue;
+    }
     if (key != "stay") return Status::InvalidArgument("unknown option " + key);
     const std::optional<double> value = ParseFiniteDouble(text);
     if (!value || *value < 0.0 || *value >= 1.0) {
@@ -374,10 +497,24 @@ Result<std::unique_ptr<Policy>> MakeMaxMinFairnessWithParams(Variant variant,
     }
     stay = *value;
   }
-  if (stay > 0.0 && variant == Variant::kPacked) {
-    return Status::InvalidArgument("option stay: not offered with space sharing (_packed)");
+  if ((stay > 0.0 || efficient || share_floor > 0.0) && variant == Variant::kPacked) {
+    return Status::InvalidArgument(
+        "options stay, efficient and share_floor: not offered with space sharing (_packed)");
   }
-  return std::unique_ptr<Policy>(std::make_unique<MaxMinFairness>(variant, options, stay));
+  return std::unique_ptr<Policy>(
+      std::make_unique<MaxMinFairness>(variant, options, stay, efficient, share_floor));
+}
+
+Result<std::unique_ptr<Policy>> MakeMaxMinFairnessByName(Variant variant,
+                                                         const PolicyOptions& options) {
+  const bool set = std::any_of(options.params.begin(), options.params.end(),
+                               [](const auto& p) { return p.first == "share_floor"; });
+  if (set || options.compat_gavel || variant == Variant::kPacked) {
+    return MakeMaxMinFairnessWithParams(variant, options);
+  }
+  PolicyOptions with_floor = options;
+  with_floor.params.emplace_back("share_floor", std::to_string(kDefaultShareFloor));
+  return MakeMaxMinFairnessWithParams(variant, with_floor);
 }
 
 }  // namespace gavel::policy

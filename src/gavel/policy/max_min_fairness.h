@@ -7,6 +7,13 @@
 // the current allocation (PolicyJob::current_allocation), the allocation closest to it in L1
 // distance among those within a factor (1 − ε) of the max-min optimum for every job, so that a
 // re-solve does not move jobs for nothing (docs/policies.md, "Staying put").
+// Option `efficient=1` (not with _packed): among the allocations within (1 − ε) of the optimum
+// for every job, the most total normalised throughput first (then `stay`, if set, within
+// (1 − ε) of that total).
+// Option `share_floor=f` (0 ≤ f ≤ 1; not with _packed): only the oldest jobs whose GPUs add up
+// to at most the cluster's GPUs / f share the cluster; the younger wait with nothing allocated
+// (docs/policies.md, "Sharing floor"). The factories here default to 0 (off); the registry's
+// names default to kDefaultShareFloor outside --compat gavel (MakeMaxMinFairnessByName).
 // Stateless.
 #pragma once
 
@@ -22,5 +29,11 @@ std::unique_ptr<Policy> MakeMaxMinFairness(Variant variant, const PolicyOptions&
 // The same with options.params parsed (`stay`); errors name the key.
 Result<std::unique_ptr<Policy>> MakeMaxMinFairnessWithParams(Variant variant,
                                                              const PolicyOptions& options);
+
+// What the registry's max_min_fairness and max_min_fairness_perf run when the user sets no
+// share_floor: kDefaultShareFloor, or 0 (the paper's policy) under --compat gavel.
+inline constexpr double kDefaultShareFloor = 0.5;
+Result<std::unique_ptr<Policy>> MakeMaxMinFairnessByName(Variant variant,
+                                                         const PolicyOptions& options);
 
 }  // namespace gavel::policy

@@ -402,6 +402,67 @@ TEST(MaxMinFairnessStayTest, OptionIsCheckedByName) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Sharing floor.
+
+Result<PolicyOutput> AllocateWithParams(const PolicyInput& input,
+                                        std::vector<std::pair<std::string, std::string>> params,
+                                        bool compat = false) {
+  PolicyOptions options;
+  options.params = std::move(params);
+  options.compat_gavel = compat;
+  GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
+                         MakeMaxMinFairnessByName(Variant::kPerf, options));
+  return policy->Allocate(input);
+}
+
+// Jobs `ages` seconds old (index order), all alike on one type of `gpus` GPUs.
+PolicyInput AgedInput(double gpus, const std::vector<int>& scale_factors,
+                      const std::vector<double>& ages) {
+  std::vector<JobDesc> jobs;
+  for (int s : scale_factors) jobs.push_back(JobDesc{{1.0}, s});
+  PolicyInput input = MakeInput({gpus}, jobs);
+  for (std::size_t i = 0; i < ages.size(); ++i) input.jobs[i].time_since_start = Seconds(ages[i]);
+  return input;
+}
+
+// By hand: six one-GPU jobs on two GPUs. Everyone sharing: 1/3 each. With floor 1/2 the
+// room is 2 / (1/2) = 4 GPUs: the four oldest (not the four first) share, 1/2 each; the two
+// youngest get nothing.
+TEST(MaxMinFairnessShareFloorTest, TheOldestShareAndTheYoungestWait) {
+  const PolicyInput input = AgedInput(2, {1, 1, 1, 1, 1, 1}, {100, 600, 500, 200, 400, 300});
+  const auto all = AllocateWithParams(input, {{"share_floor", "0"}});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(all->allocation(i, 0), 1.0 / 3.0, 1e-6);
+  // The default of the registry's names, and --compat gavel's (none).
+  const auto floored = AllocateWithParams(input, {});
+  ASSERT_TRUE(floored.ok()) << floored.status().ToString();
+  const double expected[] = {0.0, 0.5, 0.5, 0.0, 0.5, 0.5};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(floored->allocation(i, 0), expected[i], 1e-6);
+  const auto compat = AllocateWithParams(input, {}, /*compat=*/true);
+  ASSERT_TRUE(compat.ok());
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(compat->allocation(i, 0), 1.0 / 3.0, 1e-6);
+}
+
+// Gangs count their GPUs: on 4 GPUs with floor 1 (room 4) the oldest 2-GPU and 1-GPU jobs
+// (3 GPUs) share and the next 2-GPU job does not fit.
+TEST(MaxMinFairnessShareFloorTest, GangsCountTheirGpus) {
+  const PolicyInput input = AgedInput(4, {2, 1, 2, 1}, {400, 300, 200, 100});
+  const auto floored = AllocateWithParams(input, {{"share_floor", "1"}});
+  ASSERT_TRUE(floored.ok()) << floored.status().ToString();
+  EXPECT_GT(floored->allocation(0, 0), 0.0);
+  EXPECT_GT(floored->allocation(1, 0), 0.0);
+  EXPECT_EQ(floored->allocation(2, 0), 0.0);
+  EXPECT_EQ(floored->allocation(3, 0), 0.0);
+  for (const char* bad : {"max_min_fairness_perf:share_floor=2",
+                          "max_min_fairness_perf:share_floor=-1",
+                          "max_min_fairness_packed:share_floor=0.5"}) {
+    const auto policy = MakePolicy(bad, {});
+    ASSERT_FALSE(policy.ok()) << bad;
+    EXPECT_THAT(policy.status().message(), ::testing::HasSubstr("share_floor")) << bad;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Brute force: 2 jobs × 2 types, every allocation on a grid of step h. Rounding the true
 // optimum X* down to the grid keeps it feasible (all constraints are <= with non-negative
 // coefficients) and costs job i at most h · Σ_j coef_ij, so

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "gavel/core/check.h"
 #include "gavel/core/parse_number.h"
 #include "gavel/policy/allox.h"
 #include "gavel/policy/drf.h"
@@ -33,10 +34,15 @@ namespace gavel::policy {
 namespace {
 
 template <Variant V>
-std::unique_ptr<Policy> MaxMin(const PolicyOptions& o) { return MakeMaxMinFairness(V, o); }
+std::unique_ptr<Policy> MaxMin(const PolicyOptions& o) {
+  if (V == Variant::kPacked) return MakeMaxMinFairness(V, o);
+  Result<std::unique_ptr<Policy>> policy = MakeMaxMinFairnessByName(V, o);
+  GAVEL_CHECK_MSG(policy.ok(), policy.status().ToString().c_str());  // the default parses
+  return std::move(*policy);
+}
 template <Variant V>
 Result<std::unique_ptr<Policy>> MaxMinWithParams(const PolicyOptions& o) {
-  return MakeMaxMinFairnessWithParams(V, o);
+  return MakeMaxMinFairnessByName(V, o);
 }
 template <Variant V>
 std::unique_ptr<Policy> WaterFilling(const PolicyOptions& o) {
@@ -126,7 +132,7 @@ const PolicyInfo kPolicies[] = {
     {.name = "max_min_fairness",
      .description = "Least attained service: max-min fair time shares, heterogeneity-agnostic",
      .capabilities = {.shuffles_gpu_type_order = true},
-     .option_keys = "stay",
+     .option_keys = "stay,efficient,share_floor",
      .make_with_params = &MaxMinWithParams<kAgn>,
      .make = &MaxMin<kAgn>},
     {.name = "max_min_fairness_packed",
@@ -136,7 +142,7 @@ const PolicyInfo kPolicies[] = {
     {.name = "max_min_fairness_perf",
      .description = "Max-min fairness over throughput normalised by an equal share "
                     "(heterogeneity-aware LAS)",
-     .option_keys = "stay",
+     .option_keys = "stay,efficient,share_floor",
      .make_with_params = &MaxMinWithParams<kPerf>,
      .make = &MaxMin<kPerf>},
     {.name = "max_min_fairness_water_filling",

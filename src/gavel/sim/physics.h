@@ -102,6 +102,11 @@ struct PhysicsOptions {
   // another GPU type (the mechanism's restart_cost scorer). Needs restart_overhead; changes
   // decisions, not physics.
   bool restart_aware = false;
+  // The mechanism's bounded lag (mechanism/chooser.h): a running job keeps its GPUs until a
+  // waiting one is owed more than this many of its restart costs. nullopt = the default
+  // (kLagBoundRestarts) for policies whose allocation the mechanism time-slices (not those
+  // that reallocate every round), whenever restart_overhead is set; 0 = off.
+  std::optional<double> lag_bound_restarts;
   // How `gavel serve` runs a lease, for comparing with a live run (docs/runtime.md, "Replaying
   // a trace"). Off (false, 0) = the simulator's own model, where a restart's overhead is taken
   // out of the lease (at most half of it) and a round's micro-tasks start at its plan.

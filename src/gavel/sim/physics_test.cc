@@ -107,8 +107,9 @@ TEST(RestartOverheadTest, AlonePaysOnceForItsStart) {
   EXPECT_NEAR(r.physics.restart_overhead_gpu_seconds, 45.0, 1e-9);
 }
 
-// Three jobs time-sharing two GPUs preempt one another every round: restarts happen, and
-// every job's completion time grows with the overhead.
+// Three jobs time-sharing two GPUs under Gavel's queues (the bounded lag off) preempt one
+// another every round: restarts happen, and every job's completion time grows with the
+// overhead.
 TEST(RestartOverheadTest, ChurnRestartsAndJctRisesWithTheOverhead) {
   const double tput = V100(kResNet, 1);
   std::vector<workload::TraceJob> trace;
@@ -117,6 +118,7 @@ TEST(RestartOverheadTest, ChurnRestartsAndJctRisesWithTheOverhead) {
   for (double overhead : {0.0, 20.0, 60.0, 120.0}) {
     SimulationOptions o = Cluster(2, 1, trace);
     o.physics.restart_overhead = RestartOverhead::Uniform(overhead);
+    o.physics.lag_bound_restarts = 0.0;
     const SimulationResult r = MustSimulate(o);
     EXPECT_GT(r.physics.restarts, 0) << overhead;
     EXPECT_GT(r.average_jct_seconds, previous) << overhead;
@@ -125,6 +127,26 @@ TEST(RestartOverheadTest, ChurnRestartsAndJctRisesWithTheOverhead) {
                 overhead * static_cast<double>(r.physics.restarts + 3), 1e-6);
     previous = r.average_jct_seconds;
   }
+}
+
+// The same three jobs with the default bounded lag (200 restarts of 20 s: B = 4,000 s, more
+// than the shortest job's hour): no job waits long enough to displace a running one, so
+// each runs to completion on the GPU it started on (the third once the first is done), with
+// no restart and a lower average JCT than the churn's: (3,600 + 7,200 + 3,600 + 10,800) / 3,
+// give or take the starts' 20 s and the third's wait for the next round.
+TEST(RestartOverheadTest, TheBoundedLagKeepsJobsOnTheirGpus) {
+  const double tput = V100(kResNet, 1);
+  std::vector<workload::TraceJob> trace;
+  for (int i = 0; i < 3; ++i) trace.push_back(Job(kResNet, 1, tput * 3600.0 * (i + 1), 0.0));
+  SimulationOptions o = Cluster(2, 1, trace);
+  o.physics.restart_overhead = RestartOverhead::Uniform(20.0);
+  const SimulationResult bounded = MustSimulate(o);
+  o.physics.lag_bound_restarts = 0.0;
+  const SimulationResult churn = MustSimulate(o);
+  EXPECT_EQ(bounded.physics.restarts, 0);
+  EXPECT_GT(churn.physics.restarts, 10);
+  EXPECT_LT(bounded.average_jct_seconds, churn.average_jct_seconds);
+  EXPECT_NEAR(bounded.average_jct_seconds, (3600.0 + 7200.0 + 3600.0 + 10800.0) / 3.0, 360.0);
 }
 
 // The failure model's draws: over many jobs the fraction with a user error matches the

@@ -133,6 +133,7 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
   result.jobs_admitted = records.size();
 
   std::vector<double> window_jcts;
+  double share_deviation = 0.0;
   result.jobs.clear();
   result.jobs.reserve(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -150,6 +151,8 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
     job.dropped = r.dropped;
     job.in_window = i >= setup.window_start && i < setup.window_end;
     job.gpu_seconds = gpu_seconds[i];
+    job.entitled_seconds = r.entitled_seconds;
+    job.received_seconds = r.received_seconds;
     job.cost = r.cost;
     result.total_cost += r.cost;
     if (r.dropped) ++result.jobs_dropped;
@@ -166,6 +169,10 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
       if (job.jct) {
         ++result.window_jobs_completed;
         window_jcts.push_back(job.jct->value());
+        if (job.jct->value() > 0.0) {
+          share_deviation +=
+              std::abs(r.received_seconds - r.entitled_seconds) / job.jct->value();
+        }
       }
       if (i == setup.window_start) result.window_start_time = r.arrival;
     }
@@ -186,6 +193,7 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
     double sum = 0.0;
     for (double v : window_jcts) sum += v;
     result.average_jct_seconds = sum / static_cast<double>(window_jcts.size());
+    result.allocation_share_mad = share_deviation / static_cast<double>(window_jcts.size());
   }
   result.jct_p50_seconds = Percentile(window_jcts, 50.0);
   result.jct_p90_seconds = Percentile(window_jcts, 90.0);

@@ -81,6 +81,7 @@ class RoundSimulation {
     so.solve_path = options_.solve_path;
     so.topology_aware_placement = options_.physics.topology_aware();
     so.realisation.restart_costs = options_.physics.restart_aware;
+    so.realisation.lag_bound_restarts = LagBoundFor(options_.policy, options_.physics);
     so.exhaustive_scans = options_.exhaustive_scans;
     GAVEL_ASSIGN_OR_RETURN(estimation_, SimEstimation::Create(options_, setup_.layout));
     so.colocated = estimation_;
@@ -174,7 +175,7 @@ class RoundSimulation {
           if (options_.physics.topology_aware()) {
             GAVEL_RETURN_IF_ERROR(SetDemands(job, description));
           }
-          if (options_.physics.restart_aware && options_.physics.restart_overhead) {
+          if (options_.physics.restart_overhead) {
             description.restart_cost = options_.physics.restart_overhead->For(job.job_type);
           }
           // Jobs are numbered 0, 1, 2, ... in arrival order (the metrics' window counts them).
@@ -612,6 +613,7 @@ std::string ResultToJson(const SimulationResult& r) {
   j["restart_overhead_gpu_seconds"] = r.physics.restart_overhead_gpu_seconds;
   j["busy_gpu_seconds"] = r.busy_gpu_seconds;
   j["restart_share"] = r.restart_share;
+  j["allocation_share_mad"] = r.allocation_share_mad;
   j["active_jobs_at_end"] = r.active_jobs_at_end;
   j["starved_jobs"] = r.starved_jobs;
   j["oldest_unfinished_window_job_age_seconds"] = r.oldest_unfinished_window_job_age_seconds;
@@ -669,6 +671,14 @@ std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOp
     at = comma + 1;
   }
   return policy;
+}
+
+double LagBoundFor(const std::string& policy, const PhysicsOptions& physics) {
+  if (!physics.restart_overhead) return 0.0;
+  if (physics.lag_bound_restarts) return *physics.lag_bound_restarts;
+  const Result<const policy::PolicyInfo*> info = policy::FindPolicy(policy);
+  if (!info.ok() || (*info)->capabilities.reallocates_every_round) return 0.0;
+  return kLagBoundRestarts;
 }
 
 Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds end,

@@ -141,6 +141,9 @@ struct JobResult {
   double cost = 0.0;
   std::optional<double> rho;  // finish-time fairness, with `fairness`
   bool failed = false;        // physics: a user error, or out of retries
+  // Seconds its allocation entitled it to and seconds it ran (mechanism::JobRecord).
+  double entitled_seconds = 0.0;
+  double received_seconds = 0.0;
   // Arrival to first start, split as the Philly study does: fragmentation delay while enough
   // GPUs of a type it can use were free in total yet it was not placed, fair-share delay
   // otherwise (waiting for its share of GPUs).
@@ -233,6 +236,10 @@ struct SimulationResult {
   // on restart overhead (physics.restart_overhead_gpu_seconds / busy_gpu_seconds; 0 if idle).
   double busy_gpu_seconds = 0.0;
   double restart_share = 0.0;
+  // Realised against allocated share: over the window's completed jobs, the mean of
+  // |time run − time the allocation entitled it to| / JCT (mechanism::JobRecord's received and
+  // entitled seconds). 0 = every job received exactly its allocation's time share.
+  double allocation_share_mad = 0.0;
   // Physics counters (zero when physics is off) and the Philly study's metrics.
   PhysicsStats physics;
   std::size_t failed_jobs = 0;  // window jobs that failed
@@ -271,6 +278,16 @@ Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds en
 // for the policies that take it (docs/policies.md, "Staying put").
 inline constexpr double kStayWhenRestartsCost = 0.05;
 std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics);
+
+// The bounded lag's K when restarts cost something (PhysicsOptions::lag_bound_restarts): a
+// waiting job displaces a running one once it is owed more than 200 restarts' worth of time
+// (4,000-7,000 s with the shipped restart overheads), so a swap costs at most 0.5 % of the
+// time it makes up (docs/architecture.md, "Bounded lag"; bench/README.md, "Bounded lag and
+// sharing floor").
+inline constexpr double kLagBoundRestarts = 200.0;
+// The K the scheduler runs with: 0 without restart overhead, the user's, or the default for
+// `policy` (0 for a policy that reallocates every round: it picks what runs itself).
+double LagBoundFor(const std::string& policy, const PhysicsOptions& physics);
 
 // The result as JSON (docs/formats.md), without the per-job list.
 std::string ResultToJson(const SimulationResult& result);

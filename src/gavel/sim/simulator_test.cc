@@ -296,7 +296,8 @@ TEST(SimulatorTest, GpuTimeAddsUp) {
 // gang was owed (Compat::forgets_deficit), a single that ran under four rounds since the reset
 // always ranks above it, and with 40 singles sharing 8 GPUs none runs that often: the gang
 // never runs. Counting the owed time against the time received lets it run at its share: its
-// run alone at 1/41 of the time, within twice that.
+// run alone at 1/41 of the time, within twice that. Every job shares (share_floor=0: with the
+// default floor the gang, the oldest job, would share with only eight singles).
 TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
   const double steps = 100000.0;
   std::vector<workload::TraceJob> trace = {Job(kResNet, 8, steps, 0.0)};
@@ -304,7 +305,7 @@ TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
   for (int k = 1; k < 200; ++k) trace.push_back(Job(kResNet, 1, 100.0, 900.0 * k));
   for (const bool forgets : {true, false}) {
     SCOPED_TRACE(forgets ? "forgets_deficit" : "default");
-    SimulationOptions o = OnV100s(8, trace);
+    SimulationOptions o = OnV100s(8, trace, "max_min_fairness_perf:share_floor=0");
     o.window_start = 0;
     o.window_end = 1;
     o.saturation_limit = Seconds(48 * 3600.0);
@@ -322,6 +323,34 @@ TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
       EXPECT_LT(r.jobs[0].jct->value(), 2.0 * 41.0 * steps / V100(kResNet, 8));
       EXPECT_EQ(r.starved_jobs, 0u);
       EXPECT_EQ(r.oldest_unfinished_window_job_age_seconds, 0.0);
+    }
+  }
+}
+
+// An overloaded cluster: a one-hour job every ten minutes on two V100s (three times what they
+// serve). With every arrival sharing (share_floor=0), the window's jobs (the 40th to the 50th)
+// share with a backlog growing by four jobs an hour: each gets 2 / n(t) of a GPU, the hour
+// it needs takes until about e² times its arrival (~60 h), past the 40-hour cut. The default
+// sharing floor (1/2: the oldest jobs with at most 4 GPUs' worth share) serves them in
+// arrival order, as a queue does: the window is done by about 26 h.
+TEST(SimulatorTest, MaxMinFairnessDrainsAnOverloadedWindowInArrivalOrder) {
+  const double steps = 3600.0 * V100(kResNet, 1);
+  std::vector<workload::TraceJob> trace;
+  for (int k = 0; k < 300; ++k) trace.push_back(Job(kResNet, 1, steps, 600.0 * k));
+  for (const std::string policy :
+       {"max_min_fairness_perf", "max_min_fairness_perf:share_floor=0"}) {
+    SCOPED_TRACE(policy);
+    SimulationOptions o = OnV100s(2, trace);
+    o.policy = policy;
+    o.window_start = 40;
+    o.window_end = 50;
+    o.saturation_limit = Seconds(40 * 3600.0);
+    const SimulationResult r = MustSimulate(o);
+    const bool floored = policy == "max_min_fairness_perf";
+    EXPECT_EQ(r.saturated, !floored);
+    if (floored) {
+      EXPECT_EQ(r.window_jobs_completed, 10u);
+      EXPECT_LT(r.jobs[49].finish->value(), 30 * 3600.0);
     }
   }
 }
@@ -369,6 +398,47 @@ TEST(SimulatorTest, RestartCostsTurnOnStayingPutWhereThePolicyOffersIt) {
   EXPECT_EQ(PolicyWithPhysicsDefaults("tiresias_2das", restarts), "tiresias_2das");
   EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_packed", restarts),
             "max_min_fairness_packed");
+}
+
+// The bounded lag is on under restart costs for the policies the mechanism time-slices, off
+// for those that pick what runs every round, and the user's K wins.
+TEST(SimulatorTest, RestartCostsBoundTheLagOfTimeSlicedPolicies) {
+  PhysicsOptions plain;
+  PhysicsOptions restarts;
+  restarts.restart_overhead = RestartOverhead::Uniform(20.0);
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf", plain), 0.0);
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf", restarts), kLagBoundRestarts);
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf:stay=0", restarts), kLagBoundRestarts);
+  EXPECT_EQ(LagBoundFor("drf", restarts), kLagBoundRestarts);
+  EXPECT_EQ(LagBoundFor("tiresias_2das", restarts), 0.0);
+  EXPECT_EQ(LagBoundFor("oasis", restarts), 0.0);
+  restarts.lag_bound_restarts = 0.0;
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf", restarts), 0.0);
+  restarts.lag_bound_restarts = 30.0;
+  EXPECT_EQ(LagBoundFor("max_min_fairness_perf", restarts), 30.0);
+}
+
+// allocation_share_mad: a job alone on a V100 has all of it (allocation 1) from its arrival
+// at a round's start: entitled to 360 s for every round planned while it ran, it received its
+// JCT, so |E - R| / JCT = (360 · rounds - JCT) / JCT. A second job, arriving when the first
+// is done, adds its own term to the mean.
+TEST(SimulatorTest, AllocationShareMadComparesTimeRunWithTheAllocationsTime) {
+  const double first = 10000.0;  // steps: 2 rounds (8,673 steps a round)
+  SimulationOptions o =
+      OnV100s(1, {Job(kResNet, 1, first, 0.0), Job(kResNet, 1, 3.0 * first, 7200.0)});
+  o.policy = "max_min_fairness";
+  const SimulationResult r = MustSimulate(o);
+  ASSERT_EQ(r.window_jobs_completed, 2u);
+  double expected = 0.0;
+  for (const JobResult& job : r.jobs) {
+    const double jct = job.jct->value();
+    const double rounds = std::ceil(jct / 360.0);
+    EXPECT_NEAR(job.entitled_seconds, 360.0 * rounds, 1e-6);
+    EXPECT_NEAR(job.received_seconds, jct, 1e-6);
+    expected += (360.0 * rounds - jct) / jct / 2.0;
+  }
+  EXPECT_GT(expected, 0.0);
+  EXPECT_NEAR(r.allocation_share_mad, expected, 1e-9);
 }
 
 TEST(SimulatorTest, RejectsBadOptionsAndUnschedulableJobs) {
