@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "gavel/core/bounds.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
+#include "gavel/mechanism/cluster_layout.h"
 #include "gavel/policy/registry.h"
 #include "gavel/sim/simulator.h"
 #include "gavel/workload/generator.h"
@@ -551,7 +553,37 @@ Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
   const bool progress =
       o.progress == "always" || (o.progress == "auto" && isatty(STDERR_FILENO) == 1);
   if (progress) options.progress = ProgressLine();
+  // Jobs' rows are written as the run goes, and their results forgotten, unless rho (which
+  // needs a second run) or the fluid model needs the whole list, or the CSV shares stdout
+  // with the JSON (which comes first).
+  const bool stream_jobs =
+      !options.fairness && !options.ideal && !(o.json_path == "-" && o.jobs_csv_path == "-");
+  std::ofstream csv_file;
+  std::ostream* csv = nullptr;
+  if (stream_jobs) {
+    options.keep_jobs = false;
+    if (!o.jobs_csv_path.empty()) {
+      if (o.jobs_csv_path == "-") {
+        csv = &out;
+      } else {
+        csv_file.open(o.jobs_csv_path);
+        if (!csv_file) return Status::IoError(o.jobs_csv_path + ": cannot open for writing");
+        csv = &csv_file;
+      }
+      GAVEL_ASSIGN_OR_RETURN(const mechanism::ClusterLayout layout,
+                             mechanism::ClusterLayout::Create(options.cluster));
+      sim::WriteJobsCsvHeader(layout.type_names(), *csv);
+      options.job_sink = [csv, &o](const sim::JobResult& job) {
+        sim::WriteJobsCsvRow(job, *csv);
+        return csv->good() ? Status::Ok() : Status::IoError(o.jobs_csv_path + ": write failed");
+      };
+    }
+  }
   Result<sim::SimulationResult> run = sim::Simulate(options);
+  if (csv_file.is_open() && !run.ok()) {
+    csv_file.close();
+    std::remove(o.jobs_csv_path.c_str());  // no half a CSV from a failed run
+  }
   if (progress) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
   if (!run.ok()) return run.status();
   const sim::SimulationResult& result = *run;
@@ -566,7 +598,10 @@ Status RunSimulate(const SimulateOptions& o, std::ostream& out) {
   if (!o.json_path.empty()) {
     GAVEL_RETURN_IF_ERROR(WriteOutput(o.json_path, sim::ResultToJson(result), out));
   }
-  if (!o.jobs_csv_path.empty()) {
+  if (csv_file.is_open()) {
+    csv_file.close();
+    if (!csv_file) return Status::IoError(o.jobs_csv_path + ": write failed");
+  } else if (!o.jobs_csv_path.empty() && csv == nullptr) {
     GAVEL_RETURN_IF_ERROR(WriteOutput(o.jobs_csv_path, sim::JobsToCsv(result), out));
   }
   if (o.json_path != "-" && o.jobs_csv_path != "-") PrintSummary(result, out);

@@ -110,11 +110,11 @@ ActiveJob& JobTable::Admit(JobId id, const JobDescription& job, int table_key) {
     // Back after leaving: a fresh record in the same place.
     const std::size_t index = known->second;
     records_[index] = std::move(record);
-    std::fill_n(gpu_seconds_.begin() + static_cast<std::ptrdiff_t>(index * nt), nt, 0.0);
+    for (std::size_t t = 0; t < nt; ++t) gpu_seconds_[index * nt + t] = 0.0;
   } else {
     index_of_.emplace(id, records_.size());
     records_.push_back(std::move(record));
-    gpu_seconds_.resize(gpu_seconds_.size() + nt, 0.0);
+    for (std::size_t t = 0; t < nt; ++t) gpu_seconds_.push_back(0.0);
   }
   if (!job.gpu_seconds_done.empty()) {
     const std::size_t first = Index(id) * nt;
@@ -293,6 +293,17 @@ void JobTable::CompactOrder() {
   dead_in_order_ = 0;
 }
 
+void JobTable::Forget(JobId job) {
+  GAVEL_CHECK(!IsActive(job));
+  const auto it = index_of_.find(job);
+  GAVEL_CHECK(it != index_of_.end());
+  const std::size_t index = it->second;
+  records_.Forget(index);
+  const auto nt = static_cast<std::size_t>(num_types_);
+  for (std::size_t t = 0; t < nt; ++t) gpu_seconds_.Forget(index * nt + t);
+  index_of_.erase(it);
+}
+
 bool JobTable::BookProgress(JobId job, int type, double steps, double elapsed,
                             double max_elapsed, int gpus, Seconds finished_at) {
   const std::size_t index = Index(job);
@@ -363,13 +374,18 @@ void JobTable::ChangeLayout(ClusterLayout layout, std::vector<int> table_types,
       c.last_workers.clear();
     }
   }
-  std::vector<double> gpu_seconds(records_.size() * nt, 0.0);
+  RecordStore<double> gpu_seconds;
   for (std::size_t j = 0; j < records_.size(); ++j) {
     for (std::size_t t = 0; t < nt; ++t) {
-      if (old_of_new[t] < 0) continue;
-      gpu_seconds[j * nt + t] = gpu_seconds_[j * static_cast<std::size_t>(num_types_) +
-                                             static_cast<std::size_t>(old_of_new[t])];
+      const bool kept = old_of_new[t] >= 0 && !records_.forgotten(j);
+      gpu_seconds.push_back(kept ? gpu_seconds_[j * static_cast<std::size_t>(num_types_) +
+                                                static_cast<std::size_t>(old_of_new[t])]
+                                 : 0.0);
     }
+  }
+  for (std::size_t j = 0; j < records_.size(); ++j) {
+    if (!records_.forgotten(j)) continue;
+    for (std::size_t t = 0; t < nt; ++t) gpu_seconds.Forget(j * nt + t);
   }
   for (auto& [id, job] : active_) {
     job.tput_estimate = remap(job.tput_estimate, std::numeric_limits<double>::quiet_NaN());

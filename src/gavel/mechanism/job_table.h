@@ -1,7 +1,8 @@
 // JobTable: the round mechanism's record of who is there — every admitted job's record
-// (finished or not, for metrics), the active jobs, and their combinations: each active job
-// alone (a single) and, for policies that space-share, every pair of active jobs of the same
-// size (docs/architecture.md, "the round mechanism").
+// (finished or not, for metrics, until a caller that read it has it forgotten), the active
+// jobs, and their combinations: each active job alone (a single) and, for policies that
+// space-share, every pair of active jobs of the same size (docs/architecture.md, "the round
+// mechanism").
 //
 // Who owns what: the table owns the storage of every combination's state (ComboState) in
 // slots, the insertion order that breaks the queues' ties, the cluster layout, the throughput
@@ -36,6 +37,7 @@
 #include "gavel/mechanism/combination.h"
 #include "gavel/mechanism/policy_input_builder.h"
 #include "gavel/mechanism/ports.h"
+#include "gavel/mechanism/record_store.h"
 #include "gavel/mechanism/round_plan.h"
 
 namespace gavel::mechanism {
@@ -252,8 +254,11 @@ class JobTable {
   std::map<JobId, ActiveJob>& active() { return active_; }
   bool IsActive(JobId job) const { return active_.contains(job); }
   ActiveJob* FindActive(JobId job);
-  const std::vector<JobRecord>& records() const { return records_; }
+  const RecordStore<JobRecord>& records() const { return records_; }
   JobRecord& record(std::size_t index) { return records_[index]; }
+  // Frees a departed job's record, GPU-seconds and id (a simulator that passed them on);
+  // neither may be read again. Precondition: the job is not active.
+  void Forget(JobId job);
   // Dense position of an admitted job in the records (admission order).
   std::size_t Index(JobId job) const { return index_of_.at(job); }
   double gpu_seconds(std::size_t index, int type) const {
@@ -295,9 +300,9 @@ class JobTable {
   // Jobs held out of the plans, with the time they come back.
   std::map<JobId, Seconds> held_;
   // Every job ever admitted, in admission order; index_of_ finds a caller's id there.
-  std::vector<JobRecord> records_;
+  RecordStore<JobRecord> records_;
   std::unordered_map<JobId, std::size_t> index_of_;
-  std::vector<double> gpu_seconds_;  // by Index(job) × type
+  RecordStore<double> gpu_seconds_;  // by Index(job) × type
 };
 
 }  // namespace gavel::mechanism

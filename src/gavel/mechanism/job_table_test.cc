@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "gavel/mechanism/parts_test_support.h"
 
 namespace gavel::mechanism {
@@ -97,6 +99,55 @@ TEST(JobTableTest, BookProgressFinishesAJobAtItsLastStep) {
   ASSERT_TRUE(r.finish.has_value());
   EXPECT_EQ(r.finish->value(), 55.0);
   EXPECT_EQ(table.gpu_seconds(table.Index(JobId(3)), 0), 55.0);
+}
+
+// RecordStore against a plain vector: elements across many chunks, most forgotten in a
+// scattered order (whole chunks freed, others partly), the rest keep their values; reading a
+// forgotten one through at() aborts.
+TEST(RecordStoreTest, KeepsWhatIsNotForgottenAcrossFreedChunks) {
+  RecordStore<std::size_t> store;
+  std::vector<std::size_t> plain;
+  const std::size_t n = 5 * RecordStore<std::size_t>::kChunk + 17;
+  for (std::size_t i = 0; i < n; ++i) {
+    store.push_back(i * 31 + 7);
+    plain.push_back(i * 31 + 7);
+  }
+  std::vector<bool> forgotten(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    // The first two chunks wholly, then every third element, and the last chunk's head.
+    if (i < 2 * RecordStore<std::size_t>::kChunk || i % 3 == 0) {
+      store.Forget(i);
+      store.Forget(i);  // twice: nothing more happens
+      forgotten[i] = true;
+    }
+  }
+  ASSERT_EQ(store.size(), n);
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(store.forgotten(i), forgotten[i]);
+    if (!forgotten[i]) {
+      EXPECT_EQ(store.at(i), plain[i]) << i;
+    }
+  }
+  store.push_back(99);  // grows on after forgetting
+  EXPECT_EQ(store.at(n), 99u);
+  EXPECT_DEATH((void)store.at(0), "forgotten");
+}
+
+// A departed job's record is forgotten: the table no longer knows its id, the others' records
+// and GPU-seconds are untouched.
+TEST(JobTableTest, ForgetsADepartedJobsRecordOnly) {
+  JobTable table = MakeJobTable({{"v100", 2, 1}}, /*packing=*/false);
+  AdmitOrDie(table, JobId(0), Job("A"));
+  AdmitOrDie(table, JobId(1), Job("B"));
+  EXPECT_TRUE(table.BookProgress(JobId(0), 0, 1e9, 10.0, 10.0, 1, Seconds(10.0)));
+  EXPECT_FALSE(table.BookProgress(JobId(1), 0, 1.0, 20.0, 20.0, 1, Seconds(20.0)));
+  table.Erase(JobId(0), /*dropped=*/false);
+  table.Forget(JobId(0));
+  EXPECT_TRUE(table.records().forgotten(0));
+  EXPECT_THROW((void)table.Index(JobId(0)), std::out_of_range);
+  EXPECT_EQ(table.Index(JobId(1)), 1u);
+  EXPECT_EQ(table.gpu_seconds(1, 0), 20.0);
+  EXPECT_EQ(table.records().size(), 2u);
 }
 
 }  // namespace

@@ -271,6 +271,11 @@ class RoundScheduler {
   bool HasRunningMicroTasks() const { return book_.any_running(); }
   // The record of an admitted job (aborts for an id never admitted).
   const JobRecord& record(JobId job) const { return table_.records().at(table_.Index(job)); }
+  // Frees a job's record once it has left (finished, dropped, rejected or removed) and its
+  // figures were read: record() and gpu_seconds() must not be asked for it again, and its id
+  // is unknown from then on. A simulator streaming its jobs' results calls it so that memory
+  // does not grow with the jobs that left. Aborts for an active or unknown job.
+  void ForgetJob(JobId job) { table_.Forget(job); }
   // GPU-seconds the job used on a type (elapsed time × GPUs of each successful micro-task).
   double gpu_seconds(JobId job, int type) const {
     return table_.gpu_seconds(table_.Index(job), type);

@@ -208,7 +208,6 @@ class FluidSimulation {
   Result<SimulationResult> Finish() {
     SimulationResult result;
     FinishResult(options_, setup_, *options_.throughputs, records_, gpu_seconds_, now_, result);
-    FinishQueueingMetrics(result);
     if (now_.value() > 0.0) {
       result.utilization = busy_ / (static_cast<double>(total_gpus_) * now_.value());
     }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gavel/core/bounds.h"
+#include "gavel/sim/job_summary.h"
 
 namespace gavel::sim::internal {
 
@@ -118,6 +119,19 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
                   const ThroughputTable& table, const std::vector<mechanism::JobRecord>& records,
                   const std::vector<std::vector<double>>& gpu_seconds, Seconds end,
                   SimulationResult& result) {
+  FillRunEcho(options, setup, end, result);
+  result.jobs.clear();
+  result.jobs.reserve(records.size());
+  JobSummarizer summary(options.compat.slo_quirks);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    result.jobs.push_back(JobResultOf(setup, table, records[i], i, gpu_seconds[i]));
+    summary.Add(result.jobs.back(), records[i].utility.has_value());
+  }
+  summary.FillSummary(result);
+}
+
+void FillRunEcho(const SimulationOptions& options, const RunSetup& setup, Seconds end,
+                 SimulationResult& result) {
   result.policy = options.policy;
   result.seed = options.seed;
   result.compat = options.compat;
@@ -130,113 +144,36 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
   result.window_start = setup.window_start;
   result.window_end = setup.window_end;
   result.makespan_seconds = end.value();
-  result.jobs_admitted = records.size();
+}
 
-  std::vector<double> window_jcts;
-  double share_deviation = 0.0;
-  result.jobs.clear();
-  result.jobs.reserve(records.size());
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const mechanism::JobRecord& r = records[i];
-    JobResult job;
-    job.id = JobId(i);
-    job.job_type = table.job_types()[static_cast<std::size_t>(r.table_key)].model;
-    job.scale_factor = r.scale_factor;
-    job.priority_weight = r.priority_weight;
-    job.arrival = r.arrival;
-    job.first_start = r.first_start;
-    job.finish = r.finish;
-    job.jct = r.jct();
-    job.deadline = r.deadline;
-    job.dropped = r.dropped;
-    job.in_window = i >= setup.window_start && i < setup.window_end;
-    job.gpu_seconds = gpu_seconds[i];
-    job.entitled_seconds = r.entitled_seconds;
-    job.received_seconds = r.received_seconds;
-    job.cost = r.cost;
-    result.total_cost += r.cost;
-    if (r.dropped) ++result.jobs_dropped;
-    job.rejected = r.rejected;
-    if (r.utility) {
-      result.has_utility = true;
-      if (job.jct) job.utility = r.utility->At(job.jct->value());
-    }
-    if (job.jct) ++result.jobs_completed;
-    if (job.in_window) {
-      if (r.dropped) ++result.window_jobs_dropped;
-      if (r.rejected) ++result.jobs_rejected;
-      if (job.utility) result.total_utility += *job.utility;
-      if (job.jct) {
-        ++result.window_jobs_completed;
-        window_jcts.push_back(job.jct->value());
-        if (job.jct->value() > 0.0) {
-          share_deviation +=
-              std::abs(r.received_seconds - r.entitled_seconds) / job.jct->value();
-        }
-      }
-      if (i == setup.window_start) result.window_start_time = r.arrival;
-    }
-    if (r.deadline && r.done()) {
-      ++result.slo_jobs;
-      bool violated;
-      if (options.compat.slo_quirks) {
-        // The original compares the JCT (a duration) with the deadline (a point in time).
-        violated = job.jct && job.jct->value() > r.deadline->value();
-      } else {
-        violated = r.dropped || (r.finish && *r.finish > *r.deadline);
-      }
-      if (violated) ++result.slo_violations;
-    }
-    result.jobs.push_back(std::move(job));
-  }
-  if (!window_jcts.empty()) {
-    double sum = 0.0;
-    for (double v : window_jcts) sum += v;
-    result.average_jct_seconds = sum / static_cast<double>(window_jcts.size());
-    result.allocation_share_mad = share_deviation / static_cast<double>(window_jcts.size());
-  }
-  result.jct_p50_seconds = Percentile(window_jcts, 50.0);
-  result.jct_p90_seconds = Percentile(window_jcts, 90.0);
-  result.jct_p99_seconds = Percentile(window_jcts, 99.0);
+JobResult JobResultOf(const RunSetup& setup, const ThroughputTable& table,
+                      const mechanism::JobRecord& r, std::size_t i,
+                      std::vector<double> gpu_seconds) {
+  JobResult job;
+  job.id = JobId(i);
+  job.job_type = table.job_types()[static_cast<std::size_t>(r.table_key)].model;
+  job.scale_factor = r.scale_factor;
+  job.priority_weight = r.priority_weight;
+  job.arrival = r.arrival;
+  job.first_start = r.first_start;
+  job.finish = r.finish;
+  job.jct = r.jct();
+  job.deadline = r.deadline;
+  job.dropped = r.dropped;
+  job.in_window = i >= setup.window_start && i < setup.window_end;
+  job.gpu_seconds = std::move(gpu_seconds);
+  job.entitled_seconds = r.entitled_seconds;
+  job.received_seconds = r.received_seconds;
+  job.cost = r.cost;
+  job.rejected = r.rejected;
+  if (r.utility && job.jct) job.utility = r.utility->At(job.jct->value());
+  return job;
 }
 
 void FinishQueueingMetrics(SimulationResult& result) {
-  std::vector<double> delays;
-  double fair_share = 0.0;
-  double fragmentation = 0.0;
-  std::array<std::vector<double>, kSizeClassNames.size()> jcts;
-  for (const JobResult& job : result.jobs) {
-    if (!job.in_window) continue;
-    if (job.queueing_delay) {
-      delays.push_back(job.queueing_delay->value());
-      fair_share += job.fair_share_delay_seconds;
-      fragmentation += job.fragmentation_delay_seconds;
-    }
-    if (job.jct) jcts[static_cast<std::size_t>(SizeClass(job.scale_factor))].push_back(job.jct->value());
-  }
-  if (!delays.empty()) {
-    const double n = static_cast<double>(delays.size());
-    double sum = 0.0;
-    for (double d : delays) sum += d;
-    result.queueing_delay_mean_seconds = sum / n;
-    result.fair_share_delay_mean_seconds = fair_share / n;
-    result.fragmentation_delay_mean_seconds = fragmentation / n;
-  }
-  result.queueing_delay_p50_seconds = Percentile(delays, 50.0);
-  result.queueing_delay_p90_seconds = Percentile(delays, 90.0);
-  result.jct_by_size.clear();
-  for (std::size_t c = 0; c < jcts.size(); ++c) {
-    SizeClassJct s;
-    s.name = kSizeClassNames[c];
-    s.jobs = jcts[c].size();
-    double sum = 0.0;
-    for (double j : jcts[c]) sum += j;
-    s.mean = jcts[c].empty() ? 0.0 : sum / static_cast<double>(jcts[c].size());
-    s.p50 = Percentile(jcts[c], 50.0);
-    s.p90 = Percentile(jcts[c], 90.0);
-    s.p99 = Percentile(jcts[c], 99.0);
-    result.jct_by_size.push_back(std::move(s));
-  }
+  JobSummarizer summary;
+  for (const JobResult& job : result.jobs) summary.Add(job, job.utility.has_value());
+  summary.FillQueueing(result);
 }
 
 }  // namespace gavel::sim::internal

@@ -48,6 +48,14 @@ void FinishResult(const SimulationOptions& options, const RunSetup& setup,
                   const std::vector<std::vector<double>>& gpu_seconds, Seconds end,
                   SimulationResult& result);
 
+// The configuration echo, the window's bounds and the makespan (`end`).
+void FillRunEcho(const SimulationOptions& options, const RunSetup& setup, Seconds end,
+                 SimulationResult& result);
+// Job i's result from its record (`gpu_seconds`: per layout type). The simulator fills in
+// what the record does not know (failed, the queueing delays).
+JobResult JobResultOf(const RunSetup& setup, const ThroughputTable& table,
+                      const mechanism::JobRecord& record, std::size_t i,
+                      std::vector<double> gpu_seconds);
 // The window's queueing-delay statistics (from JobResult::queueing_delay and its split) and
 // JCT statistics per job-size class, from result.jobs.
 void FinishQueueingMetrics(SimulationResult& result);

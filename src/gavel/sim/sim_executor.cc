@@ -3,19 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 namespace gavel::sim {
 
 Status SimExecutor::Execute(const mechanism::RoundPlan& plan) {
   plan_end_ = plan.start;
   for (const mechanism::Assignment& a : plan.assignments) {
-    MicroTaskEnd end;
-    end.combination = a.combination;
-    end.gpu_type = a.gpu_type;
-    end.workers = a.workers;
-    end.steps = a.max_steps;
-    end.start = plan.start;
-    end.finish = plan.start;
+    Seconds finish = plan.start;
     for (std::size_t i = 0; i < a.max_steps.size(); ++i) {
       const double tput = a.expected_throughput[i];
       // A member that truly cannot run in this pair (estimated throughputs put it there) does
@@ -25,17 +20,27 @@ Status SimExecutor::Execute(const mechanism::RoundPlan& plan) {
         return Status::Internal("assignment of " + a.combination.ToString() +
                                 " has no positive throughput");
       }
-      end.finish = std::max(end.finish, plan.start + Seconds(a.max_steps[i] / tput));
+      finish = std::max(finish, plan.start + Seconds(a.max_steps[i] / tput));
     }
+    std::optional<Outcome> outcome;
     if (physics_ != nullptr) {
-      Outcome outcome = physics_->Launch(a, plan.start);
-      end.steps = std::move(outcome.steps);
-      end.finish = outcome.finish;
-      end.failure = outcome.failure;
+      outcome = physics_->Launch(a, plan.start);
+      finish = outcome->finish;
     }
-    const Seconds finish = end.finish;
     plan_end_ = std::max(plan_end_, finish);
-    queue_->Push(finish, std::move(end));
+    // Filled in place: the queue's slot keeps an earlier event's vectors for reuse.
+    MicroTaskEnd& end = queue_->Emplace(finish);
+    end.combination = a.combination;
+    end.gpu_type = a.gpu_type;
+    end.workers.assign(a.workers.begin(), a.workers.end());
+    if (outcome) {
+      end.steps = std::move(outcome->steps);
+    } else {
+      end.steps.assign(a.max_steps.begin(), a.max_steps.end());
+    }
+    end.start = plan.start;
+    end.finish = finish;
+    end.failure = outcome ? outcome->failure : Failure::kNone;
   }
   return Status::Ok();
 }

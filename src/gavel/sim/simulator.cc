@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <queue>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "gavel/sim/estimation.h"
 #include "gavel/sim/event_queue.h"
 #include "gavel/sim/ideal.h"
+#include "gavel/sim/job_summary.h"
 #include "gavel/sim/setup.h"
 #include "gavel/sim/sim_executor.h"
 
@@ -54,6 +56,7 @@ class RoundSimulation {
       GAVEL_RETURN_IF_ERROR(DeliverMicroTaskEnds());
       GAVEL_RETURN_IF_ERROR(AdmitArrivals());
       GAVEL_ASSIGN_OR_RETURN(const bool launched, PlanAndLaunchRound());
+      GAVEL_RETURN_IF_ERROR(PassOnLeftJobs());
       // Nothing runs, nothing will arrive, yet window jobs wait: give the allocation one more
       // chance, then give up rather than spin (the original spins forever here).
       if (!launched && queue_.empty() && !setup_.stream->PeekArrival() && releases_.empty() &&
@@ -112,10 +115,14 @@ class RoundSimulation {
 
   // Every micro-task of the round ends and reports per GPU.
   Status DeliverMicroTaskEnds() {
-    batch_.clear();
-    while (!queue_.empty() && queue_.Top().time <= now_) batch_.push_back(queue_.Pop().event);
-    if (batch_.empty()) return Status::Ok();
-    order_.resize(batch_.size());
+    // batch_'s first `ended` events are this round's; the rest keep their memory for reuse.
+    std::size_t ended = 0;
+    while (!queue_.empty() && queue_.TopTime() <= now_) {
+      if (ended == batch_.size()) batch_.emplace_back();
+      queue_.PopInto(batch_[ended++]);
+    }
+    if (ended == 0) return Status::Ok();
+    order_.resize(ended);
     for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
     if (options_.compat.latest_first_delivery) {
       // The original pops its heap of (-finish, combination): latest-finishing first.
@@ -146,8 +153,8 @@ class RoundSimulation {
       for (const mechanism::WorkerReport& report : reports_) {
         GAVEL_ASSIGN_OR_RETURN(const mechanism::ReportOutcome outcome,
                                scheduler_->OnWorkerDone(report));
-        for (JobId job : outcome.completed) CountIfInWindow(job);
-        for (JobId job : outcome.dropped) CountIfInWindow(job);
+        for (JobId job : outcome.completed) JobLeft(job);
+        for (JobId job : outcome.dropped) JobLeft(job);
       }
       if (estimation_ && end.combination.is_pair()) {
         estimation_->OnPairRan(end.combination, end.gpu_type, *scheduler_);
@@ -200,7 +207,7 @@ class RoundSimulation {
     GAVEL_ASSIGN_OR_RETURN(mechanism::RoundPlan plan, scheduler_->PlanRound());
     if (estimation_) estimation_->ApplyTruth(plan, *scheduler_);
     GAVEL_RETURN_IF_ERROR(executor_.Execute(plan));
-    for (JobId rejected : plan.rejected) CountIfInWindow(rejected);
+    for (JobId rejected : plan.rejected) JobLeft(rejected);
     // The queue holds exactly this round's micro-task ends.
     round_end_ = executor_.plan_end();
     ClassifyWaiting(plan);
@@ -236,7 +243,7 @@ class RoundSimulation {
     if (end.failure == Failure::kInfra && physics_->Retry(job, &failures)) {
       GAVEL_ASSIGN_OR_RETURN(const mechanism::ReportOutcome outcome,
                              scheduler_->OnMicroTaskFailed(end.combination, end.finish));
-      for (JobId dropped : outcome.dropped) CountIfInWindow(dropped);
+      for (JobId dropped : outcome.dropped) JobLeft(dropped);
       if (!scheduler_->IsActive(job)) return Status::Ok();
       const Seconds release = end.finish + physics_->options().failures->Backoff(failures);
       GAVEL_RETURN_IF_ERROR(scheduler_->HoldJob(job, release));
@@ -248,7 +255,7 @@ class RoundSimulation {
     GAVEL_RETURN_IF_ERROR(scheduler_->RemoveJob(job));
     physics_->MarkFailed(job);
     physics_->JobFailed(used);
-    CountIfInWindow(job);
+    JobLeft(job);
     return Status::Ok();
   }
 
@@ -271,9 +278,7 @@ class RoundSimulation {
 
   // Which GPU types a waiting job could use (bit per layout type).
   void TrackWaiting(JobId id, const workload::TraceJob& job) {
-    const auto i = static_cast<std::size_t>(id.value());
-    if (waits_.size() <= i) waits_.resize(i + 1);
-    Wait& w = waits_[i];
+    Wait& w = waits_[static_cast<std::size_t>(id.value())];
     w.mark = job.arrival_time;
     w.gpus = job.scale_factor;
     const std::optional<int> key = options_.throughputs->KeyIndex(job.key());
@@ -300,7 +305,7 @@ class RoundSimulation {
     }
     std::size_t kept = 0;
     for (JobId id : waiting_) {
-      Wait& w = waits_[static_cast<std::size_t>(id.value())];
+      Wait& w = waits_.at(static_cast<std::size_t>(id.value()));
       bool fragmented = false;
       for (int t = 0; t < types && t < 64; ++t) {
         if ((w.types >> t & 1U) != 0 && free_[static_cast<std::size_t>(t)] >= w.gpus) {
@@ -331,8 +336,59 @@ class RoundSimulation {
     options_.progress(p);
   }
 
-  void CountIfInWindow(JobId job) {
+  // A job finished, was dropped, rejected or failed: its record is final.
+  void JobLeft(JobId job) {
     if (job.value() >= setup_.window_start && job.value() < setup_.window_end) ++window_done_;
+    left_.push_back(job);
+  }
+
+  // The jobs that left since the last call get their results, and every result whose
+  // predecessors have all left goes on, in id order (Emit). Called after ClassifyWaiting,
+  // which books a leaving job's last wait.
+  Status PassOnLeftJobs() {
+    for (JobId job : left_) {
+      const auto i = static_cast<std::size_t>(job.value());
+      if (i >= next_to_emit_ && !ready_.contains(i)) ready_.emplace(i, ResultOf(i));
+    }
+    left_.clear();
+    while (!ready_.empty() && ready_.begin()->first == next_to_emit_) {
+      GAVEL_RETURN_IF_ERROR(Emit(std::move(ready_.begin()->second)));
+      ready_.erase(ready_.begin());
+    }
+    return Status::Ok();
+  }
+
+  // Job i's result as it stands (final once it has left); forgets its wait.
+  JobResult ResultOf(std::size_t i) {
+    const JobId id(i);
+    std::vector<double> gpu_seconds;
+    for (int t = 0; t < setup_.layout.num_types(); ++t) {
+      gpu_seconds.push_back(scheduler_->gpu_seconds(id, t));
+    }
+    JobResult job = internal::JobResultOf(setup_, *options_.throughputs, scheduler_->record(id),
+                                          i, std::move(gpu_seconds));
+    if (physics_ && physics_->Failed(id)) job.failed = true;
+    if (const auto w = waits_.find(i); w != waits_.end()) {
+      if (job.first_start) {
+        job.queueing_delay = *job.first_start - job.arrival;
+        job.fair_share_delay_seconds = w->second.fair_share;
+        job.fragmentation_delay_seconds = w->second.fragmentation;
+      }
+      waits_.erase(w);
+    }
+    return job;
+  }
+
+  // The next job in id order: into the summary, to the sink, and kept if asked. A job that
+  // left is forgotten by the scheduler when its result is not kept: nothing reads its record
+  // again.
+  Status Emit(JobResult job) {
+    summary_.Add(job, scheduler_->record(job.id).utility.has_value());
+    ++next_to_emit_;
+    if (!options_.keep_jobs && !scheduler_->IsActive(job.id)) scheduler_->ForgetJob(job.id);
+    if (options_.job_sink) GAVEL_RETURN_IF_ERROR(options_.job_sink(job));
+    if (options_.keep_jobs) kept_jobs_.push_back(std::move(job));
+    return Status::Ok();
   }
 
   // The window opens when its first job arrives; count the part of the round that just ended
@@ -351,8 +407,8 @@ class RoundSimulation {
     int listed = 0;
     for (std::size_t i = setup_.window_start;
          i < std::min(setup_.window_end, scheduler_->num_jobs()) && listed < 10; ++i) {
+      if (!scheduler_->IsActive(JobId(i))) continue;  // left (its record may be forgotten)
       const mechanism::JobRecord& r = scheduler_->record(JobId(i));
-      if (r.done()) continue;
       text += (listed++ ? "; job " : "job ") + std::to_string(i) + " (" +
               options_.throughputs->job_types()[static_cast<std::size_t>(r.table_key)].ToString() +
               ", " + std::to_string(r.steps_run) + " of " + std::to_string(r.total_steps) +
@@ -376,19 +432,19 @@ class RoundSimulation {
 
   Result<SimulationResult> Finish() {
     SimulationResult result;
-    std::vector<mechanism::JobRecord> records;
-    std::vector<std::vector<double>> gpu_seconds;
-    records.reserve(scheduler_->num_jobs());
-    gpu_seconds.reserve(scheduler_->num_jobs());
-    const int types = setup_.layout.num_types();
-    for (std::size_t i = 0; i < scheduler_->num_jobs(); ++i) {
-      records.push_back(scheduler_->record(JobId(i)));
-      std::vector<double> per_type;
-      for (int t = 0; t < types; ++t) per_type.push_back(scheduler_->gpu_seconds(JobId(i), t));
-      gpu_seconds.push_back(std::move(per_type));
+    internal::FillRunEcho(options_, setup_, now_, result);
+    GAVEL_RETURN_IF_ERROR(PassOnLeftJobs());
+    // The jobs still there, in id order between those that left.
+    for (std::size_t i = next_to_emit_; i < scheduler_->num_jobs(); ++i) {
+      if (const auto it = ready_.find(i); it != ready_.end()) {
+        GAVEL_RETURN_IF_ERROR(Emit(std::move(it->second)));
+        ready_.erase(it);
+      } else {
+        GAVEL_RETURN_IF_ERROR(Emit(ResultOf(i)));
+      }
     }
-    internal::FinishResult(options_, setup_, *options_.throughputs, records, gpu_seconds, now_,
-                           result);
+    summary_.FillSummary(result);
+    result.jobs = std::move(kept_jobs_);
     // The original's utilization: mean over GPUs of booked busy time / run time.
     const std::vector<double>& busy = scheduler_->worker_busy_seconds();
     if (now_.value() > 0.0 && !busy.empty()) {
@@ -414,7 +470,7 @@ class RoundSimulation {
     return result;
   }
 
-  void FinishPhysics(SimulationResult& result) const {
+  void FinishPhysics(SimulationResult& result) {
     result.saturated = saturated_;
     if (physics_) result.physics = physics_->stats();
     for (double b : scheduler_->worker_busy_seconds()) result.busy_gpu_seconds += b;
@@ -422,20 +478,7 @@ class RoundSimulation {
       result.restart_share =
           result.physics.restart_overhead_gpu_seconds / result.busy_gpu_seconds;
     }
-    for (JobResult& job : result.jobs) {
-      const auto i = static_cast<std::size_t>(job.id.value());
-      if (physics_ && physics_->Failed(job.id)) {
-        job.failed = true;
-        if (job.in_window) ++result.failed_jobs;
-      }
-      if (i < waits_.size() && job.first_start) {
-        job.queueing_delay = *job.first_start - job.arrival;
-        job.fair_share_delay_seconds = waits_[i].fair_share;
-        job.fragmentation_delay_seconds = waits_[i].fragmentation;
-      }
-    }
-    internal::FinishQueueingMetrics(result);
-    const Backlog backlog = BacklogOf(result.jobs, total_gpus_, now_);
+    const Backlog backlog = summary_.BacklogAt(total_gpus_, now_);
     result.active_jobs_at_end = backlog.active_jobs;
     result.starved_jobs = backlog.starved_jobs;
     result.oldest_unfinished_window_job_age_seconds =
@@ -473,7 +516,8 @@ class RoundSimulation {
   // Release times of failed jobs' holds (physics), earliest first.
   std::priority_queue<Seconds, std::vector<Seconds>, std::greater<>> releases_;
   bool saturated_ = false;
-  std::vector<Wait> waits_;       // by job id
+  // By job id, from admission until the job's result is made (ResultOf).
+  std::unordered_map<std::size_t, Wait> waits_;
   std::vector<JobId> waiting_;    // admitted, not yet started
   std::vector<int> free_;         // scratch: free GPUs per type after a plan
   std::vector<double> timeline_;  // busy GPU-seconds per bucket
@@ -484,6 +528,14 @@ class RoundSimulation {
   std::optional<Seconds> window_start_time_;
   double window_busy_ = 0.0;
   std::vector<BusyInterval> last_batch_;
+  // The jobs' results: those that left since the last PassOnLeftJobs, those made but waiting
+  // for an earlier job to leave, the next id to pass on, the summary of those passed on, and
+  // (options_.keep_jobs) the results themselves.
+  std::vector<JobId> left_;
+  std::map<std::size_t, JobResult> ready_;
+  std::size_t next_to_emit_ = 0;
+  JobSummarizer summary_{options_.compat.slo_quirks};
+  std::vector<JobResult> kept_jobs_;
   int total_gpus_ = 0;
   // Scratch reused every round.
   std::vector<MicroTaskEnd> batch_;
@@ -532,6 +584,11 @@ double Percentile(std::vector<double> values, double percent) {
 
 Result<SimulationResult> Simulate(const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
+  if ((options.job_sink || !options.keep_jobs) && (options.ideal || options.fairness)) {
+    return Status::InvalidArgument(
+        "streaming job results (job_sink, keep_jobs off) needs a round-based run without "
+        "fairness: the fluid model and rho read the whole job list");
+  }
   GAVEL_ASSIGN_OR_RETURN(internal::RunSetup setup, internal::PrepareRun(options));
   // The fluid model has no rounds to learn pairs in; SimEstimation refuses it when estimating.
   if (options.ideal) GAVEL_RETURN_IF_ERROR(SimEstimation::Create(options, setup.layout).status());
@@ -732,37 +789,47 @@ Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds en
 
 std::string JobsToCsv(const SimulationResult& r) {
   std::ostringstream out;
-  out << std::setprecision(17);
+  WriteJobsCsvHeader(r.gpu_types, out);
+  for (const JobResult& job : r.jobs) WriteJobsCsvRow(job, out);
+  return out.str();
+}
+
+void WriteJobsCsvHeader(const std::vector<std::string>& gpu_types, std::ostream& out) {
   out << "id,job_type,scale_factor,priority_weight,arrival,first_start,finish,jct,in_window,"
          "dropped";
-  for (const std::string& t : r.gpu_types) out << ",gpu_seconds_" << t;
+  for (const std::string& t : gpu_types) out << ",gpu_seconds_" << t;
   out << ",cost,rho,failed,queueing_delay,fair_share_delay,fragmentation_delay\n";
+}
+
+void WriteJobsCsvRow(const JobResult& job, std::ostream& out) {
+  // A fresh stream's format (JobsToCsv's), whatever the caller's stream had.
+  const std::ios_base::fmtflags flags = out.flags(std::ios_base::dec | std::ios_base::skipws);
+  const std::streamsize precision = out.precision(17);
   auto opt = [&](const std::optional<Seconds>& v) {
     if (v) out << v->value();
   };
-  for (const JobResult& job : r.jobs) {
-    out << job.id.value() << ",\"" << job.job_type << "\"," << job.scale_factor << ","
-        << job.priority_weight << "," << job.arrival.value() << ",";
-    opt(job.first_start);
+  out << job.id.value() << ",\"" << job.job_type << "\"," << job.scale_factor << ","
+      << job.priority_weight << "," << job.arrival.value() << ",";
+  opt(job.first_start);
+  out << ",";
+  opt(job.finish);
+  out << ",";
+  opt(job.jct);
+  out << "," << (job.in_window ? 1 : 0) << "," << (job.dropped ? 1 : 0);
+  for (double g : job.gpu_seconds) out << "," << g;
+  out << "," << job.cost << ",";
+  if (job.rho) out << *job.rho;
+  out << "," << (job.failed ? 1 : 0) << ",";
+  opt(job.queueing_delay);
+  out << ",";
+  if (job.queueing_delay) {
+    out << job.fair_share_delay_seconds << "," << job.fragmentation_delay_seconds;
+  } else {
     out << ",";
-    opt(job.finish);
-    out << ",";
-    opt(job.jct);
-    out << "," << (job.in_window ? 1 : 0) << "," << (job.dropped ? 1 : 0);
-    for (double g : job.gpu_seconds) out << "," << g;
-    out << "," << job.cost << ",";
-    if (job.rho) out << *job.rho;
-    out << "," << (job.failed ? 1 : 0) << ",";
-    opt(job.queueing_delay);
-    out << ",";
-    if (job.queueing_delay) {
-      out << job.fair_share_delay_seconds << "," << job.fragmentation_delay_seconds;
-    } else {
-      out << ",";
-    }
-    out << "\n";
   }
-  return out.str();
+  out << "\n";
+  out.precision(precision);
+  out.flags(flags);
 }
 
 }  // namespace gavel::sim

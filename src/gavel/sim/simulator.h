@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,8 @@ struct Progress {
   std::size_t active = 0;
   std::int64_t rounds = 0;
 };
+
+struct JobResult;
 
 struct SimulationOptions {
   // GPU types in the user's order (the scheduler's per-round type order).
@@ -104,6 +107,14 @@ struct SimulationOptions {
   // co-located throughputs, replaced by the table's as pairs run. P in [0, 1], K in [1, 26].
   double profiling_percentage = 1.0;
   int num_reference_models = 26;
+  // Each job's result, in id order, as soon as it and every job before it have left
+  // (finished, or were dropped, rejected or failed); the others' at the end of the run. An
+  // error stops the run with it. Null = none. Round-based runs without `fairness` only.
+  std::function<Status(const JobResult&)> job_sink;
+  // Keep every job's result in SimulationResult::jobs. Off, a run's memory no longer grows
+  // with its finished jobs (pass them to job_sink instead); the figures are the same.
+  // Round-based runs without `fairness` only (rho and the fluid model read the list).
+  bool keep_jobs = true;
   // Tests only (mechanism::SchedulerOptions::exhaustive_scans): the round mechanism's plain
   // scans over every combination, which must give bit-identical results.
   bool exhaustive_scans = false;
@@ -254,7 +265,7 @@ struct SimulationResult {
   std::vector<double> utilization_timeline;
 
   std::optional<ThroughputEstimationSummary> throughput_estimation;  // when estimating
-  std::vector<JobResult> jobs;  // every admitted job, by id
+  std::vector<JobResult> jobs;  // every admitted job, by id (SimulationOptions::keep_jobs)
 };
 
 Result<SimulationResult> Simulate(const SimulationOptions& options);
@@ -294,6 +305,11 @@ std::string ResultToJson(const SimulationResult& result);
 // The per-job CSV: id, job_type, scale_factor, priority_weight, arrival, first_start, finish,
 // jct, in_window, dropped, gpu_seconds_<type>..., cost, rho (empty cells where unknown).
 std::string JobsToCsv(const SimulationResult& result);
+// The same, a part at a time (a run streaming its jobs through SimulationOptions::job_sink):
+// the header for the GPU types (SimulationResult::gpu_types: the layout's sorted names), and
+// one job's row.
+void WriteJobsCsvHeader(const std::vector<std::string>& gpu_types, std::ostream& out);
+void WriteJobsCsvRow(const JobResult& job, std::ostream& out);
 
 // Fills a result's run-wide figures from its per-job list, for a run the simulator did not
 // make (`gavel replay`'s live run) so that ResultToJson and JobsToCsv write it like a simulated

@@ -3,14 +3,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "gavel/core/shipped_table.h"
 #include "gavel/sim/sim_test_support.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/sim/event_queue.h"
+#include "gavel/sim/job_summary.h"
 #include "gavel/sim/sim_executor.h"
 #include "gavel/workload/generator.h"
 
@@ -382,6 +386,96 @@ TEST(BacklogTest, CountsActiveJobsAndThoseFarBelowTheirEqualShare) {
   EXPECT_DOUBLE_EQ(b.oldest_unfinished_window_job_age_seconds, 100.0);
   // With a threshold above C's 1.2 GPUs per GPU of equal share, C is starved too.
   EXPECT_EQ(BacklogOf(jobs, 2, Seconds(100.0), /*starved_below=*/1.5).starved_jobs, 2u);
+}
+
+// The streamed backlog (JobSummarizer, folding changes as the jobs come) against BacklogOf's
+// sort of the whole list: 3,000 random jobs with tied arrivals and finishes, unfinished,
+// dropped and failed jobs, in and out of the window; every figure bit-identical.
+TEST(JobSummarizerTest, StreamedBacklogEqualsBacklogOfTheWholeList) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> gap(0, 3);
+  std::uniform_int_distribution<int> length(0, 400);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<JobResult> jobs;
+  double arrival = 0.0;
+  for (int i = 0; i < 3000; ++i) {
+    arrival += gap(rng);  // whole seconds: many ties
+    JobResult j;
+    j.id = JobId(i);
+    j.arrival = Seconds(arrival);
+    j.scale_factor = 1 + (i % 3);
+    j.in_window = i >= 100 && i < 2900;
+    const double u = unit(rng);
+    if (u < 0.9 || i < 2500) {
+      j.finish = Seconds(arrival + length(rng));
+      j.jct = *j.finish - j.arrival;
+    } else if (u < 0.93) {
+      j.dropped = true;
+    } else if (u < 0.95) {
+      j.failed = true;
+    }
+    // Some got next to nothing (starved), most plenty.
+    const double received = i % 4 == 0 ? 0.5 : 3000.0;
+    j.gpu_seconds = {unit(rng) * received, unit(rng) * received};
+    jobs.push_back(std::move(j));
+  }
+  const Seconds end(arrival + 500.0);
+  for (const double starved_below : {kStarvedBelowEqualShare, 1.5}) {
+    JobSummarizer summary;
+    for (const JobResult& job : jobs) summary.Add(job, false);
+    const Backlog streamed = summary.BacklogAt(/*total_gpus=*/8, end, starved_below);
+    const Backlog listed = BacklogOf(jobs, 8, end, starved_below);
+    EXPECT_EQ(streamed.active_jobs, listed.active_jobs);
+    EXPECT_EQ(streamed.starved_jobs, listed.starved_jobs);
+    EXPECT_EQ(streamed.oldest_unfinished_window_job_age_seconds,
+              listed.oldest_unfinished_window_job_age_seconds);
+    EXPECT_GT(listed.active_jobs, 10u);  // the check has teeth: a backlog, some starved
+    EXPECT_GT(listed.starved_jobs, 0u);
+    EXPECT_LT(listed.starved_jobs, listed.active_jobs);
+  }
+}
+
+// A run that streams its jobs (job_sink, keep_jobs off: the scheduler forgets each job that
+// left) reports exactly what a run that keeps them does: the same rows in id order, the same
+// JSON. The run stops at its saturation limit with jobs waiting and running, so the backlog
+// and the jobs passed on at the end are covered too.
+TEST(StreamedRunTest, SinkAndSummaryEqualTheKeptList) {
+  std::vector<workload::TraceJob> trace;
+  for (int i = 0; i < 60; ++i) {
+    const int sf = i % 5 == 0 ? 2 : 1;
+    trace.push_back(Job(kResNet, sf, V100(kResNet, sf) * (600.0 + 97.0 * (i % 7)), 90.0 * i));
+  }
+  SimulationOptions options = OnV100s(4, trace);
+  options.saturation_limit = Seconds(7000.0);
+  const SimulationResult kept = MustSimulate(options);
+  std::vector<JobResult> sunk;
+  options.keep_jobs = false;
+  options.job_sink = [&](const JobResult& job) {
+    sunk.push_back(job);
+    return Status::Ok();
+  };
+  const SimulationResult streamed = MustSimulate(options);
+  EXPECT_TRUE(streamed.jobs.empty());
+  ASSERT_EQ(sunk.size(), kept.jobs.size());
+  std::ostringstream kept_rows, sunk_rows;
+  for (const JobResult& job : kept.jobs) WriteJobsCsvRow(job, kept_rows);
+  for (const JobResult& job : sunk) WriteJobsCsvRow(job, sunk_rows);
+  EXPECT_EQ(sunk_rows.str(), kept_rows.str());
+  EXPECT_EQ(JobsToCsv(kept), [&] {
+    std::ostringstream csv;
+    WriteJobsCsvHeader(kept.gpu_types, csv);
+    return csv.str() + sunk_rows.str();
+  }());
+  const auto json = [](SimulationResult r) {
+    r.wall_seconds = 0.0;
+    r.policy_solve_seconds = 0.0;
+    return ResultToJson(r);
+  };
+  EXPECT_EQ(json(streamed), json(kept));
+  EXPECT_TRUE(kept.saturated);
+  EXPECT_GT(kept.active_jobs_at_end, 0u);
+  EXPECT_GT(kept.window_jobs_completed, 2u);
+  EXPECT_GT(kept.queueing_delay_p90_seconds, 0.0);
 }
 
 // Restarts that cost something turn on the LP policies' stay option, unless the user chose
