@@ -182,8 +182,8 @@ TEST(CompatTest, ParsesNamesAndGavel) {
   EXPECT_THAT(bad.status().message(), HasSubstr("nonsense"));
 }
 
-// Spec §3.4 worked by hand: two jobs with allocation 0.5 on one GPU. Round 0: both have the
-// 180 s credit out of 360 s, priority 1 each, the tie goes to the first job. Then the job that
+// The original's priorities worked by hand: two jobs with allocation 0.5 on one GPU. Round 0:
+// both have the 180 s credit out of 360 s, priority 1 each, the tie goes to the first job. Then the job that
 // ran has 540/720 (priority 0.67) and the other 180/720 (priority 2), and so on: they alternate.
 TEST(RoundSchedulerTest, TwoHalfSharesAlternateOnOneGpu) {
   Fixture f({{"v100", 1, 1}}, Share(0.5));
@@ -227,7 +227,7 @@ TEST(RoundSchedulerTest, LeaseIsTheRoundsWholeStepsCappedByWhatRemains) {
   EXPECT_DOUBLE_EQ(f.scheduler->gpu_seconds(a, 0), 500.25);
 }
 
-// Spec §3.3: under the original's rule a job that arrives between resets has no allocation and
+// Under the original's rule a job that arrives between resets has no allocation and
 // is not placed, though a GPU is free; by default it runs from the next round.
 TEST(RoundSchedulerTest, NewJobWaitsForTheNextResetOnlyUnderCompat) {
   for (const bool compat : {true, false}) {
