@@ -513,6 +513,10 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   // gavel serve's leases start once the program is up (the iterator's Init), so a restart
   // lengthens its micro-task and the round rather than eating into the lease.
   simulation.physics.restart_outside_lease = true;
+  // gavel serve swaps by the allocation's priorities without the simulator's bounded lag
+  // (which a restart overhead turns on), so the simulation of a live run leaves it off unless
+  // --lag-bound asks for it.
+  if (!physics.lag_bound) simulation.physics.lag_bound_restarts = 0.0;
   if (o.dispatch_delay == "measured") {
     // What the live rounds took beyond the round and the mean start-up.
     simulation.physics.dispatch_delay =
