@@ -171,7 +171,7 @@ Result<FailureModel> FailureModel::Parse(std::string_view text, const std::strin
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range (406)
     return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
   }
   if (!j.is_object()) return Status::InvalidArgument(source + ": expected an object");

@@ -241,7 +241,7 @@ Status ReadPhilly(std::string_view text, const std::string& source, Collector& c
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
   }
   if (!root.is_array()) return Status::InvalidArgument(source + ": expected a JSON array of jobs");

@@ -241,6 +241,13 @@ TEST(TraceImportersTest, BadRowsNameFileLineAndField) {
             std::string::npos)
       << attempt_bad.status().message();
   EXPECT_FALSE(ImportPublicTrace("{", PublicTraceFormat::kPhilly, {}, Table(), "x").ok());
+  // A number too large for a double is JSON's out_of_range, not a parse error: still an error
+  // naming the file, never an exception (found by the trace_philly fuzz target).
+  const auto too_large =
+      ImportPublicTrace("[ 7e7777777777777777 ]", PublicTraceFormat::kPhilly, {}, Table(), "big.json");
+  ASSERT_FALSE(too_large.ok());
+  EXPECT_NE(too_large.status().message().find("big.json: not valid JSON"), std::string::npos)
+      << too_large.status().message();
 
   // PAI: the task table's errors name the task file.
   const auto bad_pai =
