@@ -9,7 +9,15 @@ gavel=$1
 source_dir=$2
 tmp=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+# A process that ignores SIGTERM for 5 s is killed: the test never hangs on its own children.
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null
+  done
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 fail() { echo "extra_gpu_type_test: $*" >&2; for f in "$tmp"/*.log; do echo "== $f" >&2; tail -n 5 "$f" >&2; done; exit 1; }
 
@@ -21,7 +29,8 @@ rows = {k: {p: (2 * v if p == "null" else [2 * x for x in v]) for p, v in row.it
 json.dump({"h100": rows}, open(sys.argv[2], "w"))
 PY
 
-port=$((51000 + RANDOM % 2000))
+# A port free now (another test running beside this one may hold a random pick).
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$gavel" serve --listen "127.0.0.1:$port" --state "$tmp/state" --throughputs-extra "$tmp/h100.json" \
   >"$tmp/serve.log" 2>&1 &
 pids+=($!)
@@ -30,7 +39,7 @@ pids+=($!)
 pids+=($!)
 registered=0
 for _ in $(seq 1 60); do
-  if "$gavel" workers --scheduler "127.0.0.1:$port" -o json 2>/dev/null | grep -q '"h100"'; then
+  if timeout 10 "$gavel" workers --scheduler "127.0.0.1:$port" -o json 2>/dev/null | grep -q '"h100"'; then
     registered=1; break
   fi
   sleep 0.5
@@ -43,10 +52,10 @@ timeout 8 "$gavel" worker --scheduler "127.0.0.1:$port" --type a100 --work-dir "
   >"$tmp/a100.log" 2>&1
 grep -q 'gpu_type: "a100" is not a GPU type of the throughput table.*gavel profile --gpu-type a100' \
   "$tmp/a100.log" || fail "the a100 agent's refusal does not point at gavel profile"
-"$gavel" workers --scheduler "127.0.0.1:$port" -o json | grep -q '"a100"' && fail "a100 registered"
+timeout 10 "$gavel" workers --scheduler "127.0.0.1:$port" -o json | grep -q '"a100"' && fail "a100 registered"
 
 # A table file that defines a type twice is refused at start, naming both files.
-"$gavel" serve --listen "127.0.0.1:$((port + 1))" --state "$tmp/state2" \
+timeout 30 "$gavel" serve --listen "127.0.0.1:0" --state "$tmp/state2" \
   --throughputs-extra "$tmp/h100.json" --throughputs-extra "$tmp/h100.json" >"$tmp/twice.log" 2>&1 &&
   fail "a type defined twice was accepted"
 grep -q 'h100.json: "h100": GPU type already in' "$tmp/twice.log" || fail "no clear error: $(cat "$tmp/twice.log")"
