@@ -48,6 +48,7 @@
 
 #include "gavel/agent/agent_server.h"
 #include "gavel/core/status.h"
+#include "gavel/daemon/child_process.h"
 #include "gavel/rpc/grpc_util.h"
 #include "gavel/wire/scheduler.grpc.pb.h"
 
@@ -110,64 +111,12 @@ constexpr const char* kTypes[] = {"v100", "p100", "k80"};
 // ------------------------------------------------------------------------------------------
 // Child processes.
 
-class Child {
+// The bench's children get 30 s to stop: a daemon with 5,000 jobs flushes its state first.
+class Child : public gavel::daemon::ChildProcess {
  public:
   Child() = default;
-  Child(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(o, 1);
-      ::dup2(e, 2);
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  Child(Child&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
-  Child& operator=(Child&& other) noexcept {
-    Stop();
-    pid_ = std::exchange(other.pid_, -1);
-    return *this;
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  ~Child() { Stop(); }
-
-  pid_t pid() const { return pid_; }
-  int Wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-  // SIGTERM, then SIGKILL after `grace`.
-  void Stop(double grace = 30.0) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    const auto deadline = SteadyClock::now() + std::chrono::duration<double>(grace);
-    while (SteadyClock::now() < deadline) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    Kill9();
-  }
-  void Kill9() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
+  Child(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err)
+      : ChildProcess(argv, out.string(), err.string(), 30.0) {}
 };
 
 // A field of /proc/PID/status in KiB (VmHWM, VmRSS); 0 if unreadable.

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gavel/core/shipped_table.h"
+#include "gavel/daemon/child_process.h"
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/rpc/grpc_util.h"
@@ -40,64 +41,7 @@ constexpr double kRoundSeconds = 2.0;
 // ------------------------------------------------------------------------------------------
 // Processes.
 
-class Process {
- public:
-  Process() = default;
-  Process(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(o, 1);
-      ::dup2(e, 2);
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  Process(Process&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
-  Process& operator=(Process&& other) noexcept {
-    Stop();
-    pid_ = std::exchange(other.pid_, -1);
-    return *this;
-  }
-  ~Process() { Stop(); }
-
-  pid_t pid() const { return pid_; }
-  // Waits for the process to exit; returns its wait status.
-  int Wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-  bool running() const { return pid_ > 0; }
-  // SIGTERM, then SIGKILL after 5 s.
-  void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 100; ++i) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    Kill9();
-  }
-  void Kill9() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
+using Process = ChildProcess;
 
 // The direct children of `pid` (from /proc).
 inline std::vector<pid_t> ChildrenOf(pid_t pid) {
