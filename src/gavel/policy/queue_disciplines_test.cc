@@ -67,6 +67,44 @@ std::unique_ptr<Policy> Make(const std::string& name) {
   return policy.ok() ? std::move(*policy) : nullptr;
 }
 
+// A random problem for the invariant and reference tests: 1-3 types of 1-8 GPUs, up to
+// `max_jobs` jobs of 1, 2 or 4 GPUs with random ages, attained service, running types, waits,
+// host demands and remaining steps, speeds of 1-3 steps/s except where a job cannot run on a
+// type (one in four, or a type smaller than its gang); hosts of random CPUs and memory, half
+// of them unlimited (0). Small integers, so that ties and boundary hits happen.
+struct RandomProblem {
+  std::vector<double> counts;
+  std::vector<Job> jobs;
+  PolicyInput input;
+};
+
+RandomProblem DrawProblem(std::mt19937_64& rng, std::size_t max_jobs) {
+  RandomProblem p;
+  const std::size_t types = 1 + rng() % 3;
+  for (std::size_t j = 0; j < types; ++j) p.counts.push_back(static_cast<double>(1 + rng() % 8));
+  p.jobs.resize(rng() % (max_jobs + 1));
+  for (Job& job : p.jobs) {
+    job.scale_factor = 1 << (rng() % 3);
+    job.arrival = static_cast<double>(rng() % 1000);
+    job.attained = static_cast<double>(rng() % 10000);
+    job.running_type = static_cast<int>(rng() % (types + 1)) - 1;
+    job.waiting = static_cast<double>(rng() % 5000);
+    job.cpus_per_gpu = static_cast<double>(rng() % 4);
+    job.mem_gb_per_gpu = static_cast<double>(rng() % 8);
+  }
+  p.input = Input(p.counts, p.jobs);
+  for (std::size_t i = 0; i < p.jobs.size(); ++i) {
+    p.input.jobs[i].steps_remaining = static_cast<double>(1 + rng() % 50);
+    for (std::size_t j = 0; j < types; ++j) {
+      const bool unable = rng() % 4 == 0 || p.jobs[i].scale_factor > p.counts[j];
+      p.input.throughput(i, j) = unable ? 0.0 : static_cast<double>(1 + rng() % 3);
+    }
+  }
+  p.input.host_cpus = rng() % 2 == 0 ? 0.0 : static_cast<double>(rng() % 20);
+  p.input.host_mem_gb = rng() % 2 == 0 ? 0.0 : static_cast<double>(rng() % 40);
+  return p;
+}
+
 // Row sums: 1 where the job runs (on one type), 0 where it waits.
 std::vector<double> Runs(const PolicyInput& input, const std::string& name) {
   const Result<PolicyOutput> out = Make(name)->Allocate(input);
@@ -396,25 +434,10 @@ std::vector<int> TetrisByFullScan(const PolicyInput& in, double srtf) {
 TEST(TetrisTest, MatchesAFullScanOnRandomProblems) {
   std::mt19937_64 rng(3);
   for (int trial = 0; trial < 300; ++trial) {
-    const std::size_t types = 1 + rng() % 3;
-    std::vector<double> counts;
-    for (std::size_t j = 0; j < types; ++j) counts.push_back(double(1 + rng() % 8));
-    std::vector<Job> jobs(1 + rng() % 14);
-    for (Job& job : jobs) {
-      job.scale_factor = 1 << (rng() % 3);
-      job.running_type = rng() % 4 == 0 ? static_cast<int>(rng() % types) : -1;
-      job.cpus_per_gpu = double(rng() % 3);
-      job.mem_gb_per_gpu = double(rng() % 3);
-    }
-    PolicyInput input = Input(counts, jobs);
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      input.jobs[i].steps_remaining = double(1 + rng() % 50);
-      for (std::size_t j = 0; j < types; ++j) {
-        input.throughput(i, j) = rng() % 4 == 0 ? 0.0 : double(1 + rng() % 3);
-      }
-    }
-    input.host_cpus = rng() % 2 == 0 ? 0.0 : double(rng() % 20);
-    input.host_mem_gb = rng() % 2 == 0 ? 0.0 : double(rng() % 20);
+    const RandomProblem problem = DrawProblem(rng, 14);
+    const PolicyInput& input = problem.input;
+    const std::vector<Job>& jobs = problem.jobs;
+    const std::size_t types = problem.counts.size();
     const double srtf = double(rng() % 3);
     const std::vector<int> want = TetrisByFullScan(input, srtf);
     const Result<PolicyOutput> out =
@@ -498,30 +521,12 @@ TEST(DrfTest, HostResourcesLimitTheCpuHeavyJobs) {
 TEST(QueueDisciplinesTest, RandomProblemsNeverExceedCapacityOrLoseAJob) {
   std::mt19937_64 rng(12);
   for (int trial = 0; trial < 300; ++trial) {
-    const std::size_t types = 1 + rng() % 3;
-    std::vector<double> counts;
-    for (std::size_t j = 0; j < types; ++j) counts.push_back(static_cast<double>(1 + rng() % 8));
-    std::vector<Job> jobs;
-    const std::size_t m = rng() % 12;
-    for (std::size_t i = 0; i < m; ++i) {
-      Job job;
-      job.scale_factor = 1 << (rng() % 3);
-      job.arrival = static_cast<double>(rng() % 1000);
-      job.attained = static_cast<double>(rng() % 10000);
-      job.running_type = static_cast<int>(rng() % (types + 1)) - 1;
-      job.waiting = static_cast<double>(rng() % 5000);
-      job.cpus_per_gpu = static_cast<double>(rng() % 4);
-      job.mem_gb_per_gpu = static_cast<double>(rng() % 8);
-      jobs.push_back(job);
-    }
-    PolicyInput input = Input(counts, jobs);
-    for (std::size_t i = 0; i < m; ++i) {  // some jobs cannot run on some types
-      for (std::size_t j = 0; j < types; ++j) {
-        if (rng() % 4 == 0 || jobs[i].scale_factor > counts[j]) input.throughput(i, j) = 0.0;
-      }
-    }
-    input.host_cpus = static_cast<double>(rng() % 20);
-    input.host_mem_gb = static_cast<double>(rng() % 40);
+    const RandomProblem problem = DrawProblem(rng, 11);
+    const PolicyInput& input = problem.input;
+    const std::vector<Job>& jobs = problem.jobs;
+    const std::vector<double>& counts = problem.counts;
+    const std::size_t types = counts.size();
+    const std::size_t m = jobs.size();
     for (const std::string name :
          {"tiresias_2das", "tiresias_2das:queues=3,thresholds=100;1000,starve=2000", "yarn_cs",
           "tiresias_2das_perf",
