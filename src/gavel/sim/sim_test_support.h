@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gavel/core/check.h"
 #include "gavel/core/shipped_table.h"
@@ -44,48 +46,49 @@ inline SimulationResult MustSimulate(const SimulationOptions& options) {
   return *result;
 }
 
-// Multi-GPU jobs (`-m`) on 8:8:8 in servers of 4 under the `--realistic` physics: 90 jobs
-// at `jobs_per_hour`, arrivals going on past the window of the first 60, as a loaded
-// cluster's do.
-inline SimulationOptions RealisticMultiGpuRun(const std::string& policy, std::uint64_t seed,
-                                              double jobs_per_hour) {
+// Generated jobs from `seed` on `cluster` with the shipped table: `max_jobs` arrivals at
+// `jobs_per_hour`, measured over the window of the first 60.
+inline SimulationOptions GeneratedRun(const std::string& policy, std::uint64_t seed,
+                                      std::vector<GpuTypeSpec> cluster, double jobs_per_hour,
+                                      int max_jobs) {
   SimulationOptions o;
-  o.cluster = {{"v100", 8, 4}, {"p100", 8, 4}, {"k80", 8, 4}};
+  o.cluster = std::move(cluster);
   o.throughputs = ShippedThroughputTable();
   o.policy = policy;
   o.seed = seed;
   workload::GeneratorOptions g;
   g.seed = seed;
   g.mean_interarrival = Seconds(3600.0 / jobs_per_hour);
-  g.generate_multi_gpu_jobs = true;
-  g.max_jobs = 90;
+  g.max_jobs = max_jobs;
   o.generator = g;
   o.window_start = 0;
   o.window_end = 60;
+  return o;
+}
+
+// Multi-GPU jobs (`-m`) on 8:8:8 in servers of 4 under the `--realistic` physics: 90 jobs
+// at `jobs_per_hour`, arrivals going on past the window of the first 60, as a loaded
+// cluster's do.
+inline SimulationOptions RealisticMultiGpuRun(const std::string& policy, std::uint64_t seed,
+                                              double jobs_per_hour) {
+  SimulationOptions o = GeneratedRun(
+      policy, seed, {{"v100", 8, 4}, {"p100", 8, 4}, {"k80", 8, 4}}, jobs_per_hour, 90);
+  o.generator->generate_multi_gpu_jobs = true;
   o.saturation_limit = Seconds(4e6);  // the CLI's: twice the arrival span plus 30 days
   o.physics = RealisticPhysics();
   return o;
 }
 
-// The Philly-like workload (60 jobs at 1/hour, then arrivals stop) on 8:8:8 servers of 8.
+// The Philly-like workload (60 jobs at 1/hour: loaded, not saturated; then arrivals stop,
+// since under fair sharing the heavy tail otherwise never drains) on 8:8:8 servers of 8.
 inline SimulationOptions PhillyRun(const std::string& policy, std::uint64_t seed) {
-  SimulationOptions o;
-  o.cluster = {{"v100", 8, 8}, {"p100", 8, 8}, {"k80", 8, 8}};
-  o.throughputs = ShippedThroughputTable();
-  o.policy = policy;
-  o.seed = seed;
-  workload::GeneratorOptions g;
-  g.seed = seed;
-  g.mean_interarrival = Seconds(3600.0);  // 1 job/hour: loaded, not saturated
+  SimulationOptions o =
+      GeneratedRun(policy, seed, {{"v100", 8, 8}, {"p100", 8, 8}, {"k80", 8, 8}}, 1.0, 60);
   auto table = workload::PhillyJobDistribution::LoadCsv(workload::DefaultPhillyDistributionFile());
   GAVEL_CHECK_MSG(table.ok(), table.status().ToString().c_str());
   auto philly = std::make_shared<workload::PhillyWorkloadOptions>();
   philly->distribution = std::make_shared<const workload::PhillyJobDistribution>(std::move(*table));
-  g.philly_workload = std::move(philly);
-  g.max_jobs = 60;  // arrivals stop: under fair sharing the heavy tail otherwise never drains
-  o.generator = g;
-  o.window_start = 0;
-  o.window_end = 60;
+  o.generator->philly_workload = std::move(philly);
   o.saturation_limit = Seconds(1e8);  // a guard: every run here ends far sooner
   return o;
 }
