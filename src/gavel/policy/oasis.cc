@@ -35,6 +35,9 @@ constexpr std::int64_t kReplanBackoffSlots = 10;
 // less than this share of its remaining steps (the GPUs its plan leaves free may make up a
 // smaller shortfall).
 constexpr double kBehindShare = 0.9;
+// A job's realised speed (JobState::Speed) is kept within [kLeastSpeed, 1] of its table
+// throughput: a few slow rounds must not make a replan promise twenty times the slots.
+constexpr double kLeastSpeed = 0.25;
 
 class Oasis final : public Policy {
  public:
@@ -80,6 +83,9 @@ class Oasis final : public Policy {
     }
     ReleaseDeparted(now_slot);
     ledger_.Collect();
+    for (std::size_t i = 0; i < m; ++i) {
+      if (state_of[i] != nullptr) state_of[i]->Observe(input, i, input.jobs[i]);
+    }
 
     // Phase 2: admission of the jobs seen for the first time, oldest first.
     std::vector<std::size_t> order(m);
@@ -104,7 +110,7 @@ class Oasis final : public Policy {
       ++replanned;
       ledger_.Release(state->plan, now_slot);  // its own later promises are no obstacle
       state->plan.clear();
-      Admit(input, i, now_slot, Planning::kReplan);  // kAdmitted: a new plan; else none yet
+      Admit(input, i, now_slot, Planning::kReplan, state->Speed());  // kAdmitted: a new plan; else none yet
       state->replan_from = now_slot + kReplanBackoffSlots;
     }
     int decided = 0;  // planned admission decisions this round
@@ -223,6 +229,17 @@ class Oasis final : public Policy {
         }
       }
     }
+    for (std::size_t i = 0; i < m; ++i) {
+      if (state_of[i] == nullptr || output.rejected[i] != 0) continue;
+      JobState& state = *state_of[i];
+      state.last_type = -1;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (output.allocation(i, j) > 0.0) state.last_type = static_cast<int>(j);
+      }
+      state.last_workers = output.workers[i];
+      state.last_steps = input.jobs[i].steps_remaining;
+      state.last_now = input.now_seconds;
+    }
     return output;
   }
 
@@ -230,6 +247,31 @@ class Oasis final : public Policy {
   struct JobState {
     std::vector<PlanRun> plan;  // by absolute slot, in order
     std::int64_t replan_from = 0;  // the first slot a replan may be tried (kReplanBackoffSlots)
+    // Its realised speed: steps done over the steps its table throughput promised, summed over
+    // the rounds it ran where it was allocated and made progress (a round lost whole to a
+    // restart or failure measures no speed). Placement across servers, restarts and shared
+    // links make a gang run slower than the table says, on every round; a plan at the table's
+    // speed then always falls behind and is replanned again and again, each time pushed into
+    // the least promised, far-off slots.
+    double done = 0.0;
+    double promised = 0.0;
+    // What it was allocated last round (last_type −1: nothing) and when.
+    int last_type = -1;
+    int last_workers = 0;
+    double last_steps = 0.0;
+    double last_now = 0.0;
+    // Realised over table throughput, in [kLeastSpeed, 1]; 1 until it has run.
+    double Speed() const { return promised > 0.0 ? std::clamp(done / promised, kLeastSpeed, 1.0) : 1.0; }
+    // Adds last round's progress of row i (`job`) if it ran where it was allocated.
+    void Observe(const PolicyInput& input, std::size_t i, const PolicyJob& job) {
+      if (last_type < 0 || job.running_type != last_type || input.now_seconds <= last_now) return;
+      const double steps = last_steps - job.steps_remaining;
+      const double table =
+          (input.now_seconds - last_now) * Throughput(input, i, last_workers, static_cast<std::size_t>(last_type));
+      if (steps <= 0.0 || table <= 0.0) return;
+      done += steps;
+      promised += table;
+    }
   };
 
   // Whether admitted row i is due a replan (OasisOptions::replan): its plan is over (or was
@@ -247,7 +289,7 @@ class Oasis final : public Policy {
       const double seconds = static_cast<double>(run.end) * o_.slot_seconds - std::max(first, input.now_seconds);
       planned += seconds * Throughput(input, i, run.entry.workers, static_cast<std::size_t>(run.entry.type));
     }
-    return planned < kBehindShare * input.jobs[i].steps_remaining;
+    return planned * state.Speed() < kBehindShare * input.jobs[i].steps_remaining;
   }
 
   // Whether the job's admission is decided by a planned best schedule (Admit's programme);
@@ -334,7 +376,9 @@ class Oasis final : public Policy {
 
   // Primal-dual admission of row i; with kReplan, a new plan for an admitted job's remaining
   // work at today's prices (kAdmitted: promised and stored; otherwise its state is untouched).
-  Decision Admit(const PolicyInput& input, std::size_t i, std::int64_t now_slot, Planning planning) {
+  // `speed`: the job's realised speed (JobState::Speed) a replan plans with; 1 for arrivals.
+  Decision Admit(const PolicyInput& input, std::size_t i, std::int64_t now_slot, Planning planning,
+                 double speed = 1.0) {
     const bool replan = planning == Planning::kReplan;
     const PolicyJob& job = input.jobs[i];
     if (!Plans(job)) {
@@ -347,7 +391,7 @@ class Oasis final : public Policy {
     const double slot_start = static_cast<double>(now_slot) * slot;
     // The bounds L and U from what this job offers at best.
     const BestRun best_run = Best(input, i);
-    const double best_time = best_run.time;
+    const double best_time = best_run.time / speed;
     if (!std::isfinite(best_time)) return Decision::kRejected;
     const double value = best_run.value;
     if (!replan) {
@@ -398,7 +442,7 @@ class Oasis final : public Policy {
     step_units_.clear();
     for (std::size_t j = 0; j < input.num_types(); ++j) {
       for (int k = MinWorkers(job); k <= MaxWorkers(job); ++k) {
-        const double tput = Throughput(input, i, k, j);
+        const double tput = Throughput(input, i, k, j) * speed;
         if (tput <= 0.0) continue;
         bool runs = false;
         for (int step = 0; step < steps; ++step) {

@@ -10,7 +10,7 @@
 // gives the current slot. Others wait, deferred, and are planned again when promises are
 // given back, until they can no longer finish in time and are rejected
 // (PolicyOutput::rejected; `defer`). An admitted job whose execution falls behind its plan is
-// planned again from what it has left (`replan`). Jobs without a utility are admitted without
+// planned again from what it has left, at the speed it has really run (`replan`). Jobs without a utility are admitted without
 // a schedule.
 // GPUs the schedules leave free in a round go to admitted jobs that are behind their plan or
 // between planned slots, oldest first, then to waiting jobs (the round mechanism cannot hold
@@ -65,7 +65,8 @@ struct OasisOptions {
   bool urgency = true;
   // When an admitted job whose execution fell behind its plan (restarts, placement slow-down,
   // failures) is planned again: its later promises given back, its remaining work planned at
-  // the current prices and promised whatever its payoff, as it stays admitted (docs/policies.md
+  // the current prices and its realised speed (steps done over the table's, over the rounds it
+  // ran) and promised whatever its payoff, as it stays admitted (docs/policies.md
   // "oasis", "Replanning"): once its plan has ended, or (default) as soon as the rest of its
   // plan would no longer finish it. kNever: it runs on GPUs no plan takes once its plan ended.
   enum class Replan { kNever = 0, kWhenEnded = 1, kWhenBehind = 2 };

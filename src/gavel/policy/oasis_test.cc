@@ -787,6 +787,56 @@ TEST(Oasis, ReplansAnAdmittedJobThatFellBehindItsPlan) {
   }
 }
 
+// One GPU, slots of 100 s. G (1,000 steps at 1 step/s by the table: 10 slots) is admitted at
+// t = 0 and planned for slots 0-9, but the physics runs it at half the table's speed: 50 steps
+// a slot, after a first round lost whole to its start-up (no progress: no speed measured).
+// Worked by hand: at slot 1 the rest of its plan (slots 1-9, 900 steps) still covers 90 % of
+// its 1,000 steps; at slot 2 it has measured 50 of 100 steps (speed 0.5), the rest of its plan
+// would do 800 × 0.5 = 400 < 0.9 × 950, so it is replanned once, at its realised speed: 950
+// steps at 50 a slot reach slot 20, where it finishes (rounds 1-20 do 50 steps each), and it is
+// never behind again. At the table's speed it would be planned for only 10 more slots
+// and replanned again at slot 12, and on.
+TEST(Oasis, ReplansAtTheJobsRealisedSpeed) {
+  OasisOptions options = SmallSlots();
+  int slot = 0;
+  std::vector<int> planned_at;  // the slots G's programmes ran at (its admission, then replans)
+  const auto policy = MakeOasisForTesting(
+      options, Hooks(oasis::PricingMode::kKept, [&](JobId id, const ScheduleProblem&, const Schedule& best) {
+        EXPECT_TRUE(best.feasible) << "slot " << slot;
+        if (id == JobId(0)) planned_at.push_back(slot);
+      }));
+  PolicyJob gang;
+  gang.id = JobId(0);
+  gang.steps_remaining = 1000.0;
+  gang.utility = UtilityFunction{UtilityFamily::kLinear, 100.0, 100000.0, 1.0};
+  int done = -1;
+  int ran = 0;
+  for (; slot < 40 && done < 0; ++slot) {
+    PolicyInput input;
+    input.gpu_types = {"v100"};
+    input.gpu_counts = {1.0};
+    input.gpus_per_server = {1};
+    input.now_seconds = 100.0 * slot;
+    input.throughput = Matrix(1, 1, 1.0);
+    gang.time_since_start = Seconds(100.0 * slot);
+    input.jobs = {gang};
+    const Result<PolicyOutput> out = policy->Allocate(input);
+    ASSERT_TRUE(out.ok());
+    ASSERT_EQ(out->rejected[0], 0);
+    if (out->allocation(0, 0) == 1.0) {
+      ++ran;
+      gang.running_type = 0;
+      if (slot > 0) gang.steps_remaining -= 50.0;  // half the table's speed; slot 0: start-up
+    } else {
+      gang.running_type = -1;
+    }
+    if (gang.steps_remaining <= 0.0) done = slot;
+  }
+  EXPECT_EQ(done, 20);
+  EXPECT_EQ(ran, 21);
+  EXPECT_EQ(planned_at, (std::vector<int>{0, 2}));
+}
+
 TEST(Oasis, OptionsAreChecked) {
   PolicyOptions options;
   options.params = {{"slot", "0"}};
