@@ -84,6 +84,7 @@ std::vector<std::string> JobCommand(const std::vector<std::string>& words,
 struct LiveSetup {
   std::string policy;
   double round_seconds = 0.0;
+  double lag_bound_restarts = 0.0;  // the daemon's bounded lag (0 = off)
   std::vector<std::string> types;  // sorted
   std::vector<int> gpus;           // per type
   std::vector<int> gpus_per_server;
@@ -99,6 +100,7 @@ Result<LiveSetup> ReadLiveSetup(const Connection& c) {
         c.stub->GetStatus(&context, wire::GetStatusRequest(), &status), "status"));
     setup.policy = status.policy();
     setup.round_seconds = status.round_duration_s();
+    setup.lag_bound_restarts = status.lag_bound_restarts();
   }
   grpc::ClientContext context;
   c.Prepare(&context);
@@ -513,10 +515,9 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   // gavel serve's leases start once the program is up (the iterator's Init), so a restart
   // lengthens its micro-task and the round rather than eating into the lease.
   simulation.physics.restart_outside_lease = true;
-  // gavel serve swaps by the allocation's priorities without the simulator's bounded lag
-  // (which a restart overhead turns on), so the simulation of a live run leaves it off unless
-  // --lag-bound asks for it.
-  if (!physics.lag_bound) simulation.physics.lag_bound_restarts = 0.0;
+  // The simulation runs the daemon's bounded lag (its K over the measured start-up, which is
+  // the simulation's restart overhead) unless --lag-bound asks for another.
+  if (!physics.lag_bound) simulation.physics.lag_bound_restarts = setup.lag_bound_restarts;
   if (o.dispatch_delay == "measured") {
     // What the live rounds took beyond the round and the mean start-up.
     simulation.physics.dispatch_delay =

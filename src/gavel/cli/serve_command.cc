@@ -22,6 +22,7 @@
 #include "gavel/core/snapshot.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/daemon.h"
+#include "gavel/mechanism/scorers.h"
 #include "gavel/rpc/auth.h"
 #pragma GCC diagnostic pop
 
@@ -74,6 +75,11 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions* o) {
       ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
   cmd->add_option("--seed", o->seed, "Seed for the policy and type shuffles (default 0)")
       ->check(SeedFlag());
+  cmd->add_option("--lag-bound", o->lag_bound,
+                  "Bounded lag: a running job keeps its GPUs until a waiting job is owed more "
+                  "than RESTARTS of its measured start-ups (0 = off; default 200 for policies "
+                  "the mechanism time-slices, as `gavel simulate`)")
+      ->check(Bounded(0.0, 1e6, " restarts"));
   cmd->add_option("--expected-gpus", o->expected_gpus,
                   "Start the first round only once this many GPUs registered (default 0)")
       ->check(BoundedInteger(0, bounds::kMaxGpus));
@@ -165,6 +171,11 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.core.instance_costs = std::move(instance_costs);
   options.core.entity_weights = std::move(entity_weights);
   options.core.seed = o.seed;
+  // The policies that pick what runs themselves every round have no allocation to lag.
+  options.core.lag_bound_restarts =
+      o.lag_bound.value_or(options.core.policy.capabilities().reallocates_every_round
+                               ? 0.0
+                               : mechanism::kDefaultLagBoundRestarts);
   options.core.expected_gpus = o.expected_gpus;
 
   // The Slurm backend: the cluster Slurm grants, checkpoints where every node sees them.

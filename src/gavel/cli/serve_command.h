@@ -43,6 +43,9 @@ struct ServeOptions {
   int max_retries = 3;
   double retry_backoff_seconds = 10.0;
   std::uint64_t seed = 0;
+  // The bounded lag's K over each job's measured start-up (daemon::CoreOptions::
+  // lag_bound_restarts); unset = the simulator's default for the policy.
+  std::optional<double> lag_bound;
   int expected_gpus = 0;
   bool quiet = false;
   std::string metrics_listen;  // HOST:PORT of /metrics and the dashboard; empty = none

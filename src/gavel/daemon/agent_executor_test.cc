@@ -74,6 +74,44 @@ class AgentExecutorTest : public ::testing::Test {
     return *plan;
   }
 
+  // Two identical single-GPU jobs share one v100 (half each) for `rounds` rounds of the
+  // bounded lag with K = 20; every micro-task runs its whole round and is credited as the
+  // core credits it (JobBook, then the mechanism, then the estimates), with `startup_s` as
+  // its measured start-up when it was launched afresh. Returns who ran, round by round, as
+  // indices in submission order.
+  std::vector<int> RunnersWithStartUp(double startup_s, int rounds) {
+    options_.lag_bound_restarts = 20.0;
+    Register("a", "v100", 1);
+    const std::uint64_t submitted[] = {Submit(1), Submit(1)};
+    std::vector<int> ran;
+    for (int round = 0; round < rounds; ++round) {
+      std::optional<mechanism::RoundPlan> plan = seam_->PlanRound(clock_.NowMs());
+      EXPECT_TRUE(plan.has_value() && plan->assignments.size() == 1u) << "round " << round;
+      if (!plan || plan->assignments.size() != 1u) return ran;
+      const mechanism::Assignment& a = plan->assignments[0];
+      const std::uint64_t id = a.combination.member(0).value();
+      ran.push_back(id == submitted[0] ? 0 : 1);
+      Job& job = jobs_.at(id);
+      RoundTask task;
+      task.worker_id = seam_->WorkersOf(a).at(0);
+      MicroTaskSummary m;
+      m.gpu_type = "v100";
+      m.workers = seam_->WorkersOf(a);
+      m.first = &task;
+      m.checkpointed = job.row.steps_done + 10;
+      m.elapsed_s = kRoundMs / 1000.0;
+      m.steps_trained = 10;
+      m.training_s = m.elapsed_s - 1.0;
+      m.startup_s = a.lease_extended ? 0.0 : startup_s;
+      m.expired = true;
+      clock_.AdvanceMs(kRoundMs);
+      const Credited credited = jobs_.CreditMicroTask(job, m, clock_.NowMs(), false);
+      seam_->ReportMicroTask(id, credited.steps, m.elapsed_s, clock_.NowMs());
+      seam_->TakeEstimates(job, MechanismSeam::Learned::kOwn);
+    }
+    return ran;
+  }
+
   ManualClock clock_{Seconds(1'700'000'000.0)};
   CoreOptions options_;
   Journal journal_;
@@ -231,6 +269,21 @@ TEST_F(AgentExecutorTest, AJobWhoseReportIsOutGoesOnInPlaceOrWaits) {
     }
   }
   EXPECT_EQ(tasks_sent, 1u);
+}
+
+// The bounded lag under gavel serve, on each job's measured start-up. Each job is entitled to
+// 5 s of every 10-s round. Measured at 1 s, B = 20 × 1 s = 20 s, so the waiting job (whose
+// cost before its own first start is its job type's measured mean, 1 s) takes the GPU only
+// when owed more than 20 s: at round 4, its lag then 5 × 5 = 25 s; the first job keeps the
+// GPU (and its process) for rounds 0-3. Unmeasured, restarts are free (B = 0): the waiting
+// job is owed as soon as it lags, and the two swap every round, as in Gavel's queues.
+TEST_F(AgentExecutorTest, AJobWithAMeasuredStartUpKeepsItsGpuWhereAnUnmeasuredOneIsSwapped) {
+  // Ties go to the first job submitted.
+  EXPECT_EQ(RunnersWithStartUp(1.0, 8), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+}
+
+TEST_F(AgentExecutorTest, JobsWithoutAMeasuredStartUpSwapEveryRound) {
+  EXPECT_EQ(RunnersWithStartUp(0.0, 6), (std::vector<int>{0, 1, 0, 1, 0, 1}));
 }
 
 }  // namespace

@@ -57,6 +57,11 @@ struct CoreOptions {
   Seconds heartbeat_timeout{10.0};
   std::uint64_t seed = 0;
   Seconds min_reset_interval{1920.0};
+  // The bounded lag's K (mechanism::RealisationOptions::lag_bound_restarts): a running job
+  // keeps its GPUs until a waiting one is owed more than K of its restart costs, each job's
+  // being its measured start-up (MechanismSeam). 0 = off, the library's default; `gavel
+  // serve` passes the simulator's default for the policies the mechanism time-slices.
+  double lag_bound_restarts = 0.0;
   // How the JobBook turns measured steps/s into estimates (job_book.h).
   ThroughputLearning learning;
   // Crashes: a job is retried after retry_backoff · 2^(k−1) (k = crashes in a row, capped at

@@ -97,6 +97,8 @@ Status MechanismSeam::AddToMechanism(const Job& job) {
   description.priority_weight = job.row.spec.priority_weight();
   description.arrival = MechTime(job.row.submitted_ms);
   description.entity = job.row.spec.entity();
+  NoteStartup(job);
+  description.restart_cost = Seconds(RestartCostOf(job));
   // The field's schedulers' inputs (docs/runtime.md, "The field's schedulers under gavel
   // serve"), all from the durable job row, so that they survive a restart.
   description.cpus_per_gpu = job.row.spec.cpus_per_gpu();
@@ -126,6 +128,7 @@ int MechanismSeam::AppId(const std::string& user, const std::string& app) {
 }
 
 void MechanismSeam::Remove(const Job& job, std::int64_t now) {
+  startup_total_seen_.erase(job.row.id);
   if (!mech_ || !mech_->IsActive(JobId(job.row.id))) return;
   if (pair_of_.contains(job.row.id)) {
     // Its pair still runs: removing it now would abandon the partner's micro-task unbooked.
@@ -152,6 +155,37 @@ void MechanismSeam::PushOwnEstimates(const Job& job) {
                                                    jobs_->Estimate(job, types[t]));
     GAVEL_CHECK_MSG(updated.ok(), updated.ToString().c_str());  // validated estimates
   }
+  NoteStartup(job);
+  const Status updated = mech_->UpdateRestartCost(JobId(job.row.id), Seconds(RestartCostOf(job)));
+  GAVEL_CHECK_MSG(updated.ok(), updated.ToString().c_str());  // measured durations
+}
+
+void MechanismSeam::NoteStartup(const Job& job) {
+  if (!(job.row.last_startup_s > 0.0)) return;
+  // A new measurement adds to the running total, which only grows.
+  const auto [seen, fresh] = startup_total_seen_.try_emplace(job.row.id, 0.0);
+  if (!fresh && seen->second == job.row.startup_total_s) return;
+  seen->second = job.row.startup_total_s;
+  StartupMean& mean = startup_by_job_type_[job.row.spec.job_type()];
+  mean.sum += job.row.last_startup_s;
+  ++mean.count;
+  startup_means_changed_ = true;
+}
+
+void MechanismSeam::RefreshUnmeasuredRestartCosts() {
+  startup_means_changed_ = false;
+  for (const auto& [id, job] : *jobs_) {
+    if (job.row.last_startup_s > 0.0 || !mech_->IsActive(JobId(id))) continue;
+    const Status updated = mech_->UpdateRestartCost(JobId(id), Seconds(RestartCostOf(job)));
+    GAVEL_CHECK_MSG(updated.ok(), updated.ToString().c_str());
+  }
+}
+
+double MechanismSeam::RestartCostOf(const Job& job) const {
+  if (job.row.last_startup_s > 0.0) return job.row.last_startup_s;
+  const auto mean = startup_by_job_type_.find(job.row.spec.job_type());
+  if (mean == startup_by_job_type_.end() || mean->second.count == 0) return 0.0;
+  return mean->second.sum / static_cast<double>(mean->second.count);
 }
 
 void MechanismSeam::Hold(const Job& job) {
@@ -186,6 +220,7 @@ void MechanismSeam::Rebuild(std::int64_t now) {
   mech_options.min_reset_interval = options_->min_reset_interval;
   mech_options.max_failed_attempts = std::nullopt;  // the daemon's retry rules
   mech_options.entity_weights = options_->entity_weights;
+  mech_options.realisation.lag_bound_restarts = options_->lag_bound_restarts;
   mech_options.instance_costs = LayoutCosts(*layout);
   // Where agents advertise host CPUs or memory (`gavel worker --cpus/--mem-gb`), placement
   // holds jobs' host demands to them (a job that does not fit waits), as the multi-resource
@@ -273,6 +308,7 @@ std::optional<mechanism::RoundPlan> MechanismSeam::PlanRound(std::int64_t now) {
   }
   if (!mech_) return std::nullopt;
   TakeFreshAllocation();
+  if (startup_means_changed_) RefreshUnmeasuredRestartCosts();
   Result<mechanism::RoundPlan> plan = mech_->PlanRound();
   if (!plan.ok()) {
     journal_->Log(now, "policy-error", 0, 0, plan.status().ToString());

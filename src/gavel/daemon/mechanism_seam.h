@@ -6,6 +6,7 @@
 //   a job is submitted / re-admitted       Admit      ──►  AddJob(JobId = the daemon's id)
 //   a job leaves (done, cancelled, failed) Remove     ──►  RemoveJob
 //   the JobBook learned a job's rates      TakeEstimates ►  UpdateThroughput (the job's own);
+//   (and its start-up)                                     UpdateRestartCost;
 //                                                          RefreshPair (its pairs re-read)
 //   a crashed job backs off                Hold       ──►  HoldJob(until its retry time)
 //   GPUs join or die                       MarkClusterChanged ► ChangeCluster, next round
@@ -25,6 +26,15 @@
 // call TakeEstimates, which hands over the job's own rates and, when a co-located rate
 // changed, has the job's pairs re-read theirs.
 // Nothing else moves an estimate, and the mechanism never writes one back.
+//
+// Restart costs (the bounded lag's bound, CoreOptions::lag_bound_restarts): a job's is its
+// last measured start-up (launch to the iterator's Init: imports and checkpoint restore).
+// The last rather than the mean: the restore grows with the checkpoint, so the latest is the
+// best guess of the next, and the store keeps the last and the sum but not how many launches
+// were measured. Before its first measurement, the mean of the start-ups measured for jobs of
+// its job type since the daemon started (a restart of the model it will load); with none,
+// 0: the chooser then treats its restarts as free (owed as soon as it lags), as Gavel's
+// queues do.
 //
 // Who owns what: the RoundScheduler owns the schedule — the allocation, the time accounting
 // behind the priorities, placement, holds. The daemon owns durable state — jobs and their
@@ -152,8 +162,15 @@ class MechanismSeam {
   };
   void Report(std::uint64_t job_id, std::uint64_t steps, double elapsed_s, std::int64_t now,
               bool carried);
-  // The job's own estimates into the mechanism (UpdateThroughput, every layout type).
+  // The job's own estimates into the mechanism (UpdateThroughput, every layout type; its
+  // restart cost).
   void PushOwnEstimates(const Job& job);
+  // Counts the job's latest start-up into its job type's mean if it is new.
+  void NoteStartup(const Job& job);
+  // What a restart costs the job, in seconds (the header's "Restart costs").
+  double RestartCostOf(const Job& job) const;
+  // A job type's mean moved: the jobs not yet measured take it (before the next plan).
+  void RefreshUnmeasuredRestartCosts();
   void RefreshPairsOf(const Job& job);
   void BookPair(const mechanism::Combination& pair, std::int64_t now);
   // Removes the members that left while their pair ran (`leaving_`), now that it is booked.
@@ -193,6 +210,15 @@ class MechanismSeam {
   bool needs_rebuild_ = true;
   bool cluster_changed_ = false;
   std::map<std::pair<std::string, std::string>, int> app_ids_;  // (user, app) -> app number
+  // Measured start-ups per spec.job_type, and each active job's startup_total_s when its
+  // latest was counted.
+  struct StartupMean {
+    double sum = 0.0;
+    std::uint64_t count = 0;
+  };
+  std::map<std::string, StartupMean> startup_by_job_type_;
+  std::unordered_map<std::uint64_t, double> startup_total_seen_;
+  bool startup_means_changed_ = false;
   std::uint64_t rebuilds_ = 0;
   std::uint64_t cluster_changes_ = 0;
 };

@@ -539,6 +539,7 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
   const std::int64_t now = clock_->NowMs();
   status.set_policy(options_.policy.name);
   status.set_round_duration_s(options_.round_length.value());
+  status.set_lag_bound_restarts(options_.lag_bound_restarts);
   status.set_round_id(round_ ? round_->id() : next_round_id_);
   status.set_round_elapsed_s(round_ ? static_cast<double>(now - round_->start_ms()) / 1000.0
                                     : 0.0);

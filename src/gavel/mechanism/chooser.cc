@@ -57,23 +57,61 @@ bool Chooser::Runs(const ComboState& c, std::size_t type, const ScoreContext& co
   return true;
 }
 
-int Chooser::LagClass(const ComboState& c, std::size_t type, const ScoreContext& context) const {
-  if (!(options_.lag_bound_restarts > 0.0) || c.priority[type] <= 0.0) return 2;
+double Chooser::RestartCost(const ComboState& c) const {
   double restart = 0.0;
   for (int i = 0; i < c.id.size(); ++i) {
     const JobRecord& r = table_->records()[c.member_index[static_cast<std::size_t>(i)]];
     restart = std::max(restart, r.restart_cost.value());
   }
-  if (!(restart > 0.0)) return 2;  // free restarts: nothing to save by staying
-  if (c.lag[type] > options_.lag_bound_restarts * restart) return 0;
-  return c.RanBefore(context.round, static_cast<int>(type)) ? 1 : 2;
+  return restart;
 }
 
-std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
-                                    std::span<const int> allocated, const ScoreContext& context) {
+Chooser::LagRank Chooser::RankOf(const ComboState& c, std::size_t type,
+                                 const ScoreContext& context) const {
+  if (!(options_.lag_bound_restarts > 0.0) || c.priority[type] <= 0.0) return LagRank{2, 0.0};
+  const double restart = RestartCost(c);
+  const double bound = options_.lag_bound_restarts * restart;
+  const bool incumbent = c.RanBefore(context.round, static_cast<int>(type));
+  // Free restarts (the daemon's jobs before a start-up was measured): B = 0, so such a
+  // combination is owed as soon as it lags, and as an incumbent it holds nothing.
+  if (c.lag[type] > bound) return LagRank{0, incumbent ? c.lag[type] : c.lag[type] - bound};
+  if (!(restart > 0.0)) return LagRank{2, 0.0};
+  return LagRank{incumbent ? 1 : 2, 0.0};
+}
+
+bool Chooser::Defers(const ComboState& c, std::size_t type, const ScoreContext& context) const {
+  if (!(options_.lag_bound_restarts > 0.0)) return false;
+  if (c.last_round < 0 || c.last_round != context.round - 1 ||
+      static_cast<std::size_t>(c.last_type) == type ||
+      static_cast<int>(c.last_workers.size()) != c.scale_factor) {
+    return false;  // did not run last round, or ran here: not a move
+  }
+  const double restart = RestartCost(c);
+  if (!(restart > 0.0)) return false;
+  // A move to a type where the combination runs faster by enough to repay the restart within
+  // one round is made at once (heterogeneity-aware policies move jobs up this way).
+  const double round = context.round_length.value();
+  const auto from = static_cast<std::size_t>(c.last_type);
+  const auto faster = [&](const std::vector<double>& tput) {
+    return tput[type] * (round - restart) > tput[from] * round;
+  };
+  if (round > restart && faster(c.tput_a) && (!c.id.is_pair() || faster(c.tput_b))) {
+    return false;
+  }
+  // Otherwise a move pays off only when the combination is behind its allocation as a whole: a lag on
+  // this type that time on another made up for (an allocation the policy split across types
+  // it is indifferent between) is not worth a restart.
+  const double bound = options_.lag_bound_restarts * restart;
+  double owed = 0.0;
+  for (double lag : c.lag) owed += lag;
+  return !(RankOf(c, type, context).lag_class == 0 && owed > bound);
+}
+
+std::vector<Chosen> Chooser::Choose(std::span<const int> type_order, std::span<const int> allocated,
+                                    const ScoreContext& context) {
   if (options_.exhaustive_scans) return ChooseExhaustive(type_order, context);
   struct Entry {
-    int lag_class;
+    LagRank rank;
     double priority;
     double deficit;
     double allocation;
@@ -99,12 +137,11 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
       accounting_->UpdateAllocatedPriority(c);
       accounting_->Entitle(c);
     }
-    candidates_.push_back(
-        Candidate{c.seq, slot, c.scale_factor, c.id.is_pair(), c.member_index});
+    candidates_.push_back(Candidate{c.seq, slot, c.scale_factor, c.id.is_pair(), c.member_index});
     for (std::size_t t = 0; t < nt; ++t) {
-      candidate_keys_.push_back(CandidateKey{LagClass(c, t, context), c.priority[t], c.deficit[t],
+      candidate_keys_.push_back(CandidateKey{RankOf(c, t, context), c.priority[t], c.deficit[t],
                                              c.in_allocation ? c.allocation[t] : 0.0,
-                                             Runs(c, t, context)});
+                                             Runs(c, t, context), Defers(c, t, context)});
     }
   }
   // Untracked combinations are candidates too unless priority 0 is skipped; the cursor over
@@ -116,64 +153,69 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
   std::vector<Entry> entries;
   entries.reserve(candidates_.size());
   const auto after = [](const Entry& a, const Entry& b) {
-    if (a.lag_class != b.lag_class) return a.lag_class > b.lag_class;
+    if (a.rank != b.rank) return a.rank.After(b.rank);
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.deficit != b.deficit) return a.deficit < b.deficit;
     if (a.allocation != b.allocation) return a.allocation < b.allocation;
     return a.seq > b.seq;
   };
-  for (int t : type_order) {
-    const auto ut = static_cast<std::size_t>(t);
-    const auto taken = [&](std::size_t index) { return job_stamp_[index] == stamp_; };
-    entries.clear();
-    for (std::size_t k = 0; k < candidates_.size(); ++k) {
-      const Candidate& c = candidates_[k];
-      const CandidateKey& key = candidate_keys_[k * nt + ut];
-      // Blocked (as Blocked), cannot run here, or skipped at priority 0.
-      if (c.scale_factor > capacity.left[ut] || taken(c.member_index[0]) ||
-          (c.pair && taken(c.member_index[1]))) {
-        continue;
-      }
-      if (!key.runs || (skips_zero && key.priority <= 0.0)) continue;
-      entries.push_back(
-          Entry{key.lag_class, key.priority, key.deficit, key.allocation, c.seq, c.slot});
-    }
-    // A heap yields the order lazily: a full sort of n²/2 entries each round dominated whole
-    // simulations (gandiva at 6 jobs/h: 891 s), while a round needs only the first few.
-    std::make_heap(entries.begin(), entries.end(), after);
-    auto unvisited = entries.end();
-    std::size_t cursor = 0;  // in the insertion order: the next untracked candidate
-    const auto next_untracked = [&]() -> const ComboState* {
-      for (; untracked_candidates && cursor < order.size(); ++cursor) {
-        const ComboState& c = table_->combo(order[cursor]);
-        if (c.alive && !c.tracked && !Blocked(c, capacity, ut) && Runs(c, ut, context)) {
-          return &c;
+  for (int pass = 0; pass < Passes() && capacity.total_left > 0; ++pass) {
+    for (int t : type_order) {
+      const auto ut = static_cast<std::size_t>(t);
+      const auto taken = [&](std::size_t index) { return job_stamp_[index] == stamp_; };
+      entries.clear();
+      for (std::size_t k = 0; k < candidates_.size(); ++k) {
+        const Candidate& c = candidates_[k];
+        const CandidateKey& key = candidate_keys_[k * nt + ut];
+        // Blocked (as Blocked), cannot run here, or skipped at priority 0.
+        if (c.scale_factor > capacity.left[ut] || taken(c.member_index[0]) ||
+            (c.pair && taken(c.member_index[1]))) {
+          continue;
         }
+        if (!key.runs || (skips_zero && key.priority <= 0.0) || (pass == 0 && key.deferred)) {
+          continue;
+        }
+        entries.push_back(
+            Entry{key.rank, key.priority, key.deficit, key.allocation, c.seq, c.slot});
       }
-      return nullptr;
-    };
-    while (capacity.left[ut] > 0) {
-      const ComboState* untracked = next_untracked();
-      bool from_heap = unvisited != entries.begin();
-      if (from_heap && untracked != nullptr) {
-        const Entry candidate{2, 0.0, accounting_->UntrackedDeficit(*untracked), 0.0,
-                              untracked->seq, -1};
-        from_heap = !after(entries.front(), candidate);
+      // A heap yields the order lazily: a full sort of n²/2 entries each round dominated whole
+      // simulations (gandiva at 6 jobs/h: 891 s), while a round needs only the first few.
+      std::make_heap(entries.begin(), entries.end(), after);
+      auto unvisited = entries.end();
+      std::size_t cursor = 0;  // in the insertion order: the next untracked candidate
+      const auto next_untracked = [&]() -> const ComboState* {
+        for (; untracked_candidates && cursor < order.size(); ++cursor) {
+          const ComboState& c = table_->combo(order[cursor]);
+          if (c.alive && !c.tracked && !Blocked(c, capacity, ut) && Runs(c, ut, context)) {
+            return &c;
+          }
+        }
+        return nullptr;
+      };
+      while (capacity.left[ut] > 0) {
+        const ComboState* untracked = next_untracked();
+        bool from_heap = unvisited != entries.begin();
+        if (from_heap && untracked != nullptr) {
+          const Entry candidate{
+              LagRank{2, 0.0}, 0.0, accounting_->UntrackedDeficit(*untracked), 0.0,
+              untracked->seq, -1};
+          from_heap = !after(entries.front(), candidate);
+        }
+        int slot;
+        if (from_heap) {
+          std::pop_heap(entries.begin(), unvisited, after);
+          --unvisited;
+          slot = unvisited->slot;
+        } else if (untracked != nullptr) {
+          slot = order[cursor++];
+        } else {
+          break;
+        }
+        if (Blocked(table_->combo(slot), capacity, ut)) continue;
+        Take(slot, t, capacity, chosen);
       }
-      int slot;
-      if (from_heap) {
-        std::pop_heap(entries.begin(), unvisited, after);
-        --unvisited;
-        slot = unvisited->slot;
-      } else if (untracked != nullptr) {
-        slot = order[cursor++];
-      } else {
-        break;
-      }
-      if (Blocked(table_->combo(slot), capacity, ut)) continue;
-      Take(slot, t, capacity, chosen);
+      if (capacity.total_left == 0) break;
     }
-    if (capacity.total_left == 0) break;
   }
   return chosen;
 }
@@ -182,7 +224,7 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order,
 std::vector<Chosen> Chooser::ChooseExhaustive(std::span<const int> type_order,
                                               const ScoreContext& context) {
   struct Entry {
-    int lag_class;
+    LagRank rank;
     double priority;
     double deficit;
     double allocation;
@@ -193,35 +235,37 @@ std::vector<Chosen> Chooser::ChooseExhaustive(std::span<const int> type_order,
   std::vector<Chosen> chosen;
   std::vector<Entry> entries;
   entries.reserve(order.size());
-  for (int t : type_order) {
-    const auto ut = static_cast<std::size_t>(t);
-    entries.clear();
-    for (std::size_t pos = 0; pos < order.size(); ++pos) {
-      const ComboState& c = table_->combo(order[pos]);
-      if (!c.alive || Blocked(c, capacity, ut) || !Runs(c, ut, context)) continue;
-      if (options_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
-      entries.push_back(Entry{LagClass(c, ut, context), c.priority[ut], c.deficit[ut],
-                              c.in_allocation ? c.allocation[ut] : 0.0, static_cast<int>(pos)});
+  for (int pass = 0; pass < Passes() && capacity.total_left > 0; ++pass) {
+    for (int t : type_order) {
+      const auto ut = static_cast<std::size_t>(t);
+      entries.clear();
+      for (std::size_t pos = 0; pos < order.size(); ++pos) {
+        const ComboState& c = table_->combo(order[pos]);
+        if (!c.alive || Blocked(c, capacity, ut) || !Runs(c, ut, context)) continue;
+        if (options_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
+        if (pass == 0 && Defers(c, ut, context)) continue;
+        entries.push_back(Entry{RankOf(c, ut, context), c.priority[ut], c.deficit[ut],
+                                c.in_allocation ? c.allocation[ut] : 0.0, static_cast<int>(pos)});
+      }
+      // Visited in (lag rank, priority, deficit, allocation, position) order, a total order,
+      // until the type is full.
+      const auto after = [](const Entry& a, const Entry& b) {
+        if (a.rank != b.rank) return a.rank.After(b.rank);
+        if (a.priority != b.priority) return a.priority < b.priority;
+        if (a.deficit != b.deficit) return a.deficit < b.deficit;
+        if (a.allocation != b.allocation) return a.allocation < b.allocation;
+        return a.position > b.position;
+      };
+      std::make_heap(entries.begin(), entries.end(), after);
+      for (auto unvisited = entries.end(); unvisited != entries.begin() && capacity.left[ut] > 0;) {
+        std::pop_heap(entries.begin(), unvisited, after);
+        --unvisited;
+        const int slot = order[static_cast<std::size_t>(unvisited->position)];
+        if (Blocked(table_->combo(slot), capacity, ut)) continue;
+        Take(slot, t, capacity, chosen);
+      }
+      if (capacity.total_left == 0) break;
     }
-    // Visited in (lag class, priority, deficit, allocation, position) order, a total order,
-    // until the type is full.
-    const auto after = [](const Entry& a, const Entry& b) {
-      if (a.lag_class != b.lag_class) return a.lag_class > b.lag_class;
-      if (a.priority != b.priority) return a.priority < b.priority;
-      if (a.deficit != b.deficit) return a.deficit < b.deficit;
-      if (a.allocation != b.allocation) return a.allocation < b.allocation;
-      return a.position > b.position;
-    };
-    std::make_heap(entries.begin(), entries.end(), after);
-    for (auto unvisited = entries.end();
-         unvisited != entries.begin() && capacity.left[ut] > 0;) {
-      std::pop_heap(entries.begin(), unvisited, after);
-      --unvisited;
-      const int slot = order[static_cast<std::size_t>(unvisited->position)];
-      if (Blocked(table_->combo(slot), capacity, ut)) continue;
-      Take(slot, t, capacity, chosen);
-    }
-    if (capacity.total_left == 0) break;
   }
   return chosen;
 }

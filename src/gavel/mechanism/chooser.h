@@ -11,10 +11,24 @@
 // members'; JobDescription::restart_cost). The queue is then sorted first by class: "owed"
 // (in the allocation on the type with a lag, ComboState::lag, above B), then "incumbent"
 // (ran there last round with as many GPUs, and positive priority), then the rest; within a
-// class as above. A waiting combination therefore displaces a running one only once it is
-// owed more than B on the type, and a combination that can run is owed at most B plus one
-// round's entitlement when it is chosen (docs/architecture.md, "Bounded lag"). A combination
-// whose restarts are free is always of the rest.
+// class as above, except that the owed go by how much they are owed: the lag, less B for one
+// that did not run there last round. A waiting combination therefore displaces a running one
+// only once it is owed more than B on the type, and more than B beyond the running one's lag
+// when that one is owed too (an allocation the GPUs cannot realise, such as a gang's share of
+// a type it cannot share, keeps some combinations owed for good: ranked by priority they
+// swapped every round or one of them never ran again); a combination that can run is owed at
+// most B plus one round's entitlement when it is chosen while the allocation can be realised
+// (docs/architecture.md, "Bounded lag"). A combination
+// whose restarts are free (B = 0) is owed as soon as it lags and is never an incumbent.
+//
+// Moves wait for the second pass. A combination that ran last round on another type (with as
+// many GPUs) is skipped on this type in a first scan over the type order unless it is owed
+// here and behind its allocation summed over all types; a second scan then fills what GPUs
+// are left, movers included. Without it the type visited first takes any job whose place is
+// elsewhere: under a shuffled type order (the heterogeneity-agnostic policies) or with an
+// allocation spread over types the policy is indifferent between, a job's lag grows on every
+// type it does not run on while it gets its whole share on one, and it hopped type every few
+// rounds, a restart each (max_min_fairness spent 3-4 % of its busy GPU-time on them).
 //
 // Cost: the queue is visited lazily, in that order, until the type is full. Its candidates
 // are the tracked combinations (a heap) and, for policies that run priority-0 combinations,
@@ -44,7 +58,7 @@
 namespace gavel::mechanism {
 
 struct ChooserOptions {
-  std::uint64_t seed = 0;              // the simulation seed; the shuffler uses seed + 5
+  std::uint64_t seed = 0;                // the simulation seed; the shuffler uses seed + 5
   bool shuffles_gpu_type_order = false;  // the policy's capability
   bool skips_zero_priority = false;      // the policy's capability (FIFO-like policies)
   bool exhaustive_scans = false;
@@ -85,8 +99,26 @@ class Chooser {
   // Positive throughput on the type (the first member's; the pairs' filter checks the
   // second's) and every filter admits it.
   bool Runs(const ComboState& c, std::size_t type, const ScoreContext& context) const;
-  // The bounded lag's class of c on `type` (0 owed, 1 incumbent, 2 the rest); 2 when off.
-  int LagClass(const ComboState& c, std::size_t type, const ScoreContext& context) const;
+  // The largest restart cost of c's members.
+  double RestartCost(const ComboState& c) const;
+  // The bounded lag's rank of c on `type`: its class (0 owed, 1 incumbent, 2 the rest; 2 when
+  // off) and, among the owed, how much: its lag, less B unless it is the incumbent.
+  struct LagRank {
+    int lag_class = 2;
+    double owed = 0.0;
+    bool operator==(const LagRank&) const = default;
+    // Visited after `other`: a later class, or owed less within class 0.
+    bool After(const LagRank& other) const {
+      if (lag_class != other.lag_class) return lag_class > other.lag_class;
+      return owed < other.owed;
+    }
+  };
+  LagRank RankOf(const ComboState& c, std::size_t type, const ScoreContext& context) const;
+  // Whether c, which ran last round on another type, waits for the second pass on `type`
+  // (bounded lag only; see the header comment).
+  bool Defers(const ComboState& c, std::size_t type, const ScoreContext& context) const;
+  // The scans over the type order: a second one for deferred moves under the bounded lag.
+  int Passes() const { return options_.lag_bound_restarts > 0.0 ? 2 : 1; }
   std::vector<Chosen> ChooseExhaustive(std::span<const int> type_order,
                                        const ScoreContext& context);
 
@@ -107,11 +139,12 @@ class Chooser {
     std::array<std::size_t, 2> member_index;
   };
   struct CandidateKey {
-    int lag_class;
+    LagRank rank;
     double priority;
     double deficit;
     double allocation;  // 0 outside the allocation
     bool runs;
+    bool deferred;  // Defers: skipped in the first pass
   };
   std::vector<Candidate> candidates_;
   std::vector<CandidateKey> candidate_keys_;

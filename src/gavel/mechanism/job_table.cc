@@ -254,6 +254,18 @@ Status JobTable::UpdateThroughput(JobId job, int type, double steps_per_s) {
   return Status::Ok();
 }
 
+Status JobTable::UpdateRestartCost(JobId job, Seconds cost) {
+  if (FindActive(job) == nullptr) {
+    return Status::NotFound("job " + job.ToString() + " is not active");
+  }
+  if (!std::isfinite(cost.value()) || cost.value() < 0.0) {
+    return Status::InvalidArgument("job " + job.ToString() +
+                                   ": a restart cost must be a non-negative number of seconds");
+  }
+  records_[Index(job)].restart_cost = cost;
+  return Status::Ok();
+}
+
 void JobTable::Erase(JobId job, bool dropped) {
   ActiveJob* active = FindActive(job);
   GAVEL_CHECK(active != nullptr);

@@ -207,6 +207,7 @@ class JobTable {
   void RefreshPairThroughputs(ComboState& pair);
   Status RefreshPair(JobId a, JobId b);
   Status UpdateThroughput(JobId job, int type, double steps_per_s);
+  Status UpdateRestartCost(JobId job, Seconds cost);
   double ComboThroughput(const ComboState& c, int member, int type) const {
     const auto t = static_cast<std::size_t>(type);
     return member == 0 ? c.tput_a[t] : c.tput_b[t];

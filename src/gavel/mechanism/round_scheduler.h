@@ -224,6 +224,10 @@ class RoundScheduler {
   Status UpdateThroughput(JobId job, int type, double steps_per_s) {
     return table_.UpdateThroughput(job, type, steps_per_s);
   }
+  // The caller's measure of what a restart costs the job (JobDescription::restart_cost), e.g.
+  // its measured start-up; the next plans use it (the bounded lag's bound, the restart-cost
+  // scorer). Errors: NotFound (job not active), InvalidArgument (negative or not finite).
+  Status UpdateRestartCost(JobId job, Seconds cost) { return table_.UpdateRestartCost(job, cost); }
   // Re-reads the co-located throughputs of the pair of jobs a and b from
   // SchedulerOptions::colocated (e.g. after the estimator learned a measurement); the next
   // plans use them, and the policy from its next recomputation. Error: NotFound (no such pair).

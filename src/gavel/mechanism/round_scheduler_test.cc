@@ -58,13 +58,14 @@ struct Fixture {
   std::unique_ptr<RoundScheduler> scheduler;
 
   Fixture(std::vector<GpuTypeSpec> cluster, FakePolicy::Rule rule, Compat compat = {},
-          PolicyTraits traits = {}, SchedulerOptions options = {}) {
+          PolicyTraits traits = {}, SchedulerOptions options = {},
+          std::shared_ptr<const ThroughputTable> table = SmallTable()) {
     auto layout = ClusterLayout::Create(cluster);
     GAVEL_CHECK(layout.ok());
     options.policy = "fake";
     options.compat = compat;
     auto created = RoundScheduler::CreateWithPolicy(
-        std::move(*layout), SmallTable(), options, &clock,
+        std::move(*layout), std::move(table), options, &clock,
         std::make_unique<FakePolicy>(std::move(rule), &policy_calls), traits);
     GAVEL_CHECK_MSG(created.ok(), created.status().ToString().c_str());
     scheduler = std::move(*created);
@@ -1226,9 +1227,11 @@ TEST(RoundSchedulerScansTest, IncrementalScansMatchThePlainOnes) {
     // Without pairs every live combination is tracked (the untracked cursor is skipped).
     ExpectScansAgree(PolicyTraits{}, Compat{}, seed);
     ExpectScansAgree(PolicyTraits{.skips_zero_priority = true}, Compat{}, seed);
-    // The bounded lag's classes (bounds of 1-3 rounds' worth), with and without pairs.
+    // The bounded lag's classes (bounds of 1-3 rounds' worth), with and without pairs, and
+    // its deferred moves under a shuffled type order.
     ExpectScansAgree(PolicyTraits{.packing = true}, Compat{}, seed, 60.0);
     ExpectScansAgree(PolicyTraits{}, Compat{}, seed, 100.0);
+    ExpectScansAgree(PolicyTraits{.shuffles_gpu_type_order = true}, Compat{}, seed, 100.0);
   }
 }
 
@@ -1311,6 +1314,84 @@ TEST(RoundSchedulerLagTest, ThreeJobsOnTwoGpusNeverLagBeyondTheBound) {
   EXPECT_GT(worst_bounded, 1200.0);  // the bound is what lets jobs wait
   EXPECT_LE(worst_plain, 480.0);     // Gavel's queues: at most two rounds behind
   EXPECT_LT(bounded * 4, plain) << bounded << " starts against " << plain;
+}
+
+// One GPU of each of two types on which model A runs equally fast, and two jobs with half of
+// each type (the allocation a heterogeneity-agnostic policy may return: it is indifferent
+// between the types), under a shuffled type order; restarts of 30 s and K = 40: B = 1,200 s.
+// Both jobs run every round and each gets exactly its allocation in total, so no move can
+// make up anything: after the first round neither may change GPU. Per-type lags alone grow
+// by 180 s a round on the type a job does not run on, so without the deferred moves each job
+// hopped type as soon as that type's queue came first with its lag above B.
+TEST(RoundSchedulerLagTest, JobsGettingTheirWholeShareDoNotHopBetweenEqualTypes) {
+  static constexpr char kEqualTypes[] = R"json({
+    "v100": {"('A', 1)": {"null": 1.0}},
+    "k80": {"('A', 1)": {"null": 1.0}}
+  })json";
+  auto table = ThroughputTable::Parse(kEqualTypes, "equal types");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const auto moves_with = [&](double lag_bound) {
+    SchedulerOptions options;
+    options.realisation.lag_bound_restarts = lag_bound;
+    Fixture f({{"v100", 1, 1}, {"k80", 1, 1}}, Share(0.5), Compat{},
+              PolicyTraits{.shuffles_gpu_type_order = true}, options,
+              std::make_shared<const ThroughputTable>(*table));
+    const JobId a = f.Add("A", 1, 1e7, 0.0, 30.0);
+    const JobId b = f.Add("A", 1, 1e7, 0.0, 30.0);
+    std::map<JobId, WorkerId> last;  // the test's own record of where each job ran
+    int moves = 0;
+    for (int round = 0; round < 80; ++round) {
+      const RoundPlan plan = f.Plan(360.0 * round);
+      EXPECT_THAT(RunningJobs(plan), ElementsAre(a, b)) << "round " << round;
+      for (const Assignment& x : plan.assignments) {
+        const JobId job = x.combination.member(0);
+        const auto before = last.find(job);
+        if (before != last.end() && before->second != x.workers.at(0)) ++moves;
+        last[job] = x.workers.at(0);
+      }
+      f.Finish(plan, 360.0);
+    }
+    return moves;
+  };
+  EXPECT_EQ(moves_with(40.0), 0);
+  // Gavel's queues (no bound) swap whenever the shuffle puts the other type first: the
+  // scenario does exercise the choice across types.
+  EXPECT_GT(moves_with(0.0), 10);
+}
+
+// Two jobs each allocated all of one v100 (an allocation the GPU cannot realise, as a gang's
+// share of a type it cannot share with others is not), restarts of 30 s, K = 40: B = 1,200 s.
+// The one that runs keeps a constant lag, the other's grows by a round each round, so soon
+// both are owed for good. Among the owed the incumbent stays until the waiting one is owed B
+// more than it (each swap makes up more than B of owed time for one restart): by hand, swaps
+// at rounds 3, 10, 18, 26, ... (8 in 60 rounds). Ranked by priority alone among the owed, the
+// second job kept the GPU from round 3 on and the first never ran again (1 swap). The test
+// keeps its own books from the plans.
+TEST(RoundSchedulerLagTest, AnOwedIncumbentStaysUntilAWaitingJobIsOwedTheBoundMore) {
+  SchedulerOptions options;
+  options.realisation.lag_bound_restarts = 40.0;
+  Fixture f({{"v100", 1, 1}}, Share(1.0), Compat{}, PolicyTraits{}, options);
+  const JobId jobs[] = {f.Add("A", 1, 1e7, 0.0, 30.0), f.Add("B", 1, 1e7, 0.0, 30.0)};
+  double lag[] = {0.0, 0.0};
+  int runner = -1;
+  int swaps = 0;
+  for (int round = 0; round < 60; ++round) {
+    const RoundPlan plan = f.Plan(360.0 * round);
+    ASSERT_EQ(plan.assignments.size(), 1u);
+    const int now = plan.assignments[0].combination.member(0) == jobs[0] ? 0 : 1;
+    for (double& l : lag) l += 360.0;  // the entitlement, ahead of the round
+    if (runner >= 0 && now != runner) {
+      ++swaps;
+      EXPECT_GT(lag[now], 1200.0) << "round " << round;
+      if (lag[runner] > 1200.0) {
+        EXPECT_GT(lag[now] - 1200.0, lag[runner]) << "round " << round;
+      }
+    }
+    lag[now] -= 360.0;
+    runner = now;
+    f.Finish(plan, 360.0);
+  }
+  EXPECT_EQ(swaps, 8);
 }
 
 }  // namespace

@@ -24,6 +24,13 @@ struct RealisationOptions {
   double lag_bound_restarts = 0.0;
 };
 
+// The bounded lag's K where restarts cost something (the simulator's physics, `gavel serve`'s
+// measured start-ups) and the policy leaves the choice of what runs to the mechanism: a
+// waiting job displaces a running one once it is owed more than 200 restarts' worth of time
+// (4,000-7,000 s with the simulator's shipped restart overheads), so a swap costs at most
+// 0.5 % of the time it makes up (docs/architecture.md, "Bounded lag").
+inline constexpr double kDefaultLagBoundRestarts = 200.0;
+
 using ScorerList = std::vector<std::unique_ptr<const Scorer>>;
 
 // The scorers `options` select, in the order the phases consult them.

@@ -39,6 +39,7 @@
 #include "gavel/core/units.h"
 #include "gavel/lp/solver.h"
 #include "gavel/mechanism/compat.h"
+#include "gavel/mechanism/scorers.h"
 #include "gavel/policy/policy.h"
 #include "gavel/sim/physics.h"
 #include "gavel/workload/generator.h"
@@ -290,12 +291,10 @@ Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds en
 inline constexpr double kStayWhenRestartsCost = 0.05;
 std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics);
 
-// The bounded lag's K when restarts cost something (PhysicsOptions::lag_bound_restarts): a
-// waiting job displaces a running one once it is owed more than 200 restarts' worth of time
-// (4,000-7,000 s with the shipped restart overheads), so a swap costs at most 0.5 % of the
-// time it makes up (docs/architecture.md, "Bounded lag"; bench/README.md, "Bounded lag and
-// sharing floor").
-inline constexpr double kLagBoundRestarts = 200.0;
+// The bounded lag's K when restarts cost something (PhysicsOptions::lag_bound_restarts): the
+// mechanism's default, which `gavel serve` runs too (bench/README.md, "Restart-aware
+// realisation").
+inline constexpr double kLagBoundRestarts = mechanism::kDefaultLagBoundRestarts;
 // The K the scheduler runs with: 0 without restart overhead, the user's, or the default for
 // `policy` (0 for a policy that reallocates every round: it picks what runs itself).
 double LagBoundFor(const std::string& policy, const PhysicsOptions& physics);
