@@ -978,6 +978,40 @@ TEST_F(AgentTest, AGangRankReadyAfterAnExtensionBeginsAtTheLaunchStop) {
   EXPECT_EQ(rank1.result->lease().stop_at_step(), 200u);
 }
 
+// The scheduler relaunched the job (a new attempt: it had declared this agent dead, say) onto
+// the GPU where its old process still waits: that process belongs to the replaced launch, so
+// it is stopped, not extended, and the new one starts under the new launch's number. Every
+// report says which launch it is about.
+TEST_F(AgentTest, ATaskOfANewLaunchReplacesTheOldLaunchsProcessAndReportsSayWhichLaunch) {
+  Agent& agent = Registered();
+  wire::Task first = MakeTask(kGpu0, 7, 60.0, 0);
+  first.mutable_job()->set_attempt(4);
+  ASSERT_TRUE(agent.StartRound(Round(1, {first})).ok());
+  agent.Tick();
+  EXPECT_EQ(launcher_.Env(0, "GAVEL_ATTEMPT"), "4");
+  Init(agent, 7, kGpu0, 0);
+  wire::Task next = MakeTask(kGpu0, 7, 60.0, 0);
+  next.mutable_job()->set_attempt(5);
+  ASSERT_TRUE(agent.StartRound(Round(2, {next})).ok());
+  agent.Tick();
+  EXPECT_EQ(launcher_.process(0).signals, std::vector<int>{SIGTERM}) << "not extended";
+  launcher_.Exit(0, 0);
+  agent.Tick();
+  agent.Tick();
+  ASSERT_EQ(launcher_.num_launched(), 2u);
+  EXPECT_EQ(launcher_.Env(1, "GAVEL_ATTEMPT"), "5");
+  ASSERT_EQ(scheduler_.reports().size(), 1u);
+  EXPECT_EQ(scheduler_.reports()[0].outcome(), wire::KILLED);
+  EXPECT_EQ(scheduler_.reports()[0].attempt(), 4u) << "the old process's report is launch 4's";
+  // The same launch next round is an extension, as ever.
+  Init(agent, 7, kGpu0, 0);
+  ASSERT_TRUE(agent.StartRound(Round(3, {next})).ok());
+  agent.Tick();
+  EXPECT_EQ(launcher_.num_launched(), 2u);
+  ASSERT_EQ(scheduler_.reports().size(), 2u);
+  EXPECT_EQ(scheduler_.reports()[1].attempt(), 5u);
+}
+
 TEST_F(AgentTest, ARestartTaskReplacesTheProcessOfTheSameRank) {
   Agent& agent = Registered();
   ASSERT_TRUE(agent.StartRound(Round(1, {GangTask(kGpu0, 0, 100, 0)})).ok());
