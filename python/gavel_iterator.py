@@ -25,7 +25,8 @@ total steps are reached it saves, says Done(COMPLETE) and ends the loop. On SIGT
 ending the job early) it saves at the next step boundary and ends the loop.
 
 The checkpoint contract (docs/checkpointing.md): checkpoints live in versioned directories
-under GAVEL_CHECKPOINT_DIR and become current by an atomic rename of the LATEST pointer, after
+under GAVEL_CHECKPOINT_DIR, in a namespace of the launch (GAVEL_ATTEMPT) that claimed the
+job's checkpoint at start, and become current by an atomic rename of the LATEST pointer, after
 the user's save_checkpoint returned and the files were synced. Only checkpointed steps are
 reported as done, so steps lost with a killed process are redone, never counted twice, and
 over a job's whole life the loop body runs exactly the job's total steps.

@@ -10,8 +10,8 @@
 //     TrainStep(NextBatch());
 //   }
 //
-// The constructor restores the latest checkpoint (calling `load`) and asks the agent for a
-// lease (Init). Next() counts the step just finished, reports progress every few seconds
+// The constructor claims the job's checkpoint for its launch (CheckpointStore below), restores
+// it (calling `load`) and asks the agent for a lease (Init). Next() counts the step just finished, reports progress every few seconds
 // (Progress, which also brings lease extensions), and at the lease's end saves a checkpoint
 // (calling `save`), tells the agent (Done) and either goes on under a new lease or returns
 // false; at the job's total steps it saves, says Done(COMPLETE) and returns false; after
