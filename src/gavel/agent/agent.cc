@@ -502,9 +502,10 @@ Result<wire::InitResponse> Agent::Init(const wire::InitRequest& request) {
   if (!run->initialized) {
     run->steps_base = request.restored_steps();
     // The lease begins now that the process is ready: start-up is restart overhead, not
-    // training time (ReportDone.startup_s).
+    // training time (ReportDone.startup_s). Unless it ends with its round (startup_inside):
+    // then it counts from the launch.
     run->ready_at = now;
-    run->granted_at = now;
+    if (!run->lease.startup_inside() || run->lease.step_bound_only()) run->granted_at = now;
     if (run->lease.step_bound_only() && run->generation > 1) {
       // A gang process that was extended while it started begins at its launch's stop step
       // like the ranks that were ready before the extension; Done brings it the extension.
