@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "gavel/core/shipped_table.h"
@@ -92,6 +93,16 @@ void BM_RoundDecisionAndDispatch(benchmark::State& state) {
     ++step;
     auto workers = core->ListWorkers();
     tasks = 0;
+    std::map<std::uint64_t, std::uint32_t> launches;  // the launch each report belongs to
+    wire::ListJobsRequest page;
+    page.set_limit(1000);
+    while (true) {
+      const auto listed = core->ListJobs(page);
+      GAVEL_CHECK(listed.ok());
+      for (const wire::JobInfo& job : listed->jobs()) launches[job.job_id()] = job.attempts();
+      if (listed->next_page_token().empty()) break;
+      page.set_page_token(listed->next_page_token());
+    }
     for (const wire::WorkerInfo& w : workers.workers()) {
       if (!w.busy()) continue;
       ++tasks;
@@ -100,6 +111,7 @@ void BM_RoundDecisionAndDispatch(benchmark::State& state) {
       r.set_worker_id(w.worker_id());
       r.set_job_id(w.job_id());
       r.set_round_id(round);
+      r.set_attempt(launches[w.job_id()] > 0 ? launches[w.job_id()] - 1 : 0);
       r.set_outcome(wire::LEASE_EXPIRED);
       r.set_checkpointed_steps(step * 100);
       r.set_elapsed_s(360.0);

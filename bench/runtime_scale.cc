@@ -49,6 +49,7 @@
 #include "gavel/agent/agent_server.h"
 #include "gavel/core/status.h"
 #include "gavel/daemon/child_process.h"
+#include "gavel/iterator/gavel_iterator.h"
 #include "gavel/rpc/grpc_util.h"
 #include "gavel/wire/scheduler.grpc.pb.h"
 
@@ -642,10 +643,16 @@ int Driver::Report() {
         losses_.push_back(name + ": " + std::to_string(job.steps_done()) + " steps credited of " +
                           std::to_string(want->second));
       }
+      // The job's latest launch's checkpoint, as a next launch would claim it.
       const fs::path root = dir_ / "ckpt" / ("job-" + std::to_string(job.id()));
-      std::string latest = ReadText(root / "LATEST");
-      while (!latest.empty() && std::isspace(static_cast<unsigned char>(latest.back()))) latest.pop_back();
-      const auto state = nlohmann::json::parse(ReadText(root / latest / "model.json"), nullptr, false);
+      std::optional<std::pair<std::string, std::uint64_t>> latest;
+      try {
+        latest = iterator::CheckpointStore(root).Latest();
+      } catch (const iterator::CheckpointError& error) {
+        losses_.push_back(name + ": " + error.what());
+      }
+      const auto state = nlohmann::json::parse(
+          latest ? ReadText(fs::path(latest->first) / "model.json") : std::string(), nullptr, false);
       const std::uint64_t checkpointed =
           state.is_object() && state.contains("step") ? state["step"].get<std::uint64_t>() : 0;
       if (checkpointed != want->second) {

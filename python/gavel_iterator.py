@@ -25,7 +25,8 @@ total steps are reached it saves, says Done(COMPLETE) and ends the loop. On SIGT
 ending the job early) it saves at the next step boundary and ends the loop.
 
 The checkpoint contract (docs/checkpointing.md): checkpoints live in versioned directories
-under GAVEL_CHECKPOINT_DIR and become current by an atomic rename of the LATEST pointer, after
+under GAVEL_CHECKPOINT_DIR, in a namespace of the launch (GAVEL_ATTEMPT) that claimed the
+job's checkpoint at start, and become current by an atomic rename of the LATEST pointer, after
 the user's save_checkpoint returned and the files were synced. Only checkpointed steps are
 reported as done, so steps lost with a killed process are redone, never counted twice, and
 over a job's whole life the loop body runs exactly the job's total steps.
@@ -58,6 +59,7 @@ __all__ = [
 _METHOD_PREFIX = "/gavel.wire.Iterator/"
 _POINTER = "LATEST"
 _META = "gavel_iterator.json"
+_ATTEMPT_NAME = re.compile(r"^attempt-([0-9]{1,19})$")
 _CHECKPOINT_NAME = re.compile(r"^ckpt-(\d{12,})$")
 _FORMAT = 1
 
@@ -155,71 +157,104 @@ class _AgentClient:
 
 
 class CheckpointStore:
-    """Versioned checkpoints under one directory (docs/checkpointing.md):
+    """A job's checkpoints (docs/checkpointing.md, "The layout on disk"):
 
-        <root>/LATEST                 the name of the current checkpoint, e.g. "ckpt-000000000120"
-        <root>/ckpt-000000000120/     the user's files + gavel_iterator.json {"steps": 120, ...}
+        <root>/attempt-<N>/LATEST             the current checkpoint of launch N, e.g. "ckpt-000000000120"
+        <root>/attempt-<N>/ckpt-000000000120/ the user's files + gavel_iterator.json {"steps": 120, ...}
+        <root>/LATEST, <root>/ckpt-*/         the same for runs outside Gavel (no GAVEL_ATTEMPT)
 
-    A checkpoint becomes current only by the atomic replacement of LATEST, after its files
+    A checkpoint becomes current only by the atomic replacement of a LATEST, after its files
     were written and synced, so a process killed at any moment leaves either the old or the new
-    checkpoint current, never a partial one."""
+    checkpoint current, never a partial one.
 
-    def __init__(self, root):
+    The fence: every launch of a job (GAVEL_ATTEMPT) writes only in its own namespace. At start
+    it claims the job's checkpoint (moves the current checkpoint of the latest earlier launch
+    that has one, by one rename, into its own namespace) and removes the earlier namespaces, so a process of an earlier
+    launch still running can neither overwrite nor shrink the checkpoint the scheduler's count
+    rests on (the scheduler credits reports of the current launch only). The same as
+    CheckpointStore in src/gavel/iterator/gavel_iterator.h."""
+
+    def __init__(self, root, attempt=None):
         self.root = root
+        self.attempt = attempt
+        self.dir = root if attempt is None else self.namespace_of(root, attempt)
+
+    @staticmethod
+    def namespace_of(root, attempt):
+        return os.path.join(root, "attempt-%d" % attempt)
 
     def latest(self):
-        """(directory, steps) of the current checkpoint, or None when there is none."""
-        pointer = os.path.join(self.root, _POINTER)
-        try:
-            with open(pointer, "r", encoding="utf-8") as f:
-                name = f.read().strip()
-        except FileNotFoundError:
-            return None
-        match = _CHECKPOINT_NAME.match(name)
-        if not match:
-            raise CheckpointError("%s: %r is not a checkpoint name (ckpt-<12+ digits>)" % (pointer, name))
-        directory = os.path.join(self.root, name)
-        meta_path = os.path.join(directory, _META)
-        try:
-            with open(meta_path, "r", encoding="utf-8") as f:
-                meta = json.load(f)
-        except (OSError, ValueError) as error:
-            raise CheckpointError("%s: unreadable (%s); %s names it as current" % (meta_path, error, pointer))
-        steps = meta.get("steps")
-        if not isinstance(steps, int) or steps != int(match.group(1)):
-            raise CheckpointError("%s: field steps=%r does not match the directory name" % (meta_path, steps))
-        return directory, steps
+        """(directory, steps) of the current checkpoint, or None when there is none. A launch's
+        store reads its own namespace; a store without attempt the newest of the whole job."""
+        if self.attempt is not None:
+            return _current_in(self.dir)
+        return self._newest_below(None)
+
+    def claim(self):
+        """A launch's start (rank 0): makes the job's checkpoint (the latest earlier launch's)
+        this launch's own, removes earlier launches' namespaces and returns latest()."""
+        if self.attempt is None:
+            return self.latest()
+        for _ in range(20):
+            if _current_in(self.dir) is not None:
+                break  # claimed already
+            best = self._newest_below(self.attempt)
+            if best is None:
+                break
+            os.makedirs(self.dir, exist_ok=True)
+            target = os.path.join(self.dir, os.path.basename(best[0]))
+            shutil.rmtree(target, ignore_errors=True)
+            try:
+                os.rename(best[0], target)
+            except OSError:
+                continue  # claimed or cleaned up meanwhile by another launch: look again
+            self._point(os.path.basename(target))
+            break
+        for path, attempt in self._namespaces(self.attempt):
+            self._remove(path, attempt)
+        return _current_in(self.dir)
+
+    def mark_claimed(self):
+        os.makedirs(self.dir, exist_ok=True)
+        with open(os.path.join(self.dir, "CLAIMED"), "w", encoding="utf-8") as f:
+            f.write("claimed\n")
+
+    def wait_for_claim(self, timeout_s):
+        """Ranks other than 0: waits until rank 0 has claimed the launch's checkpoint, so that
+        every rank loads the same one. False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while not os.path.exists(os.path.join(self.dir, "CLAIMED")):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def save(self, steps, save_fn, extra=None):
         """Writes a checkpoint of `steps` steps through save_fn(directory) and makes it current.
         Returns its directory."""
-        os.makedirs(self.root, exist_ok=True)
-        staging = os.path.join(self.root, ".staging-%d-%d" % (os.getpid(), steps))
+        os.makedirs(self.dir, exist_ok=True)
+        staging = os.path.join(self.dir, ".staging-%d-%d" % (os.getpid(), steps))
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(staging)
         save_fn(staging)
         meta = {"format": _FORMAT, "steps": steps, "saved_unix": time.time()}
+        if self.attempt is not None:
+            meta["attempt"] = self.attempt
         meta.update(extra or {})
         with open(os.path.join(staging, _META), "w", encoding="utf-8") as f:
             json.dump(meta, f)
         _sync_tree(staging)
         name = "ckpt-%012d" % steps
-        final = os.path.join(self.root, name)
+        final = os.path.join(self.dir, name)
         if os.path.exists(final):
             # Left by a process that died between the rename and the pointer update: not current
             # (the pointer names an older one), so it may go.
             shutil.rmtree(final)
         os.rename(staging, final)
-        temporary = os.path.join(self.root, ".%s.tmp-%d" % (_POINTER, os.getpid()))
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(name + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, os.path.join(self.root, _POINTER))
-        _sync_dir(self.root)
+        self._point(name)
         # Everything else is garbage now: older checkpoints and leftovers of dead processes.
-        for entry in os.listdir(self.root):
-            path = os.path.join(self.root, entry)
+        for entry in os.listdir(self.dir):
+            path = os.path.join(self.dir, entry)
             if entry != name and (_CHECKPOINT_NAME.match(entry) or entry.startswith(".staging-")):
                 shutil.rmtree(path, ignore_errors=True)
         return final
@@ -235,6 +270,91 @@ class CheckpointStore:
             if held >= steps or held > newer_than or time.monotonic() >= deadline:
                 return held
             time.sleep(0.05)
+
+    def _newest_below(self, below):
+        """The current checkpoint of the latest launch below `below` that has one (the root's
+        own last): the job's current line of checkpoints. An earlier launch may hold more steps
+        (a process that ran on after it was replaced), but the scheduler never credited those."""
+        namespaces = sorted(self._namespaces(below), key=lambda ns: -1 if ns[1] is None else ns[1],
+                            reverse=True)
+        for path, attempt in namespaces:
+            current = _current_in(path, dangling_is_empty=attempt is not None)
+            if current is not None:
+                return current
+        return None
+
+    def _namespaces(self, below):
+        """(path, attempt) of the root's own checkpoints (attempt None) and of every
+        attempt-<N> with N below `below` (None: all)."""
+        out = [(self.root, None)]
+        try:
+            entries = os.listdir(self.root)
+        except FileNotFoundError:
+            return out
+        for entry in entries:
+            match = _ATTEMPT_NAME.match(entry)
+            if match and (below is None or int(match.group(1)) < below):
+                out.append((os.path.join(self.root, entry), int(match.group(1))))
+        return out
+
+    def _remove(self, path, attempt):
+        if attempt is not None:
+            shutil.rmtree(path, ignore_errors=True)
+            return
+        try:
+            entries = os.listdir(path)
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            if (entry == _POINTER or _CHECKPOINT_NAME.match(entry) or entry.startswith(".staging-")
+                    or entry.startswith(".%s.tmp-" % _POINTER)):
+                full = os.path.join(path, entry)
+                if os.path.isdir(full):
+                    shutil.rmtree(full, ignore_errors=True)
+                else:
+                    try:
+                        os.remove(full)
+                    except FileNotFoundError:
+                        pass
+
+    def _point(self, name):
+        """Makes `name`, a checkpoint directory of this namespace, current."""
+        temporary = os.path.join(self.dir, ".%s.tmp-%d" % (_POINTER, os.getpid()))
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(name + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, os.path.join(self.dir, _POINTER))
+        _sync_dir(self.dir)
+
+
+def _current_in(directory, dangling_is_empty=False):
+    """(directory, steps) of one namespace's current checkpoint, or None. `dangling_is_empty`:
+    a LATEST whose checkpoint is gone (claimed by a later launch) counts as none, not an error."""
+    pointer = os.path.join(directory, _POINTER)
+    try:
+        with open(pointer, "r", encoding="utf-8") as f:
+            name = f.read().strip()
+    except FileNotFoundError:
+        return None
+    match = _CHECKPOINT_NAME.match(name)
+    if not match:
+        raise CheckpointError("%s: %r is not a checkpoint name (ckpt-<12+ digits>)" % (pointer, name))
+    checkpoint = os.path.join(directory, name)
+    if dangling_is_empty and not os.path.isdir(checkpoint):
+        return None
+    meta_path = os.path.join(checkpoint, _META)
+    try:
+        with open(meta_path, "r", encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as error:
+        if dangling_is_empty and not os.path.isdir(checkpoint):
+            return None
+        raise CheckpointError("%s: unreadable (%s); %s names it as current" % (meta_path, error, pointer))
+    steps = meta.get("steps")
+    if not isinstance(steps, int) or steps != int(match.group(1)):
+        raise CheckpointError("%s: field steps=%r does not match the directory name" % (meta_path, steps))
+    return checkpoint, steps
 
 
 def _sync_dir(path):
@@ -289,7 +409,8 @@ class GavelIterator:
         self._rank = int(env.get("GAVEL_RANK", env.get("RANK", "0")))
         self._world_size = int(env.get("GAVEL_WORLD_SIZE", env.get("WORLD_SIZE", "1")))
         root = checkpoint_dir if checkpoint_dir is not None else env.get("GAVEL_CHECKPOINT_DIR")
-        self._store = CheckpointStore(root) if root else None
+        attempt = env.get("GAVEL_ATTEMPT", "")
+        self._store = CheckpointStore(root, int(attempt) if attempt else None) if root else None
 
         self._outstanding = False          # a step was handed out and not yet counted
         self._finished = False
@@ -299,7 +420,25 @@ class GavelIterator:
 
         # ---- Restore ----
         self._steps = 0
-        latest = self._store.latest() if self._store else None
+        latest = None
+        if self._store is not None:
+            # The launch's claim on the job's checkpoint (CheckpointStore); the other ranks
+            # load what rank 0 claimed.
+            if self._store.attempt is None:
+                latest = self._store.latest()  # outside Gavel: no launches to fence
+            elif self._world_size > 1 and self._rank != 0:
+                if not self._store.wait_for_claim(120.0):
+                    raise CheckpointError("%s: rank 0 did not claim the job's checkpoint within 120 s" % root)
+                latest = self._store.latest()
+            else:
+                latest = self._store.claim()
+                self._store.mark_claimed()
+            credited = int(env.get("GAVEL_CHECKPOINTED_STEPS", "0"))
+            held = latest[1] if latest else 0
+            if credited > held:
+                raise CheckpointError(
+                    "%s: no checkpoint holds the %d steps the scheduler credited (the newest holds %d): "
+                    "is the checkpoint directory shared by every agent?" % (root, credited, held))
         if latest is not None:
             directory, steps = latest
             self._load_fn(directory)

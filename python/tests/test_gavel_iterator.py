@@ -324,6 +324,43 @@ class IteratorTest(unittest.TestCase):
         store.save(10, model.save)
         self.assertEqual(sorted(os.listdir(self.ckpt)), ["LATEST", "ckpt-000000000010"])
 
+    def test_a_replaced_launch_can_neither_overwrite_nor_shrink_the_jobs_checkpoint(self):
+        """The fence (docs/checkpointing.md): launch 0, replaced by launch 1 but still running,
+        writes on in its own namespace only; the next launch continues launch 1's line."""
+        def by(launch):
+            def save(directory):
+                with open(os.path.join(directory, "who"), "w") as f:
+                    f.write(str(launch))
+            return save
+
+        def who(directory):
+            with open(os.path.join(directory, "who")) as f:
+                return int(f.read())
+
+        zero = CheckpointStore(self.ckpt, 0)
+        self.assertIsNone(zero.claim())
+        zero.save(100, by(0))
+        one = CheckpointStore(self.ckpt, 1)
+        directory, steps = one.claim()
+        self.assertEqual((steps, who(directory)), (100, 0))
+        self.assertFalse(os.path.exists(CheckpointStore.namespace_of(self.ckpt, 0)))
+        zero.save(120, by(0))
+        one.save(150, by(1))
+        zero.save(180, by(0))  # more steps than launch 1, but never credited
+        self.assertEqual(one.latest()[1], 150)
+        self.assertEqual(CheckpointStore(self.ckpt).latest()[1], 150)
+        # The iterator of the next launch claims launch 1's line and refuses to begin below the
+        # scheduler's count.
+        agent = self.agent(160, [(160, float("inf"))])
+        loaded = []
+        it = GavelIterator(range(3), by(2), lambda d: loaded.append(who(d)), log=self.logs.append,
+                           env=self.env(agent, GAVEL_ATTEMPT="2", GAVEL_CHECKPOINTED_STEPS="150"))
+        self.assertEqual((it.steps_done, loaded), (150, [1]))
+        self.assertFalse(os.path.exists(CheckpointStore.namespace_of(self.ckpt, 1)))
+        with self.assertRaisesRegex(CheckpointError, "no checkpoint holds the 170 steps"):
+            GavelIterator(range(3), by(3), lambda d: None, log=self.logs.append,
+                          env=self.env(agent, GAVEL_ATTEMPT="3", GAVEL_CHECKPOINTED_STEPS="170"))
+
     def test_a_corrupt_pointer_is_an_error_naming_the_file(self):
         os.makedirs(self.ckpt)
         with open(os.path.join(self.ckpt, "LATEST"), "w") as f:

@@ -28,6 +28,10 @@ struct Agent::Run {
   wire::Task task;                // the task as the scheduler last gave it
   std::uint64_t round_id = 0;     // round of the micro-task in progress (or last reported)
   std::uint64_t launched_as = 0;  // GAVEL_WORKER_ID of the process
+  // The scheduler's number of the launch that started the process (GAVEL_ATTEMPT): its
+  // checkpoint namespace, and what its reports carry so that the scheduler can refuse those of
+  // a launch it has replaced. An extension keeps it; a task of another attempt restarts.
+  std::uint32_t attempt = 0;
   // The process's own credential (its GAVEL_TOKEN): the iterator endpoint accepts calls about
   // this run only with it, so no other process, job or user of the host can speak for it.
   std::string key;
@@ -376,7 +380,8 @@ void Agent::ApplyTask(Slot& slot, const wire::Task* task, std::uint64_t round_id
                       Deferred& deferred) {
   Run* run = slot.run.get();
   if (task != nullptr && run != nullptr && run->phase != Run::Phase::kStopping &&
-      !task->restart() && SameJobAndRank(run->task.job(), task->job())) {
+      !task->restart() && SameJobAndRank(run->task.job(), task->job()) &&
+      run->attempt == task->job().attempt()) {
     // ---- Lease extension: the job keeps this GPU, no restart ----
     if (run->phase == Run::Phase::kRunning && !run->reported) {
       // The old round's micro-task ends here; its steps are credited through the absolute
@@ -497,9 +502,10 @@ Result<wire::InitResponse> Agent::Init(const wire::InitRequest& request) {
   if (!run->initialized) {
     run->steps_base = request.restored_steps();
     // The lease begins now that the process is ready: start-up is restart overhead, not
-    // training time (ReportDone.startup_s).
+    // training time (ReportDone.startup_s). Unless it ends with its round (startup_inside):
+    // then it counts from the launch.
     run->ready_at = now;
-    run->granted_at = now;
+    if (!run->lease.startup_inside() || run->lease.step_bound_only()) run->granted_at = now;
     if (run->lease.step_bound_only() && run->generation > 1) {
       // A gang process that was extended while it started begins at its launch's stop step
       // like the ranks that were ready before the extension; Done brings it the extension.
@@ -812,6 +818,7 @@ void Agent::StartTask(Slot& slot, const wire::Task& task, std::uint64_t round_id
 
   auto run = std::make_unique<Run>();
   run->task = task;
+  run->attempt = task.job().attempt();
   run->round_id = round_id;
   run->launched_as = slot.worker_id->value();
   run->key = key;
@@ -837,6 +844,7 @@ void Agent::Report(const Slot& slot, Run& run, wire::TaskOutcome outcome, int ex
   report.set_worker_id(slot.worker_id->value());
   report.set_job_id(run.task.job().job_id());
   report.set_round_id(run.round_id);
+  report.set_attempt(run.attempt);
   report.set_outcome(outcome);
   report.set_checkpointed_steps(run.checkpointed_steps);
   report.set_steps_trained(run.steps_trained);
@@ -870,6 +878,7 @@ void Agent::ReportNeverStarted(const wire::Task& task, std::uint64_t round_id,
   report.set_worker_id(task.worker_id());
   report.set_job_id(task.job().job_id());
   report.set_round_id(round_id);
+  report.set_attempt(task.job().attempt());
   report.set_outcome(outcome);
   report.set_checkpointed_steps(task.job().checkpointed_steps());
   report.set_message(Truncate(message, 2000));

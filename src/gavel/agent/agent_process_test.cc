@@ -23,6 +23,7 @@
 #include "gavel/agent/agent_server.h"
 #include "gavel/agent/fakes.h"
 #include "gavel/agent/process.h"
+#include "gavel/iterator/gavel_iterator.h"
 
 namespace gavel::agent {
 namespace {
@@ -51,12 +52,12 @@ std::uint64_t ExpectedChecksum(std::uint64_t steps) {
   return checksum;
 }
 
-// {"step": N, "checksum": C} of the job's current checkpoint (via the LATEST pointer).
+// {"step": N, "checksum": C} of the job's current checkpoint (its latest launch's, as the
+// next launch would claim it).
 std::pair<std::uint64_t, std::uint64_t> CheckpointedModel(const fs::path& job_dir) {
-  std::ifstream pointer(job_dir / "LATEST");
-  std::string name;
-  pointer >> name;
-  std::ifstream model(job_dir / name / "model.json");
+  const auto latest = iterator::CheckpointStore(job_dir).Latest();
+  if (!latest) return {0, 0};
+  std::ifstream model(fs::path(latest->first) / "model.json");
   std::stringstream text;
   text << model.rdbuf();
   const std::string json = text.str();

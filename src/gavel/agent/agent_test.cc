@@ -41,7 +41,9 @@ wire::Task MakeTask(std::uint64_t worker, std::uint64_t job, double duration = 6
   launch->set_checkpointed_steps(checkpointed);
   launch->set_world_size(1);
   launch->set_job_type("ResNet-18 (batch size 64)");
-  (*launch->mutable_env())["JOB_VAR"] = "x";
+  // Built, not assigned from a literal: GCC 12 at -O3 reports a false -Wrestrict inside
+  // libstdc++ for that assignment here.
+  (*launch->mutable_env())["JOB_VAR"] = std::string(1, 'x');
   task.mutable_lease()->set_stop_at_step(1000);
   task.mutable_lease()->set_max_duration_s(duration);
   return task;
@@ -377,6 +379,30 @@ TEST_F(AgentTest, LeaseIsCountedFromTheGrantAndExtendedWithoutRestart) {
   EXPECT_EQ(scheduler_.reports()[1].exit_code(), 0);
   EXPECT_DOUBLE_EQ(scheduler_.reports()[1].startup_s(), 0.0);  // no start-up in an extension
   EXPECT_EQ(agent.Snapshot().gpus[0].phase, AgentSnapshot::Phase::kIdle);
+}
+
+// With rounds that begin on time the lease ends with its round: its time counts from the
+// launch, start-up included (Lease.startup_inside), and the process is no longer "starting"
+// once the round's time is up, so a missing report is then a straggler's.
+TEST_F(AgentTest, ALeaseWithStartUpInsideCountsFromTheLaunch) {
+  Agent& agent = Registered();
+  wire::Task task = MakeTask(kGpu0, 7);
+  task.mutable_lease()->set_startup_inside(true);
+  ASSERT_TRUE(agent.StartRound(Round(1, {task})).ok());
+  agent.Tick();
+  clock_.Advance(Seconds(2.5));  // start-up
+  const wire::InitResponse init = Init(agent, 7, kGpu0, 0);
+  EXPECT_DOUBLE_EQ(init.lease().max_duration_s(), 57.5) << "60 s from the launch";
+  clock_.Advance(Seconds(57.0));
+  DoneCapture done;
+  Done(agent, 7, kGpu0, wire::LEASE_REACHED, 300, done);
+  agent.Tick();
+  ASSERT_EQ(scheduler_.reports().size(), 1u);
+  EXPECT_DOUBLE_EQ(scheduler_.reports()[0].elapsed_s(), 59.5) << "in by the round's end";
+  EXPECT_DOUBLE_EQ(scheduler_.reports()[0].startup_s(), 2.5);
+  // Without it the lease is 60 s from Init (LeaseIsCountedFromTheGrantAndExtendedWithoutRestart).
+  ASSERT_TRUE(agent.StartRound(Round(2, {})).ok());  // the held Done is answered: exit
+  EXPECT_TRUE(done.called);
 }
 
 TEST_F(AgentTest, HeldJobIsToldToExitWhenTheNextRoundGivesItsGpuAway) {
@@ -976,6 +1002,40 @@ TEST_F(AgentTest, AGangRankReadyAfterAnExtensionBeginsAtTheLaunchStop) {
   Done(agent, 9, kGpu1, wire::LEASE_REACHED, 100, rank1);
   ASSERT_TRUE(rank1.called && rank1.result.ok());
   EXPECT_EQ(rank1.result->lease().stop_at_step(), 200u);
+}
+
+// The scheduler relaunched the job (a new attempt: it had declared this agent dead, say) onto
+// the GPU where its old process still waits: that process belongs to the replaced launch, so
+// it is stopped, not extended, and the new one starts under the new launch's number. Every
+// report says which launch it is about.
+TEST_F(AgentTest, ATaskOfANewLaunchReplacesTheOldLaunchsProcessAndReportsSayWhichLaunch) {
+  Agent& agent = Registered();
+  wire::Task first = MakeTask(kGpu0, 7, 60.0, 0);
+  first.mutable_job()->set_attempt(4);
+  ASSERT_TRUE(agent.StartRound(Round(1, {first})).ok());
+  agent.Tick();
+  EXPECT_EQ(launcher_.Env(0, "GAVEL_ATTEMPT"), "4");
+  Init(agent, 7, kGpu0, 0);
+  wire::Task next = MakeTask(kGpu0, 7, 60.0, 0);
+  next.mutable_job()->set_attempt(5);
+  ASSERT_TRUE(agent.StartRound(Round(2, {next})).ok());
+  agent.Tick();
+  EXPECT_EQ(launcher_.process(0).signals, std::vector<int>{SIGTERM}) << "not extended";
+  launcher_.Exit(0, 0);
+  agent.Tick();
+  agent.Tick();
+  ASSERT_EQ(launcher_.num_launched(), 2u);
+  EXPECT_EQ(launcher_.Env(1, "GAVEL_ATTEMPT"), "5");
+  ASSERT_EQ(scheduler_.reports().size(), 1u);
+  EXPECT_EQ(scheduler_.reports()[0].outcome(), wire::KILLED);
+  EXPECT_EQ(scheduler_.reports()[0].attempt(), 4u) << "the old process's report is launch 4's";
+  // The same launch next round is an extension, as ever.
+  Init(agent, 7, kGpu0, 0);
+  ASSERT_TRUE(agent.StartRound(Round(3, {next})).ok());
+  agent.Tick();
+  EXPECT_EQ(launcher_.num_launched(), 2u);
+  ASSERT_EQ(scheduler_.reports().size(), 2u);
+  EXPECT_EQ(scheduler_.reports()[1].attempt(), 5u);
 }
 
 TEST_F(AgentTest, ARestartTaskReplacesTheProcessOfTheSameRank) {

@@ -161,6 +161,9 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job, const Job* 
     lease->set_step_bound_only(gang.step_bound_only);
     lease->set_max_duration_s(options_->round_length.value());
     lease->set_round_end_unix_ms(round.end_ms());
+    // Rounds that begin on time end leases with the round, start-up included, so that the
+    // reports are in at the boundary (worker.proto, Lease.startup_inside).
+    lease->set_startup_inside(options_->rounds_on_time && !gang.step_bound_only);
   }
   if (!continuing) {
     parts_.journal->Log(now, "start", job_id, workers.front(),

@@ -69,6 +69,11 @@ struct CoreOptions {
   // crashes in a row with the same exit code and no progress in between, or after two failed
   // launches in a row.
   int max_retries = 3;
+  // A straggler (no report by its round's deadline while its agent heartbeats) is killed; it
+  // counts as a crash only at its deadline_misses_to_fail-th deadline missed in a row: a job
+  // that is merely late on a loaded machine does not use up its retries, one that hangs still
+  // fails. Any report of its current launch resets the count.
+  int deadline_misses_to_fail = 3;
   Seconds retry_backoff{10.0};
   Seconds max_retry_backoff{600.0};
   // Jobs' checkpoint directories are <checkpoint_root>/job-<id> when set (shared storage);

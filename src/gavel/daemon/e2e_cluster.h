@@ -26,6 +26,7 @@
 
 #include "gavel/core/shipped_table.h"
 #include "gavel/daemon/child_process.h"
+#include "gavel/iterator/gavel_iterator.h"
 #include "gavel/core/status.h"
 #include "gavel/core/throughput_table.h"
 #include "gavel/rpc/grpc_util.h"
@@ -257,13 +258,16 @@ class Cluster {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out)};
   }
 
-  // The checkpointed {step, checksum} of a job (from the iterator's LATEST pointer).
+  // The checkpointed {step, checksum} of a job: its latest launch's current checkpoint, as
+  // the next launch would claim it (gavel_iterator.h, CheckpointStore).
   std::pair<std::uint64_t, std::uint64_t> Checkpoint(std::uint64_t job) const {
-    const std::string root = dir_ + "/ckpt/job-" + std::to_string(job);
-    std::string name = ReadFile(root + "/LATEST");
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
-    const auto state = nlohmann::json::parse(ReadFile(root + "/" + name + "/model.json"),
-                                             nullptr, false);
+    std::optional<std::pair<std::string, std::uint64_t>> latest;
+    try {
+      latest = iterator::CheckpointStore(dir_ + "/ckpt/job-" + std::to_string(job)).Latest();
+    } catch (const iterator::CheckpointError&) {
+    }
+    if (!latest) return {0, 0};
+    const auto state = nlohmann::json::parse(ReadFile(latest->first + "/model.json"), nullptr, false);
     if (state.is_discarded()) return {0, 0};
     return {state["step"].get<std::uint64_t>(), state["checksum"].get<std::uint64_t>()};
   }

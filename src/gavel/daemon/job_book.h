@@ -62,6 +62,9 @@ struct Job {
   // else until that report is in (or that round's deadline passed).
   bool report_outstanding = false;
   bool last_launch_failed = false;
+  // Round deadlines in a row this job missed as a straggler (CoreOptions::
+  // deadline_misses_to_fail); in memory only: a restarted daemon starts counting afresh.
+  int deadline_misses = 0;
   // Throughputs the latest allocation was computed with (for the re-solve threshold).
   mutable std::map<std::string, double> used_estimate;
   // Space sharing: the measured co-located rates are durable, in row.colocated.

@@ -196,19 +196,27 @@ void SchedulerCore::KillStragglers(OpenRound& round, std::int64_t now) {
   // A multi-GPU job's lease is a step bound from its throughput estimate: one that outlasts
   // the round is the estimate's fault (a prior too high), not the job's. Its ranks are
   // killed without blame, and their kill reports teach the daemon the rate (ReportDone).
+  // A job merely late (a loaded machine) is killed without blame; only a job that missed
+  // deadline_misses_to_fail deadlines in a row (it hangs) counts it as a crash.
   const std::set<std::uint64_t> jobs = round.EndStragglers(
       [&](std::uint64_t worker) {
         const Agent* agent = agents_.AgentOfWorker(worker);
         const std::uint64_t job = round.PendingJobOn(worker);
         const auto it = jobs_.find(job);
-        const bool gang = it != jobs_.end() && it->second.row.spec.scale_factor() > 1;
-        return !gang && agent != nullptr && agent->row.alive &&
+        if (it == jobs_.end() || it->second.row.spec.scale_factor() > 1) return false;
+        const bool again =
+            it->second.deadline_misses + 1 >= std::max(1, options_.deadline_misses_to_fail);
+        return again && agent != nullptr && agent->row.alive &&
                now - agent->last_heartbeat_ms <= recent_ms;
       },
       &counters_.stragglers_killed);
   for (std::uint64_t job : jobs) {
     KillEverywhere(job, "no report by the round's deadline", /*any_round=*/false, "", &round);
-    Log(now, "straggler", job, 0, "killed: no report by the round's deadline");
+    const auto it = jobs_.find(job);
+    const int misses = it == jobs_.end() ? 0 : ++it->second.deadline_misses;
+    Log(now, "straggler", job, 0,
+        "killed: no report by the round's deadline (" + std::to_string(misses) + " in a row; " +
+            std::to_string(options_.deadline_misses_to_fail) + " count as a crash)");
     FinishMicroTask(round, job, now);
   }
 }
@@ -636,13 +644,29 @@ Status SchedulerCore::ReportDone(const wire::ReportDoneRequest& request) {
   const std::int64_t now = clock_->NowMs();
   ++counters_.reports;
   agents_.Touch(request.agent_id(), now);  // a report is a sign of life
-  const OpenRound::Fate fate =
-      round_ ? round_->Record(request) : OpenRound::Fate::kStale;
+  // The fence: a report of a launch the job has been relaunched since (a process that ran on
+  // after its host was declared dead, one spared at a deadline and then replaced) is neither
+  // credited nor blamed; its checkpoints are its launch's own, which no later launch reads
+  // (docs/checkpointing.md, "The layout on disk").
+  const std::uint32_t attempts = job_it->second.row.attempts;
+  const bool current_launch = attempts > 0 && request.attempt() == attempts - 1;
+  if (!current_launch) {
+    ++counters_.fenced_reports;
+    Log(now, "fenced", request.job_id(), request.worker_id(),
+        "report of launch " + std::to_string(request.attempt()) + " refused: the job runs as launch " +
+            (attempts > 0 ? std::to_string(attempts - 1) : std::string("none")));
+  }
+  if (current_launch && (request.outcome() == wire::LEASE_EXPIRED ||
+                         request.outcome() == wire::COMPLETED)) {
+    job_it->second.deadline_misses = 0;  // a micro-task ended as planned: the job is not hung
+  }
+  const OpenRound::Fate fate = round_ && current_launch ? round_->Record(request)
+                                                         : OpenRound::Fate::kStale;
   if (fate == OpenRound::Fate::kMicroTaskEnded) FinishJobTasks(request.job_id(), now);
   if (fate != OpenRound::Fate::kStale) return Status::Ok();
   // A report the closing round still waits for (late: the next round began on time).
-  const OpenRound::Fate late =
-      closing_ ? closing_->Record(request) : OpenRound::Fate::kStale;
+  const OpenRound::Fate late = closing_ && current_launch ? closing_->Record(request)
+                                                         : OpenRound::Fate::kStale;
   if (late == OpenRound::Fate::kMicroTaskEnded) {
     FinishMicroTask(*closing_, request.job_id(), now);
   }

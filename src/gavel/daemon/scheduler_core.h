@@ -89,6 +89,8 @@ struct CoreCounters {
   std::uint64_t cluster_changes = 0;  // ChangeCluster calls (GPUs joined or left)
   std::uint64_t reports = 0;
   std::uint64_t stale_reports = 0;
+  // Reports of a launch the job no longer runs as (ReportDone.attempt): never credited.
+  std::uint64_t fenced_reports = 0;
   std::uint64_t stragglers_killed = 0;
   std::uint64_t tasks_carried = 0;     // tasks still out when their round closed on time
   double last_plan_seconds = 0.0;      // PlanRound + dispatch of the latest round

@@ -10,8 +10,8 @@
 //     TrainStep(NextBatch());
 //   }
 //
-// The constructor restores the latest checkpoint (calling `load`) and asks the agent for a
-// lease (Init). Next() counts the step just finished, reports progress every few seconds
+// The constructor claims the job's checkpoint for its launch (CheckpointStore below), restores
+// it (calling `load`) and asks the agent for a lease (Init). Next() counts the step just finished, reports progress every few seconds
 // (Progress, which also brings lease extensions), and at the lease's end saves a checkpoint
 // (calling `save`), tells the agent (Done) and either goes on under a new lease or returns
 // false; at the job's total steps it saves, says Done(COMPLETE) and returns false; after
@@ -54,6 +54,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace gavel::iterator {
 
@@ -223,57 +224,78 @@ inline void OnSigterm(int) { g_sigterm = 1; }
 
 }  // namespace internal
 
-// Versioned checkpoints under one directory, the layout python/gavel_iterator.py uses:
-//   <root>/LATEST                the current checkpoint's name, e.g. "ckpt-000000000120"
-//   <root>/ckpt-000000000120/    the user's files + gavel_iterator.json {"steps": 120, ...}
-// A checkpoint becomes current only by the atomic replacement of LATEST after its files were
+// A job's checkpoints (docs/checkpointing.md, "The layout on disk"), the layout
+// python/gavel_iterator.py uses:
+//   <root>/attempt-<N>/LATEST              the current checkpoint of launch N, e.g. "ckpt-000000000120"
+//   <root>/attempt-<N>/ckpt-000000000120/  the user's files + gavel_iterator.json {"steps": 120, ...}
+//   <root>/LATEST, <root>/ckpt-*/          the same for runs outside Gavel (no GAVEL_ATTEMPT)
+// A checkpoint becomes current only by the atomic replacement of a LATEST after its files were
 // synced, so a process killed at any moment leaves the old or the new one current.
+//
+// The fence: every launch of a job (GAVEL_ATTEMPT, numbered by the scheduler) writes only in
+// its own namespace, attempt-<N>. At start it claims the job's checkpoint: it moves (one
+// rename) the current checkpoint of the latest earlier launch that has one into its own
+// namespace, then removes the earlier launches' namespaces. A process of an earlier launch still running (the
+// scheduler gave its job to a new launch: a straggler, a host declared dead that was not) can
+// write on in its own namespace, but no later launch reads it once claimed, and the scheduler
+// credits reports of the current launch only; so it can neither overwrite nor shrink the
+// checkpoint the job's count rests on.
 class CheckpointStore {
  public:
-  explicit CheckpointStore(std::filesystem::path root) : root_(std::move(root)) {}
+  // `root` is the job's directory. With `attempt`, this process writes in attempt-<N>; without,
+  // in `root` itself (runs outside Gavel) and Latest() reads the newest checkpoint of the job.
+  explicit CheckpointStore(std::filesystem::path root,
+                           std::optional<std::uint64_t> attempt = std::nullopt)
+      : root_(std::move(root)), attempt_(attempt), dir_(attempt ? NamespaceOf(root_, *attempt) : root_) {}
 
-  // {directory, steps} of the current checkpoint; nullopt when there is none.
+  static std::filesystem::path NamespaceOf(const std::filesystem::path& root, std::uint64_t attempt) {
+    return root / ("attempt-" + std::to_string(attempt));
+  }
+
+  // {directory, steps} of the current checkpoint; nullopt when there is none. A launch's store
+  // reads its own namespace; a store without attempt reads the newest of the whole job.
   std::optional<std::pair<std::string, std::uint64_t>> Latest() const {
+    if (attempt_) return CurrentIn(dir_);
+    return NewestBelow(std::numeric_limits<std::uint64_t>::max());
+  }
+
+  // A launch's start (rank 0): makes the job's checkpoint (the latest earlier launch's) this
+  // launch's own (see the class comment), removes earlier launches' namespaces and returns
+  // Latest(). Moves nothing when this launch already holds one.
+  std::optional<std::pair<std::string, std::uint64_t>> Claim() {
     namespace fs = std::filesystem;
-    const fs::path pointer = root_ / "LATEST";
-    std::ifstream in(pointer);
-    if (!in) return std::nullopt;
-    std::string name;
-    in >> name;
-    static const std::regex kName(R"(^ckpt-([0-9]{12,})$)");
-    std::smatch match;
-    if (!std::regex_match(name, match, kName)) {
-      throw CheckpointError(pointer.string() + ": '" + name +
-                            "' is not a checkpoint name (ckpt-<12+ digits>)");
+    if (!attempt_) return Latest();
+    for (int tries = 0; tries < 20; ++tries) {
+      if (CurrentIn(dir_)) break;  // claimed already
+      const auto best = NewestBelow(*attempt_);
+      if (!best) break;
+      fs::create_directories(dir_);
+      const fs::path target = dir_ / fs::path(best->first).filename();
+      std::error_code ec;
+      fs::remove_all(target, ec);
+      fs::rename(best->first, target, ec);
+      if (ec) continue;  // claimed or cleaned up meanwhile by another launch: look again
+      Point(target.filename().string());
+      break;
     }
-    const fs::path meta_path = root_ / name / "gavel_iterator.json";
-    std::ifstream meta_in(meta_path);
-    const nlohmann::json meta = nlohmann::json::parse(meta_in, nullptr, false);
-    if (!meta_in || meta.is_discarded() || !meta.is_object()) {
-      throw CheckpointError(meta_path.string() + ": unreadable; " + pointer.string() +
-                            " names it as current");
-    }
-    const auto steps = meta.find("steps");
-    if (steps == meta.end() || !steps->is_number_unsigned() ||
-        steps->get<std::uint64_t>() != std::stoull(match[1].str())) {
-      throw CheckpointError(meta_path.string() + ": field steps does not match the directory name");
-    }
-    return std::make_pair((root_ / name).string(), steps->get<std::uint64_t>());
+    for (const Namespace& ns : Namespaces(*attempt_)) Remove(ns);
+    return CurrentIn(dir_);
   }
 
   // Writes a checkpoint of `steps` through save(directory) and makes it current.
   std::string Save(std::uint64_t steps, const std::function<void(const std::string&)>& save,
                    const nlohmann::json& extra = nlohmann::json::object()) {
     namespace fs = std::filesystem;
-    fs::create_directories(root_);
+    fs::create_directories(dir_);
     const fs::path staging =
-        root_ / (".staging-" + std::to_string(::getpid()) + "-" + std::to_string(steps));
+        dir_ / (".staging-" + std::to_string(::getpid()) + "-" + std::to_string(steps));
     fs::remove_all(staging);
     fs::create_directories(staging);
     save(staging.string());
     nlohmann::json meta = extra;
     meta["format"] = 1;
     meta["steps"] = steps;
+    if (attempt_) meta["attempt"] = *attempt_;
     meta["saved_unix"] =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::ofstream(staging / "gavel_iterator.json") << meta.dump();
@@ -282,16 +304,12 @@ class CheckpointStore {
     internal::SyncPath(staging);
     char name[64];
     std::snprintf(name, sizeof(name), "ckpt-%012llu", static_cast<unsigned long long>(steps));
-    const fs::path final_dir = root_ / name;
+    const fs::path final_dir = dir_ / name;
     fs::remove_all(
         final_dir);  // not current (LATEST names an older one): a dead process's leftover
     fs::rename(staging, final_dir);
-    const fs::path temporary = root_ / (".LATEST.tmp-" + std::to_string(::getpid()));
-    std::ofstream(temporary) << name << "\n";
-    internal::SyncPath(temporary);
-    fs::rename(temporary, root_ / "LATEST");
-    internal::SyncPath(root_);
-    for (const auto& entry : fs::directory_iterator(root_)) {
+    Point(name);
+    for (const auto& entry : fs::directory_iterator(dir_)) {
       const std::string entry_name = entry.path().filename().string();
       if (entry_name != name &&
           (entry_name.rfind("ckpt-", 0) == 0 || entry_name.rfind(".staging-", 0) == 0)) {
@@ -316,8 +334,124 @@ class CheckpointStore {
     }
   }
 
+  // Ranks other than 0: waits (at most timeout_s) until rank 0 has claimed the launch's
+  // checkpoint (Claim, then MarkClaimed), so that every rank loads the same one; false on
+  // timeout.
+  bool WaitForClaim(double timeout_s) const {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (!std::filesystem::exists(dir_ / "CLAIMED")) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+  void MarkClaimed() {
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ / "CLAIMED") << "claimed\n";
+  }
+
  private:
+  struct Namespace {
+    std::filesystem::path path;
+    std::optional<std::uint64_t> attempt;  // nullopt: the root's own (runs outside Gavel)
+  };
+
+  // The current checkpoint of the latest launch below `below` that has one (the root's own
+  // last): the job's current line of checkpoints. An earlier launch may hold more steps (a
+  // process that ran on after it was replaced), but the scheduler never credited those.
+  std::optional<std::pair<std::string, std::uint64_t>> NewestBelow(std::uint64_t below) const {
+    std::vector<Namespace> namespaces = Namespaces(below);
+    const auto order = [](const Namespace& n) { return n.attempt ? *n.attempt + 1 : 0; };
+    std::sort(namespaces.begin(), namespaces.end(),
+              [&](const Namespace& a, const Namespace& b) { return order(a) > order(b); });
+    for (const Namespace& ns : namespaces) {
+      if (auto current = CurrentIn(ns.path, /*dangling_is_empty=*/ns.attempt.has_value())) {
+        return current;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // The root's own checkpoints and every attempt-<N> below `below`.
+  std::vector<Namespace> Namespaces(std::uint64_t below) const {
+    namespace fs = std::filesystem;
+    std::vector<Namespace> out{{root_, std::nullopt}};
+    static const std::regex kAttempt(R"(^attempt-([0-9]{1,19})$)");
+    std::error_code ec;
+    for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      std::smatch match;
+      if (!std::regex_match(name, match, kAttempt)) continue;
+      const std::uint64_t n = std::stoull(match[1].str());
+      if (n < below) out.push_back({it->path(), n});
+    }
+    return out;
+  }
+
+  void Remove(const Namespace& ns) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (ns.attempt) {
+      fs::remove_all(ns.path, ec);
+      return;
+    }
+    for (fs::directory_iterator it(ns.path, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name == "LATEST" || name.rfind("ckpt-", 0) == 0 || name.rfind(".staging-", 0) == 0 ||
+          name.rfind(".LATEST.tmp-", 0) == 0) {
+        std::error_code ignored;
+        fs::remove_all(it->path(), ignored);
+      }
+    }
+  }
+
+  // Makes `name` (a checkpoint directory in this namespace) current.
+  void Point(const std::string& name) const {
+    namespace fs = std::filesystem;
+    const fs::path temporary = dir_ / (".LATEST.tmp-" + std::to_string(::getpid()));
+    std::ofstream(temporary) << name << "\n";
+    internal::SyncPath(temporary);
+    fs::rename(temporary, dir_ / "LATEST");
+    internal::SyncPath(dir_);
+  }
+
+  // The current checkpoint of one namespace. `dangling_is_empty`: a LATEST whose checkpoint is
+  // gone counts as none (an earlier launch's, claimed by a later one) instead of an error.
+  static std::optional<std::pair<std::string, std::uint64_t>> CurrentIn(
+      const std::filesystem::path& dir, bool dangling_is_empty = false) {
+    namespace fs = std::filesystem;
+    const fs::path pointer = dir / "LATEST";
+    std::ifstream in(pointer);
+    if (!in) return std::nullopt;
+    std::string name;
+    in >> name;
+    static const std::regex kName(R"(^ckpt-([0-9]{12,})$)");
+    std::smatch match;
+    if (!std::regex_match(name, match, kName)) {
+      throw CheckpointError(pointer.string() + ": '" + name +
+                            "' is not a checkpoint name (ckpt-<12+ digits>)");
+    }
+    if (dangling_is_empty && !fs::exists(dir / name)) return std::nullopt;
+    const fs::path meta_path = dir / name / "gavel_iterator.json";
+    std::ifstream meta_in(meta_path);
+    const nlohmann::json meta = nlohmann::json::parse(meta_in, nullptr, false);
+    if (!meta_in || meta.is_discarded() || !meta.is_object()) {
+      if (dangling_is_empty && !fs::exists(dir / name)) return std::nullopt;
+      throw CheckpointError(meta_path.string() + ": unreadable; " + pointer.string() +
+                            " names it as current");
+    }
+    const auto steps = meta.find("steps");
+    if (steps == meta.end() || !steps->is_number_unsigned() ||
+        steps->get<std::uint64_t>() != std::stoull(match[1].str())) {
+      throw CheckpointError(meta_path.string() + ": field steps does not match the directory name");
+    }
+    return std::make_pair((dir / name).string(), steps->get<std::uint64_t>());
+  }
+
   std::filesystem::path root_;
+  std::optional<std::uint64_t> attempt_;
+  std::filesystem::path dir_;
 };
 
 class GavelIterator {
@@ -359,11 +493,34 @@ class GavelIterator {
     world_size_ = std::stoull(get("GAVEL_WORLD_SIZE", "1"));
     const std::string root =
         options_.checkpoint_dir ? *options_.checkpoint_dir : get("GAVEL_CHECKPOINT_DIR");
-    if (!root.empty()) store_.emplace(root);
+    const std::string attempt = get("GAVEL_ATTEMPT");
+    if (!root.empty()) {
+      store_.emplace(root, attempt.empty() ? std::nullopt
+                                           : std::optional<std::uint64_t>(std::stoull(attempt)));
+    }
 
-    // ---- Restore ----
+    // ---- Restore (the launch's claim on the job's checkpoint; CheckpointStore) ----
     if (store_) {
-      if (const auto latest = store_->Latest()) {
+      std::optional<std::pair<std::string, std::uint64_t>> latest;
+      if (attempt.empty()) {
+        latest = store_->Latest();  // outside Gavel: no launches to fence
+      } else if (world_size_ > 1 && rank_ != 0) {
+        if (!store_->WaitForClaim(120.0)) {
+          throw CheckpointError(root + ": rank 0 did not claim the job's checkpoint within 120 s");
+        }
+        latest = store_->Latest();
+      } else {
+        latest = store_->Claim();
+        store_->MarkClaimed();
+      }
+      const std::uint64_t credited = std::stoull(get("GAVEL_CHECKPOINTED_STEPS", "0"));
+      if (credited > (latest ? latest->second : 0)) {
+        throw CheckpointError(root + ": no checkpoint holds the " + std::to_string(credited) +
+                              " steps the scheduler credited (the newest holds " +
+                              std::to_string(latest ? latest->second : 0) +
+                              "): is the checkpoint directory shared by every agent?");
+      }
+      if (latest) {
         load_(latest->first);
         steps_ = latest->second;
         Log("restored checkpoint " + latest->first + " (step " + std::to_string(steps_) + ")");
@@ -447,7 +604,8 @@ class GavelIterator {
     Environment env;
     for (const char* key :
          {"GAVEL_AGENT_URL", "GAVEL_TOKEN", "GAVEL_JOB_ID", "GAVEL_WORKER_ID", "GAVEL_ROUND_ID",
-          "GAVEL_RANK", "GAVEL_WORLD_SIZE", "GAVEL_CHECKPOINT_DIR", "GAVEL_TOTAL_STEPS"}) {
+          "GAVEL_RANK", "GAVEL_WORLD_SIZE", "GAVEL_CHECKPOINT_DIR", "GAVEL_TOTAL_STEPS",
+          "GAVEL_ATTEMPT", "GAVEL_CHECKPOINTED_STEPS"}) {
       if (const char* value = std::getenv(key)) env[key] = value;
     }
     return env;

@@ -251,6 +251,93 @@ TEST_F(GavelIteratorTest, CheckpointStoreReadsThePythonLayoutAndRejectsCorruptio
   EXPECT_EQ(entries, (std::vector<std::string>{"LATEST", "ckpt-000000000006"}));
 }
 
+// The fence (docs/checkpointing.md, "The layout on disk"): a process of a launch the scheduler
+// replaced (launch 0 here, still running after launch 1 started) writes on, but only in its
+// own namespace; the next launch claims launch 1's line, never the zombie's, even when the
+// zombie holds more steps, and launch 1's checkpoint is never overwritten or shrunk.
+TEST_F(GavelIteratorTest, AReplacedLaunchCanNeitherOverwriteNorShrinkTheJobsCheckpoint) {
+  const fs::path root = dir_ / "job-3";
+  // Each checkpoint records which launch wrote it, so the test sees whose line is restored.
+  const auto by = [](int launch) {
+    return [launch](const std::string& d) { std::ofstream(d + "/who") << launch; };
+  };
+  const auto who = [](const std::string& d) {
+    int launch = -1;
+    std::ifstream(d + "/who") >> launch;
+    return launch;
+  };
+  CheckpointStore zero(root, 0);
+  ASSERT_FALSE(zero.Claim().has_value()) << "a fresh job: nothing to claim";
+  zero.Save(100, by(0));
+
+  CheckpointStore one(root, 1);
+  const auto claimed = one.Claim();
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ(claimed->second, 100u);
+  EXPECT_EQ(who(claimed->first), 0);
+  EXPECT_THAT(claimed->first, HasSubstr("attempt-1"));
+  EXPECT_FALSE(fs::exists(CheckpointStore::NamespaceOf(root, 0)))
+      << "the replaced launch's namespace is gone";
+
+  // The zombie (launch 0) checkpoints late, then more steps than launch 1 has.
+  zero.Save(120, by(0));
+  one.Save(150, by(1));
+  zero.Save(180, by(0));
+  EXPECT_EQ(one.Latest()->second, 150u) << "launch 1's checkpoint is untouched";
+  EXPECT_EQ(who(one.Latest()->first), 1);
+  EXPECT_EQ(CheckpointStore(root).Latest()->second, 150u)
+      << "the job's checkpoint is its latest launch's";
+
+  CheckpointStore two(root, 2);
+  const auto next = two.Claim();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->second, 150u) << "the next launch continues launch 1's line";
+  EXPECT_EQ(who(next->first), 1);
+  EXPECT_FALSE(fs::exists(CheckpointStore::NamespaceOf(root, 0)));
+  EXPECT_FALSE(fs::exists(CheckpointStore::NamespaceOf(root, 1)));
+  // A launch never claims from a later one, and claiming twice moves nothing.
+  EXPECT_EQ(two.Claim()->second, 150u);
+  EXPECT_FALSE(CheckpointStore(root, 1).Claim().has_value());
+  EXPECT_EQ(two.Latest()->second, 150u);
+
+  // The iterator of a launch claims at start, and refuses to begin below the scheduler's count.
+  GavelIterator::Options options;
+  options.env = Environment{{"GAVEL_ATTEMPT", "3"}, {"GAVEL_CHECKPOINTED_STEPS", "150"}};
+  options.total_steps = 160;
+  options.checkpoint_dir = root.string();
+  options.log = [](const std::string&) {};
+  options.handle_sigterm = false;
+  int loaded_from = -1;
+  GavelIterator resumed(by(3), [&](const std::string& d) { loaded_from = who(d); }, options);
+  EXPECT_EQ(resumed.steps_done(), 150u);
+  EXPECT_EQ(loaded_from, 1);
+  while (resumed.Next()) {
+  }
+  EXPECT_EQ(CheckpointStore(root).Latest()->second, 160u);
+  (*options.env)["GAVEL_ATTEMPT"] = "4";
+  (*options.env)["GAVEL_CHECKPOINTED_STEPS"] = "170";  // credited, yet no checkpoint holds it
+  try {
+    GavelIterator below([](const std::string&) {}, [](const std::string&) {}, options);
+    FAIL() << "no error";
+  } catch (const CheckpointError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("no checkpoint holds the 170 steps"));
+  }
+}
+
+// Ranks other than 0 load what rank 0 claimed: they wait for its mark.
+TEST_F(GavelIteratorTest, OtherRanksWaitForRankZerosClaim) {
+  const fs::path root = dir_ / "job-4";
+  CheckpointStore(root, 0).Save(7, [](const std::string&) {});
+  CheckpointStore rank1(root, 1);
+  EXPECT_FALSE(rank1.WaitForClaim(0.1));
+  EXPECT_FALSE(rank1.Latest().has_value());
+  CheckpointStore rank0(root, 1);
+  EXPECT_EQ(rank0.Claim()->second, 7u);
+  rank0.MarkClaimed();
+  EXPECT_TRUE(rank1.WaitForClaim(0.1));
+  EXPECT_EQ(rank1.Latest()->second, 7u);
+}
+
 TEST(GavelIteratorJsonTest, Proto3JsonNumbers) {
   const Lease lease = internal::LeaseFromJson(nlohmann::json{
       {"stopAtStep", "18446744073709551615"}, {"maxDurationS", "Infinity"}, {"roundEndUnixMs", 5}});

@@ -67,7 +67,7 @@ start_daemon() {
   fail "gavel serve did not start"
 }
 jobs_json() { "$gavel" jobs --scheduler "$addr" -o json; }
-py() { python3 -c "$@"; }
+py() { PYTHONPATH="$src/python" python3 -c "$@"; }
 
 start_daemon
 # ---- The cluster is Slurm's ----
@@ -150,6 +150,7 @@ done
 [ "$active" -eq 0 ] || fail "jobs still active: $final"
 py '
 import json, sys
+from gavel_iterator import CheckpointStore
 jobs = {j["id"]: j for j in json.loads(sys.argv[1])}
 steps = json.loads(sys.argv[2]); ckpt = sys.argv[3]; cancel = int(sys.argv[4])
 M = (1 << 61) - 1
@@ -161,8 +162,8 @@ for i, n in steps.items():
     j = jobs[int(i)]
     assert j["state"] == "done", j
     assert j["steps_done"] == n, (j, n)
-    latest = open(f"{ckpt}/job-{i}/LATEST").read().strip()
-    model = json.load(open(f"{ckpt}/job-{i}/{latest}/model.json"))
+    latest = CheckpointStore(f"{ckpt}/job-{i}").latest()[0]
+    model = json.load(open(f"{latest}/model.json"))
     assert model["step"] == n and model["checksum"] == expected(n), (i, model, n)
 assert jobs[cancel]["state"] == "cancelled", jobs[cancel]
 ' "$final" '{"1":300,"2":120,"3":600,"4":250,"5":400}' "$dir/state/checkpoints" "$cancel_id" \
@@ -210,8 +211,9 @@ left=$(squeue -h -o '%i %j %T' | grep ' gavel-' || true)
 [ -z "$left" ] || fail "pilots left after an orderly stop: $left"
 grep -q "ended 4 pilots" "$dir/serve.err" || fail "the daemon did not report ending its pilots"
 ckpt=$(py 'import json,sys
-d=sys.argv[1]; latest=open(d+"/LATEST").read().strip()
-print(json.load(open(d+"/"+latest+"/model.json"))["step"])' "$dir/state/checkpoints/job-$long_id")
+from gavel_iterator import CheckpointStore
+latest=CheckpointStore(sys.argv[1]).latest()[0]
+print(json.load(open(latest+"/model.json"))["step"])' "$dir/state/checkpoints/job-$long_id")
 start_daemon --slurm-keep-pilots
 recorded=$(jobs_json | py 'import json,sys; print(next(j["steps_done"] for j in json.load(sys.stdin) if j["id"]=='"$long_id"'))')
 [ "$recorded" -eq "$ckpt" ] && [ "$ckpt" -gt 0 ] \
