@@ -18,9 +18,13 @@ int Fits(double left, double per_gpu) {
 
 }  // namespace
 
-ResourcePool::ResourcePool(const ClusterLayout& layout) : layout_(&layout) {
+ResourcePool::ResourcePool(const ClusterLayout& layout) { Reset(layout); }
+
+void ResourcePool::Reset(const ClusterLayout& layout) {
+  layout_ = &layout;
   const auto n = static_cast<std::size_t>(layout.num_servers());
   free_.resize(n);
+  for (std::vector<WorkerId>& free : free_) free.clear();
   const HostResources& host = layout.host_resources();
   cpus_.assign(n, host.cpus_per_server > 0.0 ? host.cpus_per_server : kInf);
   mem_.assign(n, host.mem_gb_per_server > 0.0 ? host.mem_gb_per_server : kInf);
