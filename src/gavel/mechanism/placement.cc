@@ -53,7 +53,8 @@ void ResourcePool::TakeFrom(int server, int gpus, const WorkerDemand& demand,
 
 bool ResourcePool::TryTake(const std::vector<WorkerId>& workers, const WorkerDemand& demand) {
   // Per server: how many of the workers land there, and are they all free?
-  std::vector<std::pair<int, int>> per_server;  // (server, gpus)
+  std::vector<std::pair<int, int>>& per_server = per_server_;  // (server, gpus)
+  per_server.clear();
   for (WorkerId w : workers) {
     const int s = layout_->ServerOf(w);
     const std::vector<WorkerId>& free = free_[static_cast<std::size_t>(s)];

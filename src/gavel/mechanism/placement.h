@@ -14,6 +14,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "gavel/core/ids.h"
@@ -59,6 +60,7 @@ class ResourcePool {
   std::vector<std::vector<WorkerId>> free_;  // per server, ascending ids
   std::vector<double> cpus_;                 // per server; +inf when not limited
   std::vector<double> mem_;
+  std::vector<std::pair<int, int>> per_server_;  // TryTake's scratch: (server, GPUs)
 };
 
 }  // namespace gavel::mechanism
