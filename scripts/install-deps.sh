@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   g++ clang cmake ninja-build make pkg-config
   coinor-libclp-dev coinor-libcbc-dev libglpk-dev
+  # The allocator of the gavel binary (optional: CMakeLists.txt, GAVEL_MIMALLOC).
+  libmimalloc-dev
   nlohmann-json3-dev libcli11-dev libeigen3-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev

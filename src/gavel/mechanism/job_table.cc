@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace gavel::mechanism {
 
@@ -16,8 +17,27 @@ JobTable::JobTable(ClusterLayout layout, std::shared_ptr<const ThroughputTable> 
       num_types_(layout_.num_types()) {}
 
 ActiveJob* JobTable::FindActive(JobId job) {
-  const auto it = active_.find(job);
-  return it == active_.end() ? nullptr : &it->second;
+  const std::optional<std::size_t> index = FindIndex(job);
+  return index ? active_at_[*index] : nullptr;
+}
+
+const ActiveJob* JobTable::FindActive(JobId job) const {
+  const std::optional<std::size_t> index = FindIndex(job);
+  return index ? active_at_[*index] : nullptr;
+}
+
+std::size_t JobTable::Index(JobId job) const {
+  const std::optional<std::size_t> index = FindIndex(job);
+  if (!index) throw std::out_of_range("job " + job.ToString() + " has no record");
+  return *index;
+}
+
+void JobTable::MapIds() {
+  if (!ids_are_indices_) return;
+  for (std::size_t i = 0; i < records_.size(); ++i) {
+    if (!records_.forgotten(i)) index_of_.emplace(JobId(i), i);
+  }
+  ids_are_indices_ = false;
 }
 
 int JobTable::SlotOf(const Combination& c) const {
@@ -25,8 +45,8 @@ int JobTable::SlotOf(const Combination& c) const {
     const auto it = pair_slots_.find(c);
     return it == pair_slots_.end() ? -1 : it->second;
   }
-  const auto it = active_.find(c.member(0));
-  return it == active_.end() ? -1 : it->second.single_slot;
+  const ActiveJob* job = FindActive(c.member(0));
+  return job == nullptr ? -1 : job->single_slot;
 }
 
 int JobTable::PairSlot(JobId a, JobId b) const {
@@ -36,7 +56,7 @@ int JobTable::PairSlot(JobId a, JobId b) const {
 }
 
 Result<int> JobTable::Validate(JobId id, const JobDescription& job) const {
-  if (active_.contains(id)) {
+  if (IsActive(id)) {
     return Status::FailedPrecondition("job " + id.ToString() + " is already active");
   }
   const auto key = throughputs_->KeyIndex(job.type);
@@ -106,14 +126,16 @@ ActiveJob& JobTable::Admit(JobId id, const JobDescription& job, int table_key) {
   record.utility = job.utility;
   record.restart_cost = job.restart_cost;
   const auto nt = static_cast<std::size_t>(num_types_);
-  if (const auto known = index_of_.find(id); known != index_of_.end()) {
+  if (const std::optional<std::size_t> known = FindIndex(id)) {
     // Back after leaving: a fresh record in the same place.
-    const std::size_t index = known->second;
+    const std::size_t index = *known;
     records_[index] = std::move(record);
     for (std::size_t t = 0; t < nt; ++t) gpu_seconds_[index * nt + t] = 0.0;
   } else {
-    index_of_.emplace(id, records_.size());
+    if (id != JobId(records_.size())) MapIds();
+    if (!ids_are_indices_) index_of_.emplace(id, records_.size());
     records_.push_back(std::move(record));
+    active_at_.push_back(nullptr);
     for (std::size_t t = 0; t < nt; ++t) gpu_seconds_.push_back(0.0);
   }
   if (!job.gpu_seconds_done.empty()) {
@@ -123,6 +145,7 @@ ActiveJob& JobTable::Admit(JobId id, const JobDescription& job, int table_key) {
   if (job.held_until) held_[id] = *job.held_until;
 
   ActiveJob& active = active_[id];
+  active_at_[Index(id)] = &active;
   active.id = id;
   active.record = Index(id);
   active.table_key = table_key;
@@ -287,6 +310,7 @@ void JobTable::Erase(JobId job, bool dropped) {
     pair_slots_.erase(pair);
     kill(slot);
   }
+  active_at_[Index(job)] = nullptr;
   active_.erase(job);
 }
 
@@ -307,13 +331,14 @@ void JobTable::CompactOrder() {
 
 void JobTable::Forget(JobId job) {
   GAVEL_CHECK(!IsActive(job));
-  const auto it = index_of_.find(job);
-  GAVEL_CHECK(it != index_of_.end());
-  const std::size_t index = it->second;
+  const std::optional<std::size_t> found = FindIndex(job);
+  GAVEL_CHECK(found.has_value());
+  const std::size_t index = *found;
   records_.Forget(index);
+  active_at_.Forget(index);
   const auto nt = static_cast<std::size_t>(num_types_);
   for (std::size_t t = 0; t < nt; ++t) gpu_seconds_.Forget(index * nt + t);
-  index_of_.erase(it);
+  if (!ids_are_indices_) index_of_.erase(job);
 }
 
 bool JobTable::BookProgress(JobId job, int type, double steps, double elapsed,

@@ -127,6 +127,16 @@ struct ActiveJob {
   bool elastic() const { return max_workers > min_workers; }
 };
 
+// One GPU's report of a micro-task, per member (a single's second entries unused): what a
+// multi-GPU micro-task keeps until its other GPUs report. Fixed arrays: no allocation per
+// report on the simulator's hot path.
+struct GpuReport {
+  WorkerId worker;
+  std::array<double, 2> steps{};
+  std::array<Seconds, 2> elapsed{};
+  Seconds finished_at{0.0};
+};
+
 // A single job or a pair, with its per-type state. Vectors are indexed by layout type.
 // `tput_b` is empty for singles. The header comment says which part writes which field.
 struct ComboState {
@@ -153,7 +163,7 @@ struct ComboState {
   int last_type = 0;
   std::vector<WorkerId> last_workers;
   bool running = false;
-  std::vector<WorkerReport> reports;
+  std::vector<GpuReport> reports;
   std::int64_t placed_round = -1;  // the placer's mark: placed in this round
   // Creation order (the queues' tie-break: the insertion order is sorted by it).
   std::uint64_t seq = 0;
@@ -253,15 +263,17 @@ class JobTable {
   int num_types() const { return num_types_; }
   const std::map<JobId, ActiveJob>& active() const { return active_; }
   std::map<JobId, ActiveJob>& active() { return active_; }
-  bool IsActive(JobId job) const { return active_.contains(job); }
+  bool IsActive(JobId job) const { return FindActive(job) != nullptr; }
   ActiveJob* FindActive(JobId job);
+  const ActiveJob* FindActive(JobId job) const;
   const RecordStore<JobRecord>& records() const { return records_; }
   JobRecord& record(std::size_t index) { return records_[index]; }
   // Frees a departed job's record, GPU-seconds and id (a simulator that passed them on);
   // neither may be read again. Precondition: the job is not active.
   void Forget(JobId job);
-  // Dense position of an admitted job in the records (admission order).
-  std::size_t Index(JobId job) const { return index_of_.at(job); }
+  // Dense position of an admitted job in the records (admission order); throws
+  // std::out_of_range for an id never admitted or forgotten.
+  std::size_t Index(JobId job) const;
   double gpu_seconds(std::size_t index, int type) const {
     return gpu_seconds_[index * static_cast<std::size_t>(num_types_) +
                         static_cast<std::size_t>(type)];
@@ -279,6 +291,19 @@ class JobTable {
 
  private:
   int NewCombo(const Combination& id, int scale_factor);
+  // The record index of an admitted, unforgotten job; nullopt otherwise.
+  std::optional<std::size_t> FindIndex(JobId job) const {
+    if (ids_are_indices_) {
+      const std::uint64_t v = job.value();
+      if (v < records_.size() && !records_.forgotten(v)) return static_cast<std::size_t>(v);
+      return std::nullopt;
+    }
+    const auto it = index_of_.find(job);
+    if (it == index_of_.end()) return std::nullopt;
+    return it->second;
+  }
+  // Ends the identity numbering: every remembered id goes into index_of_.
+  void MapIds();
 
   ClusterLayout layout_;
   std::shared_ptr<const ThroughputTable> throughputs_;
@@ -300,10 +325,18 @@ class JobTable {
   std::uint64_t next_seq_ = 0;
   // Jobs held out of the plans, with the time they come back.
   std::map<JobId, Seconds> held_;
-  // Every job ever admitted, in admission order; index_of_ finds a caller's id there.
+  // Every job ever admitted, in admission order. A caller's id is found there without a map
+  // while every admission gave the id equal to its index (0, 1, 2, ...: the simulator numbers
+  // its jobs so, and looks them up several times per micro-task); the first admission that
+  // breaks the pattern (another id, or a forgotten id coming back) moves to index_of_, which
+  // is empty until then.
   RecordStore<JobRecord> records_;
+  bool ids_are_indices_ = true;
   std::unordered_map<JobId, std::size_t> index_of_;
   RecordStore<double> gpu_seconds_;  // by Index(job) × type
+  // By record index: the job's entry in active_ while it is active, else null (a tree walk
+  // per lookup otherwise). Set by Admit, cleared by Erase, forgotten with the record.
+  RecordStore<ActiveJob*> active_at_;
 };
 
 }  // namespace gavel::mechanism

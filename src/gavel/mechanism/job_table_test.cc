@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+#include <set>
 #include <stdexcept>
+#include <vector>
 
 #include "gavel/mechanism/parts_test_support.h"
 
@@ -148,6 +152,83 @@ TEST(JobTableTest, ForgetsADepartedJobsRecordOnly) {
   EXPECT_EQ(table.Index(JobId(1)), 1u);
   EXPECT_EQ(table.gpu_seconds(1, 0), 20.0);
   EXPECT_EQ(table.records().size(), 2u);
+}
+
+// The id lookups (identity numbering while ids are 0, 1, 2, ... in admission order, a map
+// after the first that is not) against a plain reference: a map from id to record index and
+// a set of active ids, over random admissions, departures, forgettings and returns, with and
+// without ids out of order.
+TEST(JobTableTest, FindsJobsByIdLikeAPlainMap) {
+  for (const bool scattered : {false, true}) {
+    JobTable table = MakeJobTable({{"v100", 2, 1}}, /*packing=*/false);
+    std::map<JobId, std::size_t> index_of;  // remembered ids
+    std::set<JobId> active;
+    std::size_t next_index = 0;
+    std::uint64_t next_id = 0;
+    std::mt19937_64 rng(scattered ? 11 : 7);
+    const auto admit = [&](JobId id) {
+      AdmitOrDie(table, id, Job("A"));
+      if (!index_of.contains(id)) index_of[id] = next_index++;
+      active.insert(id);
+    };
+    for (int step = 0; step < 3000; ++step) {
+      const std::uint64_t op = rng() % 10;
+      if (op < 4 || active.empty()) {
+        // A new id: the next number, or (scattered, after a while) one far away.
+        const bool jump = scattered && step > 1000 && rng() % 4 == 0;
+        admit(JobId(jump ? 1'000'000 + rng() % 1'000'000 : next_id));
+        if (!jump) ++next_id;
+        while (index_of.contains(JobId(next_id))) ++next_id;
+      } else if (op < 7) {
+        const JobId id = *std::next(active.begin(), static_cast<long>(rng() % active.size()));
+        table.Erase(id, /*dropped=*/false);
+        active.erase(id);
+      } else if (op < 9) {
+        // Forget a departed job, or bring one back (forgotten or not).
+        std::vector<JobId> departed;
+        for (const auto& [id, index] : index_of) {
+          if (!active.contains(id)) departed.push_back(id);
+        }
+        if (departed.empty()) continue;
+        const JobId id = departed[rng() % departed.size()];
+        if (rng() % 2 == 0) {
+          table.Forget(id);
+          index_of.erase(id);
+        } else {
+          admit(id);
+        }
+      } else {
+        // A forgotten id returns: a new record at the end.
+        if (next_id == 0) continue;
+        const JobId id(rng() % next_id);
+        if (index_of.contains(id)) continue;
+        admit(id);
+      }
+      if (step % 97 != 0) continue;
+      for (std::uint64_t v = 0; v < next_id + 3; ++v) {
+        const JobId id(v);
+        const auto known = index_of.find(id);
+        if (known == index_of.end()) {
+          EXPECT_THROW((void)table.Index(id), std::out_of_range) << v;
+        } else {
+          EXPECT_EQ(table.Index(id), known->second) << v;
+        }
+        EXPECT_EQ(table.IsActive(id), active.contains(id)) << v;
+      }
+      for (const auto& [id, index] : index_of) {
+        EXPECT_EQ(table.Index(id), index);
+        const ActiveJob* job = table.FindActive(id);
+        ASSERT_EQ(job != nullptr, active.contains(id));
+        if (job != nullptr) {
+          EXPECT_EQ(job->id, id);
+          EXPECT_EQ(job->record, index);
+          EXPECT_EQ(table.SlotOf(Combination::Single(id)), job->single_slot);
+        }
+      }
+    }
+    EXPECT_EQ(table.active().size(), active.size());
+    EXPECT_EQ(table.records().size(), next_index);
+  }
 }
 
 }  // namespace

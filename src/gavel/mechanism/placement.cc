@@ -18,9 +18,13 @@ int Fits(double left, double per_gpu) {
 
 }  // namespace
 
-ResourcePool::ResourcePool(const ClusterLayout& layout) : layout_(&layout) {
+ResourcePool::ResourcePool(const ClusterLayout& layout) { Reset(layout); }
+
+void ResourcePool::Reset(const ClusterLayout& layout) {
+  layout_ = &layout;
   const auto n = static_cast<std::size_t>(layout.num_servers());
   free_.resize(n);
+  for (std::vector<WorkerId>& free : free_) free.clear();
   const HostResources& host = layout.host_resources();
   cpus_.assign(n, host.cpus_per_server > 0.0 ? host.cpus_per_server : kInf);
   mem_.assign(n, host.mem_gb_per_server > 0.0 ? host.mem_gb_per_server : kInf);
@@ -49,7 +53,8 @@ void ResourcePool::TakeFrom(int server, int gpus, const WorkerDemand& demand,
 
 bool ResourcePool::TryTake(const std::vector<WorkerId>& workers, const WorkerDemand& demand) {
   // Per server: how many of the workers land there, and are they all free?
-  std::vector<std::pair<int, int>> per_server;  // (server, gpus)
+  std::vector<std::pair<int, int>>& per_server = per_server_;  // (server, gpus)
+  per_server.clear();
   for (WorkerId w : workers) {
     const int s = layout_->ServerOf(w);
     const std::vector<WorkerId>& free = free_[static_cast<std::size_t>(s)];

@@ -10,10 +10,11 @@
 // Demands are per GPU (a worker): a job of n GPUs takes n × cpus and n × memory, split over
 // the servers it lands on in proportion to its GPUs there. Zero demand or zero capacity means
 // "not limited".
-// Plain value; built per round, not shared between threads.
+// Plain value; reset per round, not shared between threads.
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "gavel/core/ids.h"
@@ -30,6 +31,9 @@ class ResourcePool {
  public:
   // Everything free.
   explicit ResourcePool(const ClusterLayout& layout);
+  // Everything of `layout` free again, keeping the memory (a placer reuses one pool every
+  // round).
+  void Reset(const ClusterLayout& layout);
 
   // Takes exactly `workers` if all are free and their servers have room for `demand`.
   bool TryTake(const std::vector<WorkerId>& workers, const WorkerDemand& demand);
@@ -56,6 +60,7 @@ class ResourcePool {
   std::vector<std::vector<WorkerId>> free_;  // per server, ascending ids
   std::vector<double> cpus_;                 // per server; +inf when not limited
   std::vector<double> mem_;
+  std::vector<std::pair<int, int>> per_server_;  // TryTake's scratch: (server, GPUs)
 };
 
 }  // namespace gavel::mechanism

@@ -5,7 +5,11 @@
 namespace gavel::mechanism {
 
 Placer::Placer(JobTable& table, PlacerOptions options, std::vector<const Scorer*> scorers)
-    : table_(&table), options_(options), scorers_(std::move(scorers)), picker_(nullptr) {
+    : table_(&table),
+      options_(options),
+      scorers_(std::move(scorers)),
+      picker_(nullptr),
+      pool_(table.layout()) {
   for (const Scorer* scorer : scorers_) {
     if (picker_ == nullptr && scorer->picks()) picker_ = scorer;
   }
@@ -15,7 +19,8 @@ Placer::Placer(JobTable& table, PlacerOptions options, std::vector<const Scorer*
 std::vector<Placed> Placer::Place(std::span<const int> type_order,
                                   std::span<const Chosen> chosen, const ScoreContext& context) {
   const std::int64_t round = context.round;
-  ResourcePool pool(table_->layout());
+  ResourcePool& pool = pool_;
+  pool.Reset(table_->layout());
   std::vector<Placed> placed;
   std::vector<Chosen> list;
   const auto keep_score = [&](const ComboState& c) {

@@ -4,8 +4,8 @@
 // picking scorer (consolidation, or topology with host resources: scorer.h). A combination
 // the picker cannot fit waits this round.
 //
-// Who owns what: it owns nothing across rounds; per round it owns the pool of free GPUs and
-// host resources (placement.h) and marks the combinations it placed (ComboState::
+// Who owns what: it owns the pool of free GPUs and host resources (placement.h), reset at
+// every round (its memory kept across rounds, its contents not), and marks the combinations it placed (ComboState::
 // placed_round). The scorers are the list's (scorers.h) and outlive it.
 //
 // Thread-safety: none; owned by one RoundScheduler and used on its thread.
@@ -17,6 +17,7 @@
 #include "gavel/core/ids.h"
 #include "gavel/mechanism/chooser.h"
 #include "gavel/mechanism/job_table.h"
+#include "gavel/mechanism/placement.h"
 #include "gavel/mechanism/scorer.h"
 
 namespace gavel::mechanism {
@@ -46,6 +47,7 @@ class Placer {
   PlacerOptions options_;
   std::vector<const Scorer*> scorers_;
   const Scorer* picker_;
+  ResourcePool pool_;  // the round's free GPUs; reset by every Place
 };
 
 }  // namespace gavel::mechanism

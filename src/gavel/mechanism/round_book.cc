@@ -77,7 +77,7 @@ Result<std::optional<FinishedMicroTask>> RoundBook::Gather(const WorkerReport& r
     return Status::InvalidArgument("worker " + report.worker.ToString() + " does not run " +
                                    report.combination.ToString());
   }
-  for (const WorkerReport& earlier : c.reports) {
+  for (const GpuReport& earlier : c.reports) {
     if (earlier.worker == report.worker) {
       return Status::InvalidArgument("worker " + report.worker.ToString() +
                                      " reported twice for " + report.combination.ToString());
@@ -88,30 +88,29 @@ Result<std::optional<FinishedMicroTask>> RoundBook::Gather(const WorkerReport& r
     return Status::InvalidArgument("report for " + report.combination.ToString() +
                                    " must give steps and elapsed time per member");
   }
+  GpuReport gpu{report.worker, {}, {}, report.finished_at};
+  for (std::size_t i = 0; i < static_cast<std::size_t>(members); ++i) {
+    gpu.steps[i] = report.steps[i];
+    gpu.elapsed[i] = report.elapsed[i];
+  }
   // A one-GPU micro-task completes with its only report; others wait for every GPU.
-  if (c.last_workers.size() == 1) return {Total(c, std::span(&report, 1))};
-  c.reports.push_back(report);
+  if (c.last_workers.size() == 1) return {Total(c, std::span(&gpu, 1))};
+  c.reports.push_back(gpu);
   if (c.reports.size() < c.last_workers.size()) return {std::nullopt};
   std::sort(c.reports.begin(), c.reports.end(),
-            [](const WorkerReport& a, const WorkerReport& b) { return a.worker < b.worker; });
-  std::vector<WorkerReport> reports = std::move(c.reports);
+            [](const GpuReport& a, const GpuReport& b) { return a.worker < b.worker; });
+  const FinishedMicroTask finished = Total(c, c.reports);
   c.reports.clear();
-  return {Total(c, reports)};
+  return {finished};
 }
 
 Result<FinishedMicroTask> RoundBook::Failed(const Combination& combination, Seconds at) {
   GAVEL_ASSIGN_OR_RETURN(ComboState* const running, Running(combination));
   ComboState& c = *running;
   c.reports.clear();
-  std::vector<WorkerReport> reports(c.last_workers.size());
-  for (std::size_t g = 0; g < reports.size(); ++g) {
-    reports[g].combination = combination;
-    reports[g].worker = c.last_workers[g];
-    reports[g].steps.assign(static_cast<std::size_t>(combination.size()), 0.0);
-    reports[g].elapsed.assign(static_cast<std::size_t>(combination.size()), Seconds(0.0));
-    reports[g].finished_at = at;
-  }
-  return Total(c, reports);
+  // Every GPU reports nothing done; one such report totals the same as all of them.
+  const GpuReport nothing{WorkerId(0), {}, {}, at};
+  return Total(c, std::span(&nothing, 1));
 }
 
 Result<FinishedMicroTask> RoundBook::Whole(const MicroTaskResult& result) {
@@ -126,7 +125,11 @@ Result<FinishedMicroTask> RoundBook::Whole(const MicroTaskResult& result) {
     return Status::InvalidArgument("result for " + result.combination.ToString() +
                                    " must give steps and elapsed time per member");
   }
-  FinishedMicroTask finished{&c, result, true};
+  FinishedMicroTask finished{&c, {}, {}, result.finished_at, true};
+  for (std::size_t i = 0; i < members; ++i) {
+    finished.steps[i] = result.steps[i];
+    finished.elapsed[i] = result.elapsed[i];
+  }
   for (std::size_t i = 0; i < members; ++i) {
     if (table_->IsActive(result.combination.member(static_cast<int>(i))) &&
         (result.steps[i] <= 0.0 || result.elapsed[i].value() <= 0.0)) {
@@ -136,25 +139,20 @@ Result<FinishedMicroTask> RoundBook::Whole(const MicroTaskResult& result) {
   return finished;
 }
 
-FinishedMicroTask RoundBook::Total(ComboState& c, std::span<const WorkerReport> reports) const {
+FinishedMicroTask RoundBook::Total(ComboState& c, std::span<const GpuReport> reports) const {
   const int members = c.id.size();
-  FinishedMicroTask finished{&c, {}, true};
-  MicroTaskResult& total = finished.result;
-  total.combination = c.id;
-  total.steps.assign(static_cast<std::size_t>(members), 0.0);
-  total.elapsed.assign(static_cast<std::size_t>(members), Seconds(0.0));
-  total.finished_at = reports.front().finished_at;
-  for (const WorkerReport& r : reports) {
+  FinishedMicroTask finished{&c, {}, {}, reports.front().finished_at, true};
+  for (const GpuReport& r : reports) {
     for (int i = 0; i < members; ++i) {
       const auto ui = static_cast<std::size_t>(i);
       if (table_->IsActive(c.id.member(i)) &&
           (r.steps[ui] <= 0.0 || r.elapsed[ui].value() <= 0.0)) {
         finished.succeeded = false;
       }
-      total.steps[ui] += r.steps[ui];
-      total.elapsed[ui] = std::max(total.elapsed[ui], r.elapsed[ui]);
+      finished.steps[ui] += r.steps[ui];
+      finished.elapsed[ui] = std::max(finished.elapsed[ui], r.elapsed[ui]);
     }
-    total.finished_at = std::max(total.finished_at, r.finished_at);
+    finished.finished_at = std::max(finished.finished_at, r.finished_at);
   }
   return finished;
 }

@@ -13,6 +13,7 @@
 // Thread-safety: none; owned by one RoundScheduler and used on its thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -34,10 +35,14 @@ struct MicroTaskResult {
   Seconds finished_at{0.0};
 };
 
-// A micro-task every GPU of which reported (or that failed as a whole).
+// A micro-task every GPU of which reported (or that failed as a whole), totalled per member
+// as MicroTaskResult (entries past the combination's size are 0). Fixed arrays: one is made
+// per micro-task, on the simulator's hot path.
 struct FinishedMicroTask {
   ComboState* combo = nullptr;
-  MicroTaskResult result;
+  std::array<double, 2> steps{};
+  std::array<Seconds, 2> elapsed{};
+  Seconds finished_at{0.0};
   bool succeeded = false;  // every active member made progress
 };
 
@@ -80,7 +85,7 @@ class RoundBook {
   Result<ComboState*> Running(const Combination& c);
   // Sums a micro-task's GPU reports (in worker-id order): the members' steps add up over the
   // GPUs, their elapsed times are the longest.
-  FinishedMicroTask Total(ComboState& c, std::span<const WorkerReport> reports) const;
+  FinishedMicroTask Total(ComboState& c, std::span<const GpuReport> reports) const;
 
   JobTable* table_;
   TimeAccounting* accounting_;

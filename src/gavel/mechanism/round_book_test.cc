@@ -45,8 +45,8 @@ TEST(RoundBookTest, EmitsLeasesAndExtendsThemOnTheSameGpus) {
   Result<std::optional<FinishedMicroTask>> done =
       b.book.Gather(Report(JobId(0), 1, 200.0, 360.0, 360.0));
   ASSERT_TRUE(done.ok() && done->has_value());
-  EXPECT_EQ((*done)->result.steps, std::vector<double>{500.0});
-  EXPECT_EQ((*done)->result.elapsed[0].value(), 360.0);
+  EXPECT_EQ((*done)->steps[0], 500.0);
+  EXPECT_EQ((*done)->elapsed[0].value(), 360.0);
   EXPECT_TRUE((*done)->succeeded);
   b.book.Finish(*(*done)->combo, /*failed=*/false);
   EXPECT_FALSE(b.book.any_running());
@@ -69,7 +69,8 @@ TEST(RoundBookTest, RefusesReportsForMicroTasksThatDoNotRun) {
   Result<FinishedMicroTask> failed = b.book.Failed(Combination::Single(JobId(0)), Seconds(5.0));
   ASSERT_TRUE(failed.ok());
   EXPECT_FALSE(failed->succeeded);
-  EXPECT_EQ(failed->result.steps, std::vector<double>{0.0});
+  EXPECT_EQ(failed->steps[0], 0.0);
+  EXPECT_EQ(failed->finished_at.value(), 5.0);
 }
 
 }  // namespace

@@ -197,7 +197,6 @@ Result<bool> RoundScheduler::BookLateSteps(JobId job, double steps, Seconds at) 
 
 ReportOutcome RoundScheduler::Book(const FinishedMicroTask& finished) {
   ComboState& c = *finished.combo;
-  const MicroTaskResult& result = finished.result;
   const Combination id = c.id;
   const int members = id.size();
   std::array<bool, 2> is_active{false, false};
@@ -210,7 +209,7 @@ ReportOutcome RoundScheduler::Book(const FinishedMicroTask& finished) {
   outcome.succeeded = finished.succeeded;
   for (int i = 0; i < members; ++i) {
     if (is_active[static_cast<std::size_t>(i)]) {
-      table_.FindActive(id.member(i))->last_ran_until = result.finished_at;
+      table_.FindActive(id.member(i))->last_ran_until = finished.finished_at;
     }
   }
   std::vector<JobId> leaving;
@@ -226,14 +225,14 @@ ReportOutcome RoundScheduler::Book(const FinishedMicroTask& finished) {
   } else {
     const int gpus = static_cast<int>(c.last_workers.size());
     if (!id.is_pair()) table_.FindActive(id.member(0))->failures = 0;
-    const double elapsed[2] = {result.elapsed[0].value(),
-                               members == 2 ? result.elapsed[1].value() : 0.0};
+    const double elapsed[2] = {finished.elapsed[0].value(),
+                               members == 2 ? finished.elapsed[1].value() : 0.0};
     const double max_elapsed = members == 2 ? std::max(elapsed[0], elapsed[1]) : elapsed[0];
     for (int i = 0; i < members; ++i) {
       const auto ui = static_cast<std::size_t>(i);
       if (!is_active[ui]) continue;
-      if (table_.BookProgress(id.member(i), c.last_type, result.steps[ui], elapsed[ui],
-                              max_elapsed, gpus, result.finished_at)) {
+      if (table_.BookProgress(id.member(i), c.last_type, finished.steps[ui], elapsed[ui],
+                              max_elapsed, gpus, finished.finished_at)) {
         leaving.push_back(id.member(i));
         outcome.completed.push_back(id.member(i));
       }
