@@ -99,7 +99,7 @@ void BM_RoundDecisionAndDispatch(benchmark::State& state) {
     while (true) {
       const auto listed = core->ListJobs(page);
       GAVEL_CHECK(listed.ok());
-      for (const wire::JobInfo& job : listed->jobs()) launches[job.job_id()] = job.attempts();
+      for (const wire::JobInfo& job : listed->jobs()) launches[job.id()] = job.attempts();
       if (listed->next_page_token().empty()) break;
       page.set_page_token(listed->next_page_token());
     }
