@@ -13,13 +13,12 @@
 namespace gavel::policy {
 namespace {
 
-// Every assignment of "idle or one choice" to every slot: the best payoff of completing at the
-// first slot where the units add up, paying for every slot used up to then.
-double BruteForcePayoff(const ScheduleProblem& p, bool* feasible) {
+// Every assignment of "idle or one choice" to every slot that completes the workload:
+// visit(t, cost) with t the first slot where the units add up and the cost paid up to then.
+template <typename Visit>
+void ForEachCompletingAssignment(const ScheduleProblem& p, Visit visit) {
   const int slots = static_cast<int>(p.choices.size());
   std::vector<int> pick(static_cast<std::size_t>(slots), -1);
-  double best = -1e300;
-  *feasible = false;
   while (true) {
     int done = 0;
     double cost = 0.0;
@@ -30,8 +29,7 @@ double BruteForcePayoff(const ScheduleProblem& p, bool* feasible) {
         cost += p.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)].cost;
       }
       if (done >= p.units) {
-        *feasible = true;
-        best = std::max(best, p.utility(t) - cost);
+        visit(t, cost);
         break;
       }
     }
@@ -46,8 +44,20 @@ double BruteForcePayoff(const ScheduleProblem& p, bool* feasible) {
       c = -1;
       ++t;
     }
-    if (t == slots) return best;
+    if (t == slots) return;
   }
+}
+
+// The best payoff of completing at the first slot where the units add up, paying for every
+// slot used up to then.
+double BruteForcePayoff(const ScheduleProblem& p, bool* feasible) {
+  double best = -1e300;
+  *feasible = false;
+  ForEachCompletingAssignment(p, [&](int t, double cost) {
+    *feasible = true;
+    best = std::max(best, p.utility(t) - cost);
+  });
+  return best;
 }
 
 TEST(OasisSchedule, MatchesBruteForceOnTinyInstances) {
@@ -102,37 +112,13 @@ TEST(OasisSchedule, WaitsForCheapSlotsOnlyWhenUtilityAllows) {
 }
 
 // The earliest slot at which some assignment of maximal payoff first completes the workload
-// (brute force, as BruteForcePayoff; exact arithmetic: integer costs and utilities).
+// (exact arithmetic: integer costs and utilities).
 int BruteForceEarliestBestFinish(const ScheduleProblem& p, double best_payoff) {
-  const int slots = static_cast<int>(p.choices.size());
-  std::vector<int> pick(static_cast<std::size_t>(slots), -1);
   int earliest = std::numeric_limits<int>::max();
-  while (true) {
-    int done = 0;
-    double cost = 0.0;
-    for (int t = 0; t < slots; ++t) {
-      const int c = pick[static_cast<std::size_t>(t)];
-      if (c >= 0) {
-        done += p.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)].units;
-        cost += p.choices[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)].cost;
-      }
-      if (done >= p.units) {
-        if (p.utility(t) - cost == best_payoff) earliest = std::min(earliest, t);
-        break;
-      }
-    }
-    int t = 0;
-    while (t < slots) {
-      int& c = pick[static_cast<std::size_t>(t)];
-      if (c + 1 < static_cast<int>(p.choices[static_cast<std::size_t>(t)].size())) {
-        ++c;
-        break;
-      }
-      c = -1;
-      ++t;
-    }
-    if (t == slots) return earliest;
-  }
+  ForEachCompletingAssignment(p, [&](int t, double cost) {
+    if (p.utility(t) - cost == best_payoff) earliest = std::min(earliest, t);
+  });
+  return earliest;
 }
 
 // Tie-heavy instances (costs of a few integer values, repeated choices, choices of 0 units or
