@@ -8,10 +8,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "gavel/core/check.h"
-#include "gavel/core/first_seen_index.h"
 #include "gavel/lp/model.h"
 
 namespace gavel::decomp {
@@ -72,6 +72,23 @@ struct Vertex {
   double a = 0.0;
   double c = 0.0;
   Choice choice = kIdle;
+};
+
+// A class of identical jobs: its shape, and its demand's level and rate as bits (0 without a
+// demand), so that classes are told apart exactly as by comparing their rows' bytes.
+struct ClassKey {
+  std::size_t shape = 0;
+  std::uint64_t level = 0;
+  std::uint64_t rate = 0;
+  bool operator==(const ClassKey&) const = default;
+};
+struct ClassKeyHash {
+  std::size_t operator()(const ClassKey& key) const {
+    std::uint64_t h = key.shape * 0x9e3779b97f4a7c15ULL;
+    h = (h ^ key.level) * 0xff51afd7ed558ccdULL;
+    h = (h ^ key.rate) * 0xc4ceb9fe1a85ec53ULL;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
 };
 
 // A change of the one-dimensional objective's slope at t.
@@ -339,42 +356,41 @@ class Decomposition {
   // a few dozen shapes), built once per pricing.
   void GroupIdenticalJobs() {
     class_of_.resize(n_);
-    // Shapes and classes numbered in order of first appearance, told apart by their bytes (a
-    // class is its shape plus its demand's level and rate as bits, 0 without a demand; most
-    // jobs of a queue are classes of their own).
-    FirstSeenIndex shape_index;
-    FirstSeenIndex class_index(n_);
-    std::vector<unsigned char> key;
-    const auto append = [&key](const auto& v) {
-      unsigned char bytes[sizeof v];
+    std::unordered_map<std::string, std::size_t> shape_index;
+    // A class is its shape plus its demand's level and rate (their bits): a fixed-size key,
+    // where a string key cost an allocation per job (most jobs are classes of their own).
+    std::unordered_map<ClassKey, std::size_t, ClassKeyHash> class_index;
+    class_index.reserve(n_);
+    std::string key;
+    const auto append = [&key](double v) {
+      char bytes[sizeof v];
       std::memcpy(bytes, &v, sizeof v);
-      key.insert(key.end(), bytes, bytes + sizeof v);
+      key.append(bytes, sizeof v);
     };
     for (std::size_t i = 0; i < n_; ++i) {
       key.clear();
       append(p_.size[i]);
-      key.push_back(demand_[i]);
+      key.push_back(static_cast<char>(demand_[i]));
       for (std::size_t j = 0; j < k_; ++j) {
-        key.push_back(static_cast<unsigned char>(Allowed(i, j)));
+        key.push_back(static_cast<char>(Allowed(i, j)));
         if (demand_[i]) append(p_.gain(i, j));
         if (p_.profit.rows()) append(p_.profit(i, j));
       }
-      const auto [shape, new_shape] = shape_index.Insert(key);
+      const auto [shape, new_shape] = shape_index.try_emplace(key, shape_rep_.size());
       if (new_shape) shape_rep_.push_back(i);
-      const std::uint64_t level = demand_[i] ? std::bit_cast<std::uint64_t>(p_.level[i]) : 0;
-      const std::uint64_t rate = demand_[i] ? std::bit_cast<std::uint64_t>(p_.rate[i]) : 0;
-      key.clear();
-      append(static_cast<std::uint64_t>(shape));
-      append(level);
-      append(rate);
-      const auto [cls, added] = class_index.Insert(key);
+      ClassKey class_key{shape->second, 0, 0};
+      if (demand_[i]) {
+        class_key.level = std::bit_cast<std::uint64_t>(p_.level[i]);
+        class_key.rate = std::bit_cast<std::uint64_t>(p_.rate[i]);
+      }
+      const auto [it, added] = class_index.try_emplace(class_key, rep_.size());
       if (added) {
         rep_.push_back(i);
         members_.push_back(0.0);
-        shape_of_.push_back(shape);
+        shape_of_.push_back(shape->second);
       }
-      class_of_[i] = cls;
-      members_[cls] += 1.0;
+      class_of_[i] = it->second;
+      members_[it->second] += 1.0;
     }
   }
 
