@@ -57,19 +57,9 @@ bool Chooser::Runs(const ComboState& c, std::size_t type, const ScoreContext& co
   return true;
 }
 
-double Chooser::RestartCost(const ComboState& c) const {
-  double restart = 0.0;
-  for (int i = 0; i < c.id.size(); ++i) {
-    const JobRecord& r = table_->records()[c.member_index[static_cast<std::size_t>(i)]];
-    restart = std::max(restart, r.restart_cost.value());
-  }
-  return restart;
-}
-
-Chooser::LagRank Chooser::RankOf(const ComboState& c, std::size_t type,
+Chooser::LagRank Chooser::RankOf(const ComboState& c, std::size_t type, double restart,
                                  const ScoreContext& context) const {
   if (!(options_.lag_bound_restarts > 0.0) || c.priority[type] <= 0.0) return LagRank{2, 0.0};
-  const double restart = RestartCost(c);
   const double bound = options_.lag_bound_restarts * restart;
   const bool incumbent = c.RanBefore(context.round, static_cast<int>(type));
   // Free restarts (the daemon's jobs before a start-up was measured): B = 0, so such a
@@ -79,14 +69,14 @@ Chooser::LagRank Chooser::RankOf(const ComboState& c, std::size_t type,
   return LagRank{incumbent ? 1 : 2, 0.0};
 }
 
-bool Chooser::Defers(const ComboState& c, std::size_t type, const ScoreContext& context) const {
+bool Chooser::Defers(const ComboState& c, std::size_t type, double restart, const LagRank& rank,
+                     const ScoreContext& context) const {
   if (!(options_.lag_bound_restarts > 0.0)) return false;
   if (c.last_round < 0 || c.last_round != context.round - 1 ||
       static_cast<std::size_t>(c.last_type) == type ||
       static_cast<int>(c.last_workers.size()) != c.scale_factor) {
     return false;  // did not run last round, or ran here: not a move
   }
-  const double restart = RestartCost(c);
   if (!(restart > 0.0)) return false;
   // A move to a type where the combination runs faster by enough to repay the restart within
   // one round is made at once (heterogeneity-aware policies move jobs up this way).
@@ -104,7 +94,7 @@ bool Chooser::Defers(const ComboState& c, std::size_t type, const ScoreContext& 
   const double bound = options_.lag_bound_restarts * restart;
   double owed = 0.0;
   for (double lag : c.lag) owed += lag;
-  return !(RankOf(c, type, context).lag_class == 0 && owed > bound);
+  return !(rank.lag_class == 0 && owed > bound);
 }
 
 std::vector<Chosen> Chooser::Choose(std::span<const int> type_order, std::span<const int> allocated,
@@ -138,10 +128,13 @@ std::vector<Chosen> Chooser::Choose(std::span<const int> type_order, std::span<c
       accounting_->Entitle(c);
     }
     candidates_.push_back(Candidate{c.seq, slot, c.scale_factor, c.id.is_pair(), c.member_index});
+    const double restart = CombinationRestartCost(*table_, c);
     for (std::size_t t = 0; t < nt; ++t) {
-      candidate_keys_.push_back(CandidateKey{RankOf(c, t, context), c.priority[t], c.deficit[t],
+      const LagRank rank = RankOf(c, t, restart, context);
+      candidate_keys_.push_back(CandidateKey{rank, c.priority[t], c.deficit[t],
                                              c.in_allocation ? c.allocation[t] : 0.0,
-                                             Runs(c, t, context), Defers(c, t, context)});
+                                             Runs(c, t, context),
+                                             Defers(c, t, restart, rank, context)});
     }
   }
   // Untracked combinations are candidates too unless priority 0 is skipped; the cursor over
@@ -243,8 +236,10 @@ std::vector<Chosen> Chooser::ChooseExhaustive(std::span<const int> type_order,
         const ComboState& c = table_->combo(order[pos]);
         if (!c.alive || Blocked(c, capacity, ut) || !Runs(c, ut, context)) continue;
         if (options_.skips_zero_priority && c.priority[ut] <= 0.0) continue;
-        if (pass == 0 && Defers(c, ut, context)) continue;
-        entries.push_back(Entry{RankOf(c, ut, context), c.priority[ut], c.deficit[ut],
+        const double restart = CombinationRestartCost(*table_, c);
+        const LagRank rank = RankOf(c, ut, restart, context);
+        if (pass == 0 && Defers(c, ut, restart, rank, context)) continue;
+        entries.push_back(Entry{rank, c.priority[ut], c.deficit[ut],
                                 c.in_allocation ? c.allocation[ut] : 0.0, static_cast<int>(pos)});
       }
       // Visited in (lag rank, priority, deficit, allocation, position) order, a total order,

@@ -99,8 +99,6 @@ class Chooser {
   // Positive throughput on the type (the first member's; the pairs' filter checks the
   // second's) and every filter admits it.
   bool Runs(const ComboState& c, std::size_t type, const ScoreContext& context) const;
-  // The largest restart cost of c's members.
-  double RestartCost(const ComboState& c) const;
   // The bounded lag's rank of c on `type`: its class (0 owed, 1 incumbent, 2 the rest; 2 when
   // off) and, among the owed, how much: its lag, less B unless it is the incumbent.
   struct LagRank {
@@ -113,10 +111,14 @@ class Chooser {
       return owed < other.owed;
     }
   };
-  LagRank RankOf(const ComboState& c, std::size_t type, const ScoreContext& context) const;
+  // `restart` is c's CombinationRestartCost, computed once per candidate.
+  LagRank RankOf(const ComboState& c, std::size_t type, double restart,
+                 const ScoreContext& context) const;
   // Whether c, which ran last round on another type, waits for the second pass on `type`
   // (bounded lag only; see the header comment).
-  bool Defers(const ComboState& c, std::size_t type, const ScoreContext& context) const;
+  // `rank` is RankOf(c, type, restart, context).
+  bool Defers(const ComboState& c, std::size_t type, double restart, const LagRank& rank,
+              const ScoreContext& context) const;
   // The scans over the type order: a second one for deferred moves under the bounded lag.
   int Passes() const { return options_.lag_bound_restarts > 0.0 ? 2 : 1; }
   std::vector<Chosen> ChooseExhaustive(std::span<const int> type_order,

@@ -17,6 +17,7 @@
 // Thread-safety: none; owned by one RoundScheduler and used on its thread.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -338,5 +339,17 @@ class JobTable {
   // per lookup otherwise). Set by Admit, cleared by Erase, forgotten with the record.
   RecordStore<ActiveJob*> active_at_;
 };
+
+// A combination's restart cost: the largest of its members' (JobRecord::restart_cost), since a
+// pair restarts both. The restart-cost scorer keeps GPUs for it; the chooser's bounded lag
+// scales its bound by it.
+inline double CombinationRestartCost(const JobTable& table, const ComboState& c) {
+  double restart = 0.0;
+  for (int i = 0; i < c.id.size(); ++i) {
+    const JobRecord& r = table.records()[c.member_index[static_cast<std::size_t>(i)]];
+    restart = std::max(restart, r.restart_cost.value());
+  }
+  return restart;
+}
 
 }  // namespace gavel::mechanism

@@ -1,7 +1,5 @@
 #include "gavel/mechanism/restart_cost_scorer.h"
 
-#include <algorithm>
-
 namespace gavel::mechanism {
 
 bool RestartCostScorer::AdmitsChoice(const ComboState& c, int type,
@@ -20,12 +18,7 @@ bool RestartCostScorer::AdmitsChoice(const ComboState& c, int type,
 }
 
 double RestartCostScorer::KeepScore(const ComboState& c, const ScoreContext& context) const {
-  double restart = 0.0;
-  for (int i = 0; i < c.id.size(); ++i) {
-    const JobRecord& r = context.table.records()[c.member_index[static_cast<std::size_t>(i)]];
-    restart = std::max(restart, r.restart_cost.value());
-  }
-  return restart;
+  return CombinationRestartCost(context.table, c);
 }
 
 }  // namespace gavel::mechanism
