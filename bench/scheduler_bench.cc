@@ -130,7 +130,17 @@ void BM_CongestedRound(benchmark::State& state, const char* name, bool steady) {
     // The 500 history jobs leave before the timed call: tiresias_gittins' completed jobs.
     const Result<policy::PolicyOutput> before = (*made)->Allocate(history);
     GAVEL_CHECK(before.ok());
-    const policy::PolicyInput timed = steady ? WithoutRejected(input, before->rejected) : input;
+    policy::PolicyInput timed = steady ? WithoutRejected(input, before->rejected) : input;
+    // In a steady round every job but the arrival carries the history round's allocation as
+    // its current one, as the mechanism passes it (what `stay` stays close to).
+    if (steady && before->rejected.empty()) {
+      for (std::size_t i = 0; i < history.num_jobs(); ++i) {
+        timed.jobs[i].current_allocation.clear();
+        for (std::size_t j = 0; j < timed.num_types(); ++j) {
+          timed.jobs[i].current_allocation.push_back(before->allocation(i, j));
+        }
+      }
+    }
     const double start = ThreadCpuSeconds();
     const Result<policy::PolicyOutput> out = (*made)->Allocate(timed);
     const double stop = ThreadCpuSeconds();
@@ -236,6 +246,12 @@ void RegisterAll() {
     bool steady;
   };
   for (const OasisVariant& variant : {OasisVariant{"steady/oasis", "oasis:decide_per_round=0", true},
+                                      OasisVariant{"steady/max_min_fairness_perf:stay=0.05",
+                                                   "max_min_fairness_perf:stay=0.05", true},
+                                      OasisVariant{"steady/max_min_fairness_perf:efficient=1:stay=0.05",
+                                                   "max_min_fairness_perf:efficient=1:stay=0.05", true},
+                                      OasisVariant{"steady/max_min_fairness_perf:share_floor=0:stay=0.05",
+                                                   "max_min_fairness_perf:share_floor=0:stay=0.05", true},
                                       OasisVariant{"congested/oasis:decide_per_round=0:release_per_round=0",
                                                    "oasis:decide_per_round=0:release_per_round=0", false}}) {
     benchmark::RegisterBenchmark(variant.label, BM_CongestedRound, variant.policy, variant.steady)

@@ -1,6 +1,8 @@
 #include "gavel/policy/max_min_fairness.h"
 
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <string>
@@ -97,7 +99,7 @@ class MaxMinFairness final : public Policy {
     if ((!stays && !efficient_) || !optimum.objective || *optimum.objective <= 0.0) {
       return optimum;
     }
-    return Refine(input, *optimum.objective, has_current);
+    return Refine(input, optimum, has_current);
   }
 
   Result<PolicyOutput> AllocateOptimum(const PolicyInput& input) {
@@ -194,18 +196,21 @@ class MaxMinFairness final : public Policy {
   //   stay: minimise Σ_ij |X[i][j] − current[i][j]| (current = 0 where the job has none),
   //     with, after the efficient stage, Σ_i normalised throughput_i(X) >= (1 − ε)·E*.
   // The reported objective stays t*.
-  Result<PolicyOutput> Refine(const PolicyInput& input, double optimum, bool has_current) {
+  Result<PolicyOutput> Refine(const PolicyInput& input, const PolicyOutput& optimum_output,
+                              bool has_current) {
+    const double optimum = *optimum_output.objective;
     const double floor = (1.0 - std::max(stay_, kLevelTolerance)) * optimum;
     std::optional<double> total;
     if (efficient_) {
-      GAVEL_ASSIGN_OR_RETURN(Stage efficient, SolveStage(input, floor, std::nullopt, false));
+      GAVEL_ASSIGN_OR_RETURN(Stage efficient,
+                             SolveEfficientStage(input, floor, optimum_output.allocation));
       if (!(stay_ > 0.0 && has_current)) {
         efficient.output.objective = optimum;
         return std::move(efficient.output);
       }
       total = (1.0 - stay_) * efficient.total;
     }
-    GAVEL_ASSIGN_OR_RETURN(Stage stay, SolveStage(input, floor, total, true));
+    GAVEL_ASSIGN_OR_RETURN(Stage stay, SolveStayStage(input, floor, total));
     stay.output.objective = optimum;
     return std::move(stay.output);
   }
@@ -214,59 +219,133 @@ class MaxMinFairness final : public Policy {
     PolicyOutput output;
     double total = 0.0;  // Σ_i normalised throughput_i of the allocation
   };
-  // One second-stage LP: the base constraints and every counted job at `floor`; then either
-  // the thrifty objective (`stay`, with Σ normalised throughput >= `total` when given) or the
-  // efficient one.
-  Result<Stage> SolveStage(const PolicyInput& input, double floor, std::optional<double> total,
-                           bool stay) {
+  // The efficient stage: the base constraints, every counted job at `floor`, the most total
+  // normalised throughput; started from `start` (the optimum's allocation, feasible here).
+  Result<Stage> SolveEfficientStage(const PolicyInput& input, double floor, const Matrix& start) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const Matrix throughput = ThroughputView(input);
     const std::vector<double> prop = NormalisingThroughputs(input, throughput);
-    GAVEL_ASSIGN_OR_RETURN(
-        BaseProblem problem,
-        BuildBaseProblem(input, throughput, stay ? lp::Sense::kMinimize : lp::Sense::kMaximize,
-                         BaseProblemOptionsFor(variant_, options_)));
+    GAVEL_ASSIGN_OR_RETURN(BaseProblem problem,
+                           BuildBaseProblem(input, throughput, lp::Sense::kMaximize,
+                                            BaseProblemOptionsFor(variant_, options_)));
     std::vector<int> cols;
     std::vector<double> coefs;
     std::vector<int> all_cols;
     std::vector<double> all_coefs;
+    std::vector<double> start_point(static_cast<std::size_t>(problem.model.num_columns()), 0.0);
     for (std::size_t i = 0; i < m; ++i) {
-      const PolicyJob& job = input.jobs[i];
-      if (prop[i] > 0.0) {
-        const double scale = job.scale_factor / (job.priority_weight * prop[i]);
-        cols.clear();
-        coefs.clear();
-        for (std::size_t j = 0; j < n; ++j) {
-          cols.push_back(problem.job_columns[i * n + j]);
-          coefs.push_back(throughput(i, j) * scale);
-          if (!stay) problem.model.SetObjective(cols.back(), coefs.back());
-        }
-        problem.model.AddRow(floor, lp::kInfinity, cols, coefs);
-        all_cols.insert(all_cols.end(), cols.begin(), cols.end());
-        all_coefs.insert(all_coefs.end(), coefs.begin(), coefs.end());
-      }
-      if (!stay) continue;
-      // d >= |x − current| as d − x >= −current and d + x >= current.
       for (std::size_t j = 0; j < n; ++j) {
-        const double current = j < job.current_allocation.size() ? job.current_allocation[j] : 0.0;
-        const int x = problem.job_columns[i * n + j];
-        const int pair[2] = {problem.model.AddColumn(0.0, lp::kInfinity, 1.0), x};
-        const double minus[2] = {1.0, -1.0};
-        const double plus[2] = {1.0, 1.0};
-        problem.model.AddRow(-current, lp::kInfinity, pair, minus);
-        problem.model.AddRow(current, lp::kInfinity, pair, plus);
+        start_point[static_cast<std::size_t>(problem.job_columns[i * n + j])] = start(i, j);
       }
+      if (prop[i] <= 0.0) continue;
+      const double scale = input.jobs[i].scale_factor / (input.jobs[i].priority_weight * prop[i]);
+      cols.clear();
+      coefs.clear();
+      for (std::size_t j = 0; j < n; ++j) {
+        cols.push_back(problem.job_columns[i * n + j]);
+        coefs.push_back(throughput(i, j) * scale);
+        problem.model.SetObjective(cols.back(), coefs.back());
+      }
+      problem.model.AddRow(floor, lp::kInfinity, cols, coefs);
+      all_cols.insert(all_cols.end(), cols.begin(), cols.end());
+      all_coefs.insert(all_coefs.end(), coefs.begin(), coefs.end());
     }
-    if (total) problem.model.AddRow(*total, lp::kInfinity, all_cols, all_coefs);
-    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solvers_.lp->Solve(problem.model));
+    GAVEL_ASSIGN_OR_RETURN(std::unique_ptr<lp::Session> session, solvers_.lp->Load(problem.model));
+    session->SetStartPoint(start_point);
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, session->Solve());
     if (solution.outcome != lp::Outcome::kOptimal) {
-      return UnexpectedOutcome(stay ? "max_min_fairness (stay)" : "max_min_fairness (efficient)",
-                               solution.outcome);
+      return UnexpectedOutcome("max_min_fairness (efficient)", solution.outcome);
     }
     Stage stage{ExtractAllocation(input, problem, solution), 0.0};
     for (std::size_t k = 0; k < all_cols.size(); ++k) {
       stage.total += all_coefs[k] * solution.values[static_cast<std::size_t>(all_cols[k])];
+    }
+    return stage;
+  }
+
+  // The stay stage: among the allocations of the base constraints that keep every counted job
+  // at `floor` (and Σ normalised throughput >= `total` when given), the one closest to the
+  // current allocation c in L1 distance. Written in the moves from c: x = c + up − down with
+  // up in [0, 1 − c] (0 where the job cannot run) and down in [0, c] (= c where it cannot),
+  // minimising Σ (up + down). At an optimum a cell never moves both ways, so the sum is
+  // Σ |x − c|, and x's bounds are the moves' bounds: the LP has only the base and floor
+  // rows, where |x − c| >= d as two rows per cell would triple them (and the solve time).
+  Result<Stage> SolveStayStage(const PolicyInput& input, double floor,
+                               std::optional<double> total) {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    const Matrix throughput = ThroughputView(input);
+    const std::vector<double> prop = NormalisingThroughputs(input, throughput);
+    const bool fix_unrunnable = BaseProblemOptionsFor(variant_, options_).fix_unrunnable_to_zero;
+    lp::Model model(lp::Sense::kMinimize);
+    Matrix current(m, n);
+    std::vector<int> up(m * n);
+    std::vector<int> down(m * n);
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::vector<double>& given = input.jobs[i].current_allocation;
+      for (std::size_t j = 0; j < n; ++j) {
+        const double c = j < given.size() ? std::clamp(given[j], 0.0, 1.0) : 0.0;
+        current(i, j) = c;
+        const bool fixed_zero = fix_unrunnable && throughput(i, j) <= 0.0;
+        up[i * n + j] = model.AddColumn(0.0, fixed_zero ? 0.0 : 1.0 - c, 1.0);
+        down[i * n + j] = model.AddColumn(fixed_zero ? c : 0.0, c, 1.0);
+      }
+    }
+    // A row over x written over the moves: Σ coef·(up − down) against its bounds less Σ coef·c.
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    const auto add_row = [&](double lower, double upper,
+                             const std::vector<std::pair<std::size_t, double>>& cells) {
+      cols.clear();
+      coefs.clear();
+      double at_current = 0.0;
+      for (const auto& [cell, coef] : cells) {
+        cols.push_back(up[cell]);
+        coefs.push_back(coef);
+        cols.push_back(down[cell]);
+        coefs.push_back(-coef);
+        at_current += coef * current(cell / n, cell % n);
+      }
+      model.AddRow(lower - at_current, upper - at_current, cols, coefs);
+    };
+    std::vector<std::pair<std::size_t, double>> cells;
+    for (std::size_t j = 0; j < n; ++j) {
+      cells.clear();
+      for (std::size_t i = 0; i < m; ++i) cells.push_back({i * n + j, input.jobs[i].scale_factor});
+      add_row(-lp::kInfinity, input.gpu_counts[j], cells);
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      cells.clear();
+      for (std::size_t j = 0; j < n; ++j) cells.push_back({i * n + j, 1.0});
+      add_row(-lp::kInfinity, 1.0, cells);
+    }
+    std::vector<std::pair<std::size_t, double>> all_cells;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (prop[i] <= 0.0) continue;
+      const double scale = input.jobs[i].scale_factor / (input.jobs[i].priority_weight * prop[i]);
+      cells.clear();
+      for (std::size_t j = 0; j < n; ++j) cells.push_back({i * n + j, throughput(i, j) * scale});
+      add_row(floor, lp::kInfinity, cells);
+      all_cells.insert(all_cells.end(), cells.begin(), cells.end());
+    }
+    if (total) add_row(*total, lp::kInfinity, all_cells);
+    GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solvers_.lp->Solve(model));
+    if (solution.outcome != lp::Outcome::kOptimal) {
+      return UnexpectedOutcome("max_min_fairness (stay)", solution.outcome);
+    }
+    Stage stage;
+    stage.output.allocation = Matrix(m, n);
+    stage.output.pair_allocation = Matrix(0, n);
+    stage.output.status = AllocationStatus::kOptimal;
+    for (std::size_t cell = 0; cell < m * n; ++cell) {
+      const double x = current(cell / n, cell % n) +
+                       solution.values[static_cast<std::size_t>(up[cell])] -
+                       solution.values[static_cast<std::size_t>(down[cell])];
+      stage.output.allocation(cell / n, cell % n) = std::clamp(x, 0.0, 1.0);
+    }
+    for (const auto& [cell, coef] : all_cells) {
+      stage.total += coef * stage.output.allocation(cell / n, cell % n);
     }
     return stage;
   }

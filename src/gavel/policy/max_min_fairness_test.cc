@@ -312,7 +312,8 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, MaxMinRandomTest,
 // X1 inside the optimal face; their midpoint P is optimal too and generally neither. Given P as
 // the current allocation, stay=0.05 must return P itself. Given a random current allocation
 // (not even feasible), it must stay within ε of the optimum GLPK finds for every job, be a
-// valid allocation, and be no farther from it than X0 (which the second stage could choose).
+// valid allocation, and be no farther from it than X0 (which the second stage could choose),
+// and exactly as far as the nearest allocation at that level (GLPK, the textbook form).
 
 double L1(const Matrix& a, const Matrix& b) {
   double sum = 0.0;
@@ -338,6 +339,50 @@ PolicyInput WithCurrent(PolicyInput input, const Matrix& current) {
     }
   }
   return input;
+}
+
+// The least L1 distance from `current` of an allocation (unrunnable cells at 0, as the
+// default fixes them) that gives every counted job at least `floor`: the stay stage's problem
+// in the plain textbook form, d >= |x − c| as two rows per cell, over y = s·x as
+// SolveIndependently writes it, solved by GLPK.
+double LeastDistanceIndependently(const PolicyInput& input, const Matrix& current, double floor) {
+  const std::size_t m = input.num_jobs();
+  const std::size_t n = input.num_types();
+  const Believed b = BelievedThroughputs(Variant::kPerf, input, false);
+  lp::Model model(lp::Sense::kMinimize);
+  std::vector<int> y(m * n);
+  for (std::size_t i = 0; i < m; ++i) {
+    const double s = input.jobs[i].scale_factor;
+    for (std::size_t j = 0; j < n; ++j) {
+      y[i * n + j] = model.AddColumn(0.0, input.throughput(i, j) > 0.0 ? s : 0.0);
+      const int d = model.AddColumn(0.0, lp::kInfinity, 1.0);
+      const int cols[2] = {d, y[i * n + j]};
+      const double minus[2] = {1.0, -1.0 / s};
+      const double plus[2] = {1.0, 1.0 / s};
+      model.AddRow(-current(i, j), lp::kInfinity, cols, minus);
+      model.AddRow(current(i, j), lp::kInfinity, cols, plus);
+    }
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    std::vector<int> cols;
+    for (std::size_t i = 0; i < m; ++i) cols.push_back(y[i * n + j]);
+    model.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, std::vector<double>(m, 1.0));
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    std::vector<int> cols(y.begin() + static_cast<std::ptrdiff_t>(i * n),
+                          y.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
+    model.AddRow(-lp::kInfinity, input.jobs[i].scale_factor, cols, std::vector<double>(n, 1.0));
+    if (!b.counted[i]) continue;
+    std::vector<double> coefs;
+    for (std::size_t j = 0; j < n; ++j) {
+      coefs.push_back(b.single(i, j) / (input.jobs[i].priority_weight * b.prop[i]));
+    }
+    model.AddRow(floor, lp::kInfinity, cols, coefs);
+  }
+  const auto solution = lp::MakeGlpkSolver()->Solve(model);
+  GAVEL_CHECK_MSG(solution.ok(), solution.status().ToString().c_str());
+  GAVEL_CHECK(solution->outcome == lp::Outcome::kOptimal);
+  return solution->objective;
 }
 
 TEST(MaxMinFairnessStayTest, KeepsAnOptimalCurrentAllocationAndStaysWithinEpsilon) {
@@ -381,6 +426,9 @@ TEST(MaxMinFairnessStayTest, KeepsAnOptimalCurrentAllocationAndStaysWithinEpsilo
     EXPECT_GE(AchievedLevel(Variant::kPerf, input, *near, false),
               (1.0 - kStay) * optimum - 1e-6 * std::max(1.0, optimum));
     EXPECT_LE(L1(near->allocation, junk), L1(x0->allocation, junk) + 1e-6);
+    // And no allocation at that level is closer: the least distance, found independently.
+    const double least = LeastDistanceIndependently(input, junk, (1.0 - kStay) * optimum);
+    EXPECT_NEAR(L1(near->allocation, junk), least, 1e-5 * std::max(1.0, least));
     // Without a current allocation (every job new) the option changes nothing.
     const auto fresh = AllocateStaying(Variant::kPerf, input, kStay);
     ASSERT_TRUE(fresh.ok());
