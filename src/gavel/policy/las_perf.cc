@@ -36,7 +36,7 @@ class LasPerf final : public Policy {
     baseline_ = std::move(baseline);
 
     if (options_.calm > 0.0) {
-      std::optional<PolicyOutput> calm = FirstComeOnFastest(input);
+      std::optional<PolicyOutput> calm = FirstComeOnFastest(input, options_.calm_speed);
       if (!calm) {
         contended_at_ = input.now_seconds;
       } else if (!contended_at_ || input.now_seconds - *contended_at_ >= options_.calm) {
@@ -102,8 +102,10 @@ class LasPerf final : public Policy {
  private:
   // Oldest first, each job on the type where it runs fastest among those with room for its
   // gang, afresh every round (OASiS's order for jobs without a utility, fifo_perf's speed);
-  // nullopt when some job finds no room: the cluster is contended.
-  static std::optional<PolicyOutput> FirstComeOnFastest(const PolicyInput& input) {
+  // nullopt when some job finds no room, or only room where it runs below `share` of its
+  // fastest speed: the round is contended.
+  static std::optional<PolicyOutput> FirstComeOnFastest(const PolicyInput& input,
+                                                        double share) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     std::vector<std::size_t> order(m);
@@ -121,6 +123,8 @@ class LasPerf final : public Policy {
       const int need = input.jobs[i].scale_factor;
       int chosen = -1;
       double best = 0.0;
+      double top = 0.0;  // its speed on its fastest type, room or not
+      for (std::size_t t = 0; t < n; ++t) top = std::max(top, input.throughput(i, t));
       for (std::size_t t = 0; t < n; ++t) {
         // Ties within a relative 1e-9 go to the first type, as oasis's placement.
         if (free[t] >= need && input.throughput(i, t) > best * (1.0 + 1e-9)) {
@@ -128,7 +132,7 @@ class LasPerf final : public Policy {
           chosen = static_cast<int>(t);
         }
       }
-      if (chosen < 0) return std::nullopt;
+      if (chosen < 0 || best < share * top) return std::nullopt;
       free[static_cast<std::size_t>(chosen)] -= need;
       output.allocation(i, static_cast<std::size_t>(chosen)) = 1.0;
     }
@@ -287,6 +291,8 @@ Result<LasPerfOptions> ParseLasPerfOptions(const PolicyOptions& options) {
       GAVEL_ASSIGN_OR_RETURN(parsed.min_remaining, NumberOption(key, text, 1.0, kLargest));
     } else if (key == "slow") {
       GAVEL_ASSIGN_OR_RETURN(parsed.slow, NumberOption(key, text, 0.0, 1.0));
+    } else if (key == "calm_speed") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.calm_speed, NumberOption(key, text, 0.0, 1.0));
     } else if (key == "calm") {
       GAVEL_ASSIGN_OR_RETURN(parsed.calm, non_negative(key, text));
     } else if (key == "patience") {

@@ -19,8 +19,9 @@
 //   among the jobs chosen to run, gangs included: the fast GPUs go to the jobs that save the
 //   most time on them).
 // - calm rounds: while no round of the last `calm` seconds was contended, a round in which
-//   every job finds room oldest first, each on the fastest type with room for its gang, is run
-//   exactly so, afresh (moves included), whatever the rules above would choose.
+//   every job finds room oldest first, each on the fastest type with room for its gang and
+//   at least `calm_speed` of its best speed there, is run exactly so, afresh (moves
+//   included), whatever the rules above would choose.
 // Stateful (each job's service at its last promotion, the last contended round);
 // single-threaded.
 #pragma once
@@ -48,16 +49,20 @@ struct LasPerfOptions {
   // runs below `slow` times its speed on its fastest type: it waits for a faster one.
   double slow = 0.2;
   double patience = 36000.0;
-  // A round in which every job finds room, oldest first, on the fastest type with room for
-  // its gang is run that way, when no round of the last `calm` seconds was contended
-  // (seconds; 0 = never): at light load first come, first served on the fastest free GPUs
-  // is what wins, and the queues only decide once jobs compete.
+  // A calm round: every job finds room, oldest first, on the fastest type with room for its
+  // gang, and there runs at least `calm_speed` times its speed on its fastest type. It is
+  // run exactly so when no round of the last `calm` seconds was contended (seconds; 0 =
+  // never): at light load first come, first served on the fastest free GPUs is as good as
+  // any order, and moves to a faster free type pay; once jobs compete for GPUs, or some
+  // would run far below their best speed, the queues decide, for a day.
   double calm = 86400.0;
+  double calm_speed = 0.5;
 };
 
 // Parses tiresias_2das's keys (queues=, thresholds=, starve=), `upgrade=F` (F >= 1; 0 = never
 // move a running job), `trade=S`, `min_remaining=S` (S >= 1), `patience=S`, `calm=S`
-// (seconds) and `slow=R` (R in [0, 1]) from options.params. Errors name the key.
+// (seconds), `slow=R` and `calm_speed=R` (R in [0, 1]) from options.params. Errors name the
+// key.
 Result<LasPerfOptions> ParseLasPerfOptions(const PolicyOptions& options);
 
 std::unique_ptr<Policy> MakeLasPerf(const LasPerfOptions& options);

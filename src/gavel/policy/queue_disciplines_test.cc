@@ -772,7 +772,8 @@ TEST(LasPerfTest, IsTiresias2dasWhereEveryTypeRunsAJobAsFast) {
     // Giving the queues keeps the default promotion.
     EXPECT_EQ(Types(input, "las_perf:calm=0,thresholds=3600"), Types(input, "las_perf:calm=0"))
         << "trial " << trial;
-    EXPECT_EQ(Types(input, "las_perf:calm=0,starve=2000"), Types(input, "tiresias_2das:starve=2000"))
+    EXPECT_EQ(Types(input, "las_perf:calm=0,starve=2000"),
+              Types(input, "tiresias_2das:starve=2000"))
         << "trial " << trial;
   }
 }
@@ -865,32 +866,37 @@ TEST(LasPerfTest, CalmRoundMovesARunningJobToAnyFasterFreeTypeWhereTheQueuesWoul
   const double steps = 360000.0;
   const double restart = 600.0;
   const auto finish = [&](int type) {
-    return (type == 1 ? 0.0 : restart) + steps / input.throughput(0, static_cast<std::size_t>(type));
+    const double speed = input.throughput(0, static_cast<std::size_t>(type));
+    return (type == 1 ? 0.0 : restart) + steps / speed;
   };
   EXPECT_NEAR(finish(1), 360000.0, 1e-6);
   EXPECT_NEAR(finish(0), 303121.0, 1.0);
   EXPECT_LT(finish(Types(input, "las_perf")[0]), finish(Types(input, "las_perf:calm=0")[0]));
 }
 
-// A round is calm when every job finds room oldest first on its fastest type with room. Here
-// job 0 (old, demoted, running on a) is displaced under the queues by job 1 (new, queue 0,
-// 4x faster on a and 1/8 of that on b, below `slow`, so it does not start there while
-// patient) and moves to b (no trade back: job 1 would lose 1,800 × 8 − 1,800 = 12,600 s,
-// job 0 save 2,500); oldest first, job 0 keeps a and job 1 takes b: every job has room, so
-// that is the round. With a third job that fits nowhere oldest first, the round is contended and the
-// queues decide; and for `calm` seconds after a contended round they keep deciding.
+// A round is calm when every job finds room oldest first on its fastest type with room, at
+// no less than half (`calm_speed`) its best speed there. Job 0 (old, demoted) runs on b at
+// 1 step/s, a's GPU idle and 1.19 times faster; job 1 arrives, 2 steps/s on a and 1 on b.
+// Oldest first, job 0 takes a and job 1 b, half its best speed: calm, so that is the round,
+// where the queues place the newcomer first, on a (room), and keep job 0 on b. At 0.99
+// steps/s on b job 1 would run below half its best: the round is contended and the queues
+// decide; and for `calm` seconds after a contended round they keep deciding.
 TEST(LasPerfTest, CalmRoundsAreFirstComeOnTheFastestFreeTypeUntilJobsContend) {
-  std::vector<Job> jobs = {{.arrival = 0, .attained = 5000, .running_type = 0, .speeds = {2, 1}},
-                           {.arrival = 10, .speeds = {4, 0.5}}};
+  std::vector<Job> jobs = {
+      {.arrival = 0, .attained = 5000, .running_type = 1, .speeds = {1.19, 1}},
+      {.arrival = 10, .speeds = {2, 1}}};
   const PolicyInput calm = Input({1, 1}, jobs);
   EXPECT_EQ(Types(calm, "las_perf"), (std::vector<int>{0, 1}));
   EXPECT_EQ(Types(calm, "las_perf:calm=0"), (std::vector<int>{1, 0}));
-  jobs.push_back({.arrival = 20, .speeds = {1, 1}});
+  EXPECT_EQ(Types(calm, "las_perf:calm_speed=0.51"), (std::vector<int>{1, 0}));
+  jobs[1].speeds = {2, 0.99};
   const PolicyInput contended = Input({1, 1}, jobs);
-  EXPECT_EQ(Types(contended, "las_perf"), Types(contended, "las_perf:calm=0"));
+  EXPECT_EQ(Types(contended, "las_perf"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(contended, "las_perf:calm_speed=0.49"), (std::vector<int>{0, 1}));
 
   // One policy over three rounds: contended at t = 0, calm at t = 3,600 (within a day: the
-  // queues decide, as calm=0 does) and at t = 86,400 (a day after: first come).
+  // queues decide, and job 0 stays on b, 1.19 < upgrade) and at t = 86,400 (a day after: the
+  // fastest free type).
   const std::unique_ptr<Policy> policy = Make("las_perf");
   PolicyInput round = contended;
   round.now_seconds = 0.0;
@@ -899,18 +905,18 @@ TEST(LasPerfTest, CalmRoundsAreFirstComeOnTheFastestFreeTypeUntilJobsContend) {
   quiet.now_seconds = 3600.0;
   Result<PolicyOutput> out = policy->Allocate(quiet);
   ASSERT_TRUE(out.ok());
-  EXPECT_EQ(out->allocation(0, 1), 1.0);  // stays: 1.19 < upgrade
+  EXPECT_EQ(out->allocation(0, 1), 1.0);
   quiet.now_seconds = 86400.0;
   out = policy->Allocate(quiet);
   ASSERT_TRUE(out.ok());
-  EXPECT_EQ(out->allocation(0, 0), 1.0);  // calm: the fastest free type
+  EXPECT_EQ(out->allocation(0, 0), 1.0);
 }
 
 // Against oasis, an independent implementation of the same calm order (without utilities it
 // admits every job and runs them oldest first, each on the fastest type with free GPUs): on
-// random problems where that order gives every job room, las_perf (fresh, so no contended
-// round before) allocates exactly as oasis; where it does not, exactly as the queues
-// (calm=0).
+// random problems where that order gives every job room at no less than half its best
+// speed, las_perf (fresh, so no contended round before) allocates exactly as oasis; where
+// it does not, exactly as the queues (calm=0).
 TEST(LasPerfTest, CalmRoundsAreOasisWithoutUtilitiesAndContendedOnesTheQueues) {
   std::mt19937_64 rng(2028);
   int calm_trials = 0;
@@ -918,9 +924,16 @@ TEST(LasPerfTest, CalmRoundsAreOasisWithoutUtilitiesAndContendedOnesTheQueues) {
   for (int trial = 0; trial < 400; ++trial) {
     const PolicyInput input = RandomInput(rng, /*heterogeneous=*/true);
     const std::vector<int> oasis = Types(input, "oasis");
-    bool everyone = true;
-    for (int t : oasis) everyone = everyone && t >= 0;
-    if (everyone) {
+    bool calm = true;
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      double best = 0.0;
+      for (std::size_t t = 0; t < input.num_types(); ++t) {
+        best = std::max(best, input.throughput(i, t));
+      }
+      calm = calm && oasis[i] >= 0 &&
+             input.throughput(i, static_cast<std::size_t>(oasis[i])) >= 0.5 * best;
+    }
+    if (calm) {
       ++calm_trials;
       EXPECT_EQ(Types(input, "las_perf"), oasis) << "trial " << trial;
     } else {
