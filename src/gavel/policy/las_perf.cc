@@ -108,6 +108,11 @@ class LasPerf final : public Policy {
                                                         double share) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
+    double demand = 0.0;  // more GPUs wanted than the cluster has: contended, no sort needed
+    for (const PolicyJob& job : input.jobs) demand += job.scale_factor;
+    double capacity = 0.0;
+    for (double count : input.gpu_counts) capacity += count;
+    if (demand > capacity) return std::nullopt;
     std::vector<std::size_t> order(m);
     for (std::size_t i = 0; i < m; ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
