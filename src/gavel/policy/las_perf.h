@@ -52,9 +52,10 @@ struct LasPerfOptions {
   // A calm round: every job finds room, oldest first, on the fastest type with room for its
   // gang, and there runs at least `calm_speed` times its speed on its fastest type. It is
   // run exactly so when no round of the last `calm` seconds was contended (seconds; 0 =
-  // never): at light load first come, first served on the fastest free GPUs is as good as
-  // any order, and moves to a faster free type pay; once jobs compete for GPUs, or some
-  // would run far below their best speed, the queues decide, for a day.
+  // never): when nothing waits, the order only decides which type each job gets, and first
+  // come on the fastest free type, moving whenever a faster one frees up, is what the
+  // field's best at light load (oasis without utilities) does; once jobs compete for GPUs,
+  // or some would run far below their best speed, the queues decide, for `calm` seconds.
   double calm = 86400.0;
   double calm_speed = 0.5;
 };
