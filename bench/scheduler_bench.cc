@@ -265,7 +265,8 @@ void RegisterAll() {
   for (const char* name : {"themis", "themis:f=0", "tiresias_2das", "tiresias_gittins", "tetris",
                            "yarn_cs", "drf", "gandiva_introspective", "max_min_fairness_perf",
                            "finish_time_fairness_perf", "fifo_perf", "min_total_duration_perf",
-                           "max_sum_throughput_perf", "las_perf"}) {
+                           "max_sum_throughput_perf", "max_min_fairness_perf:efficient=1",
+                           "las_perf", "las_perf:calm=0"}) {
     benchmark::RegisterBenchmark((std::string("congested/") + name).c_str(), BM_CongestedRound,
                                  name, false)
         ->UseManualTime()

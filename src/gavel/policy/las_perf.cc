@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -33,6 +34,15 @@ class LasPerf final : public Policy {
       if (base > 0.0) baseline[job.id] = base;
     }
     baseline_ = std::move(baseline);
+
+    if (options_.calm > 0.0) {
+      std::optional<PolicyOutput> calm = FirstComeOnFastest(input, options_.calm_speed);
+      if (!calm) {
+        contended_at_ = input.now_seconds;
+      } else if (!contended_at_ || input.now_seconds - *contended_at_ >= options_.calm) {
+        return *std::move(calm);
+      }
+    }
 
     std::vector<std::tuple<int, double, std::size_t>> order;  // (queue, −age, index)
     order.reserve(m);
@@ -90,6 +100,50 @@ class LasPerf final : public Policy {
   }
 
  private:
+  // Oldest first, each job on the type where it runs fastest among those with room for its
+  // gang, afresh every round (OASiS's order for jobs without a utility, fifo_perf's speed);
+  // nullopt when some job finds no room, or only room where it runs below `share` of its
+  // fastest speed: the round is contended.
+  static std::optional<PolicyOutput> FirstComeOnFastest(const PolicyInput& input,
+                                                        double share) {
+    const std::size_t m = input.num_jobs();
+    const std::size_t n = input.num_types();
+    double demand = 0.0;  // more GPUs wanted than the cluster has: contended, no sort needed
+    for (const PolicyJob& job : input.jobs) demand += job.scale_factor;
+    double capacity = 0.0;
+    for (double count : input.gpu_counts) capacity += count;
+    if (demand > capacity) return std::nullopt;
+    std::vector<std::size_t> order(m);
+    for (std::size_t i = 0; i < m; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return input.jobs[a].time_since_start > input.jobs[b].time_since_start;
+    });
+    std::vector<int> free(n, 0);
+    for (std::size_t t = 0; t < n; ++t) free[t] = static_cast<int>(input.gpu_counts[t]);
+    PolicyOutput output;
+    output.allocation = Matrix(m, n);
+    output.pair_allocation = Matrix(0, n);
+    output.status = AllocationStatus::kHeuristic;
+    for (std::size_t i : order) {
+      const int need = input.jobs[i].scale_factor;
+      int chosen = -1;
+      double best = 0.0;
+      double top = 0.0;  // its speed on its fastest type, room or not
+      for (std::size_t t = 0; t < n; ++t) top = std::max(top, input.throughput(i, t));
+      for (std::size_t t = 0; t < n; ++t) {
+        // Ties within a relative 1e-9 go to the first type, as oasis's placement.
+        if (free[t] >= need && input.throughput(i, t) > best * (1.0 + 1e-9)) {
+          best = input.throughput(i, t);
+          chosen = static_cast<int>(t);
+        }
+      }
+      if (chosen < 0 || best < share * top) return std::nullopt;
+      free[static_cast<std::size_t>(chosen)] -= need;
+      output.allocation(i, static_cast<std::size_t>(chosen)) = 1.0;
+    }
+    return output;
+  }
+
   struct Placed {
     std::size_t job;
     int type;
@@ -216,6 +270,7 @@ class LasPerf final : public Policy {
 
   LasPerfOptions options_;
   std::map<JobId, double> baseline_;  // attained GPU-seconds at the last promotion (0 = none)
+  std::optional<double> contended_at_;  // now_seconds of the last contended round
 };
 
 }  // namespace
@@ -241,6 +296,10 @@ Result<LasPerfOptions> ParseLasPerfOptions(const PolicyOptions& options) {
       GAVEL_ASSIGN_OR_RETURN(parsed.min_remaining, NumberOption(key, text, 1.0, kLargest));
     } else if (key == "slow") {
       GAVEL_ASSIGN_OR_RETURN(parsed.slow, NumberOption(key, text, 0.0, 1.0));
+    } else if (key == "calm_speed") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.calm_speed, NumberOption(key, text, 0.0, 1.0));
+    } else if (key == "calm") {
+      GAVEL_ASSIGN_OR_RETURN(parsed.calm, non_negative(key, text));
     } else if (key == "patience") {
       GAVEL_ASSIGN_OR_RETURN(parsed.patience, non_negative(key, text));
     } else {

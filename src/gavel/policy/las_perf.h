@@ -18,7 +18,12 @@
 //   remaining work expected to be as much as it has done (Gavel's heterogeneity-awareness
 //   among the jobs chosen to run, gangs included: the fast GPUs go to the jobs that save the
 //   most time on them).
-// Stateful (each job's service at its last promotion); single-threaded.
+// - calm rounds: while no round of the last `calm` seconds was contended, a round in which
+//   every job finds room oldest first, each on the fastest type with room for its gang and
+//   at least `calm_speed` of its best speed there, is run exactly so, afresh (moves
+//   included), whatever the rules above would choose.
+// Stateful (each job's service at its last promotion, the last contended round);
+// single-threaded.
 #pragma once
 
 #include <memory>
@@ -44,11 +49,21 @@ struct LasPerfOptions {
   // runs below `slow` times its speed on its fastest type: it waits for a faster one.
   double slow = 0.2;
   double patience = 36000.0;
+  // A calm round: every job finds room, oldest first, on the fastest type with room for its
+  // gang, and there runs at least `calm_speed` times its speed on its fastest type. It is
+  // run exactly so when no round of the last `calm` seconds was contended (seconds; 0 =
+  // never): when nothing waits, the order only decides which type each job gets, and first
+  // come on the fastest free type, moving whenever a faster one frees up, is what the
+  // field's best at light load (oasis without utilities) does; once jobs compete for GPUs,
+  // or some would run far below their best speed, the queues decide, for `calm` seconds.
+  double calm = 86400.0;
+  double calm_speed = 0.5;
 };
 
 // Parses tiresias_2das's keys (queues=, thresholds=, starve=), `upgrade=F` (F >= 1; 0 = never
-// move a running job), `trade=S`, `min_remaining=S` (S >= 1), `patience=S` (seconds) and
-// `slow=R` (R in [0, 1]) from options.params. Errors name the key.
+// move a running job), `trade=S`, `min_remaining=S` (S >= 1), `patience=S`, `calm=S`
+// (seconds), `slow=R` and `calm_speed=R` (R in [0, 1]) from options.params. Errors name the
+// key.
 Result<LasPerfOptions> ParseLasPerfOptions(const PolicyOptions& options);
 
 std::unique_ptr<Policy> MakeLasPerf(const LasPerfOptions& options);

@@ -613,7 +613,9 @@ TEST(PolicyOptionsTest, SyntaxAndKeysAreCheckedWithClearErrors) {
 
 // las_perf (las_perf.h): each rule worked by hand, identical to tiresias_2das (an independent
 // implementation of the same order) where every type runs a job as fast, and invariants on
-// random heterogeneous problems.
+// random heterogeneous problems. The queues' rules are tested with calm rounds off
+// (`calm=0`): most of these cases have room for every job, where calm rounds would decide;
+// calm rounds have tests of their own below.
 
 PolicyOutput Allocation(const PolicyInput& input, const std::string& name) {
   Result<PolicyOutput> out = Make(name)->Allocate(input);
@@ -624,7 +626,7 @@ PolicyOutput Allocation(const PolicyInput& input, const std::string& name) {
 TEST(LasPerfTest, NewJobTakesTheFastestTypeWithRoomNotTheEmptiest) {
   // a: 2 GPUs at 3 steps/s, b: 4 GPUs at 1. tiresias_2das takes the most free GPUs (b).
   const PolicyInput input = Input({2, 4}, {{.speeds = {3, 1}}});
-  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{0}));
+  EXPECT_EQ(Types(input, "las_perf:calm=0"), (std::vector<int>{0}));
   EXPECT_EQ(Types(input, "tiresias_2das"), (std::vector<int>{1}));
 }
 
@@ -640,21 +642,21 @@ TEST(LasPerfTest, RoomComesBeforeSpeedThenATradeGivesTheFastGpuToWhoSavesTime) {
   const PolicyInput input =
       Input({1, 1}, {{.arrival = 0, .attained = 5000, .running_type = 0, .speeds = {1, 1}},
                      {.arrival = 10, .speeds = {4, 1}}});
-  EXPECT_EQ(Types(input, "las_perf:trade=0"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{1, 0}));
-  EXPECT_EQ(Types(input, "las_perf:trade=5400"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(input, "las_perf:trade=5399"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(input, "las_perf:calm=0,trade=0"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(input, "las_perf:calm=0"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(input, "las_perf:calm=0,trade=5400"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(input, "las_perf:calm=0,trade=5399"), (std::vector<int>{1, 0}));
 }
 
 TEST(LasPerfTest, RunningJobMovesToIdleGpusOnlyWhenTheyAreUpgradeTimesFaster) {
   // Job 0 runs on b at 1 step/s; a's GPU is idle.
   PolicyInput input = Input({1, 1}, {{.running_type = 1, .speeds = {1.5, 1}}});
-  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{0}));            // 1.5 >= 1.2
-  EXPECT_EQ(Types(input, "las_perf:upgrade=2"), (std::vector<int>{1}));  // 1.5 < 2
-  EXPECT_EQ(Types(input, "las_perf:upgrade=0"), (std::vector<int>{1}));  // never
-  EXPECT_EQ(Types(input, "las_perf:upgrade=1.5"), (std::vector<int>{0}));  // at the bound
+  EXPECT_EQ(Types(input, "las_perf:calm=0"), (std::vector<int>{0}));            // 1.5 >= 1.2
+  EXPECT_EQ(Types(input, "las_perf:calm=0,upgrade=2"), (std::vector<int>{1}));  // 1.5 < 2
+  EXPECT_EQ(Types(input, "las_perf:calm=0,upgrade=0"), (std::vector<int>{1}));  // never
+  EXPECT_EQ(Types(input, "las_perf:calm=0,upgrade=1.5"), (std::vector<int>{0}));  // at the bound
   input.throughput(0, 0) = 1.1;
-  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{1}));  // 1.1 < 1.2: not worth it
+  EXPECT_EQ(Types(input, "las_perf:calm=0"), (std::vector<int>{1}));  // 1.1 < 1.2: not worth it
 
   // a's GPU is held by job 1, running there and placed after job 0 (queue 1): no room, no
   // upgrade. A trade would save job 0 1,800 × 3 − 1,800 = 3,600 s (job 1 loses nothing) for
@@ -662,8 +664,8 @@ TEST(LasPerfTest, RunningJobMovesToIdleGpusOnlyWhenTheyAreUpgradeTimesFaster) {
   const PolicyInput held =
       Input({1, 1}, {{.arrival = 0, .running_type = 1, .speeds = {3, 1}},
                      {.arrival = 10, .attained = 5000, .running_type = 0, .speeds = {1, 1}}});
-  EXPECT_EQ(Types(held, "las_perf"), (std::vector<int>{1, 0}));
-  EXPECT_EQ(Types(held, "las_perf:trade=1000"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(held, "las_perf:calm=0"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(held, "las_perf:calm=0,trade=1000"), (std::vector<int>{0, 1}));
 }
 
 // a and b, 2 GPUs each. Job 0, a 2-GPU gang, has run 10 h on b at a quarter of its speed on
@@ -677,14 +679,14 @@ TEST(LasPerfTest, GangTakesTheFastTypeFromSmallJobsWhenThatSavesTimePerRestart) 
       {.scale_factor = 2, .arrival = 0, .attained = 72000, .running_type = 1, .speeds = {4, 1}},
       {.arrival = 10, .speeds = {2, 1}},
       {.arrival = 20, .speeds = {2, 1}}};
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=0"), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0,trade=0"), (std::vector<int>{1, 0, 0}));
   // 23,400 s saved for one restart (the gang's).
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf"), (std::vector<int>{0, 1, 1}));
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=23400"), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0"), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0,trade=23400"), (std::vector<int>{1, 0, 0}));
   // Jobs 1 and 2 running on a as well: three restarts; 23,400 > 3 × 7,000, not > 3 × 8,000.
   jobs[1].running_type = jobs[2].running_type = 0;
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=7000"), (std::vector<int>{0, 1, 1}));
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:trade=8000"), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0,trade=7000"), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0,trade=8000"), (std::vector<int>{1, 0, 0}));
 }
 
 TEST(LasPerfTest, NewJobWaitsForAFasterTypeUntilItsPatienceRunsOut) {
@@ -693,12 +695,12 @@ TEST(LasPerfTest, NewJobWaitsForAFasterTypeUntilItsPatienceRunsOut) {
   // `patience` (10 h).
   std::vector<Job> jobs = {{.arrival = 0, .running_type = 0, .speeds = {1, 0}},
                            {.arrival = 10, .waiting = 3600, .speeds = {10, 1}}};
-  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf"), (std::vector<int>{0, -1}));
-  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:slow=0"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:slow=0.1"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:patience=3600"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:calm=0"), (std::vector<int>{0, -1}));
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:calm=0,slow=0"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:calm=0,slow=0.1"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:calm=0,patience=3600"), (std::vector<int>{0, 1}));
   jobs[1].waiting = 36000;
-  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(Input({1, 1}, jobs), "las_perf:calm=0"), (std::vector<int>{0, 1}));
 }
 
 TEST(LasPerfTest, GangThatFitsNowhereWaitsAndASmallerJobBehindItRuns) {
@@ -709,19 +711,20 @@ TEST(LasPerfTest, GangThatFitsNowhereWaitsAndASmallerJobBehindItRuns) {
                      {.scale_factor = 3, .arrival = 1, .running_type = 1, .speeds = {1, 1}},
                      {.scale_factor = 4, .arrival = 2, .speeds = {1, 1}},
                      {.scale_factor = 1, .arrival = 3, .speeds = {1, 1}}});
-  const std::vector<int> types = Types(input, "las_perf");
+  const std::vector<int> types = Types(input, "las_perf:calm=0");
   EXPECT_EQ(types[0], 0);
   EXPECT_EQ(types[1], 1);
   EXPECT_EQ(types[2], -1);
   EXPECT_NE(types[3], -1);
-  const PolicyOutput out = Allocation(input, "las_perf");
+  const PolicyOutput out = Allocation(input, "las_perf:calm=0");
   for (std::size_t t = 0; t < 2; ++t) EXPECT_EQ(out.allocation(2, t), 0.0);
 }
 
 TEST(LasPerfTest, OptionsAreCheckedByName) {
   for (const std::string bad :
        {"las_perf:upgrade=0.5", "las_perf:trade=-1", "las_perf:min_remaining=0",
-        "las_perf:slow=2", "las_perf:patience=x", "las_perf:queues=3", "las_perf:bogus=1"}) {
+        "las_perf:slow=2", "las_perf:patience=x", "las_perf:calm=-1", "las_perf:queues=3",
+        "las_perf:bogus=1"}) {
     const Result<std::unique_ptr<Policy>> policy = MakePolicy(bad, PolicyOptions{});
     ASSERT_FALSE(policy.ok()) << bad;
     const std::string key = bad.substr(9, bad.find('=') - 9);
@@ -729,7 +732,7 @@ TEST(LasPerfTest, OptionsAreCheckedByName) {
         << bad << ": " << policy.status().ToString();
   }
   EXPECT_TRUE(MakePolicy("las_perf:queues=3,thresholds=100;1000,starve=60,upgrade=0,trade=0,"
-                         "min_remaining=60,slow=0,patience=0",
+                         "min_remaining=60,slow=0,patience=0,calm=0",
                          PolicyOptions{})
                   .ok());
 }
@@ -764,12 +767,13 @@ TEST(LasPerfTest, IsTiresias2dasWhereEveryTypeRunsAJobAsFast) {
   std::mt19937_64 rng(27);
   for (int trial = 0; trial < 300; ++trial) {
     const PolicyInput input = RandomInput(rng, /*heterogeneous=*/false);
-    EXPECT_EQ(Types(input, "las_perf"), Types(input, "tiresias_2das:starve=86400"))
+    EXPECT_EQ(Types(input, "las_perf:calm=0"), Types(input, "tiresias_2das:starve=86400"))
         << "trial " << trial;
     // Giving the queues keeps the default promotion.
-    EXPECT_EQ(Types(input, "las_perf:thresholds=3600"), Types(input, "las_perf"))
+    EXPECT_EQ(Types(input, "las_perf:calm=0,thresholds=3600"), Types(input, "las_perf:calm=0"))
         << "trial " << trial;
-    EXPECT_EQ(Types(input, "las_perf:starve=2000"), Types(input, "tiresias_2das:starve=2000"))
+    EXPECT_EQ(Types(input, "las_perf:calm=0,starve=2000"),
+              Types(input, "tiresias_2das:starve=2000"))
         << "trial " << trial;
   }
 }
@@ -781,7 +785,7 @@ TEST(LasPerfTest, RandomProblemsKeepGangsWholeAndCapacityAndTradesSaveTime) {
     const PolicyInput input = RandomInput(rng, /*heterogeneous=*/true);
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
-    const PolicyOutput out = Allocation(input, "las_perf");
+    const PolicyOutput out = Allocation(input, "las_perf:calm=0");
     ASSERT_EQ(out.allocation.rows(), m);
     std::vector<double> free = input.gpu_counts;
     std::vector<int> type(m, -1);
@@ -817,7 +821,7 @@ TEST(LasPerfTest, RandomProblemsKeepGangsWholeAndCapacityAndTradesSaveTime) {
     // skipped may then take GPUs a trade left free. So every job placed without trades is
     // placed with them, in no more expected time, and in less by more than one trade's
     // threshold where any of them moved.
-    const std::vector<int> untraded = Types(input, "las_perf:trade=0");
+    const std::vector<int> untraded = Types(input, "las_perf:calm=0,trade=0");
     const auto relative = [&](std::size_t i, int t) {
       double best = 0.0;
       for (std::size_t u = 0; u < n; ++u) best = std::max(best, input.throughput(i, u));
@@ -848,6 +852,97 @@ TEST(LasPerfTest, RandomProblemsKeepGangsWholeAndCapacityAndTradesSaveTime) {
     }
   }
   EXPECT_GT(traded_trials, 25);  // the trades were exercised
+}
+
+// Calm rounds. The held-out case they were built for (12:6:18, 0.2 jobs/h, seed 44 in
+// bench/README.md): a job runs on b at 1 step/s while a's GPU, 1.19 times faster for it,
+// stands idle. By hand, with 360,000 steps left and a restart of 600 s: staying takes
+// 360,000 s, moving 600 + 360,000 / 1.19 = 303,121 s. The queues' rule (move into room only
+// at `upgrade` = 1.2 times) stays; a calm round (nothing contends) moves it.
+TEST(LasPerfTest, CalmRoundMovesARunningJobToAnyFasterFreeTypeWhereTheQueuesWouldNot) {
+  const PolicyInput input = Input({1, 1}, {{.running_type = 1, .speeds = {1.19, 1}}});
+  EXPECT_EQ(Types(input, "las_perf:calm=0"), (std::vector<int>{1}));
+  EXPECT_EQ(Types(input, "las_perf"), (std::vector<int>{0}));
+  const double steps = 360000.0;
+  const double restart = 600.0;
+  const auto finish = [&](int type) {
+    const double speed = input.throughput(0, static_cast<std::size_t>(type));
+    return (type == 1 ? 0.0 : restart) + steps / speed;
+  };
+  EXPECT_NEAR(finish(1), 360000.0, 1e-6);
+  EXPECT_NEAR(finish(0), 303121.0, 1.0);
+  EXPECT_LT(finish(Types(input, "las_perf")[0]), finish(Types(input, "las_perf:calm=0")[0]));
+}
+
+// A round is calm when every job finds room oldest first on its fastest type with room, at
+// no less than half (`calm_speed`) its best speed there. Job 0 (old, demoted) runs on b at
+// 1 step/s, a's GPU idle and 1.19 times faster; job 1 arrives, 2 steps/s on a and 1 on b.
+// Oldest first, job 0 takes a and job 1 b, half its best speed: calm, so that is the round,
+// where the queues place the newcomer first, on a (room), and keep job 0 on b. At 0.99
+// steps/s on b job 1 would run below half its best: the round is contended and the queues
+// decide; and for `calm` seconds after a contended round they keep deciding.
+TEST(LasPerfTest, CalmRoundsAreFirstComeOnTheFastestFreeTypeUntilJobsContend) {
+  std::vector<Job> jobs = {
+      {.arrival = 0, .attained = 5000, .running_type = 1, .speeds = {1.19, 1}},
+      {.arrival = 10, .speeds = {2, 1}}};
+  const PolicyInput calm = Input({1, 1}, jobs);
+  EXPECT_EQ(Types(calm, "las_perf"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(calm, "las_perf:calm=0"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(calm, "las_perf:calm_speed=0.51"), (std::vector<int>{1, 0}));
+  jobs[1].speeds = {2, 0.99};
+  const PolicyInput contended = Input({1, 1}, jobs);
+  EXPECT_EQ(Types(contended, "las_perf"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(contended, "las_perf:calm_speed=0.49"), (std::vector<int>{0, 1}));
+
+  // One policy over three rounds: contended at t = 0, calm at t = 3,600 (within a day: the
+  // queues decide, and job 0 stays on b, 1.19 < upgrade) and at t = 86,400 (a day after: the
+  // fastest free type).
+  const std::unique_ptr<Policy> policy = Make("las_perf");
+  PolicyInput round = contended;
+  round.now_seconds = 0.0;
+  ASSERT_TRUE(policy->Allocate(round).ok());
+  PolicyInput quiet = Input({1, 1}, {{.arrival = 0, .running_type = 1, .speeds = {1.19, 1}}});
+  quiet.now_seconds = 3600.0;
+  Result<PolicyOutput> out = policy->Allocate(quiet);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->allocation(0, 1), 1.0);
+  quiet.now_seconds = 86400.0;
+  out = policy->Allocate(quiet);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->allocation(0, 0), 1.0);
+}
+
+// Against oasis, an independent implementation of the same calm order (without utilities it
+// admits every job and runs them oldest first, each on the fastest type with free GPUs): on
+// random problems where that order gives every job room at no less than half its best
+// speed, las_perf (fresh, so no contended round before) allocates exactly as oasis; where
+// it does not, exactly as the queues (calm=0).
+TEST(LasPerfTest, CalmRoundsAreOasisWithoutUtilitiesAndContendedOnesTheQueues) {
+  std::mt19937_64 rng(2028);
+  int calm_trials = 0;
+  int contended_trials = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const PolicyInput input = RandomInput(rng, /*heterogeneous=*/true);
+    const std::vector<int> oasis = Types(input, "oasis");
+    bool calm = true;
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      double best = 0.0;
+      for (std::size_t t = 0; t < input.num_types(); ++t) {
+        best = std::max(best, input.throughput(i, t));
+      }
+      calm = calm && oasis[i] >= 0 &&
+             input.throughput(i, static_cast<std::size_t>(oasis[i])) >= 0.5 * best;
+    }
+    if (calm) {
+      ++calm_trials;
+      EXPECT_EQ(Types(input, "las_perf"), oasis) << "trial " << trial;
+    } else {
+      ++contended_trials;
+      EXPECT_EQ(Types(input, "las_perf"), Types(input, "las_perf:calm=0")) << "trial " << trial;
+    }
+  }
+  EXPECT_GT(calm_trials, 50);
+  EXPECT_GT(contended_trials, 50);
 }
 
 }  // namespace

@@ -123,10 +123,13 @@ const PolicyInfo kPolicies[] = {
     {.name = "las_perf",
      .description = "Least attained service (GPUs x time) in Tiresias' queues, each gang on "
                     "its fastest type with room, fast GPUs traded to the jobs expected to save "
-                    "most time there; non-clairvoyant (options queues=, thresholds=, starve=, "
-                    "upgrade=, trade=, min_remaining=, slow=, patience=)",
+                    "most time there; while nothing contends, first come, first served on "
+                    "the fastest free type; non-clairvoyant (options queues=, thresholds=, "
+                    "starve=, upgrade=, trade=, min_remaining=, slow=, patience=, calm=, "
+                    "calm_speed=)",
      .capabilities = {.skips_zero_priority = true, .reallocates_every_round = true},
-     .option_keys = "queues,thresholds,starve,upgrade,trade,min_remaining,slow,patience",
+     .option_keys =
+         "queues,thresholds,starve,upgrade,trade,min_remaining,slow,patience,calm,calm_speed",
      .make_with_params = &MakeLasPerf,
      .make = &MakeLasPerfWithDefaults},
     {.name = "max_min_fairness",
