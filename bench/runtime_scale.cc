@@ -9,17 +9,25 @@
 //     the round length), from GetStatus's round id and elapsed time polled every 0.25 s; p99
 //     under 1% of the round length (the round after a daemon restart is counted apart);
 //   * the daemon's peak RSS (VmHWM of each incarnation) under 1 GiB;
-//   * `gavel jobs` (the real command, every page of the listing) p99 under 200 ms while loaded;
+//   * `gavel jobs` (the real command as a user runs it: the queued and running jobs, every
+//     page) p99 under 200 ms while loaded; `gavel jobs --all` (finished jobs too) and the
+//     ListJobs RPC of every job are measured beside it;
 //   * a `kill -9` of the daemon in the middle of a round loses no job and no step: every job's
 //     credited steps right after the restart (same state directory and port) are at least
 //     those listed just before the kill; at the end every job is DONE with all its steps
 //     credited and checkpointed (the job's own checkpoint file).
+// The emulated cluster (the agent hosts and the job processes they start) runs at nice
+// --cluster-nice (default 19): on a real cluster those run on other machines, and here they
+// would otherwise take the daemon's and the client's cores; the output says which nice it ran
+// at, and `--cluster-nice 0` runs everything at one priority. The load average is sampled
+// with the other figures.
 // Figures go to stdout and, with --json, to a file. docs/runtime.md ("Runtime at scale")
 // and bench/README.md hold the command and the measured figures.
 //
 // Thread-safety: the driver's samplers are threads that share only the Samples (one mutex).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +97,8 @@ struct ScaleOptions {
   int kill_at_round = 3;  // kill -9 the daemon halfway through this round; 0 = never
   std::string policy = "max_min_fairness_perf";
   double jobs_interval_seconds = 1.0;  // between two `gavel jobs`
+  // The agent hosts and their jobs run at this nice (0..19): they stand for other machines.
+  int cluster_nice = 19;
   double limit_seconds = 1200.0;       // give up waiting for the jobs after this
   std::uint64_t seed = 1;
   std::string json;  // write the figures here too
@@ -105,6 +115,7 @@ struct AgentHostOptions {
   int first = 0;
   int count = 1;
   int gpus = 4;
+  int nice = 0;
 };
 
 constexpr const char* kTypes[] = {"v100", "p100", "k80"};
@@ -141,6 +152,11 @@ int RunAgentHost(const AgentHostOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   (void)rpc::RaiseDescriptorLimit();
+  // The job processes the agents start inherit it.
+  if (options.nice > 0 && ::setpriority(PRIO_PROCESS, 0, options.nice) != 0) {
+    std::cerr << "agent-host: setpriority " << options.nice << " failed\n";
+    return 1;
+  }
 
   std::vector<std::pair<std::string, std::string>> env;
   std::string path;
@@ -226,8 +242,10 @@ struct Samples {
   std::map<std::uint64_t, double> round_starts;
   std::uint64_t current_round = 0;
   double current_elapsed = 0.0;
-  std::vector<double> jobs_ms;      // `gavel jobs`, whole command
-  std::vector<double> list_rpc_ms;  // ListJobs, every page, in process
+  std::vector<double> jobs_ms;      // `gavel jobs`, whole command (queued and running jobs)
+  std::vector<double> jobs_all_ms;  // `gavel jobs --all`, whole command (every job)
+  std::vector<double> list_rpc_ms;  // ListJobs of every job, every page, in process
+  double load_min = -1.0, load_max = 0.0;  // 1-minute load average seen
   std::uint64_t peak_rss_kib = 0;
   int jobs_failures = 0;
 };
@@ -247,6 +265,7 @@ class Driver {
   void PollStatus(const std::atomic<bool>& stop);
   void PollJobs(const std::atomic<bool>& stop);
   void SampleRss();
+  void SampleLoad();
   void KillAndRestart();
   int Report();
 
@@ -386,6 +405,14 @@ void Driver::PollStatus(const std::atomic<bool>& stop) {
   }
 }
 
+void Driver::SampleLoad() {
+  double load = 0.0;
+  if (!(std::ifstream("/proc/loadavg") >> load)) return;
+  std::lock_guard lock(samples_.mu);
+  samples_.load_min = samples_.load_min < 0.0 ? load : std::min(samples_.load_min, load);
+  samples_.load_max = std::max(samples_.load_max, load);
+}
+
 void Driver::SampleRss() {
   const std::uint64_t hwm = ProcStatusKib(daemon_.pid(), "VmHWM");
   std::lock_guard lock(samples_.mu);
@@ -404,6 +431,11 @@ void Driver::PollJobs(const std::atomic<bool>& stop) {
     Child cli({options_.gavel, "jobs", "--scheduler", address()}, out, dir_ / "jobs.err");
     const int status = cli.Wait();
     const double cli_ms = SecondsSince(start) * 1000.0;
+    const auto all_start = SteadyClock::now();
+    Child all_cli({options_.gavel, "jobs", "--all", "--scheduler", address()}, out,
+                  dir_ / "jobs.err");
+    const int all_status = all_cli.Wait();
+    const double all_ms = SecondsSince(all_start) * 1000.0;
     const auto rpc_start = SteadyClock::now();
     const bool listed = ListAll(10.0).ok();
     const double rpc_ms = SecondsSince(rpc_start) * 1000.0;
@@ -412,6 +444,11 @@ void Driver::PollJobs(const std::atomic<bool>& stop) {
     if (!samples_.daemon_up) continue;  // the kill fell inside: not an answer of a live daemon
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       samples_.jobs_ms.push_back(cli_ms);
+    } else {
+      ++samples_.jobs_failures;
+    }
+    if (WIFEXITED(all_status) && WEXITSTATUS(all_status) == 0) {
+      samples_.jobs_all_ms.push_back(all_ms);
     } else {
       ++samples_.jobs_failures;
     }
@@ -493,6 +530,9 @@ int Driver::Run() {
   std::cout << "runtime_scale: " << options_.agents << " agents x " << options_.gpus_per_agent
             << " GPUs, " << options_.jobs << " jobs, " << options_.round_seconds
             << "-s rounds, in " << dir_.string() << "\n"
+            << "runtime_scale: the emulated cluster (agent hosts, job processes) at nice "
+            << options_.cluster_nice << "; the daemon, `gavel jobs` and this driver at nice "
+            << ::getpriority(PRIO_PROCESS, 0) << "\n"
             << std::flush;
 
   if (const Status started = StartDaemon(); !started.ok()) {
@@ -512,7 +552,8 @@ int Driver::Run() {
         std::vector<std::string>{self, "agent-host", "--scheduler", address(), "--dir",
                                  dir_.string(), "--first", std::to_string(first), "--count",
                                  std::to_string(count), "--gpus",
-                                 std::to_string(options_.gpus_per_agent)},
+                                 std::to_string(options_.gpus_per_agent), "--nice",
+                                 std::to_string(options_.cluster_nice)},
         dir_ / (name + ".out"), dir_ / (name + ".err"));
   }
   const auto submit_start = SteadyClock::now();
@@ -536,6 +577,7 @@ int Driver::Run() {
   while (SteadyClock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     SampleRss();
+    SampleLoad();
     std::uint64_t round = 0;
     double elapsed = 0;
     {
@@ -609,6 +651,8 @@ int Driver::Report() {
     figures["rounds_seen"] = starts.size();
     figures["round_lateness_s"] = ToJson(Summarize(lateness));
     figures["gavel_jobs_ms"] = ToJson(Summarize(samples_.jobs_ms));
+    figures["gavel_jobs_all_ms"] = ToJson(Summarize(samples_.jobs_all_ms));
+    figures["load_average_1m"] = {{"min", samples_.load_min}, {"max", samples_.load_max}};
     figures["list_jobs_rpc_ms"] = ToJson(Summarize(samples_.list_rpc_ms));
     figures["gavel_jobs_failures"] = samples_.jobs_failures;
     figures["daemon_peak_rss_mib"] = static_cast<double>(samples_.peak_rss_kib) / 1024.0;
@@ -621,6 +665,7 @@ int Driver::Report() {
   figures["gpus"] = options_.agents * options_.gpus_per_agent;
   figures["jobs"] = options_.jobs;
   figures["round_s"] = options_.round_seconds;
+  figures["cluster_nice"] = options_.cluster_nice;
 
   // Every job DONE with all its steps credited and checkpointed.
   Result<std::vector<wire::JobInfo>> final_jobs = ListAll(60.0);
@@ -717,6 +762,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   app.add_option("--policy", run.policy);
   app.add_option("--jobs-interval-seconds", run.jobs_interval_seconds)->check(CLI::Range(0.01, 3600.0));
+  app.add_option("--cluster-nice", run.cluster_nice,
+                 "nice of the emulated cluster (agent hosts and their jobs), which stands for "
+                 "other machines (default 19; 0 = the daemon's priority)")
+      ->check(CLI::Range(0, 19));
   app.add_option("--limit-seconds", run.limit_seconds)->check(CLI::Range(1.0, 1e6));
   app.add_option("--seed", run.seed);
   app.add_option("--json", run.json, "Write the figures here too");
@@ -733,6 +782,7 @@ int main(int argc, char** argv) {
   host_cmd->add_option("--first", host.first)->required();
   host_cmd->add_option("--count", host.count)->required();
   host_cmd->add_option("--gpus", host.gpus)->required();
+  host_cmd->add_option("--nice", host.nice)->check(CLI::Range(0, 19));
   CLI11_PARSE(app, argc, argv);
   if (*host_cmd) return gavel::bench::RunAgentHost(host);
   if (run.min_job_rounds > run.max_job_rounds) {

@@ -324,18 +324,22 @@ void PrintJobsTable(const wire::ListJobsResponse& jobs, std::int64_t now_ms, std
              rows, out);
 }
 
-Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
-               bool active_only, const std::string& output, std::ostream& out) {
-  return RunJobs(client, ids, active_only, JobsPaging{}, output, out);
+JobsView ViewOf(bool all, const std::vector<std::uint64_t>& ids) {
+  return all || !ids.empty() ? JobsView::kAll : JobsView::kActive;
 }
 
 Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
-               bool active_only, const JobsPaging& paging, const std::string& output,
+               JobsView view, const std::string& output, std::ostream& out) {
+  return RunJobs(client, ids, view, JobsPaging{}, output, out);
+}
+
+Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
+               JobsView view, const JobsPaging& paging, const std::string& output,
                std::ostream& out) {
   GAVEL_ASSIGN_OR_RETURN(Connection c, Connect(client));
   wire::ListJobsRequest request;
   for (std::uint64_t id : ids) request.add_job_ids(id);
-  request.set_active_only(active_only);
+  request.set_active_only(view == JobsView::kActive);
   // Gathering every page: the largest page the protocol allows (scheduler.proto,
   // ListJobsRequest.limit), so 5,000 jobs are 5 calls rather than 50.
   constexpr std::uint32_t kLargestPage = 1000;
@@ -534,12 +538,17 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions* o) {
                             "JSON job file (an object or a list) instead of flags");
   o->submit_cmd->add_option("command", s.command, "The program and its arguments, after --");
 
-  o->jobs_cmd = app.add_subcommand("jobs", "List jobs");
+  o->jobs_cmd = app.add_subcommand(
+      "jobs", "List the queued and running jobs (--all: finished ones too; ids: those jobs)");
   common(o->jobs_cmd);
   o->jobs_cmd->add_option("-o,--output", o->output, "table (default) or json")
       ->check(CLI::IsMember({"table", "json"}));
-  o->jobs_cmd->add_flag("--active", o->active_only, "Only queued and running jobs");
-  o->jobs_cmd->add_option("job_ids", o->job_ids, "Only these jobs");
+  CLI::Option* all =
+      o->jobs_cmd->add_flag("-a,--all", o->all_jobs, "Every job, done, failed and cancelled too");
+  o->jobs_cmd
+      ->add_flag("--active", o->active_only, "Only queued and running jobs (the default)")
+      ->excludes(all);
+  o->jobs_cmd->add_option("job_ids", o->job_ids, "Only these jobs, whatever their state");
   o->jobs_cmd
       ->add_option("--limit", o->paging.limit,
                    "One page of at most N jobs (1..1000); the next page's token goes to stderr")
@@ -570,7 +579,8 @@ std::optional<int> RunClientCommands(const ClientCommandOptions& o) {
     status = RunSubmit(o.client, o.submit, std::cout);
   } else if (o.jobs_cmd && o.jobs_cmd->parsed()) {
     name = "jobs";
-    status = RunJobs(o.client, o.job_ids, o.active_only, o.paging, o.output, std::cout);
+    status = RunJobs(o.client, o.job_ids, ViewOf(o.all_jobs, o.job_ids), o.paging, o.output,
+                     std::cout);
   } else if (o.cancel_cmd && o.cancel_cmd->parsed()) {
     name = "cancel";
     status = RunCancel(o.client, o.job_ids, std::cout);

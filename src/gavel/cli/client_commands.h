@@ -4,13 +4,15 @@
 //                 [--job-type "ResNet-18 (batch size 64)"] [--priority-weight W] [--entity E]
 //                 [--throughput TYPE=STEPS_PER_S ...] [--name N] [--env K=V ...] -- COMMAND...
 //   gavel submit  --scheduler ADDR --job-file jobs.json      (one object, or a list of them)
-//   gavel jobs    --scheduler ADDR [--active] [-o table|json] [JOB_ID...]
+//   gavel jobs    --scheduler ADDR [--all] [-o table|json] [JOB_ID...]
 //   gavel cancel  --scheduler ADDR JOB_ID...
 //   gavel workers --scheduler ADDR [-o table|json]
 //   gavel status  --scheduler ADDR [-o table|json]
 //
 // `submit` prints each new job's id on its own line; the table outputs are aligned columns
 // (Slurm/kubectl style) and `-o json` is the stable machine contract (docs/runtime.md).
+// `jobs` lists the queued and running jobs, as Slurm's `squeue` does; `--all` adds the
+// finished ones (done, failed, cancelled), and jobs named by id are shown whatever their state.
 // Errors (unreachable scheduler, refused token, bad job spec) go to stderr with exit code 1.
 // Thread-compatible free functions.
 #pragma once
@@ -78,11 +80,21 @@ struct JobsPaging {
   std::string page_token;
 };
 
+// Which jobs `gavel jobs` lists.
+enum class JobsView {
+  kActive,  // queued and running (the default without job ids)
+  kAll,     // every job, finished ones too (--all, or job ids given)
+};
+// The view of `gavel jobs [--all] [JOB_ID...]`: the ids a user names are shown whatever their
+// state.
+JobsView ViewOf(bool all, const std::vector<std::uint64_t>& ids);
+
 struct ClientCommandOptions {
   ClientOptions client;
   SubmitOptions submit;
   std::string output = "table";
-  bool active_only = false;
+  bool all_jobs = false;     // jobs --all
+  bool active_only = false;  // jobs --active: the default view, accepted for scripts
   std::vector<std::uint64_t> job_ids;
   JobsPaging paging;
   CLI::App* submit_cmd = nullptr;
@@ -101,9 +113,9 @@ std::optional<int> RunClientCommands(const ClientCommandOptions& options);
 Result<wire::JobSpec> SpecFromFlags(const SubmitOptions& options);
 Status RunSubmit(const ClientOptions& client, const SubmitOptions& options, std::ostream& out);
 Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
-               bool active_only, const std::string& output, std::ostream& out);
+               JobsView view, const std::string& output, std::ostream& out);
 Status RunJobs(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
-               bool active_only, const JobsPaging& paging, const std::string& output,
+               JobsView view, const JobsPaging& paging, const std::string& output,
                std::ostream& out);
 Status RunCancel(const ClientOptions& client, const std::vector<std::uint64_t>& ids,
                  std::ostream& out);

@@ -1,5 +1,6 @@
-// The client commands' parsing and rendering, without a scheduler: command lines as a user
-// types them, job files, and the `gavel jobs` table fed with hostile names.
+// The client commands' parsing and rendering: command lines as a user types them, job files,
+// the `gavel jobs` table fed with hostile names, and which jobs `gavel jobs` lists (against a
+// daemon in this process).
 #include "gavel/cli/client_commands.h"
 #include "gavel/cli/logs_command.h"
 #include "gavel/cli/serve_command.h"
@@ -10,8 +11,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <sstream>
+
+#include "gavel/core/shipped_table.h"
+#include "gavel/daemon/daemon.h"
+#include "gavel/daemon/fake_transport.h"
+#include "gavel/daemon/store.h"
 
 namespace gavel::cli {
 namespace {
@@ -142,6 +151,70 @@ TEST(JobsCommandLineTest, PagesAreBoundedOnTheCommandLine) {
     ClientCommandOptions refused;
     EXPECT_THAT(Parse(&refused, {"jobs", "--limit", bad}), HasSubstr("--limit")) << bad;
   }
+}
+
+TEST(JobsCommandLineTest, ActiveIsTheDefaultViewAndAllIsItsOpposite) {
+  ClientCommandOptions plain;
+  ASSERT_EQ(Parse(&plain, {"jobs"}), "");
+  EXPECT_EQ(ViewOf(plain.all_jobs, plain.job_ids), JobsView::kActive);
+  ClientCommandOptions all;
+  ASSERT_EQ(Parse(&all, {"jobs", "--all"}), "");
+  EXPECT_EQ(ViewOf(all.all_jobs, all.job_ids), JobsView::kAll);
+  ClientCommandOptions named;
+  ASSERT_EQ(Parse(&named, {"jobs", "7"}), "");
+  EXPECT_EQ(ViewOf(named.all_jobs, named.job_ids), JobsView::kAll);
+  ClientCommandOptions both;
+  EXPECT_THAT(Parse(&both, {"jobs", "--all", "--active"}), HasSubstr("excludes"));
+}
+
+// Which jobs `gavel jobs` lists, against a daemon: by default the queued and running ones
+// (Slurm's squeue), with --all every job, and jobs named by id whatever their state.
+TEST(JobsViewTest, TheDefaultListsActiveJobsAllListsEveryJobIdsListThoseJobs) {
+  daemon::DaemonOptions options;
+  options.listen = "127.0.0.1:0";
+  options.log_events = false;
+  options.core.throughputs = ShippedThroughputTable();
+  options.core.round_length = Seconds(60.0);
+  options.core.background_solves = false;
+  auto started = daemon::Daemon::Start(options, nullptr,
+                                       std::make_unique<daemon::FakeAgentTransport>(),
+                                       std::make_unique<daemon::MemoryStore>());
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  const std::unique_ptr<daemon::Daemon> scheduler = *std::move(started);
+  ClientOptions client;
+  client.scheduler = scheduler->address();
+  SubmitOptions submit;
+  submit.steps = 10;
+  submit.command = {"true"};
+  for (int i = 0; i < 6; ++i) {
+    std::ostringstream ids;
+    ASSERT_TRUE(RunSubmit(client, submit, ids).ok());
+  }
+  std::ostringstream cancelled_out;
+  ASSERT_TRUE(RunCancel(client, {2, 5}, cancelled_out).ok());
+  const auto listed = [&](std::vector<std::uint64_t> ids, JobsView view) {
+    std::ostringstream out;
+    const Status status = RunJobs(client, ids, view, "json", out);
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    std::map<std::uint64_t, std::string> states;
+    for (const auto& job : nlohmann::json::parse(out.str())) {
+      states[job["id"].get<std::uint64_t>()] = job["state"].get<std::string>();
+    }
+    return states;
+  };
+  using States = std::map<std::uint64_t, std::string>;
+  EXPECT_EQ(listed({}, ViewOf(false, {})),
+            (States{{1, "queued"}, {3, "queued"}, {4, "queued"}, {6, "queued"}}));
+  EXPECT_EQ(listed({}, ViewOf(true, {})),
+            (States{{1, "queued"}, {2, "cancelled"}, {3, "queued"}, {4, "queued"},
+                    {5, "cancelled"}, {6, "queued"}}));
+  EXPECT_EQ(listed({2, 3}, ViewOf(false, {2, 3})), (States{{2, "cancelled"}, {3, "queued"}}));
+  // The table shows the same rows.
+  std::ostringstream table;
+  ASSERT_TRUE(RunJobs(client, {}, JobsView::kActive, "table", table).ok());
+  const std::string rows = table.str();
+  EXPECT_THAT(rows, Not(HasSubstr("cancelled")));
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 1 + 4);  // the header and 4 jobs
 }
 
 TEST(SubmitCommandLineTest, ExtremeThroughputsAreRefused) {

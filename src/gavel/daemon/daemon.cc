@@ -191,7 +191,11 @@ void CoreLoop::Run() {
 // ------------------------------------------------------------------------------------------
 // gRPC services: authenticate, then run on the core thread.
 
-class Daemon::SchedulerService final : public wire::Scheduler::Service {
+// ListJobs is served raw (bytes in, bytes out) on gRPC's callback threads: its answer is the
+// published listing's bytes, copied (job_listing.h), with no message built or serialised per
+// call. The other calls are synchronous.
+class Daemon::SchedulerService final
+    : public wire::Scheduler::WithRawCallbackMethod_ListJobs<wire::Scheduler::Service> {
  public:
   SchedulerService(CoreLoop* loop, const rpc::TokenRegistry* tokens, AgentTransport* transport)
       : loop_(loop), tokens_(tokens), transport_(transport) {}
@@ -212,20 +216,12 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
     });
   }
 
-  grpc::Status ListJobs(grpc::ServerContext* context, const wire::ListJobsRequest* request,
-                        wire::ListJobsResponse* response) override {
-    const auto caller = rpc::Authenticate(*context, *tokens_);
-    if (!caller) return rpc::Unauthenticated();
-    if (grpc::Status refused = RefuseAgents(*caller, "ListJobs"); !refused.ok()) return refused;
-    // Answered here, from the last commit's listing: a busy core thread delays no listing.
-    const std::shared_ptr<const JobListing> listing = loop_->listing();
-    if (listing == nullptr) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the scheduler is starting");
-    }
-    Result<wire::ListJobsResponse> jobs = listing->Page(*request);
-    if (!jobs.ok()) return rpc::ToGrpc(jobs.status());
-    *response = *std::move(jobs);
-    return grpc::Status::OK;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ListJobsBytes(*context, *request, response));
+    return reactor;
   }
 
   grpc::Status CancelJob(grpc::ServerContext* context, const wire::CancelJobRequest* request,
@@ -320,6 +316,40 @@ class Daemon::SchedulerService final : public wire::Scheduler::Service {
   }
 
  private:
+  grpc::Status ListJobsBytes(const grpc::CallbackServerContext& context,
+                             const grpc::ByteBuffer& request_bytes, grpc::ByteBuffer* response) {
+    const auto caller = rpc::Authenticate(context, *tokens_);
+    if (!caller) return rpc::Unauthenticated();
+    if (grpc::Status refused = RefuseAgents(*caller, "ListJobs"); !refused.ok()) return refused;
+    wire::ListJobsRequest request;
+    if (!ParseRequest(request_bytes, &request)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "ListJobsRequest: unparsable");
+    }
+    // Answered here, from the last commit's listing: a busy core thread delays no listing.
+    const std::shared_ptr<const JobListing> listing = loop_->listing();
+    if (listing == nullptr) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the scheduler is starting");
+    }
+    Result<std::string> page = listing->PageBytes(request);
+    if (!page.ok()) return rpc::ToGrpc(page.status());
+    // The slice takes the bytes over, without a copy, and frees them once sent.
+    auto* bytes = new std::string(*std::move(page));
+    grpc::Slice slice(bytes->data(), bytes->size(),
+                      [](void* owned) { delete static_cast<std::string*>(owned); }, bytes);
+    *response = grpc::ByteBuffer(&slice, 1);
+    return grpc::Status::OK;
+  }
+
+  static bool ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* out) {
+    std::vector<grpc::Slice> slices;
+    if (!buffer.Dump(&slices).ok()) return false;
+    std::string bytes;
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    return out->ParseFromString(bytes);
+  }
+
   CoreLoop* loop_;
   const rpc::TokenRegistry* tokens_;
   AgentTransport* transport_;

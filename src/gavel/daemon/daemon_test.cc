@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include "gavel/core/snapshot.h"
 #include "gavel/daemon/fake_transport.h"
 #include "gavel/rpc/grpc_util.h"
@@ -427,6 +429,44 @@ TEST_F(DaemonTest, ListingsArePagedSoNoneOutgrowsTheMessageLimit) {
   const grpc::Status refused = Submit(huge_env, kAlice);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(refused.error_message().find("spec.env"), std::string::npos);
+}
+
+// ListJobs is answered with the published listing's bytes: what a client parses is the page
+// built as a message from the same listing, and the states are those the calls made.
+TEST_F(DaemonTest, ListingBytesOnTheWireAreThePagesOfThePublishedListing) {
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < 9; ++i) {
+    std::uint64_t id = 0;
+    ASSERT_TRUE(Submit(Submission(10 + i), i % 2 ? kAlice : kBob, &id).ok());
+    ids.push_back(id);
+  }
+  const std::set<std::uint64_t> cancelled = {ids[0], ids[4], ids[8]};
+  for (std::uint64_t id : cancelled) ASSERT_TRUE(Cancel(id, kAdmin).ok());
+  for (bool active_only : {false, true}) {
+    wire::ListJobsRequest request;
+    request.set_limit(2);
+    request.set_active_only(active_only);
+    std::vector<std::uint64_t> listed;
+    while (true) {
+      wire::ListJobsResponse page;
+      ASSERT_TRUE(ListJobs(kAlice, request, &page).ok());
+      const Result<wire::ListJobsResponse> built = daemon_->loop().listing()->Page(request);
+      ASSERT_TRUE(built.ok());
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(page, *built));
+      for (const wire::JobInfo& job : page.jobs()) {
+        listed.push_back(job.id());
+        EXPECT_EQ(job.state(), cancelled.contains(job.id()) ? wire::CANCELLED : wire::QUEUED);
+        EXPECT_EQ(job.total_steps(), 10 + (job.id() - ids[0]));
+      }
+      if (page.next_page_token().empty()) break;
+      request.set_page_token(page.next_page_token());
+    }
+    std::vector<std::uint64_t> expected;
+    for (std::uint64_t id : ids) {
+      if (!active_only || !cancelled.contains(id)) expected.push_back(id);
+    }
+    EXPECT_EQ(listed, expected) << "active only: " << active_only;
+  }
 }
 
 // A listing is answered from the last commit's snapshot on the gRPC thread: while the core

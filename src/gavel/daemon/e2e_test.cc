@@ -93,7 +93,7 @@ TEST(RuntimeEndToEnd, TenJobsOnThreeAgentsTrackTheirAllocationAndTheSimulator) {
     last = *std::move(jobs);
     if (AllFinished(last)) break;
   }
-  ASSERT_TRUE(AllFinished(last)) << "not done in time:\n" << cluster.Cli({"jobs", "--scheduler", cluster.address()}).second;
+  ASSERT_TRUE(AllFinished(last)) << "not done in time:\n" << cluster.Cli({"jobs", "--scheduler", cluster.address(), "--all"}).second;
 
   // Steps add up exactly, and each step ran once.
   for (const auto& job : last.jobs()) {
@@ -435,7 +435,7 @@ TEST(RuntimeEndToEnd, TheCommandLineRefusesUnauthorisedAndMalformedRequests) {
   EXPECT_NE(out.find("permission denied"), std::string::npos) << out;
 
   std::tie(code, out) = cluster.Cli({"jobs", "--scheduler", addr, "--token-file",
-                                     cluster.dir() + "/bob", "-o", "json"});
+                                     cluster.dir() + "/bob", "-o", "json", "--all"});
   ASSERT_EQ(code, 0) << out;
   const auto jobs = nlohmann::json::parse(out);
   ASSERT_EQ(jobs.size(), 1u) << "nothing lost, nothing half-accepted";
@@ -449,7 +449,7 @@ TEST(RuntimeEndToEnd, TheCommandLineRefusesUnauthorisedAndMalformedRequests) {
                                      cluster.dir() + "/alice", id});
   EXPECT_EQ(code, 0) << out;
   std::tie(code, out) = cluster.Cli({"jobs", "--scheduler", addr, "--token-file",
-                                     cluster.dir() + "/alice"});
+                                     cluster.dir() + "/alice", "--all"});
   EXPECT_EQ(code, 0);
   EXPECT_NE(out.find("cancelled"), std::string::npos) << out;
   EXPECT_NE(out.find("STATE"), std::string::npos) << out;
@@ -539,7 +539,8 @@ TEST(RuntimeEndToEnd, AJobHoldsNoCredentialThatWorksAgainstOthers) {
 
   // Paging on the command line: one job, and the token of the next page on stderr.
   std::tie(code, out) = cluster.Cli({"jobs", "--scheduler", addr, "--token-file",
-                                     cluster.dir() + "/bob", "-o", "json", "--limit", "1"});
+                                     cluster.dir() + "/bob", "-o", "json", "--limit", "1",
+                                     "--all"});
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("--page-token " + std::to_string(bobs)), std::string::npos) << out;
 
@@ -912,7 +913,8 @@ TEST(RuntimeEndToEnd, WithTlsPlaintextAndForeignCertificatesAreRefusedAndJobsRun
   nlohmann::json jobs;
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (Clock::now() < deadline) {
-    auto [list_code, list_out] = cluster.Cli({"jobs", "--scheduler", addr, "--tls-ca", ca, "-o", "json"});
+    auto [list_code, list_out] = cluster.Cli({"jobs", "--scheduler", addr, "--tls-ca", ca, "-o", "json",
+                                                   "--all"});
     ASSERT_EQ(list_code, 0) << list_out;
     jobs = nlohmann::json::parse(list_out);
     if (jobs.size() == 1 && jobs[0]["state"] != "queued" && jobs[0]["state"] != "running") break;

@@ -426,19 +426,19 @@ std::shared_ptr<const JobListing> SchedulerCore::Listing() const {
     listing_full_ms_ = now;
     listing_round_ = round;
     for (const auto& [id, job] : jobs_) {
-      listing_entries_[id] = std::make_shared<const wire::JobInfo>(Info(job, live));
+      listing_entries_[id] = std::make_shared<const JobListing::Entry>(Info(job, live));
     }
   } else {
     listing_stale_.insert(journal_.dirty_jobs.begin(), journal_.dirty_jobs.end());
     for (std::uint64_t id : listing_stale_) {
       const auto it = jobs_.find(id);
       if (it != jobs_.end()) {
-        listing_entries_[id] = std::make_shared<const wire::JobInfo>(Info(it->second, live));
+        listing_entries_[id] = std::make_shared<const JobListing::Entry>(Info(it->second, live));
       }
     }
   }
   listing_stale_.clear();
-  std::vector<JobListing::Entry> entries;
+  std::vector<JobListing::EntryPtr> entries;
   entries.reserve(listing_entries_.size());
   for (const auto& [id, entry] : listing_entries_) entries.push_back(entry);
   return std::make_shared<const JobListing>(std::move(entries));

@@ -273,7 +273,7 @@ class SchedulerCore {
   // Listing's cache (it changes nothing a caller can see): each job's entry, the jobs
   // changed since it was built (committed; the uncommitted ones are in journal_), and when
   // and for which round every entry was last rebuilt.
-  mutable std::map<std::uint64_t, JobListing::Entry> listing_entries_;
+  mutable std::map<std::uint64_t, JobListing::EntryPtr> listing_entries_;
   mutable std::set<std::uint64_t> listing_stale_;
   mutable std::int64_t listing_full_ms_ = 0;
   mutable std::optional<std::uint64_t> listing_round_;

@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include "gavel/core/shipped_table.h"
 #include "gavel/core/snapshot.h"
 #include "gavel/daemon/job_book.h"
@@ -475,6 +477,68 @@ TEST_F(CoreTest, OnlyTheOwnerOrAnAdminMayCancel) {
   EXPECT_EQ(core_->Cancel(kAlice, 999).status().code(), StatusCode::kNotFound);
   Tick();
   EXPECT_FALSE(core_->current_round().has_value());
+}
+
+// The listing published after each commit rebuilds only the entries of jobs that changed
+// (and every entry once a second and at each round). After each kind of change it must equal
+// the listing rebuilt whole, which the core makes once the clock has moved a second on with
+// nothing else changed; and its bytes on the wire must parse to that listing.
+TEST_F(CoreTest, TheIncrementalListingEqualsTheListingRebuiltWhole) {
+  const auto v100 = Register("a1", "v100");
+  Register("a2", "k80");
+  (void)core_->Listing();  // whole: the changes below are then rebuilt one by one
+  std::vector<std::uint64_t> jobs;
+  for (int i = 0; i < 5; ++i) jobs.push_back(Submit(Spec(50 + 10 * i), i % 2 == 0 ? kAlice : kBob));
+  int compared = 0;
+  const auto check = [&](const std::string& after) {
+    SCOPED_TRACE(after);
+    ASSERT_TRUE(core_->Flush().ok());
+    const std::shared_ptr<const JobListing> incremental = core_->Listing();
+    clock_.AdvanceMs(1000);
+    const std::shared_ptr<const JobListing> whole = core_->Listing();
+    ASSERT_EQ(incremental->jobs().size(), whole->jobs().size());
+    for (std::size_t i = 0; i < whole->jobs().size(); ++i) {
+      const wire::JobInfo& a = incremental->jobs()[i]->info();
+      const wire::JobInfo& b = whole->jobs()[i]->info();
+      std::string diff;
+      google::protobuf::util::MessageDifferencer differencer;
+      differencer.ReportDifferencesToString(&diff);
+      EXPECT_TRUE(differencer.Compare(a, b)) << "job " << b.id() << ": " << diff;
+      ++compared;
+    }
+    wire::ListJobsRequest all;
+    all.set_limit(kMaxListLimit);
+    const Result<std::string> bytes = incremental->PageBytes(all);
+    ASSERT_TRUE(bytes.ok());
+    wire::ListJobsResponse parsed;
+    ASSERT_TRUE(parsed.ParseFromString(*bytes));
+    ASSERT_EQ(parsed.jobs_size(), static_cast<int>(whole->jobs().size()));
+    for (int i = 0; i < parsed.jobs_size(); ++i) {
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+          parsed.jobs(i), whole->jobs()[static_cast<std::size_t>(i)]->info()));
+    }
+  };
+  check("submissions");
+  Tick();  // the first round: placed jobs run
+  (void)core_->Listing();
+  const wire::StartRoundRequest round = transport_.LastRound("a1");
+  ASSERT_EQ(round.tasks_size(), 1);
+  const std::uint64_t on_v100 = round.tasks(0).job().job_id();
+  EXPECT_EQ(Job(on_v100).state(), wire::RUNNING);
+  // A job done in the middle of the round, the checkpoint credited.
+  const std::uint64_t steps = Job(on_v100).total_steps();
+  ASSERT_TRUE(Report("a1", v100[0], on_v100, round.round_id(), wire::COMPLETED, steps, steps,
+                     steps / 20.0)
+                  .ok());
+  EXPECT_EQ(Job(on_v100).state(), wire::DONE);
+  check("a completion");
+  // A cancel of a queued job and of a running one.
+  for (std::uint64_t job : jobs) {
+    if (job == on_v100) continue;
+    ASSERT_TRUE(core_->Cancel(kAdmin, job).ok());
+    check("cancel of job " + std::to_string(job));
+  }
+  EXPECT_EQ(compared, 6 * 5);
 }
 
 TEST_F(CoreTest, ARestartLosesNoJobAndCreditsTheInterruptedRoundsReports) {

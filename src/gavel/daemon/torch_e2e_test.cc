@@ -187,7 +187,7 @@ TEST(TorchEndToEnd, SingleAndTwoRankDdpJobsSurviveKillsWithExactStepsAndWeights)
   ASSERT_TRUE(WaitFor(cluster, std::chrono::seconds(240), [&](const wire::ListJobsResponse& j) {
     const wire::JobInfo* job = Find(j, *ddp);
     return job != nullptr && job->steps_done() > 0;
-  })) << cluster.Cli({"jobs", "--scheduler", cluster.address()}).second;
+  })) << cluster.Cli({"jobs", "--scheduler", cluster.address(), "--all"}).second;
   cluster.StopAgent("b", /*kill_jobs=*/true);
   std::this_thread::sleep_for(std::chrono::seconds(4));  // declared dead (3 s timeout)
   cluster.StartAgent("v100", "", 1, "b");  // the same host back (same work directory and id)
@@ -200,13 +200,13 @@ TEST(TorchEndToEnd, SingleAndTwoRankDdpJobsSurviveKillsWithExactStepsAndWeights)
     if (s == nullptr || d == nullptr) return false;
     before_daemon_kill = s->steps_done() + d->steps_done();
     return d->attempts() >= 2 && before_daemon_kill > 0;
-  })) << cluster.Cli({"jobs", "--scheduler", cluster.address()}).second;
+  })) << cluster.Cli({"jobs", "--scheduler", cluster.address(), "--all"}).second;
   cluster.KillDaemon();
   std::this_thread::sleep_for(std::chrono::seconds(1));
   cluster.StartDaemon(/*expected_gpus=*/2);
 
   ASSERT_TRUE(WaitFor(cluster, std::chrono::seconds(400), AllFinished))
-      << cluster.Cli({"jobs", "--scheduler", cluster.address()}).second;
+      << cluster.Cli({"jobs", "--scheduler", cluster.address(), "--all"}).second;
   const auto jobs = cluster.Jobs();
   ASSERT_TRUE(jobs.ok());
   for (const auto& [id, steps, name, ref] :

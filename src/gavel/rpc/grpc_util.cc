@@ -90,7 +90,7 @@ void PrepareContext(grpc::ClientContext* context, Seconds timeout, std::string_v
   if (!token.empty()) context->AddMetadata(std::string(kAuthorizationKey), BearerValue(token));
 }
 
-std::optional<Principal> Authenticate(const grpc::ServerContext& context,
+std::optional<Principal> Authenticate(const grpc::ServerContextBase& context,
                                       const TokenRegistry& tokens) {
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find(grpc::string_ref(kAuthorizationKey.data(),

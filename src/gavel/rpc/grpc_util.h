@@ -63,7 +63,7 @@ std::uint64_t RaiseDescriptorLimit();
 void PrepareContext(grpc::ClientContext* context, Seconds timeout, std::string_view token);
 
 // The caller of a server call, or nullopt when it must be refused (missing/unknown token).
-std::optional<Principal> Authenticate(const grpc::ServerContext& context,
+std::optional<Principal> Authenticate(const grpc::ServerContextBase& context,
                                       const TokenRegistry& tokens);
 // The UNAUTHENTICATED status servers answer with.
 grpc::Status Unauthenticated();

@@ -66,7 +66,7 @@ start_daemon() {
   done
   fail "gavel serve did not start"
 }
-jobs_json() { "$gavel" jobs --scheduler "$addr" -o json; }
+jobs_json() { "$gavel" jobs --scheduler "$addr" --all -o json; }
 py() { PYTHONPATH="$src/python" python3 -c "$@"; }
 
 start_daemon
