@@ -277,10 +277,23 @@ class CheckpointStore:
         (a process that ran on after it was replaced), but the scheduler never credited those."""
         namespaces = sorted(self._namespaces(below), key=lambda ns: -1 if ns[1] is None else ns[1],
                             reverse=True)
-        for path, attempt in namespaces:
+        for k, (path, attempt) in enumerate(namespaces):
             current = _current_in(path, dangling_is_empty=attempt is not None)
             if current is not None:
                 return current
+            # A LATEST whose checkpoint is gone: a later launch claimed it. If that launch has
+            # moved it but not yet made it current (killed or slow between its rename and its
+            # LATEST), it is in that launch's namespace under the same name: take it from there,
+            # for removing that namespace would lose the job's checkpoint.
+            if attempt is None:
+                continue
+            name = _pointed_name(path)
+            if name is None:
+                continue
+            for later_path, _ in namespaces[:k]:
+                moved = _checkpoint_named(later_path, name)
+                if moved is not None:
+                    return moved
         return None
 
     def _namespaces(self, below):
@@ -326,6 +339,33 @@ class CheckpointStore:
             os.fsync(f.fileno())
         os.replace(temporary, os.path.join(self.dir, _POINTER))
         _sync_dir(self.dir)
+
+
+def _pointed_name(directory):
+    """The name a namespace's LATEST holds, or None without one."""
+    try:
+        with open(os.path.join(directory, _POINTER), "r", encoding="utf-8") as f:
+            return f.read().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def _checkpoint_named(directory, name):
+    """(directory, steps) of the checkpoint `name` in `directory` when it is there whole (its
+    metadata readable, its steps those of its name), else None."""
+    match = _CHECKPOINT_NAME.match(name)
+    if not match:
+        return None
+    checkpoint = os.path.join(directory, name)
+    try:
+        with open(os.path.join(checkpoint, _META), "r", encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return None
+    steps = meta.get("steps") if isinstance(meta, dict) else None
+    if not isinstance(steps, int) or steps != int(match.group(1)):
+        return None
+    return checkpoint, steps
 
 
 def _current_in(directory, dangling_is_empty=False):

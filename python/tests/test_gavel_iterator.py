@@ -361,6 +361,27 @@ class IteratorTest(unittest.TestCase):
             GavelIterator(range(3), by(3), lambda d: None, log=self.logs.append,
                           env=self.env(agent, GAVEL_ATTEMPT="3", GAVEL_CHECKPOINTED_STEPS="170"))
 
+    def test_a_launch_replaced_in_the_middle_of_its_claim_leaves_the_checkpoint_to_the_next(self):
+        """Launch 2 moved launch 1's checkpoint into its namespace but never wrote its LATEST
+        when launch 3 started: launch 3 takes the checkpoint from there instead of removing it."""
+        def save(directory):
+            with open(os.path.join(directory, "model"), "w") as f:
+                f.write("320")
+        CheckpointStore(self.ckpt, 1).save(320, save)
+        in_flight = CheckpointStore.namespace_of(self.ckpt, 2)
+        os.makedirs(in_flight)
+        os.rename(os.path.join(CheckpointStore.namespace_of(self.ckpt, 1), "ckpt-000000000320"),
+                  os.path.join(in_flight, "ckpt-000000000320"))
+        claimed = CheckpointStore(self.ckpt, 3).claim()
+        self.assertIsNotNone(claimed, "the checkpoint in launch 2's namespace was lost")
+        directory, steps = claimed
+        self.assertEqual(steps, 320)
+        self.assertIn("attempt-3", directory)
+        with open(os.path.join(directory, "model")) as f:
+            self.assertEqual(f.read(), "320")
+        self.assertFalse(os.path.exists(in_flight))
+        self.assertFalse(os.path.exists(CheckpointStore.namespace_of(self.ckpt, 1)))
+
     def test_a_corrupt_pointer_is_an_error_naming_the_file(self):
         os.makedirs(self.ckpt)
         with open(os.path.join(self.ckpt, "LATEST"), "w") as f:

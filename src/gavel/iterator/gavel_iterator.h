@@ -365,12 +365,49 @@ class CheckpointStore {
     const auto order = [](const Namespace& n) { return n.attempt ? *n.attempt + 1 : 0; };
     std::sort(namespaces.begin(), namespaces.end(),
               [&](const Namespace& a, const Namespace& b) { return order(a) > order(b); });
-    for (const Namespace& ns : namespaces) {
+    for (std::size_t k = 0; k < namespaces.size(); ++k) {
+      const Namespace& ns = namespaces[k];
       if (auto current = CurrentIn(ns.path, /*dangling_is_empty=*/ns.attempt.has_value())) {
         return current;
       }
+      // A LATEST whose checkpoint is gone: a later launch claimed it. If that launch has moved
+      // it but not yet made it current (killed or slow between its rename and its LATEST), it
+      // is in that launch's namespace under the same name: take it from there, for removing
+      // that namespace would lose the job's checkpoint.
+      if (!ns.attempt) continue;
+      const std::optional<std::string> name = PointedName(ns.path);
+      if (!name) continue;
+      for (std::size_t later = 0; later < k; ++later) {
+        if (auto moved = CheckpointNamed(namespaces[later].path, *name)) return moved;
+      }
     }
     return std::nullopt;
+  }
+
+  // The name a namespace's LATEST holds; nullopt without one.
+  static std::optional<std::string> PointedName(const std::filesystem::path& dir) {
+    std::ifstream in(dir / "LATEST");
+    std::string name;
+    if (!(in >> name)) return std::nullopt;
+    return name;
+  }
+
+  // {directory, steps} of the checkpoint `name` in `dir` when it is there whole (its
+  // gavel_iterator.json readable, its steps those of its name); nullopt otherwise.
+  static std::optional<std::pair<std::string, std::uint64_t>> CheckpointNamed(
+      const std::filesystem::path& dir, const std::string& name) {
+    static const std::regex kName(R"(^ckpt-([0-9]{12,})$)");
+    std::smatch match;
+    if (!std::regex_match(name, match, kName)) return std::nullopt;
+    std::ifstream meta_in(dir / name / "gavel_iterator.json");
+    const nlohmann::json meta = nlohmann::json::parse(meta_in, nullptr, false);
+    if (!meta_in || meta.is_discarded() || !meta.is_object()) return std::nullopt;
+    const auto steps = meta.find("steps");
+    if (steps == meta.end() || !steps->is_number_unsigned() ||
+        steps->get<std::uint64_t>() != std::stoull(match[1].str())) {
+      return std::nullopt;
+    }
+    return std::make_pair((dir / name).string(), steps->get<std::uint64_t>());
   }
 
   // The root's own checkpoints and every attempt-<N> below `below`.

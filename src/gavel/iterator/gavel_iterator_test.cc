@@ -324,6 +324,32 @@ TEST_F(GavelIteratorTest, AReplacedLaunchCanNeitherOverwriteNorShrinkTheJobsChec
   }
 }
 
+// A launch replaced while it claims: launch 2 has moved launch 1's checkpoint into its own
+// namespace but has not yet written its LATEST (a slow or killed host) when launch 3 starts.
+// Launch 3 finds the checkpoint where launch 2 put it instead of removing launch 2's namespace
+// with the job's checkpoint in it; launch 2, going on, only writes in its own namespace.
+TEST_F(GavelIteratorTest, ALaunchReplacedInTheMiddleOfItsClaimLeavesTheCheckpointToTheNext) {
+  const fs::path root = dir_ / "job-5";
+  CheckpointStore(root, 1).Save(320, [](const std::string& d) { std::ofstream(d + "/model") << 320; });
+  const fs::path in_flight = CheckpointStore::NamespaceOf(root, 2);
+  fs::create_directories(in_flight);
+  fs::rename(CheckpointStore::NamespaceOf(root, 1) / "ckpt-000000000320",
+             in_flight / "ckpt-000000000320");  // launch 2's rename; its LATEST never came
+  ASSERT_TRUE(fs::exists(CheckpointStore::NamespaceOf(root, 1) / "LATEST"));
+
+  CheckpointStore three(root, 3);
+  const auto claimed = three.Claim();
+  ASSERT_TRUE(claimed.has_value()) << "the checkpoint in launch 2's namespace was lost";
+  EXPECT_EQ(claimed->second, 320u);
+  EXPECT_THAT(claimed->first, HasSubstr("attempt-3"));
+  int model = 0;
+  std::ifstream(claimed->first + "/model") >> model;
+  EXPECT_EQ(model, 320);
+  EXPECT_FALSE(fs::exists(in_flight));
+  EXPECT_FALSE(fs::exists(CheckpointStore::NamespaceOf(root, 1)));
+  EXPECT_EQ(CheckpointStore(root).Latest()->second, 320u);
+}
+
 // Ranks other than 0 load what rank 0 claimed: they wait for its mark.
 TEST_F(GavelIteratorTest, OtherRanksWaitForRankZerosClaim) {
   const fs::path root = dir_ / "job-4";
