@@ -44,7 +44,12 @@ struct LasPerfOptions {
   // A trade must save more than this many seconds of expected run time per job it
   // restarts; 0 = no trades.
   double trade = 3600.0;
-  double min_remaining = 1800.0;  // seconds of work any job is expected to have left
+  // Seconds of work any job is expected to have left: the workload's mean job duration
+  // (generated jobs: 60,303 s). With heavy-tailed durations a job that has run less than
+  // that is expected to need about as much again (at least), however little it has run; a
+  // floor far below it (half an hour) lets trades weigh a young gang that will run for
+  // days as if it were about to finish, and move it to a slow type.
+  double min_remaining = 60000.0;
   // A job that has waited less than `patience` seconds does not start on a type where it
   // runs below `slow` times its speed on its fastest type: it waits for a faster one.
   double slow = 0.2;
@@ -55,8 +60,9 @@ struct LasPerfOptions {
   // never): when nothing waits, the order only decides which type each job gets, and first
   // come on the fastest free type, moving whenever a faster one frees up, is what the
   // field's best at light load (oasis without utilities) does; once jobs compete for GPUs,
-  // or some would run far below their best speed, the queues decide, for `calm` seconds.
-  double calm = 86400.0;
+  // or some would run far below their best speed, the queues decide, until `calm` seconds
+  // after the last such round (default: one simulator round, so the first calm round).
+  double calm = 360.0;
   double calm_speed = 0.5;
 };
 
