@@ -15,9 +15,9 @@
 //   times its fastest speed;
 // - then trades: a placed job takes a faster type from jobs placed there (they take its
 //   type) when that saves more expected run time than `trade` per restart, each job's
-//   remaining work expected to be as much as it has done (Gavel's heterogeneity-awareness
-//   among the jobs chosen to run, gangs included: the fast GPUs go to the jobs that save the
-//   most time on them).
+//   remaining work expected to be as much as it has done and at least the workload's mean
+//   duration, `min_remaining` (Gavel's heterogeneity-awareness among the jobs chosen to
+//   run, gangs included: the fast GPUs go to the jobs that save the most time on them).
 // - calm rounds: while no round of the last `calm` seconds was contended, a round in which
 //   every job finds room oldest first, each on the fastest type with room for its gang and
 //   at least `calm_speed` of its best speed there, is run exactly so, afresh (moves
