@@ -15,9 +15,9 @@
 //   times its fastest speed;
 // - then trades: a placed job takes a faster type from jobs placed there (they take its
 //   type) when that saves more expected run time than `trade` per restart, each job's
-//   remaining work expected to be as much as it has done (Gavel's heterogeneity-awareness
-//   among the jobs chosen to run, gangs included: the fast GPUs go to the jobs that save the
-//   most time on them).
+//   remaining work expected to be as much as it has done and at least the workload's mean
+//   duration, `min_remaining` (Gavel's heterogeneity-awareness among the jobs chosen to
+//   run, gangs included: the fast GPUs go to the jobs that save the most time on them).
 // - calm rounds: while no round of the last `calm` seconds was contended, a round in which
 //   every job finds room oldest first, each on the fastest type with room for its gang and
 //   at least `calm_speed` of its best speed there, is run exactly so, afresh (moves
@@ -44,7 +44,12 @@ struct LasPerfOptions {
   // A trade must save more than this many seconds of expected run time per job it
   // restarts; 0 = no trades.
   double trade = 3600.0;
-  double min_remaining = 1800.0;  // seconds of work any job is expected to have left
+  // Seconds of work any job is expected to have left: the workload's mean job duration
+  // (generated jobs: 60,303 s). With heavy-tailed durations a job that has run less than
+  // that is expected to need about as much again (at least), however little it has run; a
+  // floor far below it (half an hour) lets trades weigh a young gang that will run for
+  // days as if it were about to finish, and move it to a slow type.
+  double min_remaining = 60000.0;
   // A job that has waited less than `patience` seconds does not start on a type where it
   // runs below `slow` times its speed on its fastest type: it waits for a faster one.
   double slow = 0.2;
@@ -55,8 +60,9 @@ struct LasPerfOptions {
   // never): when nothing waits, the order only decides which type each job gets, and first
   // come on the fastest free type, moving whenever a faster one frees up, is what the
   // field's best at light load (oasis without utilities) does; once jobs compete for GPUs,
-  // or some would run far below their best speed, the queues decide, for `calm` seconds.
-  double calm = 86400.0;
+  // or some would run far below their best speed, the queues decide, until `calm` seconds
+  // after the last such round (default: one simulator round, so the first calm round).
+  double calm = 360.0;
   double calm_speed = 0.5;
 };
 

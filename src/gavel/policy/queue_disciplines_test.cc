@@ -637,15 +637,17 @@ TEST(LasPerfTest, NewJobTakesTheFastestTypeWithRoomNotTheEmptiest) {
 TEST(LasPerfTest, RoomComesBeforeSpeedThenATradeGivesTheFastGpuToWhoSavesTime) {
   // One GPU each. Job 0 (queue 1: 5,000 GPU-s) runs on a; job 1 is new (queue 0, placed
   // first) and 4x faster on a, but a's GPU is held by job 0: job 1 takes b, job 0 stays.
-  // Trade: job 1 would save 1,800 × 4 − 1,800 = 5,400 s on a; job 0 runs as fast on b (loses
-  // 0); one restart (job 0): 5,400 > 3,600, they trade; 5,400 is not > 5,400.
+  // Trade, every job expected to have `min_remaining` = 1,800 s left at least: job 1 would
+  // save 1,800 × 4 − 1,800 = 5,400 s on a; job 0 runs as fast on b (loses 0); one restart
+  // (job 0): 5,400 > 3,600, they trade; 5,400 is not > 5,400.
   const PolicyInput input =
       Input({1, 1}, {{.arrival = 0, .attained = 5000, .running_type = 0, .speeds = {1, 1}},
                      {.arrival = 10, .speeds = {4, 1}}});
-  EXPECT_EQ(Types(input, "las_perf:calm=0,trade=0"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(input, "las_perf:calm=0"), (std::vector<int>{1, 0}));
-  EXPECT_EQ(Types(input, "las_perf:calm=0,trade=5400"), (std::vector<int>{0, 1}));
-  EXPECT_EQ(Types(input, "las_perf:calm=0,trade=5399"), (std::vector<int>{1, 0}));
+  const std::string policy = "las_perf:calm=0,min_remaining=1800";
+  EXPECT_EQ(Types(input, policy + ",trade=0"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(input, policy), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(input, policy + ",trade=5400"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(input, policy + ",trade=5399"), (std::vector<int>{1, 0}));
 }
 
 TEST(LasPerfTest, RunningJobMovesToIdleGpusOnlyWhenTheyAreUpgradeTimesFaster) {
@@ -659,34 +661,69 @@ TEST(LasPerfTest, RunningJobMovesToIdleGpusOnlyWhenTheyAreUpgradeTimesFaster) {
   EXPECT_EQ(Types(input, "las_perf:calm=0"), (std::vector<int>{1}));  // 1.1 < 1.2: not worth it
 
   // a's GPU is held by job 1, running there and placed after job 0 (queue 1): no room, no
-  // upgrade. A trade would save job 0 1,800 × 3 − 1,800 = 3,600 s (job 1 loses nothing) for
-  // two restarts: not > 2 × 3,600, but > 2 × 1,000.
+  // upgrade. A trade would save job 0 (`min_remaining` = 1,800 s) 1,800 × 3 − 1,800 = 3,600 s
+  // (job 1 loses nothing) for two restarts: not > 2 × 3,600, but > 2 × 1,000.
   const PolicyInput held =
       Input({1, 1}, {{.arrival = 0, .running_type = 1, .speeds = {3, 1}},
                      {.arrival = 10, .attained = 5000, .running_type = 0, .speeds = {1, 1}}});
-  EXPECT_EQ(Types(held, "las_perf:calm=0"), (std::vector<int>{1, 0}));
-  EXPECT_EQ(Types(held, "las_perf:calm=0,trade=1000"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Types(held, "las_perf:calm=0,min_remaining=1800"), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Types(held, "las_perf:calm=0,min_remaining=1800,trade=1000"),
+            (std::vector<int>{0, 1}));
 }
 
 // a and b, 2 GPUs each. Job 0, a 2-GPU gang, has run 10 h on b at a quarter of its speed on
 // a: expected remaining 36,000 × 0.25 = 9,000 s on a, 36,000 s on b. Jobs 1 and 2 (1 GPU,
-// new: 1,800 s expected) run twice as fast on a and took it first (queue 0). The gang takes a
-// if they move to b: it saves 27,000 s, they lose 2 × 1,800; brute force over the two
-// feasible assignments: expected run times 36,000 + 2 × 1,800 = 39,600 s as placed, 9,000 +
-// 2 × 3,600 = 16,200 s traded.
+// new: `min_remaining` = 1,800 s expected) run twice as fast on a and took it first (queue
+// 0). The gang takes a if they move to b: it saves 27,000 s, they lose 2 × 1,800; brute
+// force over the two feasible assignments: expected run times 36,000 + 2 × 1,800 = 39,600 s
+// as placed, 9,000 + 2 × 3,600 = 16,200 s traded.
 TEST(LasPerfTest, GangTakesTheFastTypeFromSmallJobsWhenThatSavesTimePerRestart) {
   std::vector<Job> jobs = {
       {.scale_factor = 2, .arrival = 0, .attained = 72000, .running_type = 1, .speeds = {4, 1}},
       {.arrival = 10, .speeds = {2, 1}},
       {.arrival = 20, .speeds = {2, 1}}};
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0,trade=0"), (std::vector<int>{1, 0, 0}));
+  const std::string policy = "las_perf:calm=0,min_remaining=1800";
+  EXPECT_EQ(Types(Input({2, 2}, jobs), policy + ",trade=0"), (std::vector<int>{1, 0, 0}));
   // 23,400 s saved for one restart (the gang's).
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0"), (std::vector<int>{0, 1, 1}));
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0,trade=23400"), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), policy), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), policy + ",trade=23400"), (std::vector<int>{1, 0, 0}));
   // Jobs 1 and 2 running on a as well: three restarts; 23,400 > 3 × 7,000, not > 3 × 8,000.
   jobs[1].running_type = jobs[2].running_type = 0;
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0,trade=7000"), (std::vector<int>{0, 1, 1}));
-  EXPECT_EQ(Types(Input({2, 2}, jobs), "las_perf:calm=0,trade=8000"), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), policy + ",trade=7000"), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(Types(Input({2, 2}, jobs), policy + ",trade=8000"), (std::vector<int>{1, 0, 0}));
+}
+
+// A young job is expected to need the workload's mean duration (`min_remaining`, 60,000 s),
+// not the little it has run. One GPU each. Job 0 (8,000 GPU-s: queue 1) runs on a, 1.25
+// times its speed on b; job 1 is new (queue 0, placed first), 4 times faster on a than on
+// b, and takes b (a is held). A trade (job 1 to a, job 0 to b; one restart, job 0's) saves
+// 3 R1 − 0.25 R0 s of expected run time: with a half-hour floor R1 = 1,800 and R0 = 8,000,
+// 5,400 − 2,000 = 3,400 < 3,600, no trade; by default R1 = R0 = 60,000: 165,000 s, a trade.
+// If both have the mean job's 60,000 s of work left at their speed on a, the half-hour
+// floor's placement finishes them in 60,000 (job 0) + 240,000 (job 1, a quarter speed) s,
+// the trade in 75,000 + 60,000 s and one restart.
+TEST(LasPerfTest, YoungJobsAreExpectedToRunTheMeanDurationSoTradesPay) {
+  const PolicyInput input =
+      Input({1, 1}, {{.arrival = 0, .attained = 8000, .running_type = 0, .speeds = {1, 0.8}},
+                     {.arrival = 10, .speeds = {4, 1}}});
+  const std::vector<int> half_hour = Types(input, "las_perf:min_remaining=1800");
+  const std::vector<int> mean = Types(input, "las_perf");
+  EXPECT_EQ(half_hour, (std::vector<int>{0, 1}));
+  EXPECT_EQ(mean, (std::vector<int>{1, 0}));
+  const double work = 60000.0;  // seconds at each job's speed on a
+  const double restart = 600.0;
+  const auto total = [&](const std::vector<int>& types) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < 2; ++i) {
+      const int running = input.jobs[i].running_type;
+      const bool moved = running >= 0 && types[i] != running;
+      const double speed = input.throughput(i, static_cast<std::size_t>(types[i]));
+      sum += (moved ? restart : 0.0) + work * input.throughput(i, 0) / speed;
+    }
+    return sum;
+  };
+  EXPECT_NEAR(total(half_hour), 300000.0, 1e-6);
+  EXPECT_NEAR(total(mean), 135600.0, 1e-6);
 }
 
 TEST(LasPerfTest, NewJobWaitsForAFasterTypeUntilItsPatienceRunsOut) {
@@ -834,7 +871,7 @@ TEST(LasPerfTest, RandomProblemsKeepGangsWholeAndCapacityAndTradesSaveTime) {
         const PolicyJob& job = input.jobs[i];
         const double ran = job.attained_gpu_seconds / job.scale_factor;
         const double left =
-            std::max(1800.0, job.running_type >= 0 ? ran * relative(i, job.running_type) : ran);
+            std::max(60000.0, job.running_type >= 0 ? ran * relative(i, job.running_type) : ran);
         total += left / relative(i, types[i]);
       }
       return total;
@@ -894,22 +931,31 @@ TEST(LasPerfTest, CalmRoundsAreFirstComeOnTheFastestFreeTypeUntilJobsContend) {
   EXPECT_EQ(Types(contended, "las_perf"), (std::vector<int>{1, 0}));
   EXPECT_EQ(Types(contended, "las_perf:calm_speed=0.49"), (std::vector<int>{0, 1}));
 
-  // One policy over three rounds: contended at t = 0, calm at t = 3,600 (within a day: the
-  // queues decide, and job 0 stays on b, 1.19 < upgrade) and at t = 86,400 (a day after: the
-  // fastest free type).
-  const std::unique_ptr<Policy> policy = Make("las_perf");
-  PolicyInput round = contended;
-  round.now_seconds = 0.0;
-  ASSERT_TRUE(policy->Allocate(round).ok());
-  PolicyInput quiet = Input({1, 1}, {{.arrival = 0, .running_type = 1, .speeds = {1.19, 1}}});
-  quiet.now_seconds = 3600.0;
-  Result<PolicyOutput> out = policy->Allocate(quiet);
-  ASSERT_TRUE(out.ok());
-  EXPECT_EQ(out->allocation(0, 1), 1.0);
-  quiet.now_seconds = 86400.0;
-  out = policy->Allocate(quiet);
-  ASSERT_TRUE(out.ok());
-  EXPECT_EQ(out->allocation(0, 0), 1.0);
+  // One policy over rounds: contended at t = 0, calm after. By default the first calm round
+  // is run calm (t = 360, one round later): job 0 moves to a, 1.19 times faster (worth it
+  // for a job with more than a restart's work left: the first test). With `calm=86400` the
+  // queues keep deciding for a day after the contended round: at t = 3,600 job 0 stays on b
+  // (1.19 < upgrade), and only at t = 86,400 does it move.
+  const auto types_at = [&](const std::string& name, const std::vector<double>& times) {
+    const std::unique_ptr<Policy> policy = Make(name);
+    PolicyInput round = contended;
+    round.now_seconds = 0.0;
+    EXPECT_TRUE(policy->Allocate(round).ok());
+    PolicyInput quiet = Input({1, 1}, {{.arrival = 0, .running_type = 1, .speeds = {1.19, 1}}});
+    std::vector<int> types;
+    for (double t : times) {
+      quiet.now_seconds = t;
+      Result<PolicyOutput> out = policy->Allocate(quiet);
+      EXPECT_TRUE(out.ok());
+      types.push_back(out.ok() && out->allocation(0, 0) == 1.0 ? 0 : 1);
+    }
+    return types;
+  };
+  EXPECT_EQ(types_at("las_perf", {360.0}), (std::vector<int>{0}));
+  EXPECT_EQ(types_at("las_perf:calm=86400", {360.0, 3600.0, 86400.0}),
+            (std::vector<int>{1, 1, 0}));
+  EXPECT_EQ(types_at("las_perf:calm=3600", {360.0, 3599.0, 3600.0}),
+            (std::vector<int>{1, 1, 0}));
 }
 
 // Against oasis, an independent implementation of the same calm order (without utilities it
