@@ -515,6 +515,8 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   // gavel serve's leases start once the program is up (the iterator's Init), so a restart
   // lengthens its micro-task and the round rather than eating into the lease.
   simulation.physics.restart_outside_lease = true;
+  // Its iterator ends a lease on a whole step, and a multi-GPU job's lease is a step bound.
+  simulation.physics.whole_steps = true;
   // The simulation runs the daemon's bounded lag (its K over the measured start-up, which is
   // the simulation's restart overhead) unless --lag-bound asks for another.
   if (!physics.lag_bound) simulation.physics.lag_bound_restarts = setup.lag_bound_restarts;
@@ -540,6 +542,7 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
       << "), round " << setup.round_seconds << " s, restart overhead "
       << physics.restart_overhead << " s"
       << (simulation.physics.restart_outside_lease ? " outside the lease" : "")
+      << (simulation.physics.whole_steps ? ", leases of whole steps" : "")
       << ", dispatch delay " << simulation.physics.dispatch_delay.value() << " s\n";
   PrintComparison(metrics, out);
   return Status::Ok();
@@ -579,6 +582,7 @@ CLI::App* AddReplayCommand(CLI::App& app, ReplayOptions* o) {
   // Here --dispatch-delay also takes `measured`, and restarts are always outside the lease.
   cmd->remove_option(cmd->get_option("--dispatch-delay"));
   cmd->remove_option(cmd->get_option("--restart-outside-lease"));
+  cmd->remove_option(cmd->get_option("--whole-steps"));
   cmd->add_option("--dispatch-delay", o->dispatch_delay,
                   "--compare: seconds every simulated lease starts after its round's plan, or "
                   "`measured` (the live rounds' median length beyond the round and the mean "
