@@ -13,6 +13,8 @@
 # (sim_fractional_s: progress in fractions of a step; sim_whole_s: `--whole-steps`, the
 # replay's model), so one live run compares them. Live runs are timing-sensitive: run the
 # sweep at normal priority on a machine without other live runs, and read the load columns.
+# --gavel runs the live points with another binary (an older one, for a before/after); the
+# re-simulations always use the build's.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,7 +65,8 @@ while IFS='|' read -r name policy cluster gpa jobs sizes inter burst minutes see
       ${serve_args[@]+"${serve_args[@]}"} -- --quiet --max-seconds 900 "$@" \
       >"$out/$name.log" 2>&1 || echo "replay-sweep: $name failed (see $out/$name.log)" >&2
   load_after=$(cut -d' ' -f1 /proc/loadavg)
-  python3 - "$out/$name" "$out/$name.log" "$gavel" "$gpa" >>"$tsv" <<PY || true
+  python3 - "$out/$name" "$out/$name.log" "$root/build/release/src/gavel/cli/gavel" "$gpa" \
+      >>"$tsv" <<PY || true
 import json, math, re, subprocess, sys
 d, log, gavel, gpa = sys.argv[1:]
 live = json.load(open(d + "/live.json")); sim = json.load(open(d + "/simulated.json"))

@@ -127,6 +127,10 @@ struct PhysicsOptions {
   bool restart_outside_lease = false;
   Seconds dispatch_delay{0.0};
   bool whole_steps = false;
+  //   step_early_leases: with whole_steps, a single-GPU time lease that holds more than a
+  //     step is one step shorter, so that it ends within its time (the daemon's on-time
+  //     rounds, `gavel serve --rounds-on-time`: the report is in at the boundary).
+  bool step_early_leases = false;
   // Placement is topology-aware (placement.h) whenever any host resource or rack grouping
   // is given or the placement penalty is on.
   bool topology_aware() const {
