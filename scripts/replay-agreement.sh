@@ -6,11 +6,14 @@
 #
 #   scripts/replay-agreement.sh [--policy P] [--time-scale S] [--jobs N] [--seed K]
 #       [--cluster V:P:K] [--gpus-per-agent G] [--interarrival-minutes M]
-#       [--minutes A:B] [--out DIR] [--gavel BINARY] [-- extra replay flags]
+#       [--minutes A:B] [--sizes W1:W2:W4] [--burst B] [--serve-arg ARG]...
+#       [--out DIR] [--gavel BINARY] [-- extra replay flags]
 #
 # The trace: N jobs of random table types (seeded), Poisson arrivals every M minutes on
-# average, each lasting uniformly A to B minutes alone on a V100 (steps = minutes x the
-# table's V100 rate), sizes 1, 2 and 4 GPUs in proportions 39:6:5. The daemon's rounds are the
+# average (in bursts of B jobs arriving together, bursts every B x M minutes on average, when
+# --burst is given), each lasting uniformly A to B minutes alone on a V100 (steps = minutes x
+# the table's V100 rate), sizes 1, 2 and 4 GPUs in proportions W1:W2:W4 (default 39:6:5).
+# --serve-arg passes one more flag to `gavel serve` (repeatable). The daemon's rounds are the
 # simulator's 360 s divided by S. The machine must have a core or so free per 16 GPUs: a loaded
 # machine stretches start-ups and rounds beyond what the simulation models
 # (docs/runtime.md, "Where live and simulated runs differ").
@@ -24,6 +27,9 @@ cluster=8:16:24
 gpus_per_agent=4
 interarrival=1.5
 minutes=30:120
+sizes=39:6:5
+burst=1
+serve_args=()
 out=
 gavel=
 while [ $# -gt 0 ]; do
@@ -36,6 +42,9 @@ while [ $# -gt 0 ]; do
     --gpus-per-agent) gpus_per_agent=$2; shift 2 ;;
     --interarrival-minutes) interarrival=$2; shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --burst) burst=$2; shift 2 ;;
+    --serve-arg) serve_args+=("$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
     --gavel) gavel=$2; shift 2 ;;
     --) shift; break ;;
@@ -57,10 +66,12 @@ cleanup() {
 trap cleanup EXIT
 
 python3 - "$root/data/simulation_throughputs.json" "$work/trace.csv" "$jobs" "$seed" \
-    "$interarrival" "$minutes" <<'EOF'
+    "$interarrival" "$minutes" "$sizes" "$burst" <<'EOF'
 import ast, csv, json, random, sys
-table_file, trace_file, jobs, seed, interarrival, minutes = sys.argv[1:]
+table_file, trace_file, jobs, seed, interarrival, minutes, sizes, burst = sys.argv[1:]
 low, high = (float(x) for x in minutes.split(":"))
+weights = [float(x) for x in sizes.split(":")]
+burst = int(burst)
 v100 = json.load(open(table_file))["v100"]
 by_size = {}
 for key, entry in v100.items():
@@ -72,12 +83,13 @@ arrival = 0.0
 with open(trace_file, "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["job_type", "scale_factor", "total_steps", "arrival_time"])
-    for _ in range(int(jobs)):
-        size = rng.choices([1, 2, 4], weights=[39, 6, 5])[0]
+    for i in range(int(jobs)):
+        size = rng.choices([1, 2, 4], weights=weights)[0]
         job_type, rate = rng.choice(sorted(by_size[size]))
         seconds = rng.uniform(low, high) * 60.0
         w.writerow([job_type, size, int(rate * seconds), f"{arrival:.3f}"])
-        arrival += rng.expovariate(1.0 / (float(interarrival) * 60.0))
+        if (i + 1) % burst == 0:
+            arrival += rng.expovariate(1.0 / (float(interarrival) * burst * 60.0))
 EOF
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -86,7 +98,7 @@ total=$((v100 + p100 + k80))
 round=$(python3 -c "print(360.0 / $time_scale)")
 "$gavel" serve --listen "127.0.0.1:$port" --state "$work/state" --policy "$policy" \
     --round-seconds "$round" --checkpoint-dir "$work/ckpt" --expected-gpus "$total" \
-    >"$work/serve.log" 2>&1 &
+    ${serve_args[@]+"${serve_args[@]}"} >"$work/serve.log" 2>&1 &
 pids+=($!)
 agent=0
 for spec in "v100:$v100" "p100:$p100" "k80:$k80"; do
@@ -107,3 +119,4 @@ echo "replay-agreement: $policy, $cluster in agents of $gpus_per_agent, ${round}
 "$gavel" replay --trace "$work/trace.csv" --trace-format csv --scheduler "127.0.0.1:$port" \
     --time-scale "$time_scale" --out "$out" --compare "$@"
 cp "$work/trace.csv" "$out/trace.csv"
+cp "$work/serve.log" "$out/serve.log"

@@ -85,6 +85,7 @@ struct LiveSetup {
   std::string policy;
   double round_seconds = 0.0;
   double lag_bound_restarts = 0.0;  // the daemon's bounded lag (0 = off)
+  bool rounds_on_time = false;      // gavel serve --rounds-on-time
   std::vector<std::string> types;  // sorted
   std::vector<int> gpus;           // per type
   std::vector<int> gpus_per_server;
@@ -101,6 +102,7 @@ Result<LiveSetup> ReadLiveSetup(const Connection& c) {
     setup.policy = status.policy();
     setup.round_seconds = status.round_duration_s();
     setup.lag_bound_restarts = status.lag_bound_restarts();
+    setup.rounds_on_time = status.rounds_on_time();
   }
   grpc::ClientContext context;
   c.Prepare(&context);
@@ -513,8 +515,12 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   }
   GAVEL_ASSIGN_OR_RETURN(simulation.physics, ToPhysicsOptions(physics));
   // gavel serve's leases start once the program is up (the iterator's Init), so a restart
-  // lengthens its micro-task and the round rather than eating into the lease.
-  simulation.physics.restart_outside_lease = true;
+  // lengthens its micro-task and the round rather than eating into the lease; with on-time
+  // rounds a single-GPU lease counts from the launch instead and is a step short of the round.
+  simulation.physics.restart_outside_lease = !setup.rounds_on_time;
+  simulation.physics.step_early_leases = setup.rounds_on_time;
+  // Its iterator ends a lease on a whole step, and a multi-GPU job's lease is a step bound.
+  simulation.physics.whole_steps = true;
   // The simulation runs the daemon's bounded lag (its K over the measured start-up, which is
   // the simulation's restart overhead) unless --lag-bound asks for another.
   if (!physics.lag_bound) simulation.physics.lag_bound_restarts = setup.lag_bound_restarts;
@@ -540,6 +546,9 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
       << "), round " << setup.round_seconds << " s, restart overhead "
       << physics.restart_overhead << " s"
       << (simulation.physics.restart_outside_lease ? " outside the lease" : "")
+      << (simulation.physics.whole_steps ? ", leases of whole steps" : "")
+      << (simulation.physics.step_early_leases ? " a step short of the round (on-time rounds)"
+                                               : "")
       << ", dispatch delay " << simulation.physics.dispatch_delay.value() << " s\n";
   PrintComparison(metrics, out);
   return Status::Ok();
@@ -579,6 +588,7 @@ CLI::App* AddReplayCommand(CLI::App& app, ReplayOptions* o) {
   // Here --dispatch-delay also takes `measured`, and restarts are always outside the lease.
   cmd->remove_option(cmd->get_option("--dispatch-delay"));
   cmd->remove_option(cmd->get_option("--restart-outside-lease"));
+  cmd->remove_option(cmd->get_option("--whole-steps"));
   cmd->add_option("--dispatch-delay", o->dispatch_delay,
                   "--compare: seconds every simulated lease starts after its round's plan, or "
                   "`measured` (the live rounds' median length beyond the round and the mean "

@@ -336,6 +336,7 @@ Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& f) {
                                            "--dispatch-delay", " s"));
   physics.restart_outside_lease = f.restart_outside_lease;
   physics.dispatch_delay = Seconds(f.dispatch_delay);
+  physics.whole_steps = f.whole_steps;
 
   std::string failures = f.failures;
   if (failures.empty() && f.realistic) failures = "philly";
@@ -378,6 +379,10 @@ void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
                    "Seconds every lease starts after its round's plan (gavel serve's reports "
                    "and dispatch between rounds; default 0)")
       ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
+  command->add_flag("--whole-steps", flags->whole_steps,
+                    "Leases end on whole steps as gavel serve's do: a time lease runs to the "
+                    "step boundary after its time, a multi-GPU lease is floor(round x "
+                    "throughput) steps");
   command->add_flag("--realistic", flags->realistic,
                     "Placement penalty, restart overhead and Philly failures with the shipped "
                     "defaults (each can still be set explicitly)");

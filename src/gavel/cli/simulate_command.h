@@ -34,10 +34,12 @@ struct PhysicsFlags {
   // gavel serve's lease semantics (sim::PhysicsOptions): not part of --realistic.
   bool restart_outside_lease = false;
   double dispatch_delay = 0.0;  // seconds
+  bool whole_steps = false;
   bool any() const {
     return servers_per_rack != 0 || cpus_per_server != 0.0 || mem_per_server_gb != 0.0 ||
            !placement_penalty.empty() || !restart_overhead.empty() || !failures.empty() ||
-           realistic || restart_aware || lag_bound || restart_outside_lease || dispatch_delay != 0.0;
+           realistic || restart_aware || lag_bound || restart_outside_lease || dispatch_delay != 0.0 ||
+           whole_steps;
   }
 };
 

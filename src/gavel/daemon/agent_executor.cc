@@ -159,11 +159,17 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job, const Job* 
     wire::Lease* lease = wt->mutable_lease();
     lease->set_stop_at_step(gang.stop_at_step);
     lease->set_step_bound_only(gang.step_bound_only);
-    lease->set_max_duration_s(options_->round_length.value());
     lease->set_round_end_unix_ms(round.end_ms());
     // Rounds that begin on time end leases with the round, start-up included, so that the
-    // reports are in at the boundary (worker.proto, Lease.startup_inside).
-    lease->set_startup_inside(options_->rounds_on_time && !gang.step_bound_only);
+    // reports are in at the boundary (worker.proto, Lease.startup_inside). The iterator ends a
+    // time lease at the first step after its time, so such a lease is one step (at the job's
+    // estimate) shorter than the round: it ends within it (`gavel simulate`'s model:
+    // sim::PhysicsOptions::step_early_leases). A step longer than the round keeps the round.
+    const bool startup_inside = options_->rounds_on_time && !gang.step_bound_only;
+    const double round_s = options_->round_length.value();
+    lease->set_max_duration_s(startup_inside && rate * round_s > 1.0 ? round_s - 1.0 / rate
+                                                                     : round_s);
+    lease->set_startup_inside(startup_inside);
   }
   if (!continuing) {
     parts_.journal->Log(now, "start", job_id, workers.front(),

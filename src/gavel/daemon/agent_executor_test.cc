@@ -49,13 +49,14 @@ class AgentExecutorTest : public ::testing::Test {
     bool changed = false;
     ASSERT_TRUE(agents_.Register(kAdmin, r, clock_.NowMs(), &changed).ok());
   }
-  std::uint64_t Submit(std::uint32_t scale_factor) {
+  std::uint64_t Submit(std::uint32_t scale_factor,
+                       const std::string& job_type = "ResNet-18 (batch size 64)") {
     wire::JobSpec spec;
     spec.add_command("python3");
     spec.add_command("train.py");
     spec.set_total_steps(1000);
     spec.set_scale_factor(scale_factor);
-    spec.set_job_type("ResNet-18 (batch size 64)");
+    spec.set_job_type(job_type);
     EXPECT_TRUE(jobs_.Validate(spec).ok());
     Job& job = jobs_.Add(kAdmin, spec, clock_.NowMs(), agents_.LiveGpuTypes());
     seam_->Admit(job);
@@ -79,10 +80,11 @@ class AgentExecutorTest : public ::testing::Test {
   // core credits it (JobBook, then the mechanism, then the estimates), with `startup_s` as
   // its measured start-up when it was launched afresh. Returns who ran, round by round, as
   // indices in submission order.
-  std::vector<int> RunnersWithStartUp(double startup_s, int rounds) {
+  std::vector<int> RunnersWithStartUp(double startup_s, int rounds,
+                                     const std::string& second_type = "ResNet-18 (batch size 64)") {
     options_.lag_bound_restarts = 20.0;
     Register("a", "v100", 1);
-    const std::uint64_t submitted[] = {Submit(1), Submit(1)};
+    const std::uint64_t submitted[] = {Submit(1), Submit(1, second_type)};
     std::vector<int> ran;
     for (int round = 0; round < rounds; ++round) {
       std::optional<mechanism::RoundPlan> plan = seam_->PlanRound(clock_.NowMs());
@@ -280,6 +282,13 @@ TEST_F(AgentExecutorTest, AJobWhoseReportIsOutGoesOnInPlaceOrWaits) {
 TEST_F(AgentExecutorTest, AJobWithAMeasuredStartUpKeepsItsGpuWhereAnUnmeasuredOneIsSwapped) {
   // Ties go to the first job submitted.
   EXPECT_EQ(RunnersWithStartUp(1.0, 8), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+}
+
+// A job of a type nobody has started yet costs the mean start-up of every type (1 s here), not
+// nothing: the same four rounds as above, where a cost of 0 would swap the jobs every round.
+TEST_F(AgentExecutorTest, AJobOfAnUnmeasuredTypeCostsTheMeanOfAllTypes) {
+  EXPECT_EQ(RunnersWithStartUp(1.0, 8, "ResNet-50 (batch size 64)"),
+            (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
 }
 
 TEST_F(AgentExecutorTest, JobsWithoutAMeasuredStartUpSwapEveryRound) {

@@ -36,6 +36,10 @@ Seconds CoreOptions::boundary_wait() const {
   return Seconds(std::min(grace().value(), round_length.value() * 0.005));
 }
 
+Seconds CoreOptions::arrival_settle() const {
+  return Seconds(std::min(max_arrival_settle.value(), round_length.value() * 0.05));
+}
+
 Status ValidateCoreOptions(const CoreOptions& options) {
   if (!options.throughputs) return Status::InvalidArgument("no throughput table");
   if (options.policy.info == nullptr) return Status::InvalidArgument("no policy");

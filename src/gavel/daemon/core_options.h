@@ -53,6 +53,10 @@ struct CoreOptions {
   // (`gavel replay --compare`): a late start-up lengthens the round instead of eating into
   // the next one.
   bool rounds_on_time = false;
+  // A round that starts on an idle cluster waits up to this long after the submission that
+  // wakes it (arrival_settle()). 0 = it starts at once, the library's default, which its
+  // tests build on; `gavel serve` passes 1 s.
+  Seconds max_arrival_settle{0.0};
   Seconds heartbeat_interval{2.0};
   Seconds heartbeat_timeout{10.0};
   std::uint64_t seed = 0;
@@ -99,6 +103,9 @@ struct CoreOptions {
   // round (at most the grace), so that rounds begin within 1 % of their time; reports that
   // come later are credited all the same (late).
   Seconds boundary_wait() const;
+  // How long a round that starts on an idle cluster waits after the submission that wakes it:
+  // 5 % of the round, at most max_arrival_settle (SchedulerCore::idle_arrival_ms_).
+  Seconds arrival_settle() const;
 };
 
 // Errors name the option at fault: a missing table or policy, times out of range, entity

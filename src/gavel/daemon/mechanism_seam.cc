@@ -166,9 +166,10 @@ void MechanismSeam::NoteStartup(const Job& job) {
   const auto [seen, fresh] = startup_total_seen_.try_emplace(job.row.id, 0.0);
   if (!fresh && seen->second == job.row.startup_total_s) return;
   seen->second = job.row.startup_total_s;
-  StartupMean& mean = startup_by_job_type_[job.row.spec.job_type()];
-  mean.sum += job.row.last_startup_s;
-  ++mean.count;
+  for (StartupMean* mean : {&startup_by_job_type_[job.row.spec.job_type()], &startup_of_all_}) {
+    mean->sum += job.row.last_startup_s;
+    ++mean->count;
+  }
   startup_means_changed_ = true;
 }
 
@@ -183,9 +184,11 @@ void MechanismSeam::RefreshUnmeasuredRestartCosts() {
 
 double MechanismSeam::RestartCostOf(const Job& job) const {
   if (job.row.last_startup_s > 0.0) return job.row.last_startup_s;
-  const auto mean = startup_by_job_type_.find(job.row.spec.job_type());
-  if (mean == startup_by_job_type_.end() || mean->second.count == 0) return 0.0;
-  return mean->second.sum / static_cast<double>(mean->second.count);
+  const auto of_type = startup_by_job_type_.find(job.row.spec.job_type());
+  const StartupMean& mean =
+      of_type != startup_by_job_type_.end() && of_type->second.count > 0 ? of_type->second
+                                                                           : startup_of_all_;
+  return mean.count == 0 ? 0.0 : mean.sum / static_cast<double>(mean.count);
 }
 
 void MechanismSeam::Hold(const Job& job) {

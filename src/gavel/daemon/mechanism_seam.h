@@ -32,9 +32,12 @@
 // The last rather than the mean: the restore grows with the checkpoint, so the latest is the
 // best guess of the next, and the store keeps the last and the sum but not how many launches
 // were measured. Before its first measurement, the mean of the start-ups measured for jobs of
-// its job type since the daemon started (a restart of the model it will load); with none,
-// 0: the chooser then treats its restarts as free (owed as soon as it lags), as Gavel's
-// queues do.
+// its job type since the daemon started (a restart of the model it will load); with none, the
+// mean of every job type's (the same machines, libraries and storage: a better guess than
+// free, and what `gavel simulate`'s uniform restart overhead assumes); only before any start-up
+// is measured, 0: the chooser then treats its restarts as free (owed as soon as it lags), as
+// Gavel's queues do. (With 0 for every new type, a burst of new job types displaced every
+// measured job at the first round, where the simulation kept them.)
 //
 // Who owns what: the RoundScheduler owns the schedule — the allocation, the time accounting
 // behind the priorities, placement, holds. The daemon owns durable state — jobs and their
@@ -165,7 +168,7 @@ class MechanismSeam {
   // The job's own estimates into the mechanism (UpdateThroughput, every layout type; its
   // restart cost).
   void PushOwnEstimates(const Job& job);
-  // Counts the job's latest start-up into its job type's mean if it is new.
+  // Counts the job's latest start-up into its job type's mean and the mean of all if it is new.
   void NoteStartup(const Job& job);
   // What a restart costs the job, in seconds (the header's "Restart costs").
   double RestartCostOf(const Job& job) const;
@@ -217,6 +220,7 @@ class MechanismSeam {
     std::uint64_t count = 0;
   };
   std::map<std::string, StartupMean> startup_by_job_type_;
+  StartupMean startup_of_all_;  // every job type's: the prior of a type not measured yet
   std::unordered_map<std::uint64_t, double> startup_total_seen_;
   bool startup_means_changed_ = false;
   std::uint64_t rebuilds_ = 0;

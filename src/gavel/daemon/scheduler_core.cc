@@ -83,7 +83,7 @@ bool SchedulerCore::ShouldStartRound(std::int64_t now) const {
   if (gpus == 0) return false;
   // Only the very first round waits for the expected cluster; later ones run on what is left.
   if (next_round_id_ == 0 && gpus < options_.expected_gpus) return false;
-  return jobs_.AnyRunnable(now);
+  return Settled(now) && jobs_.AnyRunnable(now);
 }
 
 void SchedulerCore::Tick() {
@@ -96,7 +96,9 @@ void SchedulerCore::Tick() {
   if (round_) {
     if (round_->idle()) {
       // An idle round ends early when the job set changed and something is runnable.
-      if (now >= round_->end_ms() || (jobs_changed_ && jobs_.AnyRunnable(now))) CloseRound();
+      if (now >= round_->end_ms() || (jobs_changed_ && Settled(now) && jobs_.AnyRunnable(now))) {
+        CloseRound();
+      }
     } else if (round_->AllReported()) {
       CloseRound();
     } else if (options_.rounds_on_time && now >= round_->end_ms() + BoundaryWaitMs()) {
@@ -132,6 +134,7 @@ std::int64_t SchedulerCore::NextWakeMs() const {
   } else if (ShouldStartRound(now)) {
     return now;
   }
+  if (idle_arrival_ms_ >= 0) wake = std::min(wake, idle_arrival_ms_ + SettleMs());
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
   for (const auto& [id, agent] : agents_.agents()) {
     if (agent.row.alive) wake = std::min(wake, agent.last_heartbeat_ms + timeout_ms + 1);
@@ -157,6 +160,7 @@ void SchedulerCore::StartRound(std::int64_t now) {
            now);
     KillEverywhere(it->first, "rejected by admission control", /*any_round=*/true);
   }
+  idle_arrival_ms_ = -1;
   round_.emplace(next_round_id_++, now,
                  static_cast<std::int64_t>(options_.round_length.value() * 1000.0),
                  static_cast<std::int64_t>(options_.grace().value() * 1000.0), &journal_);
@@ -368,9 +372,11 @@ Result<std::uint64_t> SchedulerCore::Submit(const rpc::Principal& user,
     return Status::InvalidArgument("spec.scale_factor: policy " + options_.policy.name +
                                    " schedules single-GPU jobs only");
   }
-  Job& job = jobs_.Add(user, spec, clock_->NowMs(), agents_.LiveGpuTypes());
+  const std::int64_t now = clock_->NowMs();
+  Job& job = jobs_.Add(user, spec, now, agents_.LiveGpuTypes());
   const std::uint64_t id = job.row.id;
   jobs_changed_ = true;
+  if ((!round_ || round_->idle()) && idle_arrival_ms_ < 0) idle_arrival_ms_ = now;
   seam_->Admit(job);
   return id;
 }
@@ -548,6 +554,7 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
   status.set_policy(options_.policy.name);
   status.set_round_duration_s(options_.round_length.value());
   status.set_lag_bound_restarts(options_.lag_bound_restarts);
+  status.set_rounds_on_time(options_.rounds_on_time);
   status.set_round_id(round_ ? round_->id() : next_round_id_);
   status.set_round_elapsed_s(round_ ? static_cast<double>(now - round_->start_ms()) / 1000.0
                                     : 0.0);

@@ -204,6 +204,12 @@ class SchedulerCore {
     FinishMicroTask(*round_, job_id, now);
   }
   bool IsClosing(const OpenRound& round) const { return closing_ && &round == &*closing_; }
+  std::int64_t SettleMs() const {
+    return static_cast<std::int64_t>(options_.arrival_settle().value() * 1000.0);
+  }
+  bool Settled(std::int64_t now) const {
+    return idle_arrival_ms_ < 0 || now >= idle_arrival_ms_ + SettleMs();
+  }
   std::int64_t BoundaryWaitMs() const {
     return static_cast<std::int64_t>(options_.boundary_wait().value() * 1000.0);
   }
@@ -267,6 +273,11 @@ class SchedulerCore {
   // the MechanismSeam.
   std::unique_ptr<AgentExecutor> executor_;
   bool jobs_changed_ = false;      // the active job set changed since the last prefetch
+  // The first submission while no round ran work (-1: none waits). The round that starts for
+  // it waits CoreOptions::arrival_settle() after it, so that jobs submitted together (a
+  // script's burst, a trace's simultaneous arrivals) start in the same round, as `gavel
+  // simulate` starts them; without it the first would hold the cluster's plan for a round.
+  std::int64_t idle_arrival_ms_ = -1;
 
   CoreCounters counters_;
 

@@ -44,6 +44,7 @@ RoundPlan RoundBook::Emit(Seconds now, std::vector<Placed> placed, bool recomput
       const double remaining = record.total_steps - record.steps_run;
       a.max_steps.push_back(std::min(std::trunc(tput * round_seconds), remaining));
       a.expected_throughput.push_back(tput);
+      a.remaining_steps.push_back(remaining);
       if (!record.first_start) record.first_start = now;
     }
     c.last_round = round;

@@ -26,6 +26,9 @@ struct Assignment {
   // summed over its GPUs) and the steps/s the scheduler expects on this GPU type.
   std::vector<double> max_steps;
   std::vector<double> expected_throughput;
+  // Per member, the steps its whole job has left (max_steps is at most this): what a lease
+  // that runs past its step budget (sim::PhysicsOptions::whole_steps) can still train.
+  std::vector<double> remaining_steps;
   Seconds lease_duration{0.0};
   // The combination keeps exactly last round's GPUs (the lease is extended, no restart).
   bool lease_extended = false;

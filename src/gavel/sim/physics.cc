@@ -359,7 +359,19 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
     if (i == 0) first_throughput = tput;
     const double compute = a.max_steps[i] / tput;
     double duration;
-    if (restart + compute <= lease_budget) {
+    if (options_.whole_steps) {
+      // (A thousandth of a step of tolerance: lease x throughput is often whole up to rounding.)
+      constexpr double kTolerance = 1e-3;
+      const bool gang = members == 1 && a.workers.size() > 1;
+      const double lease_time =
+          options_.step_early_leases && lease * tput > 1.0 ? lease - 1.0 / tput : lease;
+      const double training = options_.restart_outside_lease ? lease_time : lease_time - restart;
+      const double steps = gang ? std::max(1.0, std::floor(lease * tput + kTolerance))
+                                : std::ceil(std::max(0.0, training) * tput - kTolerance);
+      const double left = i < a.remaining_steps.size() ? a.remaining_steps[i] : a.max_steps[i];
+      out.steps[i] = std::min(left, steps);
+      duration = restart + out.steps[i] / tput;
+    } else if (restart + compute <= lease_budget) {
       out.steps[i] = a.max_steps[i];
       duration = restart + compute;
     } else {

@@ -115,8 +115,22 @@ struct PhysicsOptions {
   //   dispatch_delay: every micro-task, lease extensions included, starts this long after the
   //     round's plan (the reports of the round before, the plan and StartRound reaching the
   //     agents): the gap between two rounds' leases.
+  //   whole_steps: leases end on whole steps, as the runtime's iterator ends them. A
+  //     single-GPU (time) lease runs to the first step boundary at or after its time (the
+  //     iterator checks the lease before each step), so it trains ceil(time x throughput)
+  //     steps and overruns its time by up to a step; a multi-GPU job's lease is a step bound
+  //     of floor(lease x throughput) steps, at least one, and no time bound (the daemon's gang
+  //     lease, AgentExecutor). A round lasts as long as its longest micro-task, so the
+  //     overruns lengthen it as they lengthen a live round that waits for its reports. The
+  //     fractional model (false) is what matters at real time scales, where a step is a
+  //     small part of a round; at 60x a K80 step of some job types is half a 6-s round.
   bool restart_outside_lease = false;
   Seconds dispatch_delay{0.0};
+  bool whole_steps = false;
+  //   step_early_leases: with whole_steps, a single-GPU time lease that holds more than a
+  //     step is one step shorter, so that it ends within its time (the daemon's on-time
+  //     rounds, `gavel serve --rounds-on-time`: the report is in at the boundary).
+  bool step_early_leases = false;
   // Placement is topology-aware (placement.h) whenever any host resource or rack grouping
   // is given or the placement penalty is on.
   bool topology_aware() const {
@@ -125,7 +139,7 @@ struct PhysicsOptions {
   }
   bool any() const {
     return topology_aware() || restart_overhead.has_value() || failures.has_value() ||
-           dispatch_delay.value() > 0.0;
+           dispatch_delay.value() > 0.0 || whole_steps;
   }
 };
 

@@ -277,6 +277,59 @@ TEST(RuntimeLeaseTest, RestartOutsideTheLeaseLengthensTheTaskAndTheDelayShiftsIt
   }
 }
 
+// Leases of whole steps (the runtime's iterator), hand-worked on a 6-s lease at 0.35 steps/s
+// (a K80 ResNet-50 at 60x: 2.1 steps of time; the mechanism's budget is trunc(2.1) = 2). A
+// single-GPU time lease runs to the step boundary after its time: ceil(2.1) = 3 steps in
+// 3 / 0.35 = 8.571 s, plus a 0.5-s restart outside the lease; inside it the restart leaves
+// 5.5 s, ceil(1.925) = 2 steps. A job with 1 step left trains 1. A 2-GPU job's lease is a step
+// bound of floor(6 x 0.35) = 2 steps (5.714 s), and at least one step when the round holds
+// less (0.1 steps/s: 0.6 -> 1 step, 10 s). The fractional model trains the budget's 2 steps.
+// On-time rounds' leases (step_early_leases, start-up inside) are a step short: 6 - 2.857 s,
+// of which 2.643 s train after the restart, ceil(0.925) = 1 step, done at 3.357 s; a step
+// longer than the round keeps the whole 6 s (5.5 s of training at 0.1: 1 step, 10.5 s).
+TEST(RuntimeLeaseTest, WholeStepLeasesRunToTheStepAfterTheirTimeAndGangsToTheirBound) {
+  mechanism::ClusterLayout layout = *mechanism::ClusterLayout::Create({GpuTypeSpec{"k80", 2, 2}});
+  struct Case {
+    bool whole;
+    bool outside;
+    bool early;
+    int gpus;
+    double tput;
+    double left;
+    double steps;
+    double finish;
+  };
+  const double step = 1.0 / 0.35;
+  for (const Case& c : {Case{true, true, false, 1, 0.35, 100.0, 3.0, 0.5 + 3.0 * step},
+                        Case{true, false, false, 1, 0.35, 100.0, 2.0, 0.5 + 2.0 * step},
+                        Case{true, true, false, 1, 0.35, 1.0, 1.0, 0.5 + step},
+                        Case{true, true, false, 2, 0.35, 100.0, 2.0, 0.5 + 2.0 * step},
+                        Case{true, true, false, 2, 0.1, 100.0, 1.0, 0.5 + 10.0},
+                        Case{false, true, false, 1, 0.35, 100.0, 2.0, 0.5 + 2.0 * step},
+                        Case{true, false, true, 1, 0.35, 100.0, 1.0, 0.5 + step},
+                        Case{true, false, true, 1, 0.1, 100.0, 1.0, 0.5 + 10.0}}) {
+    PhysicsOptions options;
+    options.restart_overhead = RestartOverhead::Uniform(0.5);
+    options.restart_outside_lease = c.outside;
+    options.whole_steps = c.whole;
+    options.step_early_leases = c.early;
+    PhysicsModel model(options, &layout, /*seed=*/1);
+    model.AdmitJob(JobId(0), kResNet, c.gpus);
+    mechanism::Assignment a = OneGpuLease(JobId(0), std::min(c.left, std::trunc(6.0 * c.tput)));
+    if (c.gpus == 2) a.workers = {WorkerId(0), WorkerId(1)};
+    a.expected_throughput = {c.tput};
+    a.remaining_steps = {c.left};
+    a.lease_duration = Seconds(6.0);
+    const Outcome out = model.Launch(a, Seconds(0.0));
+    const std::string what = std::to_string(c.whole) + " " + std::to_string(c.outside) + " " +
+                             std::to_string(c.early) + " " +
+                             std::to_string(c.gpus) + " " + std::to_string(c.tput) + " " +
+                             std::to_string(c.left);
+    EXPECT_DOUBLE_EQ(out.steps[0], c.steps) << what;
+    EXPECT_NEAR(out.finish.value(), c.finish, 1e-9) << what;
+  }
+}
+
 // Over a whole run, one job alone on a GPU for 2,000 s of work in 360-s rounds, a 45-s start
 // and a 3-s dispatch delay: it starts once (45 s) and runs ceil(2000 / 360) = 6 leases, each
 // 3 s late, so JCT = 2000 + 45 + 6 x 3 = 2063 s.
