@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gavel/core/matrix.h"
+#include "gavel/policy/queue_discipline.h"
 
 namespace gavel::policy {
 namespace {
@@ -113,18 +114,13 @@ class LasPerf final : public Policy {
     double capacity = 0.0;
     for (double count : input.gpu_counts) capacity += count;
     if (demand > capacity) return std::nullopt;
-    std::vector<std::size_t> order(m);
-    for (std::size_t i = 0; i < m; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return input.jobs[a].time_since_start > input.jobs[b].time_since_start;
-    });
     std::vector<int> free(n, 0);
     for (std::size_t t = 0; t < n; ++t) free[t] = static_cast<int>(input.gpu_counts[t]);
     PolicyOutput output;
     output.allocation = Matrix(m, n);
     output.pair_allocation = Matrix(0, n);
     output.status = AllocationStatus::kHeuristic;
-    for (std::size_t i : order) {
+    for (std::size_t i : ArrivalOrder(input)) {
       const int need = input.jobs[i].scale_factor;
       int chosen = -1;
       double best = 0.0;

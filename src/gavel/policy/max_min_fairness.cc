@@ -16,6 +16,12 @@
 namespace gavel::policy {
 namespace {
 
+// What turns job i's throughput on a type into its normalised level there, the quantity
+// max-min fairness raises: its GPUs over its weight and its equal-share throughput prop_i.
+double LevelScale(const PolicyJob& job, double prop) {
+  return job.scale_factor / (job.priority_weight * prop);
+}
+
 class MaxMinFairness final : public Policy {
  public:
   MaxMinFairness(Variant variant, const PolicyOptions& options, double stay = 0.0,
@@ -138,7 +144,7 @@ class MaxMinFairness final : public Policy {
       const PolicyJob& job = input.jobs[i];
       // A job that can run nowhere has no share to be fair about; it is left out of the min.
       if (prop[i] <= 0.0) continue;
-      const double scale = job.scale_factor / (job.priority_weight * prop[i]);
+      const double scale = LevelScale(job, prop[i]);
       for (std::size_t j = 0; j < n; ++j) {
         terms[i].push_back({problem.job_columns[i * n + j], throughput(i, j) * scale});
       }
@@ -210,9 +216,9 @@ class MaxMinFairness final : public Policy {
       }
       total = (1.0 - stay_) * efficient.total;
     }
-    GAVEL_ASSIGN_OR_RETURN(Stage stay, SolveStayStage(input, floor, total));
-    stay.output.objective = optimum;
-    return std::move(stay.output);
+    GAVEL_ASSIGN_OR_RETURN(PolicyOutput stay, SolveStayStage(input, floor, total));
+    stay.objective = optimum;
+    return stay;
   }
 
   struct Stage {
@@ -239,7 +245,7 @@ class MaxMinFairness final : public Policy {
         start_point[static_cast<std::size_t>(problem.job_columns[i * n + j])] = start(i, j);
       }
       if (prop[i] <= 0.0) continue;
-      const double scale = input.jobs[i].scale_factor / (input.jobs[i].priority_weight * prop[i]);
+      const double scale = LevelScale(input.jobs[i], prop[i]);
       cols.clear();
       coefs.clear();
       for (std::size_t j = 0; j < n; ++j) {
@@ -271,8 +277,8 @@ class MaxMinFairness final : public Policy {
   // minimising Σ (up + down). At an optimum a cell never moves both ways, so the sum is
   // Σ |x − c|, and x's bounds are the moves' bounds: the LP has only the base and floor
   // rows, where |x − c| >= d as two rows per cell would triple them (and the solve time).
-  Result<Stage> SolveStayStage(const PolicyInput& input, double floor,
-                               std::optional<double> total) {
+  Result<PolicyOutput> SolveStayStage(const PolicyInput& input, double floor,
+                                      std::optional<double> total) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const Matrix throughput = ThroughputView(input);
@@ -323,7 +329,7 @@ class MaxMinFairness final : public Policy {
     std::vector<std::pair<std::size_t, double>> all_cells;
     for (std::size_t i = 0; i < m; ++i) {
       if (prop[i] <= 0.0) continue;
-      const double scale = input.jobs[i].scale_factor / (input.jobs[i].priority_weight * prop[i]);
+      const double scale = LevelScale(input.jobs[i], prop[i]);
       cells.clear();
       for (std::size_t j = 0; j < n; ++j) cells.push_back({i * n + j, throughput(i, j) * scale});
       add_row(floor, lp::kInfinity, cells);
@@ -334,20 +340,17 @@ class MaxMinFairness final : public Policy {
     if (solution.outcome != lp::Outcome::kOptimal) {
       return UnexpectedOutcome("max_min_fairness (stay)", solution.outcome);
     }
-    Stage stage;
-    stage.output.allocation = Matrix(m, n);
-    stage.output.pair_allocation = Matrix(0, n);
-    stage.output.status = AllocationStatus::kOptimal;
+    PolicyOutput output;
+    output.allocation = Matrix(m, n);
+    output.pair_allocation = Matrix(0, n);
+    output.status = AllocationStatus::kOptimal;
     for (std::size_t cell = 0; cell < m * n; ++cell) {
       const double x = current(cell / n, cell % n) +
                        solution.values[static_cast<std::size_t>(up[cell])] -
                        solution.values[static_cast<std::size_t>(down[cell])];
-      stage.output.allocation(cell / n, cell % n) = std::clamp(x, 0.0, 1.0);
+      output.allocation(cell / n, cell % n) = std::clamp(x, 0.0, 1.0);
     }
-    for (const auto& [cell, coef] : all_cells) {
-      stage.total += coef * stage.output.allocation(cell / n, cell % n);
-    }
-    return stage;
+    return output;
   }
 
   // The throughputs the variant believes, and each job's normaliser (prop; 1 when agnostic,
@@ -379,7 +382,7 @@ class MaxMinFairness final : public Policy {
     for (std::size_t i = 0; i < input.num_jobs(); ++i) {
       if (prop[i] <= 0.0) continue;
       const PolicyJob& job = input.jobs[i];
-      const double scale = job.scale_factor / (job.priority_weight * prop[i]);
+      const double scale = LevelScale(job, prop[i]);
       for (std::size_t j = 0; j < input.num_types(); ++j) {
         problem.gain(i, j) = throughput(i, j) * scale;
       }
@@ -433,7 +436,7 @@ class MaxMinFairness final : public Policy {
       // A job that can run nowhere is left out of the minimum, as on every other path.
       if (prop[static_cast<std::size_t>(i)] <= 0.0) continue;
       any = true;
-      const double scale = job.scale_factor / (job.priority_weight * prop[static_cast<std::size_t>(i)]);
+      const double scale = LevelScale(job, prop[static_cast<std::size_t>(i)]);
       columns.assign({t});
       coefficients.assign({-1.0});
       for (int j = 0; j < n; ++j) {
@@ -485,7 +488,7 @@ class MaxMinFairness final : public Policy {
       if (prop[i] <= 0.0) continue;
       any_demand = true;
       const PolicyJob& job = input.jobs[i];
-      const double scale = job.scale_factor / (job.priority_weight * prop[i]);
+      const double scale = LevelScale(job, prop[i]);
       cols.assign({level});
       coefs.assign({-1.0});
       for (std::size_t j = 0; j < n; ++j) {
