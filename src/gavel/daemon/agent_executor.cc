@@ -166,9 +166,10 @@ void AgentExecutor::Launch(const mechanism::Assignment& a, Job& job, const Job* 
     // estimate) shorter than the round: it ends within it (`gavel simulate`'s model:
     // sim::PhysicsOptions::step_early_leases). A step longer than the round keeps the round.
     const bool startup_inside = options_->rounds_on_time && !gang.step_bound_only;
-    const double round_s = options_->round_length.value();
-    lease->set_max_duration_s(startup_inside && rate * round_s > 1.0 ? round_s - 1.0 / rate
-                                                                     : round_s);
+    lease->set_max_duration_s(
+        (startup_inside ? mechanism::StepShortLease(options_->round_length, rate)
+                        : options_->round_length)
+            .value());
     lease->set_startup_inside(startup_inside);
   }
   if (!continuing) {

@@ -34,6 +34,17 @@ struct Assignment {
   bool lease_extended = false;
 };
 
+// How long a single-GPU time lease runs when its report must be in by the round's end (the
+// daemon's on-time rounds, its start-up inside the lease): the iterator ends a time lease at
+// the first step boundary after its time, so the lease is one step (at `steps_per_second`)
+// shorter than the round; a step longer than the round keeps the whole round. The daemon's
+// AgentExecutor sets its leases by it, and the simulator's whole-step model
+// (sim::PhysicsOptions::step_early_leases) runs them by it.
+inline Seconds StepShortLease(Seconds round, double steps_per_second) {
+  return steps_per_second * round.value() > 1.0 ? Seconds(round.value() - 1.0 / steps_per_second)
+                                                : round;
+}
+
 struct RoundPlan {
   Seconds start{0.0};
   std::vector<Assignment> assignments;

@@ -363,8 +363,9 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
       // (A thousandth of a step of tolerance: lease x throughput is often whole up to rounding.)
       constexpr double kTolerance = 1e-3;
       const bool gang = members == 1 && a.workers.size() > 1;
-      const double lease_time =
-          options_.step_early_leases && lease * tput > 1.0 ? lease - 1.0 / tput : lease;
+      const double lease_time = options_.step_early_leases
+                                    ? mechanism::StepShortLease(a.lease_duration, tput).value()
+                                    : lease;
       const double training = options_.restart_outside_lease ? lease_time : lease_time - restart;
       const double steps = gang ? std::max(1.0, std::floor(lease * tput + kTolerance))
                                 : std::ceil(std::max(0.0, training) * tput - kTolerance);
