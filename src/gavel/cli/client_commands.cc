@@ -546,7 +546,8 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions* o) {
   CLI::Option* all =
       o->jobs_cmd->add_flag("-a,--all", o->all_jobs, "Every job, done, failed and cancelled too");
   o->jobs_cmd
-      ->add_flag("--active", o->active_only, "Only queued and running jobs (the default)")
+      ->add_flag("--active")
+      ->description("Only queued and running jobs (the default)")
       ->excludes(all);
   o->jobs_cmd->add_option("job_ids", o->job_ids, "Only these jobs, whatever their state");
   o->jobs_cmd

@@ -93,8 +93,7 @@ struct ClientCommandOptions {
   ClientOptions client;
   SubmitOptions submit;
   std::string output = "table";
-  bool all_jobs = false;     // jobs --all
-  bool active_only = false;  // jobs --active: the default view, accepted for scripts
+  bool all_jobs = false;  // jobs --all (--active, the default view, is accepted for scripts)
   std::vector<std::uint64_t> job_ids;
   JobsPaging paging;
   CLI::App* submit_cmd = nullptr;

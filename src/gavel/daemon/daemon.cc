@@ -322,7 +322,8 @@ class Daemon::SchedulerService final
     if (!caller) return rpc::Unauthenticated();
     if (grpc::Status refused = RefuseAgents(*caller, "ListJobs"); !refused.ok()) return refused;
     wire::ListJobsRequest request;
-    if (!ParseRequest(request_bytes, &request)) {
+    grpc::ByteBuffer shared(request_bytes);  // the same slices; Deserialize consumes its buffer
+    if (!grpc::SerializationTraits<wire::ListJobsRequest>::Deserialize(&shared, &request).ok()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "ListJobsRequest: unparsable");
     }
     // Answered here, from the last commit's listing: a busy core thread delays no listing.
@@ -338,16 +339,6 @@ class Daemon::SchedulerService final
                       [](void* owned) { delete static_cast<std::string*>(owned); }, bytes);
     *response = grpc::ByteBuffer(&slice, 1);
     return grpc::Status::OK;
-  }
-
-  static bool ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* out) {
-    std::vector<grpc::Slice> slices;
-    if (!buffer.Dump(&slices).ok()) return false;
-    std::string bytes;
-    for (const grpc::Slice& slice : slices) {
-      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
-    return out->ParseFromString(bytes);
   }
 
   CoreLoop* loop_;
