@@ -134,7 +134,12 @@ std::int64_t SchedulerCore::NextWakeMs() const {
   } else if (ShouldStartRound(now)) {
     return now;
   }
-  if (idle_arrival_ms_ >= 0) wake = std::min(wake, idle_arrival_ms_ + SettleMs());
+  // Only a settle still running is a reason to wake: once it has passed, a round that did
+  // not start waits for something else (a worker joining, the expected cluster), and waking
+  // for the past would spin this loop.
+  if (idle_arrival_ms_ >= 0 && idle_arrival_ms_ + SettleMs() > now) {
+    wake = std::min(wake, idle_arrival_ms_ + SettleMs());
+  }
   const auto timeout_ms = static_cast<std::int64_t>(options_.heartbeat_timeout.value() * 1000.0);
   for (const auto& [id, agent] : agents_.agents()) {
     if (agent.row.alive) wake = std::min(wake, agent.last_heartbeat_ms + timeout_ms + 1);

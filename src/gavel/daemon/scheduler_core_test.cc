@@ -54,6 +54,7 @@ class CoreTest : public ::testing::Test {
     options.background_solves = false;
     options.rounds_on_time = rounds_on_time_;
     options.max_arrival_settle = max_arrival_settle_;
+    options.expected_gpus = expected_gpus_;
     options.instance_costs = instance_costs_;
     return options;
   }
@@ -165,6 +166,7 @@ class CoreTest : public ::testing::Test {
   std::map<std::string, double> instance_costs_;
   bool rounds_on_time_ = true;
   Seconds max_arrival_settle_{0.0};
+  int expected_gpus_ = 0;
   ManualClock clock_{Seconds(1'700'000'000.0)};  // a Unix time, in 2023
   MemoryStore store_;
   FakeAgentTransport transport_;
@@ -286,6 +288,29 @@ TEST_F(CoreTest, AJobRunsRoundAfterRoundWithExactStepsAndLeaseExtensions) {
   EXPECT_NEAR(v100->seconds(), 10.5 + 3.5, 1e-9);
   Tick();
   EXPECT_FALSE(core_->current_round().has_value()) << "nothing left to run";
+}
+
+// Jobs waiting for a cluster that is not there yet (no worker, or fewer GPUs than the first
+// round expects) leave the core nothing to do until a worker joins: once the arrival settle
+// has passed it wakes only at its periodic second, not at once (which spun gavel serve's loop
+// at a core's worth of CPU while it waited for workers).
+TEST_F(CoreTest, JobsWaitingForWorkersDoNotWakeTheLoopOnceSettled) {
+  max_arrival_settle_ = Seconds(1.0);
+  Restart();
+  Submit(Spec(1000));
+  Tick();
+  EXPECT_EQ(core_->NextWakeMs(), clock_.NowMs() + 500) << "the settle (5 % of 10 s) still runs";
+  Advance(2000, {});
+  EXPECT_FALSE(core_->current_round().has_value()) << "no worker: no round";
+  EXPECT_EQ(core_->NextWakeMs(), clock_.NowMs() + 1000);
+  // The same with a worker short of the GPUs the first round waits for.
+  expected_gpus_ = 4;
+  Restart();
+  Register("a1", "v100", 2);
+  Submit(Spec(1000));
+  Advance(2000, {"a1"});
+  EXPECT_FALSE(core_->current_round().has_value()) << "the first round waits for 4 GPUs";
+  EXPECT_GT(core_->NextWakeMs(), clock_.NowMs());
 }
 
 // Jobs submitted together on an idle cluster start in one round: with a settle of 5 % of the
