@@ -1,6 +1,7 @@
 # The README's commands. Each target installs what it needs first (scripts/install-deps.sh).
-# `make install`: the `gavel` binary, the C++ iterator header and the Python iterator client
-# (importable as `gavel_iterator` by Debian's python3) under PREFIX (cmake/GavelInstall.cmake).
+# `make install`: the `gavel` binaries (`gavel`, `gavel-engine`), the C++ iterator header and
+# the Python iterator client (importable as `gavel_iterator` by Debian's python3) under PREFIX
+# (cmake/GavelInstall.cmake).
 .PHONY: deps build install run test test-release test-debug test-fuzz fuzz test-tsan bench clean
 
 JOBS ?= $(shell nproc)

@@ -1,12 +1,17 @@
 # `cmake --install build/release [--prefix P]` (the README's `make install`; prefix
-# /usr/local by default): the `gavel` binary, the C++ iterator header (include it as
-# "gavel/iterator/gavel_iterator.h"; it needs nlohmann-json3-dev) and the Python iterator
+# /usr/local by default): the `gavel` binaries (with the runtime, `gavel-engine` beside
+# `gavel`), the C++ iterator header (include it as "gavel/iterator/gavel_iterator.h"; it
+# needs nlohmann-json3-dev) and the Python iterator
 # client, copied as a plain module into the prefix's dist-packages of Debian's python3
 # (/usr/local/lib/python3.11/dist-packages on Debian 12), where `import gavel_iterator` finds
 # it without path edits. No pip: Debian 12's pip refuses to install outside a virtual
 # environment (PEP 668); `pip install ./python` is for virtual environments.
 include(GNUInstallDirs)
 install(TARGETS gavel RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET gavel_engine)
+  # The front runs it from its own directory (src/gavel/cli/front_main.cc).
+  install(TARGETS gavel_engine RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/src/gavel/iterator/gavel_iterator.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gavel/iterator)
 
