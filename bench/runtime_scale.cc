@@ -16,16 +16,18 @@
 //     credited steps right after the restart (same state directory and port) are at least
 //     those listed just before the kill; at the end every job is DONE with all its steps
 //     credited and checkpointed (the job's own checkpoint file).
-// The emulated cluster (the agent hosts and the job processes they start) runs at nice
-// --cluster-nice (default 19): on a real cluster those run on other machines, and here they
-// would otherwise take the daemon's and the client's cores; the output says which nice it ran
-// at, and `--cluster-nice 0` runs everything at one priority. The load average is sampled
-// with the other figures.
+// The emulated cluster (the agent hosts and the job processes they start) runs under
+// SCHED_IDLE (--cluster-scheduling idle, the default) or at --cluster-nice (nice): on a real
+// cluster those run on other machines, and here they would otherwise take the daemon's and
+// the client's cores; the output says which, and `--cluster-scheduling nice --cluster-nice 0`
+// runs everything at one priority. The load average is sampled with the other figures, and
+// every `gavel jobs` sample is written to gavel_jobs_samples.csv in the run's directory.
 // Figures go to stdout and, with --json, to a file. docs/runtime.md ("Runtime at scale")
 // and bench/README.md hold the command and the measured figures.
 //
 // Thread-safety: the driver's samplers are threads that share only the Samples (one mutex).
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -97,7 +99,9 @@ struct ScaleOptions {
   int kill_at_round = 3;  // kill -9 the daemon halfway through this round; 0 = never
   std::string policy = "max_min_fairness_perf";
   double jobs_interval_seconds = 1.0;  // between two `gavel jobs`
-  // The agent hosts and their jobs run at this nice (0..19): they stand for other machines.
+  // The agent hosts and their jobs stand for other machines: under SCHED_IDLE ("idle": they run
+  // only on CPU time no other process wants) or at --cluster-nice ("nice").
+  std::string cluster_scheduling = "idle";
   int cluster_nice = 19;
   double limit_seconds = 1200.0;       // give up waiting for the jobs after this
   std::uint64_t seed = 1;
@@ -115,6 +119,7 @@ struct AgentHostOptions {
   int first = 0;
   int count = 1;
   int gpus = 4;
+  bool idle = false;  // SCHED_IDLE; else `nice`
   int nice = 0;
 };
 
@@ -130,6 +135,31 @@ class Child : public gavel::daemon::ChildProcess {
   Child(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err)
       : ChildProcess(argv, out.string(), err.string(), 30.0) {}
 };
+
+// User + system CPU of this process's children that have been waited for (seconds): around
+// one child's wait, with no other child ending meanwhile, that child's CPU time.
+double ChildrenCpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_CHILDREN, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// A child's main thread's scheduler statistics (/proc/PID/schedstat: time on a CPU, time
+// runnable but waiting for one), read once it has exited and before it is reaped (waitid
+// with WNOWAIT), so the wait status is still the caller's to collect; zeros if unreadable.
+struct SchedStat {
+  double on_cpu_ms = 0.0, runqueue_ms = 0.0;
+};
+SchedStat SchedStatAtExit(pid_t pid) {
+  SchedStat stat;
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0) return stat;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/schedstat");
+  double on_cpu_ns = 0.0, runqueue_ns = 0.0;
+  if (in >> on_cpu_ns >> runqueue_ns) stat = {on_cpu_ns / 1e6, runqueue_ns / 1e6};
+  return stat;
+}
 
 // A field of /proc/PID/status in KiB (VmHWM, VmRSS); 0 if unreadable.
 std::uint64_t ProcStatusKib(pid_t pid, const std::string& field) {
@@ -152,8 +182,15 @@ int RunAgentHost(const AgentHostOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   (void)rpc::RaiseDescriptorLimit();
-  // The job processes the agents start inherit it.
-  if (options.nice > 0 && ::setpriority(PRIO_PROCESS, 0, options.nice) != 0) {
+  // The job processes the agents start inherit either.
+  if (options.idle) {
+    sched_param param{};
+    param.sched_priority = 0;
+    if (::sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
+      std::cerr << "agent-host: sched_setscheduler SCHED_IDLE failed\n";
+      return 1;
+    }
+  } else if (options.nice > 0 && ::setpriority(PRIO_PROCESS, 0, options.nice) != 0) {
     std::cerr << "agent-host: setpriority " << options.nice << " failed\n";
     return 1;
   }
@@ -245,6 +282,14 @@ struct Samples {
   std::vector<double> jobs_ms;      // `gavel jobs`, whole command (queued and running jobs)
   std::vector<double> jobs_all_ms;  // `gavel jobs --all`, whole command (every job)
   std::vector<double> list_rpc_ms;  // ListJobs of every job, every page, in process
+  // One row per `gavel jobs` sample, for finding what its slow answers coincide with: when it
+  // started (driver clock, s), how far into its round, the command's wall and CPU time (ms)
+  // and its output lines.
+  struct JobsSample {
+    double at_s, into_round_s, wall_ms, cpu_ms, on_cpu_ms, runqueue_ms;
+    std::size_t lines;
+  };
+  std::vector<JobsSample> jobs_trace;
   double load_min = -1.0, load_max = 0.0;  // 1-minute load average seen
   std::uint64_t peak_rss_kib = 0;
   int jobs_failures = 0;
@@ -428,9 +473,17 @@ void Driver::PollJobs(const std::atomic<bool>& stop) {
       if (!samples_.daemon_up) continue;
     }
     const auto start = SteadyClock::now();
+    const double cpu_before = ChildrenCpuSeconds();
     Child cli({options_.gavel, "jobs", "--scheduler", address()}, out, dir_ / "jobs.err");
+    const SchedStat sched = SchedStatAtExit(cli.pid());
     const int status = cli.Wait();
     const double cli_ms = SecondsSince(start) * 1000.0;
+    const double cli_cpu_ms = (ChildrenCpuSeconds() - cpu_before) * 1000.0;
+    std::size_t lines = 0;
+    {
+      std::ifstream listing(out);
+      for (std::string line; std::getline(listing, line);) ++lines;
+    }
     const auto all_start = SteadyClock::now();
     Child all_cli({options_.gavel, "jobs", "--all", "--scheduler", address()}, out,
                   dir_ / "jobs.err");
@@ -444,6 +497,13 @@ void Driver::PollJobs(const std::atomic<bool>& stop) {
     if (!samples_.daemon_up) continue;  // the kill fell inside: not an answer of a live daemon
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       samples_.jobs_ms.push_back(cli_ms);
+      const double at = std::chrono::duration<double>(start - t0_).count();
+      double into_round = -1.0;
+      for (const auto& [round, round_start] : samples_.round_starts) {
+        if (round_start <= at) into_round = at - round_start;
+      }
+      samples_.jobs_trace.push_back(
+          {at, into_round, cli_ms, cli_cpu_ms, sched.on_cpu_ms, sched.runqueue_ms, lines});
     } else {
       ++samples_.jobs_failures;
     }
@@ -527,11 +587,14 @@ int Driver::Run() {
   }
   fs::create_directories(dir_ / "ckpt");
   (void)rpc::RaiseDescriptorLimit();
+  const bool idle = options_.cluster_scheduling == "idle";
   std::cout << "runtime_scale: " << options_.agents << " agents x " << options_.gpus_per_agent
             << " GPUs, " << options_.jobs << " jobs, " << options_.round_seconds
             << "-s rounds, in " << dir_.string() << "\n"
-            << "runtime_scale: the emulated cluster (agent hosts, job processes) at nice "
-            << options_.cluster_nice << "; the daemon, `gavel jobs` and this driver at nice "
+            << "runtime_scale: the emulated cluster (agent hosts, job processes) "
+            << (idle ? std::string("under SCHED_IDLE")
+                     : "at nice " + std::to_string(options_.cluster_nice))
+            << "; the daemon, `gavel jobs` and this driver at nice "
             << ::getpriority(PRIO_PROCESS, 0) << "\n"
             << std::flush;
 
@@ -553,7 +616,8 @@ int Driver::Run() {
                                  dir_.string(), "--first", std::to_string(first), "--count",
                                  std::to_string(count), "--gpus",
                                  std::to_string(options_.gpus_per_agent), "--nice",
-                                 std::to_string(options_.cluster_nice)},
+                                 std::to_string(options_.cluster_nice), "--idle",
+                                 idle ? "true" : "false"},
         dir_ / (name + ".out"), dir_ / (name + ".err"));
   }
   const auto submit_start = SteadyClock::now();
@@ -652,6 +716,18 @@ int Driver::Report() {
     figures["round_lateness_s"] = ToJson(Summarize(lateness));
     figures["gavel_jobs_ms"] = ToJson(Summarize(samples_.jobs_ms));
     figures["gavel_jobs_all_ms"] = ToJson(Summarize(samples_.jobs_all_ms));
+    std::vector<double> cpu_ms;
+    const fs::path trace_path = dir_ / "gavel_jobs_samples.csv";
+    std::ofstream trace(trace_path);
+    trace << "at_s,into_round_s,wall_ms,cpu_ms,on_cpu_ms,runqueue_ms,lines\n";
+    for (const Samples::JobsSample& sample : samples_.jobs_trace) {
+      cpu_ms.push_back(sample.cpu_ms);
+      trace << sample.at_s << "," << sample.into_round_s << "," << sample.wall_ms << ","
+            << sample.cpu_ms << "," << sample.on_cpu_ms << "," << sample.runqueue_ms << ","
+            << sample.lines << "\n";
+    }
+    figures["gavel_jobs_cpu_ms"] = ToJson(Summarize(cpu_ms));
+    figures["gavel_jobs_samples_csv"] = trace_path.string();
     figures["load_average_1m"] = {{"min", samples_.load_min}, {"max", samples_.load_max}};
     figures["list_jobs_rpc_ms"] = ToJson(Summarize(samples_.list_rpc_ms));
     figures["gavel_jobs_failures"] = samples_.jobs_failures;
@@ -665,6 +741,7 @@ int Driver::Report() {
   figures["gpus"] = options_.agents * options_.gpus_per_agent;
   figures["jobs"] = options_.jobs;
   figures["round_s"] = options_.round_seconds;
+  figures["cluster_scheduling"] = options_.cluster_scheduling;
   figures["cluster_nice"] = options_.cluster_nice;
 
   // Every job DONE with all its steps credited and checkpointed.
@@ -762,9 +839,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   app.add_option("--policy", run.policy);
   app.add_option("--jobs-interval-seconds", run.jobs_interval_seconds)->check(CLI::Range(0.01, 3600.0));
+  app.add_option("--cluster-scheduling", run.cluster_scheduling,
+                 "how the emulated cluster (agent hosts and their jobs), which stands for other "
+                 "machines, yields the CPU: idle = SCHED_IDLE (default), nice = --cluster-nice")
+      ->check(CLI::IsMember({"idle", "nice"}));
   app.add_option("--cluster-nice", run.cluster_nice,
-                 "nice of the emulated cluster (agent hosts and their jobs), which stands for "
-                 "other machines (default 19; 0 = the daemon's priority)")
+                 "nice of the emulated cluster with --cluster-scheduling nice (default 19; 0 = "
+                 "the daemon's priority)")
       ->check(CLI::Range(0, 19));
   app.add_option("--limit-seconds", run.limit_seconds)->check(CLI::Range(1.0, 1e6));
   app.add_option("--seed", run.seed);
@@ -783,6 +864,7 @@ int main(int argc, char** argv) {
   host_cmd->add_option("--count", host.count)->required();
   host_cmd->add_option("--gpus", host.gpus)->required();
   host_cmd->add_option("--nice", host.nice)->check(CLI::Range(0, 19));
+  host_cmd->add_option("--idle", host.idle);
   CLI11_PARSE(app, argc, argv);
   if (*host_cmd) return gavel::bench::RunAgentHost(host);
   if (run.min_job_rounds > run.max_job_rounds) {
