@@ -81,7 +81,8 @@ def main():
     p.add_argument("--seeds", required=True, help="e.g. 40-44 or 1,3,5")
     p.add_argument("--rates", required=True, help="comma-separated jobs per hour")
     p.add_argument("--candidates", default="las_perf", help="comma-separated; ';' between "
-                   "policies whose options contain commas")
+                   "policies whose options contain commas; '|' where options also contain "
+                   "';' (thresholds=a;b)")
     p.add_argument("--field", default=",".join(FIELD))
     p.add_argument("--binary", default="build/release/src/gavel/cli/gavel")
     p.add_argument("--out", required=True)
@@ -89,7 +90,7 @@ def main():
     p.add_argument("--no-run", action="store_true", help="report what is there")
     args = p.parse_args()
 
-    sep = ";" if ";" in args.candidates else ","
+    sep = "|" if "|" in args.candidates else ";" if ";" in args.candidates else ","
     candidates = [c for c in args.candidates.split(sep) if c]
     field = [f for f in args.field.split(",") if f]
     clusters = args.clusters.split(",")
