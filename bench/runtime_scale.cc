@@ -120,6 +120,7 @@ struct AgentHostOptions {
   int count = 1;
   int gpus = 4;
   bool idle = false;  // SCHED_IDLE; else `nice`
+  std::string cpu_group;  // an idle CPU group to join first; "" = none
   int nice = 0;
 };
 
@@ -172,6 +173,39 @@ std::uint64_t ProcStatusKib(pid_t pid, const std::string& field) {
 }
 
 // ------------------------------------------------------------------------------------------
+// The emulated cluster's CPU group. Tasks under SCHED_IDLE each weigh 3 against a nice-0
+// task's 1,024, so 2,000 runnable job processes still outweigh the daemon and the client; a
+// control group with cpu.idle set is one idle entity however many tasks it holds. Made under
+// the cgroup v1 cpu hierarchy or the v2 root where the cpu controller is enabled, by a
+// process allowed to (root); elsewhere the cluster runs under per-task SCHED_IDLE only.
+
+// Creates an idle CPU group named after this process; nullopt where none can be made.
+std::optional<fs::path> MakeIdleCpuGroup() {
+  const std::string name = "gavel_scale_" + std::to_string(::getpid());
+  for (const fs::path& root : {fs::path("/sys/fs/cgroup/cpu"), fs::path("/sys/fs/cgroup")}) {
+    std::error_code ec;
+    const fs::path group = root / name;
+    if (!fs::create_directory(group, ec) || ec) continue;
+    // A control group's directory comes with its files; a plain directory (a tmpfs where no
+    // hierarchy is mounted) does not, and gets none written.
+    if (fs::exists(group / "cgroup.procs") && fs::exists(group / "cpu.idle")) {
+      std::ofstream idle(group / "cpu.idle");
+      idle << "1" << std::flush;
+      if (idle) return group;
+    }
+    fs::remove(group, ec);
+  }
+  return std::nullopt;
+}
+
+// Moves the calling process (and so the processes it starts) into `group`.
+bool JoinCpuGroup(const fs::path& group) {
+  std::ofstream procs(group / "cgroup.procs");
+  procs << ::getpid() << std::flush;
+  return static_cast<bool>(procs);
+}
+
+// ------------------------------------------------------------------------------------------
 // Agent host: `count` agents in this process until SIGTERM.
 
 int RunAgentHost(const AgentHostOptions& options) {
@@ -182,7 +216,11 @@ int RunAgentHost(const AgentHostOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   (void)rpc::RaiseDescriptorLimit();
-  // The job processes the agents start inherit either.
+  // The job processes the agents start inherit both.
+  if (!options.cpu_group.empty() && !JoinCpuGroup(options.cpu_group)) {
+    std::cerr << "agent-host: cannot join the CPU group " << options.cpu_group << "\n";
+    return 1;
+  }
   if (options.idle) {
     sched_param param{};
     param.sched_priority = 0;
@@ -319,6 +357,7 @@ class Driver {
   int port_ = 0;
   Child daemon_;
   std::vector<Child> hosts_;
+  std::optional<fs::path> cpu_group_;  // the emulated cluster's idle CPU group, if made
   std::shared_ptr<grpc::Channel> channel_;
   SteadyClock::time_point t0_ = SteadyClock::now();
   Samples samples_;
@@ -465,7 +504,13 @@ void Driver::SampleRss() {
 }
 
 void Driver::PollJobs(const std::atomic<bool>& stop) {
-  const fs::path out = dir_ / "jobs.out";
+  // The command's output goes to memory (/dev/shm where there is one), as a terminal would
+  // take it: a file beside the emulated jobs' checkpoints can wait behind their fsyncs in the
+  // file system's journal, which no user's `gavel jobs` does.
+  const fs::path shm = "/dev/shm";
+  const fs::path out = fs::is_directory(shm)
+                           ? shm / ("gavel_scale_jobs_" + std::to_string(::getpid()) + ".out")
+                           : dir_ / "jobs.out";
   while (!stop) {
     std::this_thread::sleep_for(std::chrono::duration<double>(options_.jobs_interval_seconds));
     {
@@ -588,12 +633,14 @@ int Driver::Run() {
   fs::create_directories(dir_ / "ckpt");
   (void)rpc::RaiseDescriptorLimit();
   const bool idle = options_.cluster_scheduling == "idle";
+  if (idle) cpu_group_ = MakeIdleCpuGroup();
   std::cout << "runtime_scale: " << options_.agents << " agents x " << options_.gpus_per_agent
             << " GPUs, " << options_.jobs << " jobs, " << options_.round_seconds
             << "-s rounds, in " << dir_.string() << "\n"
             << "runtime_scale: the emulated cluster (agent hosts, job processes) "
-            << (idle ? std::string("under SCHED_IDLE")
-                     : "at nice " + std::to_string(options_.cluster_nice))
+            << (!idle       ? "at nice " + std::to_string(options_.cluster_nice)
+                : cpu_group_ ? "in the idle CPU group " + cpu_group_->string() + ", under SCHED_IDLE"
+                             : std::string("under SCHED_IDLE (no idle CPU group could be made)"))
             << "; the daemon, `gavel jobs` and this driver at nice "
             << ::getpriority(PRIO_PROCESS, 0) << "\n"
             << std::flush;
@@ -617,7 +664,8 @@ int Driver::Run() {
                                  std::to_string(count), "--gpus",
                                  std::to_string(options_.gpus_per_agent), "--nice",
                                  std::to_string(options_.cluster_nice), "--idle",
-                                 idle ? "true" : "false"},
+                                 idle ? "true" : "false", "--cpu-group",
+                                 cpu_group_ ? cpu_group_->string() : ""},
         dir_ / (name + ".out"), dir_ / (name + ".err"));
   }
   const auto submit_start = SteadyClock::now();
@@ -686,6 +734,13 @@ int Driver::Run() {
   const int code = Report();
   for (Child& host : hosts_) host.Stop();
   daemon_.Stop();
+  if (cpu_group_) {
+    // Empty once the hosts and their jobs are gone (a straggler keeps it: named, not fatal).
+    std::error_code ec;
+    if (!fs::remove(*cpu_group_, ec)) {
+      std::cerr << "runtime_scale: left the CPU group " << cpu_group_->string() << "\n";
+    }
+  }
   if (code == 0 && options_.dir.empty()) {
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -742,6 +797,7 @@ int Driver::Report() {
   figures["jobs"] = options_.jobs;
   figures["round_s"] = options_.round_seconds;
   figures["cluster_scheduling"] = options_.cluster_scheduling;
+  figures["cluster_cpu_group"] = cpu_group_ ? cpu_group_->string() : "";
   figures["cluster_nice"] = options_.cluster_nice;
 
   // Every job DONE with all its steps credited and checkpointed.
@@ -865,6 +921,7 @@ int main(int argc, char** argv) {
   host_cmd->add_option("--gpus", host.gpus)->required();
   host_cmd->add_option("--nice", host.nice)->check(CLI::Range(0, 19));
   host_cmd->add_option("--idle", host.idle);
+  host_cmd->add_option("--cpu-group", host.cpu_group);
   CLI11_PARSE(app, argc, argv);
   if (*host_cmd) return gavel::bench::RunAgentHost(host);
   if (run.min_job_rounds > run.max_job_rounds) {
