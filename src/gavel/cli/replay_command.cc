@@ -398,7 +398,7 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   }
   s.cluster = JoinInts(setup.gpus, ':');
   s.gpus_per_server = JoinInts(setup.gpus_per_server, ':');
-  s.policy = setup.policy;
+  s.policy = sim::PolicyAsServed(setup.policy);
   s.seed = o.seed;
   s.round_seconds = setup.round_seconds;
   s.trace_file = o.trace_file;

@@ -94,8 +94,7 @@ Result<policy::PolicyOutput> AllocationService::Allocate(const policy::PolicyInp
       }
       if (!solved_.empty()) {
         ++stats_.served_stale;
-        pending_.clear();
-        pending_.push_back(input);
+        ReplacePendingLocked({input}, /*take=*/true);
         cv_.notify_all();
         return Restrict(*solved_.front(), input);
       }
@@ -106,14 +105,21 @@ Result<policy::PolicyOutput> AllocationService::Allocate(const policy::PolicyInp
   return SolveLocked(input);
 }
 
-void AllocationService::Prefetch(std::vector<policy::PolicyInput> inputs) {
+void AllocationService::Prefetch(std::vector<policy::PolicyInput> inputs, PrefetchUse use) {
   if (!background_) return;
   {
     MutexLock lock(mutex_);
-    pending_.clear();  // newer problems replace those not yet started
-    for (policy::PolicyInput& input : inputs) pending_.push_back(std::move(input));
+    ReplacePendingLocked(std::move(inputs), use == PrefetchUse::kTakeWhenSolved);
   }
   cv_.notify_all();
+}
+
+void AllocationService::ReplacePendingLocked(std::vector<policy::PolicyInput> inputs,
+                                             bool take) {
+  // Newer problems replace those not yet started.
+  for (const Pending& replaced : pending_) take = take || replaced.take;
+  pending_.clear();
+  for (policy::PolicyInput& input : inputs) pending_.push_back({std::move(input), take});
 }
 
 bool AllocationService::TakeFreshResult() {
@@ -138,8 +144,9 @@ void AllocationService::BackgroundLoop() {
   while (true) {
     while (!stop_ && pending_.empty()) cv_.wait(lock.native());
     if (stop_) return;
-    policy::PolicyInput input = std::move(pending_.front());
+    Pending next = std::move(pending_.front());
     pending_.pop_front();
+    const policy::PolicyInput& input = next.input;
     busy_ = true;
     lock.Unlock();
     bool solved = false;
@@ -148,7 +155,7 @@ void AllocationService::BackgroundLoop() {
       solved = SolveLocked(input).ok();
     }
     lock.Lock();
-    if (solved) fresh_ = true;
+    if (solved && next.take) fresh_ = true;
     if (solved && notify_) {
       lock.Unlock();
       notify_();

@@ -4,6 +4,7 @@
 #include "gavel/daemon/allocation_service.h"
 
 #include <atomic>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -87,6 +88,62 @@ TEST(AllocationServiceTest, AnUnforeseenJobSetGetsTheLatestAllocationRestrictedA
   ASSERT_TRUE(fresh.ok());
   EXPECT_DOUBLE_EQ(fresh->allocation(1, 0), 0.06);
   EXPECT_EQ(service.stats().served_stale, 1u);
+}
+
+// The mid-round solves (kCacheOnly) are found when the RoundScheduler asks for their job set,
+// but do not make the next round take a new allocation of the jobs in use; a solve asked for
+// because something changed (kTakeWhenSolved) does.
+TEST(AllocationServiceTest, OnlySolvesAskedToBeTakenAreFresh) {
+  std::atomic<int> calls = 0;
+  AllocationService service(std::make_unique<CountingPolicy>(&calls), /*background=*/true,
+                            nullptr);
+  ASSERT_TRUE(service.Allocate(Input({1, 2})).ok());
+  service.Prefetch({Input({1, 2}), Input({2})}, AllocationService::PrefetchUse::kCacheOnly);
+  service.WaitIdle();
+  EXPECT_EQ(calls, 3);
+  EXPECT_FALSE(service.TakeFreshResult()) << "a mid-round solve leaves the allocation in use";
+  auto found = service.Allocate(Input({2}));
+  ASSERT_TRUE(found.ok());
+  EXPECT_DOUBLE_EQ(found->allocation(0, 0), 0.03);
+  EXPECT_EQ(service.stats().served_fresh, 1u) << "the job set after a finish was solved ahead";
+
+  service.Prefetch({Input({2, 3})}, AllocationService::PrefetchUse::kTakeWhenSolved);
+  service.WaitIdle();
+  EXPECT_TRUE(service.TakeFreshResult());
+  EXPECT_EQ(calls, 4);
+}
+
+// Blocks every solve until opened; counts the solves begun.
+class GatedPolicy final : public policy::Policy {
+ public:
+  Result<policy::PolicyOutput> Allocate(const policy::PolicyInput& input) override {
+    ++begun;
+    while (!open) std::this_thread::yield();
+    policy::PolicyOutput out;
+    out.allocation = Matrix(input.num_jobs(), input.num_types(), 0.5);
+    return out;
+  }
+  std::atomic<int> begun = 0;
+  std::atomic<bool> open = false;
+};
+
+// A change's solve still waiting when a mid-round prefetch replaces it: the replacement is
+// taken instead, so the change is not lost.
+TEST(AllocationServiceTest, ACacheOnlyPrefetchReplacingAPendingChangeIsTaken) {
+  auto owned = std::make_unique<GatedPolicy>();
+  GatedPolicy& policy = *owned;
+  policy.open = true;
+  AllocationService service(std::move(owned), /*background=*/true, nullptr);
+  ASSERT_TRUE(service.Allocate(Input({1})).ok());
+  policy.open = false;
+  service.Prefetch({Input({1})}, AllocationService::PrefetchUse::kCacheOnly);
+  while (policy.begun < 2) std::this_thread::yield();  // the background thread holds it
+  service.Prefetch({Input({1, 2})}, AllocationService::PrefetchUse::kTakeWhenSolved);
+  service.Prefetch({Input({1, 2})}, AllocationService::PrefetchUse::kCacheOnly);
+  policy.open = true;
+  service.WaitIdle();
+  EXPECT_EQ(policy.begun, 3) << "the pending change was replaced, not solved twice";
+  EXPECT_TRUE(service.TakeFreshResult());
 }
 
 TEST(AllocationServiceTest, WithoutBackgroundEverySolveIsSynchronous) {

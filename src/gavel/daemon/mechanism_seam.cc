@@ -450,13 +450,14 @@ void MechanismSeam::TakeFreshAllocation() {
   if (allocation_->TakeFreshResult() && mech_) mech_->RequestReallocation();
 }
 
-void MechanismSeam::Prefetch(const std::vector<JobId>& leaving) {
+void MechanismSeam::Prefetch(const std::vector<JobId>& leaving,
+                             AllocationService::PrefetchUse use) {
   if (!HasActiveJobs()) return;
   std::vector<policy::PolicyInput> inputs;
   inputs.push_back(mech_->PolicyInputAt(mech_clock_->Now()));
   if (!leaving.empty()) inputs.push_back(mech_->PolicyInputAt(mech_clock_->Now(), leaving));
   for (const policy::PolicyInput& input : inputs) NoteEstimatesUsed(input);
-  allocation_->Prefetch(std::move(inputs));
+  allocation_->Prefetch(std::move(inputs), use);
 }
 
 void MechanismSeam::NoteEstimatesUsed(const policy::PolicyInput& input) const {

@@ -133,11 +133,11 @@ class MechanismSeam {
   void RoundClosed();
 
   // ---- The allocation ----
-  // A background solve finished: the next round takes it.
+  // A background solve to be taken finished: the next round takes it.
   void TakeFreshAllocation();
   // Hands the current problem, and the problem without `leaving` if not empty, to the
-  // AllocationService to solve ahead.
-  void Prefetch(const std::vector<JobId>& leaving);
+  // AllocationService to solve ahead (`use`: AllocationService::PrefetchUse).
+  void Prefetch(const std::vector<JobId>& leaving, AllocationService::PrefetchUse use);
   bool HasActiveJobs() const { return mech_ && mech_->num_active_jobs() > 0; }
 
   // ---- Queries (empty when the mechanism does not know the job) ----

@@ -110,14 +110,14 @@ void SchedulerCore::Tick() {
       KillStragglers(*round_, now);
       CloseRound();
     } else if (round_->TakeMidRound(now)) {
-      PrefetchAllocation(now, /*with_leavers=*/true);
+      PrefetchAllocation(now, /*mid_round=*/true);
     }
   }
   // (While the cluster change waits for the next round, the RoundScheduler's layout is stale:
   // the round's own solve covers the new cluster.)
   if (jobs_changed_ && seam_->up_to_date()) {
     jobs_changed_ = false;
-    PrefetchAllocation(now, /*with_leavers=*/false);
+    PrefetchAllocation(now, /*mid_round=*/false);
   }
   if (ShouldStartRound(now)) StartRound(now);
 }
@@ -898,9 +898,9 @@ bool SchedulerCore::MechanismHolds(std::uint64_t job_id) const {
   return seam_->Holds(job_id);
 }
 
-void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
+void SchedulerCore::PrefetchAllocation(std::int64_t now, bool mid_round) {
   std::vector<JobId> leaving;
-  if (with_leavers && round_) {
+  if (mid_round && round_) {
     // Jobs whose remaining steps fit in what is left of the round at their estimated speed
     // will most likely have finished when the next round is planned.
     const double left_s = std::max(0.0, static_cast<double>(round_->end_ms() - now) / 1000.0);
@@ -915,7 +915,8 @@ void SchedulerCore::PrefetchAllocation(std::int64_t now, bool with_leavers) {
       if (remaining - this_round <= rate * left_s * 1.1) leaving.push_back(JobId(job_id));
     }
   }
-  seam_->Prefetch(leaving);
+  seam_->Prefetch(leaving, mid_round ? AllocationService::PrefetchUse::kCacheOnly
+                                     : AllocationService::PrefetchUse::kTakeWhenSolved);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -221,9 +221,11 @@ class SchedulerCore {
                          const std::string& message, const std::string& kill_reason,
                          std::int64_t now);
 
-  // The mechanism (MechanismSeam): with_leavers also solves ahead the problem without the jobs
-  // that will likely finish this round.
-  void PrefetchAllocation(std::int64_t now, bool with_leavers);
+  // The mechanism (MechanismSeam). At mid-round (`mid_round`): solves ahead the current jobs
+  // and the jobs without those that will likely finish this round, for the next round to find
+  // if its job set is one of them, and leaves the allocation in use as it is. Otherwise (the
+  // jobs or a throughput changed): solves the current jobs, for the next round to take.
+  void PrefetchAllocation(std::int64_t now, bool mid_round);
 
   // Jobs.
   bool IsActive(const Job& job) const;

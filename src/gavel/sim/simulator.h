@@ -290,6 +290,10 @@ Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds en
 // for the policies that take it (docs/policies.md, "Staying put").
 inline constexpr double kStayWhenRestartsCost = 0.05;
 std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics);
+// `policy` as `gavel serve --policy` runs it (the policy's own defaults, `stay` off), spelled so
+// that PolicyWithPhysicsDefaults adds nothing: a name without options that offers `stay` gets
+// `stay=0`. What `gavel replay --compare` simulates, so that both run the same policy.
+std::string PolicyAsServed(const std::string& policy);
 
 // The bounded lag's K when restarts cost something (PhysicsOptions::lag_bound_restarts): the
 // mechanism's default, which `gavel serve` runs too (bench/README.md, "Restart-aware

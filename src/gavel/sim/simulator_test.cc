@@ -494,6 +494,19 @@ TEST(SimulatorTest, RestartCostsTurnOnStayingPutWhereThePolicyOffersIt) {
             "max_min_fairness_packed");
 }
 
+// What `gavel replay --compare` simulates: the policy as `gavel serve` runs it, with no
+// restart-cost default added however the simulation's restarts are set.
+TEST(SimulatorTest, APolicyAsServedGetsNoRestartCostDefault) {
+  PhysicsOptions restarts;
+  restarts.restart_overhead = RestartOverhead::Uniform(0.5);
+  EXPECT_EQ(PolicyAsServed("max_min_fairness_perf"), "max_min_fairness_perf:stay=0");
+  EXPECT_EQ(PolicyWithPhysicsDefaults(PolicyAsServed("max_min_fairness_perf"), restarts),
+            "max_min_fairness_perf:stay=0");
+  EXPECT_EQ(PolicyAsServed("max_min_fairness_perf:share_floor=0"),
+            "max_min_fairness_perf:share_floor=0");
+  EXPECT_EQ(PolicyAsServed("las_perf"), "las_perf");
+}
+
 // The bounded lag is on under restart costs for the policies the mechanism time-slices, off
 // for those that pick what runs every round, and the user's K wins.
 TEST(SimulatorTest, RestartCostsBoundTheLagOfTimeSlicedPolicies) {
