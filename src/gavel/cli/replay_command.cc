@@ -542,7 +542,7 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   GAVEL_ASSIGN_OR_RETURN(const sim::SimulationResult simulated, sim::Simulate(simulation));
   GAVEL_RETURN_IF_ERROR(WriteResult(o.out_dir, "simulated", simulated));
   const std::vector<ComparedMetric> metrics = CompareResults(live, simulated);
-  out << "Simulated: " << setup.policy << " on " << s.cluster << " (" << s.worker_types
+  out << "Simulated: " << s.policy << " on " << s.cluster << " (" << s.worker_types
       << "), round " << setup.round_seconds << " s, restart overhead "
       << physics.restart_overhead << " s"
       << (simulation.physics.restart_outside_lease ? " outside the lease" : "")
