@@ -7,9 +7,9 @@
 // `kill` that knows `gavel serve`'s pid still reaches it).
 //
 // Why two binaries: the whole command line loads 77 shared libraries at start (Coin-OR,
-// LAPACK, Slurm, SQLite beside gRPC), and on a busy scheduler host the dynamic loader was
-// most of a `gavel jobs` call's CPU time (bench/README.md, "Runtime at scale"). The client
-// commands are the ones users and scripts run often, so they start lean.
+// LAPACK, Slurm, SQLite beside gRPC), and the dynamic loader was most of its start-up
+// (bench/README.md, "Runtime at scale"). The client commands are the ones users and scripts
+// run often, so they start lean.
 #include <unistd.h>
 
 #include <cerrno>
