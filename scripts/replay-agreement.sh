@@ -7,12 +7,15 @@
 #   scripts/replay-agreement.sh [--policy P] [--time-scale S] [--jobs N] [--seed K]
 #       [--cluster V:P:K] [--gpus-per-agent G] [--interarrival-minutes M]
 #       [--minutes A:B] [--sizes W1:W2:W4] [--burst B] [--serve-arg ARG]...
-#       [--out DIR] [--gavel BINARY] [-- extra replay flags]
+#       [--trace FILE [--trace-format F]] [--out DIR] [--gavel BINARY]
+#       [-- extra replay flags]
 #
 # The trace: N jobs of random table types (seeded), Poisson arrivals every M minutes on
 # average (in bursts of B jobs arriving together, bursts every B x M minutes on average, when
 # --burst is given), each lasting uniformly A to B minutes alone on a V100 (steps = minutes x
 # the table's V100 rate), sizes 1, 2 and 4 GPUs in proportions W1:W2:W4 (default 39:6:5).
+# --trace replays FILE instead (any format `gavel replay` reads, csv by default: an operator's
+# own trace or a held-out one); the generator's options are then ignored.
 # --serve-arg passes one more flag to `gavel serve` (repeatable). The daemon's rounds are the
 # simulator's 360 s divided by S. The machine must have a core or so free per 16 GPUs: a loaded
 # machine stretches start-ups and rounds beyond what the simulation models
@@ -30,6 +33,8 @@ minutes=30:120
 sizes=39:6:5
 burst=1
 serve_args=()
+trace=
+trace_format=csv
 out=
 gavel=
 while [ $# -gt 0 ]; do
@@ -45,6 +50,8 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --burst) burst=$2; shift 2 ;;
     --serve-arg) serve_args+=("$2"); shift 2 ;;
+    --trace) trace=$2; shift 2 ;;
+    --trace-format) trace_format=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --gavel) gavel=$2; shift 2 ;;
     --) shift; break ;;
@@ -54,6 +61,7 @@ done
 root=$(cd "$(dirname "$0")/.." && pwd)
 gavel=${gavel:-$root/build/release/src/gavel/cli/gavel}
 [ -x "$gavel" ] || { echo "replay-agreement.sh: no gavel binary at $gavel (build it, or --gavel)" >&2; exit 2; }
+[ -z "$trace" ] || [ -r "$trace" ] || { echo "replay-agreement.sh: --trace $trace: no such readable file" >&2; exit 2; }
 work=$(mktemp -d)
 out=${out:-$work/out}
 pids=()
@@ -65,6 +73,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if [ -n "$trace" ]; then
+  cp "$trace" "$work/trace.csv"
+else
 python3 - "$root/data/simulation_throughputs.json" "$work/trace.csv" "$jobs" "$seed" \
     "$interarrival" "$minutes" "$sizes" "$burst" <<'EOF'
 import ast, csv, json, random, sys
@@ -91,6 +102,7 @@ with open(trace_file, "w", newline="") as f:
         if (i + 1) % burst == 0:
             arrival += rng.expovariate(1.0 / (float(interarrival) * burst * 60.0))
 EOF
+fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 IFS=: read -r v100 p100 k80 <<<"$cluster"
@@ -115,8 +127,14 @@ for spec in "v100:$v100" "p100:$p100" "k80:$k80"; do
   done
 done
 sleep 5  # the agents register; replay reads the cluster once at its start
-echo "replay-agreement: $policy, $cluster in agents of $gpus_per_agent, ${round}-s rounds (${time_scale}x), $jobs jobs, seed $seed -> $out"
-"$gavel" replay --trace "$work/trace.csv" --trace-format csv --scheduler "127.0.0.1:$port" \
+if [ -n "$trace" ]; then
+  what="trace $trace"
+else
+  what="$jobs jobs, seed $seed"
+  trace_format=csv
+fi
+echo "replay-agreement: $policy, $cluster in agents of $gpus_per_agent, ${round}-s rounds (${time_scale}x), $what -> $out"
+"$gavel" replay --trace "$work/trace.csv" --trace-format "$trace_format" --scheduler "127.0.0.1:$port" \
     --time-scale "$time_scale" --out "$out" --compare "$@"
 cp "$work/trace.csv" "$out/trace.csv"
 cp "$work/serve.log" "$out/serve.log"
