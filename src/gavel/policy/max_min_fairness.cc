@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -178,19 +179,29 @@ class MaxMinFairness final : public Policy {
   // level row, re-solved until no other job's floor is above the level: the level only falls
   // as jobs are pinned, so every pinned job's floor stays above the final level t, every other
   // job's floor below it, and that relaxation's optimum meets both rows for every job. The
-  // jobs with the lowest floor are never pinned (the optimum is at least the lowest floor), so
-  // the level stays bounded; at most one solve per pinned job, in practice one or two.
+  // jobs with the lowest floor need no pinning (the optimum is at least the lowest floor) and
+  // are never pinned, so the level stays bounded; at most one solve per distinct floor (a
+  // floor depends on the job's GPUs, weight and speeds), in practice one or two.
   Result<PolicyOutput> AllocateOptimumAboveFloors(const PolicyInput& input,
                                                   const std::vector<double>& floors) {
     std::vector<double> pinned;  // F_i for the pinned jobs, 0 for the others
     if (!floors.empty()) pinned.assign(floors.size(), 0.0);
+    // Never pinned, even where the LP's rounding puts the level a hair below it: with every
+    // counted job pinned the level would be unbounded.
+    double lowest = std::numeric_limits<double>::infinity();
+    for (double f : floors) {
+      if (f > 0.0) lowest = std::min(lowest, f);
+    }
     for (;;) {
       GAVEL_ASSIGN_OR_RETURN(PolicyOutput optimum, AllocateOptimum(input, pinned));
       if (floors.empty() || !optimum.objective) return optimum;
       const double level = *optimum.objective;
       bool grew = false;
       for (std::size_t i = 0; i < floors.size(); ++i) {
-        if (pinned[i] > 0.0 || floors[i] <= level * (1.0 + kLevelTolerance)) continue;
+        if (pinned[i] > 0.0 || floors[i] <= lowest ||
+            floors[i] <= level * (1.0 + kLevelTolerance)) {
+          continue;
+        }
         pinned[i] = floors[i];
         grew = true;
       }
