@@ -88,6 +88,11 @@ bool Chooser::Defers(const ComboState& c, std::size_t type, double restart, cons
   if (round > restart && faster(c.tput_a) && (!c.id.is_pair() || faster(c.tput_b))) {
     return false;
   }
+  // Never in the first pass to a slower type: there it repays a lag at a loss of speed and
+  // a restart, and moves up again once it is not owed there.
+  if (c.tput_a[type] < c.tput_a[from] || (c.id.is_pair() && c.tput_b[type] < c.tput_b[from])) {
+    return true;
+  }
   // Otherwise a move pays off only when the combination is behind its allocation as a whole: a lag on
   // this type that time on another made up for (an allocation the policy split across types
   // it is indifferent between) is not worth a restart.

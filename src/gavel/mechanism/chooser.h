@@ -22,9 +22,11 @@
 // whose restarts are free (B = 0) is owed as soon as it lags and is never an incumbent.
 //
 // Moves wait for the second pass. A combination that ran last round on another type (with as
-// many GPUs) is skipped on this type in a first scan over the type order unless it is owed
-// here and behind its allocation summed over all types; a second scan then fills what GPUs
-// are left, movers included. Without it the type visited first takes any job whose place is
+// many GPUs) is skipped on this type in a first scan over the type order unless it runs faster
+// here by enough to repay the restart within a round, or runs no slower here and is owed here
+// and behind its allocation summed over all types (a move down to a slower type is never made
+// in the first scan: the job leaves its faster GPUs only when outranked there); a second scan
+// then fills what GPUs are left, movers included. Without it the type visited first takes any job whose place is
 // elsewhere: under a shuffled type order (the heterogeneity-agnostic policies) or with an
 // allocation spread over types the policy is indifferent between, a job's lag grows on every
 // type it does not run on while it gets its whole share on one, and it hopped type every few

@@ -1394,5 +1394,41 @@ TEST(RoundSchedulerLagTest, AnOwedIncumbentStaysUntilAWaitingJobIsOwedTheBoundMo
   EXPECT_EQ(swaps, 8);
 }
 
+// A move down waits for the second pass. One v100 and one k80; model A runs 4x faster on the
+// v100; one job allocated 0.7 of each type (more than its time: an allocation that cannot be
+// realised, as under load for a job whose agnostic share is spread over every type), shuffled
+// type order, restarts of 30 s, K = 40: B = 1,200 s. By hand: each round its lags grow by
+// 252 s on the type it does not run on and fall by 108 s where it runs, so from round 5 it is
+// owed on the k80 and from round 9 behind as a whole (Σ lag > B). Alone, it is never
+// outranked on the v100, so it must stay there. Before, whenever the shuffle visited the k80
+// first it moved down (a restart, to run 4x slower) and the next round up again (a move to a
+// faster type is made at once): 2 restarts every few rounds.
+TEST(RoundSchedulerLagTest, AJobMovesToASlowerTypeOnlyWhenOutrankedWhereItRan) {
+  static constexpr char kFastAndSlow[] = R"json({
+    "v100": {"('A', 1)": {"null": 4.0}},
+    "k80": {"('A', 1)": {"null": 1.0}}
+  })json";
+  auto table = ThroughputTable::Parse(kFastAndSlow, "fast and slow");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  SchedulerOptions options;
+  options.realisation.lag_bound_restarts = 40.0;
+  Fixture f({{"v100", 1, 1}, {"k80", 1, 1}}, Share(0.7), Compat{},
+            PolicyTraits{.shuffles_gpu_type_order = true}, options,
+            std::make_shared<const ThroughputTable>(*table));
+  constexpr int kV100 = 1;  // types sorted by name: k80, v100
+  const JobId job = f.Add("A", 1, 1e9, 0.0, 30.0);
+  int on_k80 = 0;
+  for (int round = 0; round < 80; ++round) {
+    const RoundPlan plan = f.Plan(360.0 * round);
+    ASSERT_EQ(plan.assignments.size(), 1u) << "round " << round;
+    EXPECT_EQ(plan.assignments[0].combination.member(0), job);
+    if (plan.assignments[0].gpu_type != kV100) ++on_k80;
+    f.Finish(plan, 360.0);
+  }
+  // The first round may start it on either type (the shuffle visits the k80 first half the
+  // time, and nothing is owed yet); after that, never on the k80.
+  EXPECT_LE(on_k80, 1);
+}
+
 }  // namespace
 }  // namespace gavel::mechanism

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -25,78 +26,115 @@ double LevelScale(const PolicyJob& job, double prop) {
 class MaxMinFairness final : public Policy {
  public:
   MaxMinFairness(Variant variant, const PolicyOptions& options, double stay = 0.0,
-                 bool efficient = false, double share_floor = 0.0)
+                 bool efficient = false, double share_floor = 0.0, double head = 0.0)
       : variant_(variant),
         options_(options),
         solvers_(options),
         stay_(stay),
         efficient_(efficient),
-        share_floor_(share_floor) {}
+        share_floor_(share_floor),
+        head_(head) {}
 
   // With `stay` = ε > 0 and a current allocation in the input: the max-min optimum t*, then
   // among the allocations that give every job at least (1 − ε)·t*, the one closest to the
   // current allocation in L1 distance. With `efficient`: first the most total normalised
   // throughput among those allocations (Refine).
   Result<PolicyOutput> Allocate(const PolicyInput& input) override {
-    if (share_floor_ > 0.0) {
-      const std::vector<std::size_t> sharing = SharingJobs(input);
-      if (sharing.size() < input.num_jobs()) return AllocateAmong(input, sharing);
-    }
-    return AllocateShared(input);
+    if (share_floor_ <= 0.0) return AllocateShared(input, {});
+    const Sharing sharing = SharingJobs(input);
+    if (sharing.jobs.size() < input.num_jobs()) return AllocateAmong(input, sharing);
+    return AllocateShared(input, sharing.fraction);
   }
 
  private:
-  // With share_floor = f > 0: the cluster is shared by the oldest jobs (by time since
-  // arrival, then id) whose GPUs add up to at most total GPUs / f, so that each gets on
-  // average at least f of its GPUs' time; the younger ones wait with nothing allocated (the
-  // mechanism still runs them on GPUs the allocation leaves idle) until older ones finish.
-  // Under light load everyone shares; under overload the jobs are served in arrival order,
-  // as a queue does, instead of every arrival diluting every older job's share.
-  std::vector<std::size_t> SharingJobs(const PolicyInput& input) const {
+  // The jobs that share the cluster (rows of the input, ascending) and the fraction of its
+  // time each is guaranteed (FloorLevels).
+  struct Sharing {
+    std::vector<std::size_t> jobs;
+    std::vector<double> fraction;
+  };
+
+  // With share_floor = f > 0, taking the jobs oldest first (by time since arrival, then id):
+  // while their GPUs add up to at most the cluster's GPUs C / f, everyone shares with a floor
+  // of f of its time. Past that (overload) the queue has a head: the oldest jobs whose GPUs
+  // add up to at most head·C are guaranteed their whole time, and the next share what is
+  // left, f each, as long as the guarantees add up to at most C; the younger ones wait with
+  // nothing allocated (the mechanism still runs them on GPUs the allocation leaves idle)
+  // until older ones finish. Under light load this is max-min fairness; under overload the
+  // jobs are served in arrival order, as a queue does, instead of every arrival diluting every
+  // older job's share: a job that has waited longest runs as it would under FIFO, which is
+  // what lets a long job finish while younger ones keep arriving (the shares alone only
+  // guarantee a fraction of an average GPU's progress).
+  Sharing SharingJobs(const PolicyInput& input) const {
+    double gpus = 0.0;
+    for (double c : input.gpu_counts) gpus += c;
+    double demand = 0.0;
+    for (const PolicyJob& job : input.jobs) demand += job.scale_factor;
+    Sharing sharing;
+    if (demand <= gpus / share_floor_ || input.num_jobs() <= 1) {
+      for (std::size_t i = 0; i < input.num_jobs(); ++i) sharing.jobs.push_back(i);
+      // A lone job larger than C / f gets the fraction that fits.
+      sharing.fraction.assign(input.num_jobs(), std::min(share_floor_, gpus / demand));
+      return sharing;
+    }
     std::vector<std::size_t> order(input.num_jobs());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return input.jobs[a].time_since_start.value() > input.jobs[b].time_since_start.value();
     });
-    double gpus = 0.0;
-    for (double c : input.gpu_counts) gpus += c;
-    const double room = gpus / share_floor_;
-    double used = 0.0;
-    std::vector<std::size_t> sharing;
+    std::vector<double> fraction(input.num_jobs(), 0.0);
+    double head = 0.0;        // GPUs of the head
+    double guaranteed = 0.0;  // Σ s_i · fraction_i
+    bool in_head = head_ > 0.0;
     for (std::size_t i : order) {
-      used += input.jobs[i].scale_factor;
-      if (used > room && !sharing.empty()) break;
-      sharing.push_back(i);
+      const double s = input.jobs[i].scale_factor;
+      if (in_head && head + s <= head_ * gpus) {
+        head += s;
+        guaranteed += s;
+        fraction[i] = 1.0;
+        continue;
+      }
+      in_head = false;
+      const double share = std::min(share_floor_, (gpus - guaranteed) / s);
+      if (guaranteed + share_floor_ * s > gpus * (1.0 + 1e-12) && guaranteed > 0.0) break;
+      guaranteed += share * s;
+      fraction[i] = share;
     }
-    std::sort(sharing.begin(), sharing.end());
+    for (std::size_t i = 0; i < input.num_jobs(); ++i) {
+      if (fraction[i] <= 0.0) continue;
+      sharing.jobs.push_back(i);
+      sharing.fraction.push_back(fraction[i]);
+    }
     return sharing;
   }
 
-  // The allocation of the jobs `sharing` (rows of `input`, ascending) alone; 0 for the others.
-  Result<PolicyOutput> AllocateAmong(const PolicyInput& input,
-                                     const std::vector<std::size_t>& sharing) {
+  // The allocation of the jobs `sharing` alone; 0 for the others.
+  Result<PolicyOutput> AllocateAmong(const PolicyInput& input, const Sharing& sharing) {
     PolicyInput part = input;
     part.jobs.clear();
-    part.throughput = Matrix(sharing.size(), input.num_types());
-    for (std::size_t k = 0; k < sharing.size(); ++k) {
-      part.jobs.push_back(input.jobs[sharing[k]]);
+    part.throughput = Matrix(sharing.jobs.size(), input.num_types());
+    for (std::size_t k = 0; k < sharing.jobs.size(); ++k) {
+      part.jobs.push_back(input.jobs[sharing.jobs[k]]);
       for (std::size_t j = 0; j < input.num_types(); ++j) {
-        part.throughput(k, j) = input.throughput(sharing[k], j);
+        part.throughput(k, j) = input.throughput(sharing.jobs[k], j);
       }
     }
-    GAVEL_ASSIGN_OR_RETURN(PolicyOutput shared, AllocateShared(part));
+    GAVEL_ASSIGN_OR_RETURN(PolicyOutput shared, AllocateShared(part, sharing.fraction));
     PolicyOutput output = shared;
     output.allocation = Matrix(input.num_jobs(), input.num_types());
-    for (std::size_t k = 0; k < sharing.size(); ++k) {
+    for (std::size_t k = 0; k < sharing.jobs.size(); ++k) {
       for (std::size_t j = 0; j < input.num_types(); ++j) {
-        output.allocation(sharing[k], j) = shared.allocation(k, j);
+        output.allocation(sharing.jobs[k], j) = shared.allocation(k, j);
       }
     }
     return output;
   }
 
-  Result<PolicyOutput> AllocateShared(const PolicyInput& input) {
-    GAVEL_ASSIGN_OR_RETURN(PolicyOutput optimum, AllocateOptimum(input));
+  // `fraction`: each job's guaranteed fraction of its time (empty: none).
+  Result<PolicyOutput> AllocateShared(const PolicyInput& input,
+                                      const std::vector<double>& fraction) {
+    const std::vector<double> floors = FloorLevels(input, fraction);
+    GAVEL_ASSIGN_OR_RETURN(PolicyOutput optimum, AllocateOptimumAboveFloors(input, floors));
     const bool has_current = std::any_of(input.jobs.begin(), input.jobs.end(),
                                          [](const PolicyJob& j) {
                                            return !j.current_allocation.empty();
@@ -105,18 +143,86 @@ class MaxMinFairness final : public Policy {
     if ((!stays && !efficient_) || !optimum.objective || *optimum.objective <= 0.0) {
       return optimum;
     }
-    return Refine(input, optimum, has_current);
+    return Refine(input, optimum, floors, has_current);
   }
 
-  Result<PolicyOutput> AllocateOptimum(const PolicyInput& input) {
+  // Each counted job's floor in level units: its level when it gets `fraction` of its time
+  // spread over the types in proportion to their GPUs (for _perf, thr_i(X) / prop_i >=
+  // fraction, the level fraction·s_i / w_i). Max-min fairness levels GPU-time, so without it
+  // an 8-GPU gang sharing with 1-GPU jobs gets an eighth of their time share: under overload
+  // the oldest gang, whose turn the queue is meant to bring, crawls for hundreds of hours
+  // while one-GPU jobs pass through. Defined by that spread so that the floors are feasible
+  // whenever Σ s_i · fraction_i <= C, as SharingJobs's are (the spreads fit every capacity; a
+  // cell where the job cannot run is left out, counting nothing). Empty when `fraction` is.
+  std::vector<double> FloorLevels(const PolicyInput& input,
+                                  const std::vector<double>& fraction) const {
+    if (fraction.empty()) return {};
+    const Matrix throughput = ThroughputView(input);
+    const std::vector<double> prop = NormalisingThroughputs(input, throughput);
+    double gpus = 0.0;
+    for (double c : input.gpu_counts) gpus += c;
+    std::vector<double> floors(input.num_jobs(), 0.0);
+    for (std::size_t i = 0; i < floors.size(); ++i) {
+      if (prop[i] <= 0.0) continue;
+      double spread = 0.0;  // thr_i of the spread fraction_i · c_j / C
+      for (std::size_t j = 0; j < input.num_types(); ++j) {
+        spread += fraction[i] * throughput(i, j) * input.gpu_counts[j] / gpus;
+      }
+      floors[i] = spread * LevelScale(input.jobs[i], prop[i]);
+    }
+    return floors;
+  }
+
+  // maximise t subject to level_i >= t and level_i >= F_i for every counted job (F =
+  // `floors`; none when empty). Solved as the plain max-min LP in which the jobs whose floor
+  // lies above the level reached so far hold their floor (level_i >= F_i) instead of the
+  // level row, re-solved until no other job's floor is above the level: the level only falls
+  // as jobs are pinned, so every pinned job's floor stays above the final level t, every other
+  // job's floor below it, and that relaxation's optimum meets both rows for every job. The
+  // jobs with the lowest floor need no pinning (the optimum is at least the lowest floor) and
+  // are never pinned, so the level stays bounded; at most one solve per distinct floor (a
+  // floor depends on the job's GPUs, weight and speeds), in practice one or two.
+  Result<PolicyOutput> AllocateOptimumAboveFloors(const PolicyInput& input,
+                                                  const std::vector<double>& floors) {
+    std::vector<double> pinned;  // F_i for the pinned jobs, 0 for the others
+    if (!floors.empty()) pinned.assign(floors.size(), 0.0);
+    // Never pinned, even where the LP's rounding puts the level a hair below it: with every
+    // counted job pinned the level would be unbounded.
+    double lowest = std::numeric_limits<double>::infinity();
+    for (double f : floors) {
+      if (f > 0.0) lowest = std::min(lowest, f);
+    }
+    for (;;) {
+      GAVEL_ASSIGN_OR_RETURN(PolicyOutput optimum, AllocateOptimum(input, pinned));
+      if (floors.empty() || !optimum.objective) return optimum;
+      const double level = *optimum.objective;
+      bool grew = false;
+      for (std::size_t i = 0; i < floors.size(); ++i) {
+        if (pinned[i] > 0.0 || floors[i] <= lowest ||
+            floors[i] <= level * (1.0 + kLevelTolerance)) {
+          continue;
+        }
+        pinned[i] = floors[i];
+        grew = true;
+      }
+      if (!grew) return optimum;
+    }
+  }
+
+  // The max-min LP; a job with pinned[i] > 0 has the row level_i >= pinned[i] in place of
+  // level_i >= t (pinned empty: none).
+  Result<PolicyOutput> AllocateOptimum(const PolicyInput& input,
+                                       const std::vector<double>& pinned) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const bool packed = variant_ == Variant::kPacked;
     const Matrix throughput = ThroughputView(input);
     const std::vector<double> prop = NormalisingThroughputs(input, throughput);
 
+    const auto pinned_at = [&](std::size_t i) { return pinned.empty() ? 0.0 : pinned[i]; };
+    const bool any_pinned = std::any_of(pinned.begin(), pinned.end(), [](double f) { return f > 0.0; });
     FastPathAttempt fast = TryFastPath(variant_, options_, m, [&] {
-      return AllocateByDecomposition(input, throughput, prop);
+      return AllocateByDecomposition(input, throughput, prop, pinned);
     });
     if (fast.output.has_value()) return std::move(*fast.output);
     // Space sharing on the fast path: over classes of interchangeable jobs when they pay.
@@ -126,7 +232,7 @@ class MaxMinFairness final : public Policy {
       }
     }
 
-    if (options_.compat_gavel && !packed && m > 0) {  // builds its own LP, in the original's form
+    if (options_.compat_gavel && !packed && m > 0 && !any_pinned) {  // the original's LP form
       if (std::optional<PolicyOutput> output = SolveAsTheOriginal(input, throughput, prop)) {
         return std::move(*output);
       }
@@ -176,13 +282,17 @@ class MaxMinFairness final : public Policy {
     std::vector<double> coefs;
     for (std::size_t i = 0; i < m; ++i) {
       if (terms[i].empty()) continue;
-      cols.assign({level});
-      coefs.assign({-1.0});
+      cols.clear();
+      coefs.clear();
+      if (pinned_at(i) <= 0.0) {
+        cols.push_back(level);
+        coefs.push_back(-1.0);
+      }
       for (const auto& [col, coef] : terms[i]) {
         cols.push_back(col);
         coefs.push_back(coef);
       }
-      problem.model.AddRow(0.0, lp::kInfinity, cols, coefs);
+      problem.model.AddRow(pinned_at(i), lp::kInfinity, cols, coefs);
     }
 
     GAVEL_ASSIGN_OR_RETURN(const lp::Solution solution, solvers_.lp->Solve(problem.model));
@@ -203,9 +313,12 @@ class MaxMinFairness final : public Policy {
   //     with, after the efficient stage, Σ_i normalised throughput_i(X) >= (1 − ε)·E*.
   // The reported objective stays t*.
   Result<PolicyOutput> Refine(const PolicyInput& input, const PolicyOutput& optimum_output,
-                              bool has_current) {
+                              const std::vector<double>& floors, bool has_current) {
     const double optimum = *optimum_output.objective;
-    const double floor = (1.0 - std::max(stay_, kLevelTolerance)) * optimum;
+    // Each job keeps (1 − ε) of what the optimum guarantees it: t*, or its floor above t*.
+    const double keep = 1.0 - std::max(stay_, kLevelTolerance);
+    std::vector<double> floor(input.num_jobs(), keep * optimum);
+    for (std::size_t i = 0; i < floors.size(); ++i) floor[i] = keep * std::max(optimum, floors[i]);
     std::optional<double> total;
     if (efficient_) {
       GAVEL_ASSIGN_OR_RETURN(Stage efficient,
@@ -227,7 +340,8 @@ class MaxMinFairness final : public Policy {
   };
   // The efficient stage: the base constraints, every counted job at `floor`, the most total
   // normalised throughput; started from `start` (the optimum's allocation, feasible here).
-  Result<Stage> SolveEfficientStage(const PolicyInput& input, double floor, const Matrix& start) {
+  Result<Stage> SolveEfficientStage(const PolicyInput& input, const std::vector<double>& floor,
+                                    const Matrix& start) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
     const Matrix throughput = ThroughputView(input);
@@ -253,7 +367,7 @@ class MaxMinFairness final : public Policy {
         coefs.push_back(throughput(i, j) * scale);
         problem.model.SetObjective(cols.back(), coefs.back());
       }
-      problem.model.AddRow(floor, lp::kInfinity, cols, coefs);
+      problem.model.AddRow(floor[i], lp::kInfinity, cols, coefs);
       all_cols.insert(all_cols.end(), cols.begin(), cols.end());
       all_coefs.insert(all_coefs.end(), coefs.begin(), coefs.end());
     }
@@ -277,7 +391,7 @@ class MaxMinFairness final : public Policy {
   // minimising Σ (up + down). At an optimum a cell never moves both ways, so the sum is
   // Σ |x − c|, and x's bounds are the moves' bounds: the LP has only the base and floor
   // rows, where |x − c| >= d as two rows per cell would triple them (and the solve time).
-  Result<PolicyOutput> SolveStayStage(const PolicyInput& input, double floor,
+  Result<PolicyOutput> SolveStayStage(const PolicyInput& input, const std::vector<double>& floor,
                                       std::optional<double> total) {
     const std::size_t m = input.num_jobs();
     const std::size_t n = input.num_types();
@@ -332,7 +446,7 @@ class MaxMinFairness final : public Policy {
       const double scale = LevelScale(input.jobs[i], prop[i]);
       cells.clear();
       for (std::size_t j = 0; j < n; ++j) cells.push_back({i * n + j, throughput(i, j) * scale});
-      add_row(floor, lp::kInfinity, cells);
+      add_row(floor[i], lp::kInfinity, cells);
       all_cells.insert(all_cells.end(), cells.begin(), cells.end());
     }
     if (total) add_row(*total, lp::kInfinity, all_cells);
@@ -374,7 +488,8 @@ class MaxMinFairness final : public Policy {
   // The same LP by per-job decomposition: demand rows gain·x >= t with the normalised
   // throughputs as gains, for the jobs in the minimum.
   Result<PolicyOutput> AllocateByDecomposition(const PolicyInput& input, const Matrix& throughput,
-                                               const std::vector<double>& prop) {
+                                               const std::vector<double>& prop,
+                                               const std::vector<double>& pinned) {
     decomp::JobProblem problem = BaseJobProblem(input, throughput);
     PrepareDemandRows(problem);
     problem.t_weight = 1.0;
@@ -387,7 +502,11 @@ class MaxMinFairness final : public Policy {
         problem.gain(i, j) = throughput(i, j) * scale;
       }
       problem.has_demand[i] = 1;
-      problem.rate[i] = 1.0;
+      if (!pinned.empty() && pinned[i] > 0.0) {
+        problem.level[i] = pinned[i];  // rate 0: its floor, not the level
+      } else {
+        problem.rate[i] = 1.0;
+      }
       any = true;
     }
     if (!any) {  // nobody can run anywhere: nothing to raise
@@ -541,6 +660,7 @@ class MaxMinFairness final : public Policy {
   double stay_ = 0.0;  // ε of the stay stage; 0 = off
   bool efficient_ = false;
   double share_floor_ = 0.0;  // f of SharingJobs; 0 = every job shares
+  double head_ = 0.0;         // the head of SharingJobs's queue, a fraction of the GPUs
 };
 
 }  // namespace
@@ -554,14 +674,23 @@ Result<std::unique_ptr<Policy>> MakeMaxMinFairnessWithParams(Variant variant,
   double stay = 0.0;
   bool efficient = false;
   double share_floor = 0.0;
+  double head = 0.0;
   for (const auto& [key, text] : options.params) {
-    if (key == "share_floor") {
+    // A fraction in [0, 1]; `of` says of what, for the error.
+    const auto fraction = [&](const char* of) -> Result<double> {
       const std::optional<double> value = ParseFiniteDouble(text);
       if (!value || *value < 0.0 || *value > 1.0) {
-        return Status::InvalidArgument("option share_floor=" + text +
-                                       ": must be a fraction of a job's GPUs in [0, 1]");
+        return Status::InvalidArgument("option " + key + "=" + text + ": must be a fraction of " +
+                                       of + " in [0, 1]");
       }
-      share_floor = *value;
+      return *value;
+    };
+    if (key == "head") {
+      GAVEL_ASSIGN_OR_RETURN(head, fraction("the cluster's GPUs"));
+      continue;
+    }
+    if (key == "share_floor") {
+      GAVEL_ASSIGN_OR_RETURN(share_floor, fraction("a job's GPUs"));
       continue;
     }
     if (key == "efficient") {
@@ -579,24 +708,31 @@ Result<std::unique_ptr<Policy>> MakeMaxMinFairnessWithParams(Variant variant,
     }
     stay = *value;
   }
-  if ((stay > 0.0 || efficient || share_floor > 0.0) && variant == Variant::kPacked) {
+  if ((stay > 0.0 || efficient || share_floor > 0.0 || head > 0.0) &&
+      variant == Variant::kPacked) {
     return Status::InvalidArgument(
-        "options stay, efficient and share_floor: not offered with space sharing (_packed)");
+        "options stay, efficient, share_floor and head: not offered with space sharing "
+        "(_packed)");
   }
   return std::unique_ptr<Policy>(
-      std::make_unique<MaxMinFairness>(variant, options, stay, efficient, share_floor));
+      std::make_unique<MaxMinFairness>(variant, options, stay, efficient, share_floor, head));
 }
 
 Result<std::unique_ptr<Policy>> MakeMaxMinFairnessByName(Variant variant,
                                                          const PolicyOptions& options) {
-  const bool set = std::any_of(options.params.begin(), options.params.end(),
-                               [](const auto& p) { return p.first == "share_floor"; });
-  if (set || options.compat_gavel || variant == Variant::kPacked) {
+  if (options.compat_gavel || variant == Variant::kPacked) {
     return MakeMaxMinFairnessWithParams(variant, options);
   }
-  PolicyOptions with_floor = options;
-  with_floor.params.emplace_back("share_floor", std::to_string(kDefaultShareFloor));
-  return MakeMaxMinFairnessWithParams(variant, with_floor);
+  const auto given = [&](const char* key) {
+    return std::any_of(options.params.begin(), options.params.end(),
+                       [&](const auto& p) { return p.first == key; });
+  };
+  PolicyOptions with_defaults = options;
+  if (!given("share_floor")) {
+    with_defaults.params.emplace_back("share_floor", std::to_string(kDefaultShareFloor));
+  }
+  if (!given("head")) with_defaults.params.emplace_back("head", std::to_string(kDefaultHead));
+  return MakeMaxMinFairnessWithParams(variant, with_defaults);
 }
 
 }  // namespace gavel::policy

@@ -10,10 +10,14 @@
 // Option `efficient=1` (not with _packed): among the allocations within (1 − ε) of the optimum
 // for every job, the most total normalised throughput first (then `stay`, if set, within
 // (1 − ε) of that total).
-// Option `share_floor=f` (0 ≤ f ≤ 1; not with _packed): only the oldest jobs whose GPUs add up
-// to at most the cluster's GPUs / f share the cluster; the younger wait with nothing allocated
-// (docs/policies.md, "Sharing floor"). The factories here default to 0 (off); the registry's
-// names default to kDefaultShareFloor outside --compat gavel (MakeMaxMinFairnessByName).
+// Option `share_floor=f` (0 ≤ f ≤ 1; not with _packed): every job is guaranteed f of its time
+// spread over the types in proportion to their GPUs (its floor; gangs included) while the
+// jobs' GPUs add up to at most the cluster's GPUs / f; past that (overload) the oldest jobs
+// whose GPUs add up to at most `head=h` of the cluster's GPUs (0 ≤ h ≤ 1) are guaranteed their
+// whole time, the next f each as long as the guarantees fit, and the younger wait with
+// nothing allocated (docs/policies.md, "Sharing floor"). The factories here default both to
+// 0 (off); the registry's names default to kDefaultShareFloor and kDefaultHead outside
+// --compat gavel (MakeMaxMinFairnessByName).
 // Stateless.
 #pragma once
 
@@ -31,8 +35,10 @@ Result<std::unique_ptr<Policy>> MakeMaxMinFairnessWithParams(Variant variant,
                                                              const PolicyOptions& options);
 
 // What the registry's max_min_fairness and max_min_fairness_perf run when the user sets no
-// share_floor: kDefaultShareFloor, or 0 (the paper's policy) under --compat gavel.
+// share_floor (head): kDefaultShareFloor (kDefaultHead), or 0 (the paper's policy) under
+// --compat gavel.
 inline constexpr double kDefaultShareFloor = 0.5;
+inline constexpr double kDefaultHead = 0.5;
 Result<std::unique_ptr<Policy>> MakeMaxMinFairnessByName(Variant variant,
                                                          const PolicyOptions& options);
 

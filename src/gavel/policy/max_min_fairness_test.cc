@@ -341,6 +341,32 @@ PolicyInput WithCurrent(PolicyInput input, const Matrix& current) {
   return input;
 }
 
+// Over Y = s·X (y[i·n + j]): the capacity rows Σ_i Y <= c_j and the time rows Σ_j Y <= s_i;
+// `level_row(i, cols, coefs)` gets each counted job's level, Σ_j B_ij Y_ij / (w_i prop_i), as
+// terms to add its rows with.
+template <class LevelRow>
+void AddRowsOverY(lp::Model& model, const PolicyInput& input, const Believed& b,
+                  const std::vector<int>& y, LevelRow level_row) {
+  const std::size_t m = input.num_jobs();
+  const std::size_t n = input.num_types();
+  for (std::size_t j = 0; j < n; ++j) {
+    std::vector<int> cols;
+    for (std::size_t i = 0; i < m; ++i) cols.push_back(y[i * n + j]);
+    model.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, std::vector<double>(m, 1.0));
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    std::vector<int> cols(y.begin() + static_cast<std::ptrdiff_t>(i * n),
+                          y.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
+    model.AddRow(-lp::kInfinity, input.jobs[i].scale_factor, cols, std::vector<double>(n, 1.0));
+    if (!b.counted[i]) continue;
+    std::vector<double> coefs;
+    for (std::size_t j = 0; j < n; ++j) {
+      coefs.push_back(b.single(i, j) / (input.jobs[i].priority_weight * b.prop[i]));
+    }
+    level_row(i, cols, coefs);
+  }
+}
+
 // The least L1 distance from `current` of an allocation (unrunnable cells at 0, as the
 // default fixes them) that gives every counted job at least `floor`: the stay stage's problem
 // in the plain textbook form, d >= |x − c| as two rows per cell, over y = s·x as
@@ -363,22 +389,9 @@ double LeastDistanceIndependently(const PolicyInput& input, const Matrix& curren
       model.AddRow(current(i, j), lp::kInfinity, cols, plus);
     }
   }
-  for (std::size_t j = 0; j < n; ++j) {
-    std::vector<int> cols;
-    for (std::size_t i = 0; i < m; ++i) cols.push_back(y[i * n + j]);
-    model.AddRow(-lp::kInfinity, input.gpu_counts[j], cols, std::vector<double>(m, 1.0));
-  }
-  for (std::size_t i = 0; i < m; ++i) {
-    std::vector<int> cols(y.begin() + static_cast<std::ptrdiff_t>(i * n),
-                          y.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
-    model.AddRow(-lp::kInfinity, input.jobs[i].scale_factor, cols, std::vector<double>(n, 1.0));
-    if (!b.counted[i]) continue;
-    std::vector<double> coefs;
-    for (std::size_t j = 0; j < n; ++j) {
-      coefs.push_back(b.single(i, j) / (input.jobs[i].priority_weight * b.prop[i]));
-    }
+  AddRowsOverY(model, input, b, y, [&](std::size_t, std::vector<int>& cols, std::vector<double>& coefs) {
     model.AddRow(floor, lp::kInfinity, cols, coefs);
-  }
+  });
   const auto solution = lp::MakeGlpkSolver()->Solve(model);
   GAVEL_CHECK_MSG(solution.ok(), solution.status().ToString().c_str());
   GAVEL_CHECK(solution->outcome == lp::Outcome::kOptimal);
@@ -473,22 +486,50 @@ PolicyInput AgedInput(double gpus, const std::vector<int>& scale_factors,
   return input;
 }
 
-// By hand: six one-GPU jobs on two GPUs. Everyone sharing: 1/3 each. With floor 1/2 the
-// room is 2 / (1/2) = 4 GPUs: the four oldest (not the four first) share, 1/2 each; the two
-// youngest get nothing.
+// By hand: six one-GPU jobs on two GPUs, aged 100, 600, 500, 200, 400, 300 s. Everyone
+// sharing: 1/3 each. Floor 1/2 without a head: the room is 2 / (1/2) = 4 GPUs, the four oldest
+// (not the four first) share, 1/2 each, the two youngest get nothing. With the default head of
+// 1/2 (1 GPU): the oldest runs its whole time and the next two share the other GPU, 1/2 each
+// (guarantees 1 + 2 · 1/2 = 2 GPUs); the other three wait.
 TEST(MaxMinFairnessShareFloorTest, TheOldestShareAndTheYoungestWait) {
   const PolicyInput input = AgedInput(2, {1, 1, 1, 1, 1, 1}, {100, 600, 500, 200, 400, 300});
   const auto all = AllocateWithParams(input, {{"share_floor", "0"}});
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(all->allocation(i, 0), 1.0 / 3.0, 1e-6);
+  const auto no_head = AllocateWithParams(input, {{"head", "0"}});
+  ASSERT_TRUE(no_head.ok()) << no_head.status().ToString();
+  const double sharing[] = {0.0, 0.5, 0.5, 0.0, 0.5, 0.5};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(no_head->allocation(i, 0), sharing[i], 1e-6);
   // The default of the registry's names, and --compat gavel's (none).
-  const auto floored = AllocateWithParams(input, {});
-  ASSERT_TRUE(floored.ok()) << floored.status().ToString();
-  const double expected[] = {0.0, 0.5, 0.5, 0.0, 0.5, 0.5};
-  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(floored->allocation(i, 0), expected[i], 1e-6);
+  const auto queued = AllocateWithParams(input, {});
+  ASSERT_TRUE(queued.ok()) << queued.status().ToString();
+  const double head[] = {0.0, 1.0, 0.5, 0.0, 0.5, 0.0};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(queued->allocation(i, 0), head[i], 1e-6);
   const auto compat = AllocateWithParams(input, {}, /*compat=*/true);
   ASSERT_TRUE(compat.ok());
   for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(compat->allocation(i, 0), 1.0 / 3.0, 1e-6);
+}
+
+// The head takes the oldest jobs in arrival order and ends at the first that does not fit
+// (no skipping ahead). 4 GPUs, floor 1/2, head 1/2 (2 GPUs); jobs oldest first of 1, 2, 1, 1,
+// 1, 1, 2 GPUs: 9 > 4 / (1/2), overload. Head: the 1-GPU job; the 2-GPU job does not fit
+// (3 > 2). The rest at 1/2 while the guarantees fit in 4 GPUs: the 2-GPU job (1 + 1), the four
+// 1-GPU jobs (2.5 ... 4); the youngest waits. By hand: the head's job its whole GPU; max-min
+// over GPU-time would give the 2-GPU job 0.3 and the others 0.6 of the 3 GPUs left, so the
+// 2-GPU job holds its floor 1/2 (1 GPU) and the four 1-GPU jobs share 2 GPUs, 1/2 each.
+TEST(MaxMinFairnessShareFloorTest, TheHeadRunsWholeInArrivalOrder) {
+  const PolicyInput input =
+      AgedInput(4, {1, 2, 1, 1, 1, 1, 2}, {700, 600, 500, 400, 300, 200, 100});
+  const auto output = AllocateWithParams(input, {{"share_floor", "0.5"}, {"head", "0.5"}});
+  ASSERT_TRUE(output.ok()) << output.status().ToString();
+  const double expected[] = {1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0};
+  for (std::size_t i = 0; i < 7; ++i) EXPECT_NEAR(output->allocation(i, 0), expected[i], 1e-6) << i;
+  for (const char* bad : {"max_min_fairness_perf:head=1.5", "max_min_fairness_perf:head=-1",
+                          "max_min_fairness_packed:head=0.5"}) {
+    const auto policy = MakePolicy(bad, {});
+    ASSERT_FALSE(policy.ok()) << bad;
+    EXPECT_THAT(policy.status().message(), ::testing::HasSubstr("head")) << bad;
+  }
 }
 
 // Gangs count their GPUs: on 4 GPUs with floor 1 (room 4) the oldest 2-GPU and 1-GPU jobs
@@ -508,6 +549,119 @@ TEST(MaxMinFairnessShareFloorTest, GangsCountTheirGpus) {
     ASSERT_FALSE(policy.ok()) << bad;
     EXPECT_THAT(policy.status().message(), ::testing::HasSubstr("share_floor")) << bad;
   }
+}
+
+// The floor holds for gangs. By hand: one type of 8 GPUs, f = 1/2 (room 16), the oldest job a
+// gang of 8 beside eight one-GPU jobs (16 GPUs: everyone shares). Max-min fairness levels
+// GPU-time: 8·x_gang = x_one, 8·x_gang + 8·x_one <= 8, so x_gang = 1/9 (an eighth of the
+// others' share). With the floor the gang holds 1/2 of its time (4 GPUs) and the one-GPU jobs
+// share the other 4: 1/2 each, the level t = 1/2. On both solve paths; and with `stay`, from
+// the floorless allocation as the current one, the gang keeps (1 − ε) of its floor.
+TEST(MaxMinFairnessShareFloorTest, AGangGetsItsFloorBesideOneGpuJobs) {
+  const PolicyInput input =
+      AgedInput(8, {8, 1, 1, 1, 1, 1, 1, 1, 1}, {900, 800, 700, 600, 500, 400, 300, 200, 100});
+  const auto plain = AllocateWithParams(input, {{"share_floor", "0"}});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_NEAR(plain->allocation(0, 0), 1.0 / 9.0, 1e-6);
+  for (SolvePath path : {SolvePath::kFast, SolvePath::kGeneral}) {
+    SCOPED_TRACE(path == SolvePath::kFast ? "fast path" : "general path");
+    PolicyOptions options;
+    options.params = {{"share_floor", "0.5"}};
+    options.solve_path = path;
+    const auto policy = MakeMaxMinFairnessWithParams(Variant::kPerf, options);
+    ASSERT_TRUE(policy.ok());
+    const auto floored = (*policy)->Allocate(input);
+    ASSERT_TRUE(floored.ok()) << floored.status().ToString();
+    for (std::size_t i = 0; i < 9; ++i) EXPECT_NEAR(floored->allocation(i, 0), 0.5, 1e-6) << i;
+    ASSERT_TRUE(floored->objective.has_value());
+    EXPECT_NEAR(*floored->objective, 0.5, 1e-6);
+  }
+  const auto staying = AllocateWithParams(WithCurrent(input, plain->allocation),
+                                          {{"share_floor", "0.5"}, {"stay", "0.05"}});
+  ASSERT_TRUE(staying.ok()) << staying.status().ToString();
+  EXPECT_GE(staying->allocation(0, 0), 0.95 * 0.5 - 1e-9);
+  ExpectValidAllocation(input, *staying);
+}
+
+// Random instances where everyone shares (f at most the GPUs over the jobs' GPUs): the level
+// and the allocation against GLPK on the whole problem written independently, maximise t with
+// both rows for every counted job, level_i >= t and level_i >= F_i, F_i being the job's level
+// when it gets f of its time spread over the types in proportion to their GPUs.
+TEST(MaxMinFairnessShareFloorTest, FloorsAndLevelMatchAnIndependentGlpkFormulation) {
+  int binding = 0;
+  for (Variant variant : {Variant::kPerf, Variant::kAgnostic}) {
+    for (SolvePath path : {SolvePath::kFast, SolvePath::kGeneral}) {
+      for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+        SCOPED_TRACE("seed " + std::to_string(seed) +
+                     (variant == Variant::kPerf ? " perf" : " agnostic") +
+                     (path == SolvePath::kFast ? " fast" : " general"));
+        std::mt19937_64 rng(seed * 6151);
+        const PolicyInput input = RandomInstance(rng, /*with_pairs=*/false, 24);
+        const std::size_t m = input.num_jobs();
+        const std::size_t n = input.num_types();
+        double gpus = 0.0;
+        for (double c : input.gpu_counts) gpus += c;
+        double demand = 0.0;
+        for (const PolicyJob& job : input.jobs) demand += job.scale_factor;
+        std::uniform_real_distribution<double> unit(0.3, 1.0);
+        // As the option's text carries it (six decimals), rounded down to stay feasible.
+        const double f = std::floor(unit(rng) * std::min(1.0, gpus / demand) * 1e6) / 1e6;
+
+        const Believed b = BelievedThroughputs(variant, input, false);
+        std::vector<double> floor(m, 0.0);
+        for (std::size_t i = 0; i < m; ++i) {
+          if (!b.counted[i]) continue;
+          for (std::size_t j = 0; j < n; ++j) floor[i] += f * b.single(i, j) * input.gpu_counts[j] / gpus;
+          floor[i] *= input.jobs[i].scale_factor / (input.jobs[i].priority_weight * b.prop[i]);
+        }
+        // GLPK over Y = s·X: capacity Σ_i Y <= c_j, time Σ_j Y <= s_i, level_i = Σ_j B Y / (w prop).
+        lp::Model model(lp::Sense::kMaximize);
+        std::vector<int> y(m * n);
+        for (std::size_t i = 0; i < m; ++i) {
+          for (std::size_t j = 0; j < n; ++j) {
+            y[i * n + j] = model.AddColumn(0.0, b.single(i, j) > 0.0 ? input.jobs[i].scale_factor : 0.0);
+          }
+        }
+        const int level = model.AddColumn(0.0, lp::kInfinity, 1.0);
+        AddRowsOverY(model, input, b, y,
+                     [&](std::size_t i, std::vector<int>& cols, std::vector<double>& coefs) {
+                       model.AddRow(floor[i], lp::kInfinity, cols, coefs);
+                       cols.push_back(level);
+                       coefs.push_back(-1.0);
+                       model.AddRow(0.0, lp::kInfinity, cols, coefs);
+                     });
+        const auto reference = lp::MakeGlpkSolver()->Solve(model);
+        ASSERT_TRUE(reference.ok());
+        ASSERT_EQ(reference->outcome, lp::Outcome::kOptimal);
+
+        PolicyOptions options;
+        options.params = {{"share_floor", std::to_string(f)}};
+        options.solve_path = path;
+        const auto policy = MakeMaxMinFairnessWithParams(variant, options);
+        ASSERT_TRUE(policy.ok());
+        const auto output = (*policy)->Allocate(input);
+        ASSERT_TRUE(output.ok()) << output.status().ToString();
+        ExpectValidAllocation(input, *output);
+        ASSERT_TRUE(output->objective.has_value());
+        EXPECT_PRED2(RelativelyEqual, *output->objective, reference->objective);
+        bool any_above = false;
+        for (std::size_t i = 0; i < m; ++i) {
+          if (!b.counted[i]) continue;
+          double value = 0.0;
+          for (std::size_t j = 0; j < n; ++j) {
+            value += b.single(i, j) * input.jobs[i].scale_factor * output->allocation(i, j);
+          }
+          value /= input.jobs[i].priority_weight * b.prop[i];
+          const double wanted = std::max(floor[i], reference->objective);
+          EXPECT_GE(value, wanted - 1e-6 * std::max(1.0, wanted)) << "job " << i;
+          any_above = any_above || floor[i] > reference->objective * (1.0 + 1e-6);
+        }
+        binding += any_above;
+      }
+    }
+  }
+  // Most instances have a job whose floor is above the max-min level (else nothing is tested).
+  EXPECT_GE(binding, 80);
 }
 
 // ---------------------------------------------------------------------------------------------

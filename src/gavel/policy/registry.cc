@@ -135,7 +135,7 @@ const PolicyInfo kPolicies[] = {
     {.name = "max_min_fairness",
      .description = "Least attained service: max-min fair time shares, heterogeneity-agnostic",
      .capabilities = {.shuffles_gpu_type_order = true},
-     .option_keys = "stay,efficient,share_floor",
+     .option_keys = "stay,efficient,share_floor,head",
      .make_with_params = &MaxMinWithParams<kAgn>,
      .make = &MaxMin<kAgn>},
     {.name = "max_min_fairness_packed",
@@ -145,7 +145,7 @@ const PolicyInfo kPolicies[] = {
     {.name = "max_min_fairness_perf",
      .description = "Max-min fairness over throughput normalised by an equal share "
                     "(heterogeneity-aware LAS)",
-     .option_keys = "stay,efficient,share_floor",
+     .option_keys = "stay,efficient,share_floor,head",
      .make_with_params = &MaxMinWithParams<kPerf>,
      .make = &MaxMin<kPerf>},
     {.name = "max_min_fairness_water_filling",

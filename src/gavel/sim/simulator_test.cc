@@ -359,6 +359,34 @@ TEST(SimulatorTest, MaxMinFairnessDrainsAnOverloadedWindowInArrivalOrder) {
   }
 }
 
+// A long job at the head of an overloaded queue: it needs 20 hours of a V100 and arrives
+// first on two V100s, then a one-hour job every ten minutes (three times what they serve).
+// Without a head (head=0) it shares with the three oldest short jobs at the floor of 1/2 and
+// needs 40 hours, past the 30-hour cut; with the default head (the oldest jobs with at most
+// 1/2 of the GPUs run their whole time, as under FIFO) it is done by about 20 hours.
+TEST(SimulatorTest, MaxMinFairnessRunsTheHeadOfAnOverloadedQueueWhole) {
+  const double hour = 3600.0 * V100(kResNet, 1);
+  std::vector<workload::TraceJob> trace = {Job(kResNet, 1, 20.0 * hour, 0.0)};
+  for (int k = 1; k < 300; ++k) trace.push_back(Job(kResNet, 1, hour, 600.0 * k));
+  for (const std::string policy : {"max_min_fairness_perf", "max_min_fairness_perf:head=0"}) {
+    SCOPED_TRACE(policy);
+    SimulationOptions o = OnV100s(2, trace);
+    o.policy = policy;
+    o.window_start = 0;
+    o.window_end = 1;
+    o.saturation_limit = Seconds(30 * 3600.0);
+    const SimulationResult r = MustSimulate(o);
+    const bool head = policy == "max_min_fairness_perf";
+    EXPECT_EQ(r.saturated, !head);
+    if (head) {
+      ASSERT_TRUE(r.jobs[0].finish.has_value());
+      EXPECT_LT(r.jobs[0].finish->value(), 21 * 3600.0);
+    } else {
+      EXPECT_GT(r.jobs[0].gpu_seconds[0], 0.45 * 30 * 3600.0);  // it ran at its floor
+    }
+  }
+}
+
 // BacklogOf by hand: 2 GPUs until t = 100; A (window, 1 GPU) and B from 0, B leaves at 50 as
 // C (window, 2 GPUs) arrives, so two jobs are active throughout and the equal share is 1 GPU.
 // A received 10 GPU-s in 100 s (0.1 < 0.25: starved), C 60 in 50 (1.2: not); D finished and E
