@@ -675,7 +675,9 @@ Result<std::unique_ptr<Policy>> MakeMaxMinFairnessWithParams(Variant variant,
   bool efficient = false;
   double share_floor = 0.0;
   double head = 0.0;
-  for (const auto& [key, text] : options.params) {
+  for (const auto& param : options.params) {
+    const std::string& key = param.first;
+    const std::string& text = param.second;
     // A fraction in [0, 1]; `of` says of what, for the error.
     const auto fraction = [&](const char* of) -> Result<double> {
       const std::optional<double> value = ParseFiniteDouble(text);
