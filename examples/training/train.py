@@ -92,8 +92,9 @@ class Pacer:
     not the table's minus the loop's overhead. Time the program did not train is not made up:
     the pace starts again with every new lease (the program waited at its lease end for the
     next round's decision, and checkpointed) and whenever it fell more than `max_lag_s` behind
-    (the machine stalled it). A real training program loses that time; making it up ran every
-    lease extension's first steps at full speed, up to the whole pause between two rounds.
+    (the machine stalled it). A real training program loses that time; made up, it would run
+    a lease extension's first steps at full speed, faster than the table, and the live run
+    would win back the pause between two rounds that the simulator charges.
     """
 
     def __init__(self, step_seconds, max_lag_s=1.0, clock=time.monotonic, sleep=time.sleep):
