@@ -73,6 +73,7 @@ live = json.load(open(d + "/live.json")); sim = json.load(open(d + "/simulated.j
 text = open(log).read()
 m = re.search(r"mean start-up ([0-9.]+) s per launch; \d+ rounds timed, median ([0-9.]+) s", text)
 knobs = re.search(r"Simulated: (\S+) on (\S+) \((\S+)\), round (\S+) s, restart overhead (\S+) s", text)
+settle = re.search(r"idle-cluster arrival pause (\S+) s", text)
 # The replay's simulation again: the scaled trace (steps and arrivals / 60, as ScaleTrace) on
 # the cluster in agents of gpa GPUs (gpus per server = the gcd of a type's agent sizes).
 rows = open(d + "/trace.csv").read().splitlines()
@@ -90,7 +91,7 @@ def simulate(*extra):
         "-p", knobs.group(1), "-c", knobs.group(2), "--worker-types", knobs.group(3),
         "--num-gpus-per-server", ":".join(per_server), "-i", knobs.group(4),
         "--restart-overhead", knobs.group(5), "--restart-outside-lease", "--progress", "never",
-        "--json", "-", *extra], capture_output=True, text=True, check=True).stdout
+        *(["--arrival-settle", settle.group(1)] if settle else []), "--json", "-", *extra], capture_output=True, text=True, check=True).stdout
     return json.loads(out)["average_jct_seconds"]
 a, b = live["average_jct_seconds"], sim["average_jct_seconds"]
 print("\t".join(str(x) for x in ["$name", "$policy", "$cluster", "$gpa", "$jobs", "$sizes",

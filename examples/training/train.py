@@ -84,6 +84,40 @@ def colocated_throughput(table, gpu_type, job_type, partner_type, scale_factor):
     return float(pair[0])
 
 
+class Pacer:
+    """Holds a training loop to `step_seconds` a step against a clock.
+
+    Each step sleeps what is left of its time on the pace, so the loop's own small overheads (a
+    late wake-up, a progress report) are made up on the next steps and the rate is the table's,
+    not the table's minus the loop's overhead. Time the program did not train is not made up:
+    the pace starts again with every new lease (the program waited at its lease end for the
+    next round's decision, and checkpointed) and whenever it fell more than `max_lag_s` behind
+    (the machine stalled it). A real training program loses that time; made up, it would run
+    a lease extension's first steps at full speed, faster than the table, and the live run
+    would win back the pause between two rounds that the simulator charges.
+    """
+
+    def __init__(self, step_seconds, max_lag_s=1.0, clock=time.monotonic, sleep=time.sleep):
+        self._step_seconds = step_seconds
+        self._max_lag_s = max_lag_s
+        self._clock = clock
+        self._sleep = sleep
+        self._lease = None
+        self._start = None
+        self._paced = 0
+
+    def step(self, lease):
+        """Waits out one step of training under `lease` (the iterator's current lease)."""
+        now = self._clock()
+        if (self._start is None or lease is not self._lease
+                or now - (self._start + self._paced * self._step_seconds) > self._max_lag_s):
+            self._lease, self._start, self._paced = lease, now, 0
+        self._paced += 1
+        delay = self._start + self._paced * self._step_seconds - now
+        if delay > 0:
+            self._sleep(delay)
+
+
 def parse_args(argv):
     env = os.environ
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -144,10 +178,7 @@ def main(argv):
           % (args.job_type, args.gpu_type, step_seconds, 1.0 / step_seconds, state["step"],
              loader.total_steps), flush=True)
 
-    # Steps are paced against a clock so their rate is the table's, not the table's minus the
-    # loop's overhead; a pause (waiting for the next round) resets the pace.
-    pace_start = None
-    paced = 0
+    pacer = Pacer(step_seconds)
     for _ in loader:
         if state["step"] != loader.steps_done:  # the iterator and the model must agree
             print("train.py: model at step %d, iterator at %d" % (state["step"], loader.steps_done),
@@ -156,13 +187,7 @@ def main(argv):
         if state["step"] == args.fail_at_step:
             print("train.py: injected failure at step %d" % state["step"], file=sys.stderr)
             return 3
-        now = time.monotonic()
-        if pace_start is None or now - (pace_start + paced * step_seconds) > 1.0:
-            pace_start, paced = now, 0
-        paced += 1
-        delay = pace_start + paced * step_seconds - now
-        if delay > 0:
-            time.sleep(delay)
+        pacer.step(loader.lease)
         state["checksum"] = next_checksum(state["checksum"], state["step"])
         state["step"] += 1
         if exec_log is not None:

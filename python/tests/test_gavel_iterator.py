@@ -482,6 +482,34 @@ class TrainingProgramTest(unittest.TestCase):
         swapped = self.train.next_checksum(self.train.next_checksum(0, 1), 0)
         self.assertNotEqual(swapped, self.train.expected_checksum(2))
 
+    def test_pacing_makes_up_overheads_but_not_pauses_between_leases(self):
+        # A step of 0.25 s on a fake clock; sleep advances it. Hand-computed schedule:
+        clock = FakeClock()
+        clock.now = 0.0
+        sleeps = []
+
+        def sleep(seconds):
+            sleeps.append(round(seconds, 9))
+            clock.now += seconds
+
+        pacer = self.train.Pacer(0.25, clock=clock, sleep=sleep)
+        first, second = Lease(100, 6.0), Lease(100, 6.0)
+        for _ in range(4):
+            pacer.step(first)  # 0.25 s each: the clock is at 1.0
+        clock.now += 0.1  # a progress report inside the lease: made up on the next step
+        pacer.step(first)
+        self.assertEqual(sleeps[4], 0.15)
+        self.assertEqual(clock.now, 1.25)  # on the pace again
+        clock.now += 0.5  # waiting at the lease end for the next round: not made up
+        pacer.step(second)
+        pacer.step(second)
+        self.assertEqual(sleeps[5:], [0.25, 0.25])
+        self.assertEqual(clock.now, 2.25)  # 1.75 + two whole steps; the old pace gave 2.0
+        clock.now += 1.5  # a stall of more than a second inside a lease: not made up either
+        pacer.step(second)
+        self.assertEqual(sleeps[7], 0.25)
+        self.assertEqual(clock.now, 4.0)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -16,9 +16,11 @@
 #include <thread>
 
 #include "gavel/cli/flag_bounds.h"
+#include "gavel/cli/serve_command.h"
 #include "gavel/core/bounds.h"
 #include "gavel/core/parse_number.h"
 #include "gavel/core/shipped_data.h"
+#include "gavel/daemon/core_options.h"
 #include "gavel/rpc/grpc_util.h"
 
 namespace gavel::cli {
@@ -521,6 +523,13 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   simulation.physics.step_early_leases = setup.rounds_on_time;
   // Its iterator ends a lease on a whole step, and a multi-GPU job's lease is a step bound.
   simulation.physics.whole_steps = true;
+  // A round that starts on an idle cluster waits for more submissions as gavel serve's does.
+  if (!physics.arrival_settle) {
+    daemon::CoreOptions serve;
+    serve.round_length = Seconds(setup.round_seconds);
+    serve.max_arrival_settle = Seconds(kServeMaxArrivalSettleSeconds);
+    simulation.physics.arrival_settle = serve.arrival_settle();
+  }
   // The simulation runs the daemon's bounded lag (its K over the measured start-up, which is
   // the simulation's restart overhead) unless --lag-bound asks for another.
   if (!physics.lag_bound) simulation.physics.lag_bound_restarts = setup.lag_bound_restarts;
@@ -549,7 +558,8 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
       << (simulation.physics.whole_steps ? ", leases of whole steps" : "")
       << (simulation.physics.step_early_leases ? " a step short of the round (on-time rounds)"
                                                : "")
-      << ", dispatch delay " << simulation.physics.dispatch_delay.value() << " s\n";
+      << ", dispatch delay " << simulation.physics.dispatch_delay.value() << " s"
+      << ", idle-cluster arrival pause " << simulation.physics.arrival_settle.value() << " s\n";
   PrintComparison(metrics, out);
   return Status::Ok();
 }

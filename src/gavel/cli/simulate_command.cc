@@ -337,6 +337,9 @@ Result<sim::PhysicsOptions> ToPhysicsOptions(const PhysicsFlags& f) {
   physics.restart_outside_lease = f.restart_outside_lease;
   physics.dispatch_delay = Seconds(f.dispatch_delay);
   physics.whole_steps = f.whole_steps;
+  GAVEL_RETURN_IF_ERROR(bounds::CheckRange(f.arrival_settle.value_or(0.0), 0.0,
+                                           bounds::kMaxRoundSeconds, "--arrival-settle", " s"));
+  physics.arrival_settle = Seconds(f.arrival_settle.value_or(0.0));
 
   std::string failures = f.failures;
   if (failures.empty() && f.realistic) failures = "philly";
@@ -383,6 +386,12 @@ void AddPhysicsFlags(CLI::App* command, PhysicsFlags* flags) {
                     "Leases end on whole steps as gavel serve's do: a time lease runs to the "
                     "step boundary after its time, a multi-GPU lease is floor(round x "
                     "throughput) steps");
+  command
+      ->add_option("--arrival-settle", flags->arrival_settle,
+                   "Seconds a round that starts on an idle cluster waits after the arrival "
+                   "that wakes it, so that jobs arriving meanwhile start with it (gavel "
+                   "serve's pause: 5 % of the round, at most 1 s; default 0)")
+      ->check(Bounded(0.0, bounds::kMaxRoundSeconds, " s"));
   command->add_flag("--realistic", flags->realistic,
                     "Placement penalty, restart overhead and Philly failures with the shipped "
                     "defaults (each can still be set explicitly)");

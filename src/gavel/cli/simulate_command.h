@@ -35,11 +35,12 @@ struct PhysicsFlags {
   bool restart_outside_lease = false;
   double dispatch_delay = 0.0;  // seconds
   bool whole_steps = false;
+  std::optional<double> arrival_settle;  // seconds; unset = 0 (`gavel replay`: the daemon's)
   bool any() const {
     return servers_per_rack != 0 || cpus_per_server != 0.0 || mem_per_server_gb != 0.0 ||
            !placement_penalty.empty() || !restart_overhead.empty() || !failures.empty() ||
            realistic || restart_aware || lag_bound || restart_outside_lease || dispatch_delay != 0.0 ||
-           whole_steps;
+           whole_steps || arrival_settle;
   }
 };
 

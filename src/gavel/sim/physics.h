@@ -131,6 +131,12 @@ struct PhysicsOptions {
   //     step is one step shorter, so that it ends within its time (the daemon's on-time
   //     rounds, `gavel serve --rounds-on-time`: the report is in at the boundary).
   bool step_early_leases = false;
+  //   arrival_settle: a round that starts on an idle cluster (nothing running) starts this
+  //     long after the arrival that wakes it, with every job arrived by then, as gavel serve's
+  //     does (daemon/core_options.h, arrival_settle()): jobs arriving within it start together,
+  //     and the waking job waits it out. Arrivals while anything runs wait for the round's end
+  //     either way. Decides when rounds start, not how a lease runs: no PhysicsModel needed.
+  Seconds arrival_settle{0.0};
   // Placement is topology-aware (placement.h) whenever any host resource or rack grouping
   // is given or the placement penalty is on.
   bool topology_aware() const {
@@ -139,7 +145,7 @@ struct PhysicsOptions {
   }
   bool any() const {
     return topology_aware() || restart_overhead.has_value() || failures.has_value() ||
-           dispatch_delay.value() > 0.0 || whole_steps;
+           dispatch_delay.value() > 0.0 || whole_steps || arrival_settle.value() > 0.0;
   }
 };
 

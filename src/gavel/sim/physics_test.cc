@@ -343,6 +343,32 @@ TEST(RuntimeLeaseTest, ARunPaysTheStartOnceAndTheDelayEveryRound) {
   EXPECT_NEAR(r.average_jct_seconds, 2063.0, 1e-6);
 }
 
+// gavel serve's pause on an idle cluster (arrival_settle), hand-worked on 2 V100s and 360-s
+// rounds with job A (100 s of work) arriving at 0 and job B (100 s) at 10 or 30. Without the
+// pause A starts alone at 0 and ends at 100, the round with it; B waits for that end and runs
+// 100-200: JCTs 100 and 190. An 18-s pause starts the first round at 18 with every job
+// arrived by then: B at 10 runs beside A, both end at 118: JCTs 118 and 108. B at 30 comes
+// after the pause, while A runs, so it waits for A's round to end at 118 (no pause on a busy
+// cluster) and ends at 218: JCTs 118 and 188.
+TEST(RuntimeLeaseTest, AnIdleClustersRoundWaitsForArrivalsWithinThePause) {
+  const double tput = V100(kResNet, 1);
+  struct Case {
+    double settle;
+    double b_arrival;
+    double average_jct;
+  };
+  for (const Case& c : {Case{0.0, 10.0, (100.0 + 190.0) / 2.0},
+                        Case{18.0, 10.0, (118.0 + 108.0) / 2.0},
+                        Case{18.0, 30.0, (118.0 + 188.0) / 2.0}}) {
+    SimulationOptions o =
+        Cluster(2, 2, {Job(kResNet, 1, tput * 100.0, 0.0), Job(kResNet, 1, tput * 100.0,
+                                                                 c.b_arrival)});
+    o.physics.arrival_settle = Seconds(c.settle);
+    EXPECT_NEAR(MustSimulate(o).average_jct_seconds, c.average_jct, 1e-6)
+        << c.settle << " " << c.b_arrival;
+  }
+}
+
 TEST(PlannedOutcomeTest, UserErrorStrikesAtItsProgressAndLosesTheLease) {
   mechanism::ClusterLayout layout = *mechanism::ClusterLayout::Create({GpuTypeSpec{"v100", 1, 1}});
   PhysicsOptions options;

@@ -106,8 +106,9 @@ class RoundSimulation {
     if (!queue_.empty()) {
       now_ = round_end_;
     } else if (next_arrival || !releases_.empty()) {
-      // The next arrival, or a failed job's retry (physics), whichever comes first.
-      now_ = next_arrival ? *next_arrival : releases_.top();
+      // The next arrival (and the idle cluster's settling pause after it), or a failed job's
+      // retry (physics), whichever comes first.
+      now_ = next_arrival ? *next_arrival + options_.physics.arrival_settle : releases_.top();
       if (!releases_.empty()) now_ = std::min(now_, releases_.top());
     }
     clock_.Set(now_);
