@@ -29,10 +29,15 @@ inline constexpr char kPartsTable[] = R"json({
 inline constexpr int kK80 = 0;
 inline constexpr int kV100 = 1;
 
-inline std::shared_ptr<const ThroughputTable> PartsTable() {
-  auto table = ThroughputTable::Parse(kPartsTable, "test table");
+// A table written in a test (the shipped file's JSON form); a parse error aborts the test.
+inline std::shared_ptr<const ThroughputTable> TableFromJson(const char* json, const char* name) {
+  auto table = ThroughputTable::Parse(json, name);
   GAVEL_CHECK_MSG(table.ok(), table.status().ToString().c_str());
   return std::make_shared<const ThroughputTable>(std::move(*table));
+}
+
+inline std::shared_ptr<const ThroughputTable> PartsTable() {
+  return TableFromJson(kPartsTable, "test table");
 }
 
 inline JobTable MakeJobTable(std::vector<GpuTypeSpec> cluster, bool packing = false) {

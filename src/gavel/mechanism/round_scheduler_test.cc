@@ -1328,14 +1328,12 @@ TEST(RoundSchedulerLagTest, JobsGettingTheirWholeShareDoNotHopBetweenEqualTypes)
     "v100": {"('A', 1)": {"null": 1.0}},
     "k80": {"('A', 1)": {"null": 1.0}}
   })json";
-  auto table = ThroughputTable::Parse(kEqualTypes, "equal types");
-  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const auto table = testing::TableFromJson(kEqualTypes, "equal types");
   const auto moves_with = [&](double lag_bound) {
     SchedulerOptions options;
     options.realisation.lag_bound_restarts = lag_bound;
     Fixture f({{"v100", 1, 1}, {"k80", 1, 1}}, Share(0.5), Compat{},
-              PolicyTraits{.shuffles_gpu_type_order = true}, options,
-              std::make_shared<const ThroughputTable>(*table));
+              PolicyTraits{.shuffles_gpu_type_order = true}, options, table);
     const JobId a = f.Add("A", 1, 1e7, 0.0, 30.0);
     const JobId b = f.Add("A", 1, 1e7, 0.0, 30.0);
     std::map<JobId, WorkerId> last;  // the test's own record of where each job ran
@@ -1408,21 +1406,18 @@ TEST(RoundSchedulerLagTest, AJobMovesToASlowerTypeOnlyWhenOutrankedWhereItRan) {
     "v100": {"('A', 1)": {"null": 4.0}},
     "k80": {"('A', 1)": {"null": 1.0}}
   })json";
-  auto table = ThroughputTable::Parse(kFastAndSlow, "fast and slow");
-  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const auto table = testing::TableFromJson(kFastAndSlow, "fast and slow");
   SchedulerOptions options;
   options.realisation.lag_bound_restarts = 40.0;
   Fixture f({{"v100", 1, 1}, {"k80", 1, 1}}, Share(0.7), Compat{},
-            PolicyTraits{.shuffles_gpu_type_order = true}, options,
-            std::make_shared<const ThroughputTable>(*table));
-  constexpr int kV100 = 1;  // types sorted by name: k80, v100
+            PolicyTraits{.shuffles_gpu_type_order = true}, options, table);
   const JobId job = f.Add("A", 1, 1e9, 0.0, 30.0);
   int on_k80 = 0;
   for (int round = 0; round < 80; ++round) {
     const RoundPlan plan = f.Plan(360.0 * round);
     ASSERT_EQ(plan.assignments.size(), 1u) << "round " << round;
     EXPECT_EQ(plan.assignments[0].combination.member(0), job);
-    if (plan.assignments[0].gpu_type != kV100) ++on_k80;
+    if (plan.assignments[0].gpu_type != testing::kV100) ++on_k80;  // types by name: k80, v100
     f.Finish(plan, 360.0);
   }
   // The first round may start it on either type (the shuffle visits the k80 first half the

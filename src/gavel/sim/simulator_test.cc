@@ -337,6 +337,18 @@ TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
 // it needs takes until about e² times its arrival (~60 h), past the 40-hour cut. The default
 // sharing floor (1/2: the oldest jobs with at most 4 GPUs' worth share) serves them in
 // arrival order, as a queue does: the window is done by about 26 h.
+// `trace` on two V100s under `policy`, the window's jobs [start, end), cut as saturated at
+// `limit_hours`.
+SimulationResult OnTwoV100sCutAt(const std::vector<workload::TraceJob>& trace,
+                                 const std::string& policy, int window_start, int window_end,
+                                 double limit_hours) {
+  SimulationOptions o = OnV100s(2, trace, policy);
+  o.window_start = window_start;
+  o.window_end = window_end;
+  o.saturation_limit = Seconds(limit_hours * 3600.0);
+  return MustSimulate(o);
+}
+
 TEST(SimulatorTest, MaxMinFairnessDrainsAnOverloadedWindowInArrivalOrder) {
   const double steps = 3600.0 * V100(kResNet, 1);
   std::vector<workload::TraceJob> trace;
@@ -344,12 +356,7 @@ TEST(SimulatorTest, MaxMinFairnessDrainsAnOverloadedWindowInArrivalOrder) {
   for (const std::string policy :
        {"max_min_fairness_perf", "max_min_fairness_perf:share_floor=0"}) {
     SCOPED_TRACE(policy);
-    SimulationOptions o = OnV100s(2, trace);
-    o.policy = policy;
-    o.window_start = 40;
-    o.window_end = 50;
-    o.saturation_limit = Seconds(40 * 3600.0);
-    const SimulationResult r = MustSimulate(o);
+    const SimulationResult r = OnTwoV100sCutAt(trace, policy, 40, 50, 40.0);
     const bool floored = policy == "max_min_fairness_perf";
     EXPECT_EQ(r.saturated, !floored);
     if (floored) {
@@ -370,12 +377,7 @@ TEST(SimulatorTest, MaxMinFairnessRunsTheHeadOfAnOverloadedQueueWhole) {
   for (int k = 1; k < 300; ++k) trace.push_back(Job(kResNet, 1, hour, 600.0 * k));
   for (const std::string policy : {"max_min_fairness_perf", "max_min_fairness_perf:head=0"}) {
     SCOPED_TRACE(policy);
-    SimulationOptions o = OnV100s(2, trace);
-    o.policy = policy;
-    o.window_start = 0;
-    o.window_end = 1;
-    o.saturation_limit = Seconds(30 * 3600.0);
-    const SimulationResult r = MustSimulate(o);
+    const SimulationResult r = OnTwoV100sCutAt(trace, policy, 0, 1, 30.0);
     const bool head = policy == "max_min_fairness_perf";
     EXPECT_EQ(r.saturated, !head);
     if (head) {
