@@ -23,6 +23,12 @@ double LevelScale(const PolicyJob& job, double prop) {
   return job.scale_factor / (job.priority_weight * prop);
 }
 
+double TotalGpus(const PolicyInput& input) {
+  double gpus = 0.0;
+  for (double c : input.gpu_counts) gpus += c;
+  return gpus;
+}
+
 class MaxMinFairness final : public Policy {
  public:
   MaxMinFairness(Variant variant, const PolicyOptions& options, double stay = 0.0,
@@ -66,8 +72,7 @@ class MaxMinFairness final : public Policy {
   // what lets a long job finish while younger ones keep arriving (the shares alone only
   // guarantee a fraction of an average GPU's progress).
   Sharing SharingJobs(const PolicyInput& input) const {
-    double gpus = 0.0;
-    for (double c : input.gpu_counts) gpus += c;
+    const double gpus = TotalGpus(input);
     double demand = 0.0;
     for (const PolicyJob& job : input.jobs) demand += job.scale_factor;
     Sharing sharing;
@@ -159,8 +164,7 @@ class MaxMinFairness final : public Policy {
     if (fraction.empty()) return {};
     const Matrix throughput = ThroughputView(input);
     const std::vector<double> prop = NormalisingThroughputs(input, throughput);
-    double gpus = 0.0;
-    for (double c : input.gpu_counts) gpus += c;
+    const double gpus = TotalGpus(input);
     std::vector<double> floors(input.num_jobs(), 0.0);
     for (std::size_t i = 0; i < floors.size(); ++i) {
       if (prop[i] <= 0.0) continue;
