@@ -16,11 +16,9 @@
 #include <thread>
 
 #include "gavel/cli/flag_bounds.h"
-#include "gavel/cli/serve_command.h"
 #include "gavel/core/bounds.h"
 #include "gavel/core/parse_number.h"
 #include "gavel/core/shipped_data.h"
-#include "gavel/daemon/core_options.h"
 #include "gavel/rpc/grpc_util.h"
 
 namespace gavel::cli {
@@ -88,6 +86,7 @@ struct LiveSetup {
   double round_seconds = 0.0;
   double lag_bound_restarts = 0.0;  // the daemon's bounded lag (0 = off)
   bool rounds_on_time = false;      // gavel serve --rounds-on-time
+  double arrival_settle_seconds = 0.0;  // a round on an idle cluster waits this for arrivals
   std::vector<std::string> types;  // sorted
   std::vector<int> gpus;           // per type
   std::vector<int> gpus_per_server;
@@ -105,6 +104,7 @@ Result<LiveSetup> ReadLiveSetup(const Connection& c) {
     setup.round_seconds = status.round_duration_s();
     setup.lag_bound_restarts = status.lag_bound_restarts();
     setup.rounds_on_time = status.rounds_on_time();
+    setup.arrival_settle_seconds = status.arrival_settle_s();
   }
   grpc::ClientContext context;
   c.Prepare(&context);
@@ -525,10 +525,7 @@ Status RunReplay(const ReplayOptions& o, std::ostream& out) {
   simulation.physics.whole_steps = true;
   // A round that starts on an idle cluster waits for more submissions as gavel serve's does.
   if (!physics.arrival_settle) {
-    daemon::CoreOptions serve;
-    serve.round_length = Seconds(setup.round_seconds);
-    serve.max_arrival_settle = Seconds(kServeMaxArrivalSettleSeconds);
-    simulation.physics.arrival_settle = serve.arrival_settle();
+    simulation.physics.arrival_settle = Seconds(setup.arrival_settle_seconds);
   }
   // The simulation runs the daemon's bounded lag (its K over the measured start-up, which is
   // the simulation's restart overhead) unless --lag-bound asks for another.

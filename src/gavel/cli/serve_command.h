@@ -24,7 +24,8 @@ namespace gavel::cli {
 
 // The most a round that starts on an idle cluster waits after the submission that wakes it
 // (daemon::CoreOptions::max_arrival_settle), so that jobs submitted together start together.
-// `gavel replay --compare` simulates the same pause (sim::PhysicsOptions::arrival_settle).
+// GetStatus reports it (arrival_settle_s), and `gavel replay --compare` simulates that pause
+// (sim::PhysicsOptions::arrival_settle).
 inline constexpr double kServeMaxArrivalSettleSeconds = 1.0;
 
 struct ServeOptions {

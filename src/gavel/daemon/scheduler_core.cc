@@ -560,6 +560,7 @@ wire::GetStatusResponse SchedulerCore::GetStatus() const {
   status.set_round_duration_s(options_.round_length.value());
   status.set_lag_bound_restarts(options_.lag_bound_restarts);
   status.set_rounds_on_time(options_.rounds_on_time);
+  status.set_arrival_settle_s(options_.arrival_settle().value());
   status.set_round_id(round_ ? round_->id() : next_round_id_);
   status.set_round_elapsed_s(round_ ? static_cast<double>(now - round_->start_ms()) / 1000.0
                                     : 0.0);
