@@ -24,8 +24,9 @@ void JobSummarizer::Add(const JobResult& job, bool has_utility_function) {
     if (job.jct) {
       window_jcts_.push_back(job.jct->value());
       window_jct_classes_.push_back(static_cast<std::uint8_t>(SizeClass(job.scale_factor)));
-      if (job.jct->value() > 0.0) {
-        share_deviation_ += std::abs(job.received_seconds - job.entitled_seconds) / job.jct->value();
+      if (job.jct->value() > 0.0 && job.received_seconds && job.entitled_seconds) {
+        share_deviation_ +=
+            std::abs(*job.received_seconds - *job.entitled_seconds) / job.jct->value();
       }
     }
     if (job.queueing_delay) {

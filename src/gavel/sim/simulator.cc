@@ -792,7 +792,8 @@ void WriteJobsCsvHeader(const std::vector<std::string>& gpu_types, std::ostream&
   out << "id,job_type,scale_factor,priority_weight,arrival,first_start,finish,jct,in_window,"
          "dropped";
   for (const std::string& t : gpu_types) out << ",gpu_seconds_" << t;
-  out << ",cost,rho,failed,queueing_delay,fair_share_delay,fragmentation_delay\n";
+  out << ",cost,rho,failed,queueing_delay,fair_share_delay,fragmentation_delay,entitled_seconds,"
+         "received_seconds\n";
 }
 
 void WriteJobsCsvRow(const JobResult& job, std::ostream& out) {
@@ -821,6 +822,10 @@ void WriteJobsCsvRow(const JobResult& job, std::ostream& out) {
   } else {
     out << ",";
   }
+  out << ",";
+  if (job.entitled_seconds) out << *job.entitled_seconds;
+  out << ",";
+  if (job.received_seconds) out << *job.received_seconds;
   out << "\n";
   out.precision(precision);
   out.flags(flags);

@@ -153,9 +153,10 @@ struct JobResult {
   double cost = 0.0;
   std::optional<double> rho;  // finish-time fairness, with `fairness`
   bool failed = false;        // physics: a user error, or out of retries
-  // Seconds its allocation entitled it to and seconds it ran (mechanism::JobRecord).
-  double entitled_seconds = 0.0;
-  double received_seconds = 0.0;
+  // Seconds its allocation entitled it to and seconds it ran (mechanism::JobRecord); none for
+  // a run without the round mechanism's books (`gavel replay`'s live run).
+  std::optional<double> entitled_seconds;
+  std::optional<double> received_seconds;
   // Arrival to first start, split as the Philly study does: fragmentation delay while enough
   // GPUs of a type it can use were free in total yet it was not placed, fair-share delay
   // otherwise (waiting for its share of GPUs).
@@ -305,7 +306,8 @@ double LagBoundFor(const std::string& policy, const PhysicsOptions& physics);
 // The result as JSON (docs/formats.md), without the per-job list.
 std::string ResultToJson(const SimulationResult& result);
 // The per-job CSV: id, job_type, scale_factor, priority_weight, arrival, first_start, finish,
-// jct, in_window, dropped, gpu_seconds_<type>..., cost, rho (empty cells where unknown).
+// jct, in_window, dropped, gpu_seconds_<type>..., cost, rho, failed, the queueing delays,
+// entitled_seconds, received_seconds (empty cells where unknown).
 std::string JobsToCsv(const SimulationResult& result);
 // The same, a part at a time (a run streaming its jobs through SimulationOptions::job_sink):
 // the header for the GPU types (SimulationResult::gpu_types: the layout's sorted names), and

@@ -289,7 +289,7 @@ TEST(SimulatorTest, GpuTimeAddsUp) {
   EXPECT_THAT(csv, HasSubstr("id,job_type,scale_factor,priority_weight,arrival,first_start,"
                              "finish,jct,in_window,dropped,gpu_seconds_k80,gpu_seconds_p100,"
                              "gpu_seconds_v100,cost,rho,failed,queueing_delay,fair_share_delay,"
-                             "fragmentation_delay\n"));
+                             "fragmentation_delay,entitled_seconds,received_seconds\n"));
 }
 
 // Max-min fairness on 8 V100s: one 8-GPU gang among 40 one-GPU jobs that never finish, and a
@@ -565,7 +565,7 @@ TEST(SimulatorTest, RestartCostsBoundTheLagOfTimeSlicedPolicies) {
 // allocation_share_mad: a job alone on a V100 has all of it (allocation 1) from its arrival
 // at a round's start: entitled to 360 s for every round planned while it ran, it received its
 // JCT, so |E - R| / JCT = (360 · rounds - JCT) / JCT. A second job, arriving when the first
-// is done, adds its own term to the mean.
+// is done, adds its own term to the mean. The per-job CSV's last two columns are E and R.
 TEST(SimulatorTest, AllocationShareMadComparesTimeRunWithTheAllocationsTime) {
   const double first = 10000.0;  // steps: 2 rounds (8,673 steps a round)
   SimulationOptions o =
@@ -573,16 +573,45 @@ TEST(SimulatorTest, AllocationShareMadComparesTimeRunWithTheAllocationsTime) {
   o.policy = "max_min_fairness";
   const SimulationResult r = MustSimulate(o);
   ASSERT_EQ(r.window_jobs_completed, 2u);
+  std::istringstream csv(JobsToCsv(r));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_THAT(line, testing::EndsWith(",entitled_seconds,received_seconds"));
   double expected = 0.0;
   for (const JobResult& job : r.jobs) {
     const double jct = job.jct->value();
     const double rounds = std::ceil(jct / 360.0);
-    EXPECT_NEAR(job.entitled_seconds, 360.0 * rounds, 1e-6);
-    EXPECT_NEAR(job.received_seconds, jct, 1e-6);
+    ASSERT_TRUE(job.entitled_seconds && job.received_seconds);
+    EXPECT_NEAR(*job.entitled_seconds, 360.0 * rounds, 1e-6);
+    EXPECT_NEAR(*job.received_seconds, jct, 1e-6);
     expected += (360.0 * rounds - jct) / jct / 2.0;
+    ASSERT_TRUE(std::getline(csv, line));
+    const std::size_t last = line.rfind(',');
+    const std::size_t before = line.rfind(',', last - 1);
+    EXPECT_NEAR(std::stod(line.substr(before + 1, last - before - 1)), 360.0 * rounds, 1e-6);
+    EXPECT_NEAR(std::stod(line.substr(last + 1)), jct, 1e-6);
   }
   EXPECT_GT(expected, 0.0);
   EXPECT_NEAR(r.allocation_share_mad, expected, 1e-9);
+}
+
+// A job without the round mechanism's books (gavel replay's live run) leaves the two cells
+// empty, as the CSV does for every unknown; with them, they follow the queueing delays.
+TEST(SimulatorTest, JobsCsvWritesTheBooksWhereTheyAreKept) {
+  JobResult job;
+  job.job_type = "ResNet-50 (batch size 32)";
+  job.gpu_seconds = {0.0};
+  job.queueing_delay = Seconds(5.0);
+  job.fair_share_delay_seconds = 2.0;
+  job.fragmentation_delay_seconds = 3.0;
+  std::ostringstream live;
+  WriteJobsCsvRow(job, live);
+  EXPECT_THAT(live.str(), testing::EndsWith(",5,2,3,,\n"));
+  job.entitled_seconds = 720.0;
+  job.received_seconds = 540.5;
+  std::ostringstream simulated;
+  WriteJobsCsvRow(job, simulated);
+  EXPECT_THAT(simulated.str(), testing::EndsWith(",5,2,3,720,540.5\n"));
 }
 
 TEST(SimulatorTest, RejectsBadOptionsAndUnschedulableJobs) {
