@@ -23,7 +23,6 @@
 #include "gavel/core/throughput_table.h"
 #include "gavel/daemon/daemon.h"
 #include "gavel/mechanism/scorers.h"
-#include "gavel/policy/registry.h"
 #include "gavel/rpc/auth.h"
 #pragma GCC diagnostic pop
 
@@ -155,10 +154,7 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.metrics_listen = o.metrics_listen;
   options.tls = rpc::ServerTlsFiles{o.tls_cert, o.tls_key};
   options.tls_ca = o.tls_ca;
-  // Restarts always cost something on a real cluster: the max-min policies stay near their
-  // current allocation unless given options (docs/policies.md, "Staying put").
-  GAVEL_ASSIGN_OR_RETURN(options.core.policy,
-                         daemon::ChosenPolicy::Resolve(policy::WithRestartCostDefaults(o.policy)));
+  GAVEL_ASSIGN_OR_RETURN(options.core.policy, daemon::ChosenPolicy::Resolve(o.policy));
   options.core.throughputs = std::make_shared<const ThroughputTable>(std::move(table));
   options.core.round_length = Seconds(o.round_seconds);
   options.core.report_grace = Seconds(o.report_grace_seconds);

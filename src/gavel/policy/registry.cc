@@ -328,23 +328,6 @@ Result<const PolicyInfo*> FindPolicy(std::string_view name) {
   return FindWithParams(name, nullptr);
 }
 
-std::string WithRestartCostDefaults(const std::string& name) {
-  if (name.find(':') != std::string::npos) return name;
-  const Result<const PolicyInfo*> info = FindPolicy(name);
-  if (!info.ok()) return name;  // the caller's lookup names the unknown policy
-  const std::string_view keys = (*info)->option_keys;
-  for (std::size_t at = 0; at < keys.size();) {
-    const std::size_t comma = std::min(keys.find(',', at), keys.size());
-    if (keys.substr(at, comma - at) == "stay") {
-      std::ostringstream spelled;
-      spelled << name << ":stay=" << kStayWhenRestartsCost;
-      return spelled.str();
-    }
-    at = comma + 1;
-  }
-  return name;
-}
-
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, PolicyOptions options) {
   if (name.starts_with(kAlloxAlphaPrefix)) {
     const std::string_view text = name.substr(kAlloxAlphaPrefix.size());

@@ -12,7 +12,6 @@
 
 #include <memory>
 #include <span>
-#include <string>
 #include <string_view>
 
 #include "gavel/core/status.h"
@@ -42,12 +41,5 @@ Result<const PolicyInfo*> FindPolicy(std::string_view name);
 // Creates a policy by name; `allox_alpha=<float>` sets options.allox_alpha; `name:options`
 // sets options.params.
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, PolicyOptions options);
-
-// The policy a scheduler runs where restarts cost something (`gavel serve` always; `gavel
-// simulate` with a restart overhead): `name` itself, or, for a name given without options
-// whose policy takes `stay`, `name:stay=` kStayWhenRestartsCost (docs/policies.md, "Staying
-// put"). Options given, even `stay=0`, are kept as typed.
-inline constexpr double kStayWhenRestartsCost = 0.05;
-std::string WithRestartCostDefaults(const std::string& name);
 
 }  // namespace gavel::policy

@@ -716,12 +716,31 @@ std::string ResultToJson(const SimulationResult& r) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+// Whether `policy` is a name without options whose policy offers `stay`.
+bool BareNameOfferingStay(const std::string& policy) {
+  if (policy.find(':') != std::string::npos) return false;
+  const Result<const policy::PolicyInfo*> info = policy::FindPolicy(policy);
+  if (!info.ok()) return false;  // the scheduler names the unknown policy
+  const std::string_view keys = (*info)->option_keys;
+  for (std::size_t at = 0; at < keys.size();) {
+    const std::size_t comma = std::min(keys.find(',', at), keys.size());
+    if (keys.substr(at, comma - at) == "stay") return true;
+    at = comma + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics) {
-  return physics.restart_overhead ? policy::WithRestartCostDefaults(policy) : policy;
+  if (!physics.restart_overhead || !BareNameOfferingStay(policy)) return policy;
+  return policy + ":stay=" + std::to_string(kStayWhenRestartsCost);
 }
 
 std::string PolicyAsServed(const std::string& policy) {
-  return policy::WithRestartCostDefaults(policy);
+  return BareNameOfferingStay(policy) ? policy + ":stay=0" : policy;
 }
 
 double LagBoundFor(const std::string& policy, const PhysicsOptions& physics) {

@@ -287,12 +287,13 @@ Backlog BacklogOf(const std::vector<JobResult>& jobs, int total_gpus, Seconds en
                   double starved_below = kStarvedBelowEqualShare);
 
 // The policy the scheduler runs: `policy` itself, or, when restarts cost something
-// (physics.restart_overhead), policy::WithRestartCostDefaults(policy) (`stay=0.05` for a
-// max-min policy named without options; docs/policies.md, "Staying put").
+// (physics.restart_overhead) and the user gave no options, with `stay=` kStayWhenRestartsCost
+// for the policies that take it (docs/policies.md, "Staying put").
+inline constexpr double kStayWhenRestartsCost = 0.05;
 std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics);
-// `policy` as `gavel serve --policy` runs it (restarts always cost something there, so
-// policy::WithRestartCostDefaults), spelled so that the simulation runs the same policy with
-// or without a restart overhead. What `gavel replay --compare` simulates.
+// `policy` as `gavel serve --policy` runs it (the policy's own defaults, `stay` off), spelled so
+// that PolicyWithPhysicsDefaults adds nothing: a name without options that offers `stay` gets
+// `stay=0`. What `gavel replay --compare` simulates, so that both run the same policy.
 std::string PolicyAsServed(const std::string& policy);
 
 // The bounded lag's K when restarts cost something (PhysicsOptions::lag_bound_restarts): the
