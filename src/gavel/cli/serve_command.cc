@@ -159,8 +159,9 @@ Status RunServe(const ServeOptions& o, std::ostream& out) {
   options.core.round_length = Seconds(o.round_seconds);
   options.core.report_grace = Seconds(o.report_grace_seconds);
   options.core.rounds_on_time = o.rounds_on_time;
-  // Jobs submitted together on an idle cluster start in one round (core_options.h).
-  options.core.max_arrival_settle = Seconds(kServeMaxArrivalSettleSeconds);
+  // Jobs submitted together on an idle cluster start in one round (core_options.h); GetStatus
+  // reports the pause, which `gavel replay --compare` simulates.
+  options.core.max_arrival_settle = Seconds(1.0);
   options.core.heartbeat_interval = Seconds(o.heartbeat_seconds);
   options.core.heartbeat_timeout = Seconds(o.heartbeat_timeout_seconds);
   options.core.max_retries = o.max_retries;

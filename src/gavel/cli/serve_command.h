@@ -22,12 +22,6 @@
 
 namespace gavel::cli {
 
-// The most a round that starts on an idle cluster waits after the submission that wakes it
-// (daemon::CoreOptions::max_arrival_settle), so that jobs submitted together start together.
-// GetStatus reports it (arrival_settle_s), and `gavel replay --compare` simulates that pause
-// (sim::PhysicsOptions::arrival_settle).
-inline constexpr double kServeMaxArrivalSettleSeconds = 1.0;
-
 struct ServeOptions {
   std::string listen = "127.0.0.1:50060";
   std::string state_dir;

@@ -331,12 +331,6 @@ TEST(SimulatorTest, AGangAmongManySmallJobsRunsAtItsShare) {
   }
 }
 
-// An overloaded cluster: a one-hour job every ten minutes on two V100s (three times what they
-// serve). With every arrival sharing (share_floor=0), the window's jobs (the 40th to the 50th)
-// share with a backlog growing by four jobs an hour: each gets 2 / n(t) of a GPU, the hour
-// it needs takes until about e² times its arrival (~60 h), past the 40-hour cut. The default
-// sharing floor (1/2: the oldest jobs with at most 4 GPUs' worth share) serves them in
-// arrival order, as a queue does: the window is done by about 26 h.
 // `trace` on two V100s under `policy`, the window's jobs [start, end), cut as saturated at
 // `limit_hours`.
 SimulationResult OnTwoV100sCutAt(const std::vector<workload::TraceJob>& trace,
@@ -349,6 +343,12 @@ SimulationResult OnTwoV100sCutAt(const std::vector<workload::TraceJob>& trace,
   return MustSimulate(o);
 }
 
+// An overloaded cluster: a one-hour job every ten minutes on two V100s (three times what they
+// serve). With every arrival sharing (share_floor=0), the window's jobs (the 40th to the 50th)
+// share with a backlog growing by four jobs an hour: each gets 2 / n(t) of a GPU, the hour
+// it needs takes until about e² times its arrival (~60 h), past the 40-hour cut. The default
+// sharing floor (1/2: the oldest jobs with at most 4 GPUs' worth share) serves them in
+// arrival order, as a queue does: the window is done by about 26 h.
 TEST(SimulatorTest, MaxMinFairnessDrainsAnOverloadedWindowInArrivalOrder) {
   const double steps = 3600.0 * V100(kResNet, 1);
   std::vector<workload::TraceJob> trace;
