@@ -189,15 +189,25 @@ AgentExecutor::GangLease AgentExecutor::GangLeaseOf(const Job& job, double estim
   GangLease gang;
   gang.stop_at_step = total;
   if (workers.size() < 2) return gang;  // one process: its own clock is the job's
+  // A process kept from the last round can rejoin its peers only if every rank keeps its GPU.
+  gang.restart = job.last_workers != workers;
   // One step bound for every rank, computed here once: the round's worth of steps at the
   // job's throughput estimate on this type (its measurement once there is one), at least one.
-  const double budget = std::floor(std::max(0.0, estimate) * options_->round_length.value());
+  // Rounds that begin on time fit the bound inside the round as they fit a time lease: the
+  // expected start-up of a fresh launch (MechanismSeam::RestartCostOf) comes out of it, and
+  // one step, so that the ranks report before the boundary (`gavel simulate`'s model:
+  // sim::PhysicsOptions::step_early_leases).
+  const double rate = std::max(0.0, estimate);
+  double budget = std::floor(rate * options_->round_length.value());
+  if (options_->rounds_on_time) {
+    const double startup = gang.restart ? parts_.seam->RestartCostOf(job) : 0.0;
+    const double window = rate * std::max(0.0, options_->round_length.value() - startup);
+    budget = window > 1.0 ? std::ceil(window) - 1.0 : std::floor(window);
+  }
   const auto steps = static_cast<std::uint64_t>(
       std::clamp(budget, 1.0, static_cast<double>(total)));
   gang.stop_at_step = std::min(total, job.row.steps_done + steps);
   gang.step_bound_only = true;
-  // A process kept from the last round can rejoin its peers only if every rank keeps its GPU.
-  gang.restart = job.last_workers != workers;
   // Kept processes that are still starting have not begun the lease they hold: the agents
   // extend it by nothing (their next stop is the current stop plus this grant), so the
   // rounds a slow start spans do not pile up steps for one lease.

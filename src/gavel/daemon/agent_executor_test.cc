@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -279,6 +280,30 @@ TEST_F(AgentExecutorTest, AJobWhoseReportIsOutGoesOnInPlaceOrWaits) {
 // when owed more than 20 s: at round 4, its lag then 5 × 5 = 25 s; the first job keeps the
 // GPU (and its process) for rounds 0-3. Unmeasured, restarts are free (B = 0): the waiting
 // job is owed as soon as it lags, and the two swap every round, as in Gavel's queues.
+// With on-time rounds a gang's step bound is the steps that fit in the round after its
+// expected start-up (a fresh launch's: its last measured one, 2 s here), a step short, so that
+// its ranks report before the boundary as a one-GPU time lease does; waiting rounds give it a
+// round's worth (EveryAssignmentReachesTheAgentsOfItsWorkersWithTheRoundsLease). Worked by
+// hand from the job's estimate r on a V100: 10-s rounds, ceil(8 r) − 1 steps.
+TEST_F(AgentExecutorTest, OnTimeRoundsFitAGangsStepBoundInsideTheRound) {
+  options_.rounds_on_time = true;
+  Register("a", "v100", 2);
+  const std::uint64_t gang = Submit(2, "ResNet-50 (batch size 64)");
+  jobs_.at(gang).row.last_startup_s = 2.0;
+  PlanAndExecute(1);
+  const wire::StartRoundRequest request = transport_.LastRound("a");
+  ASSERT_EQ(request.tasks_size(), 2);
+  const double r = jobs_.Estimate(jobs_.at(gang), "v100");
+  ASSERT_GT(r * 8.0, 1.0);
+  const auto expected = static_cast<std::uint64_t>(std::ceil(r * 8.0) - 1.0);
+  ASSERT_LT(expected, static_cast<std::uint64_t>(std::floor(r * 10.0)));
+  for (const wire::Task& task : request.tasks()) {
+    EXPECT_TRUE(task.restart());
+    EXPECT_TRUE(task.lease().step_bound_only());
+    EXPECT_EQ(task.lease().stop_at_step(), std::min<std::uint64_t>(1000, expected));
+  }
+}
+
 TEST_F(AgentExecutorTest, AJobWithAMeasuredStartUpKeepsItsGpuWhereAnUnmeasuredOneIsSwapped) {
   // Ties go to the first job submitted.
   EXPECT_EQ(RunnersWithStartUp(1.0, 8), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));

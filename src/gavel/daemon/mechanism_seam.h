@@ -151,6 +151,10 @@ class MechanismSeam {
   std::uint64_t rebuilds() const { return rebuilds_; }
   std::uint64_t cluster_changes() const { return cluster_changes_; }
 
+  // What a restart costs the job, in seconds (the header's "Restart costs"): its last
+  // measured start-up, else its job type's mean, else every type's, else 0.
+  double RestartCostOf(const Job& job) const;
+
  private:
   class MechanismClock;
   class PolicyAdapter;
@@ -170,8 +174,6 @@ class MechanismSeam {
   void PushOwnEstimates(const Job& job);
   // Counts the job's latest start-up into its job type's mean and the mean of all if it is new.
   void NoteStartup(const Job& job);
-  // What a restart costs the job, in seconds (the header's "Restart costs").
-  double RestartCostOf(const Job& job) const;
   // A job type's mean moved: the jobs not yet measured take it (before the next plan).
   void RefreshUnmeasuredRestartCosts();
   void RefreshPairsOf(const Job& job);

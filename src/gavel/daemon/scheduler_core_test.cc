@@ -1712,9 +1712,10 @@ TEST_F(CoreTest, AgentsHearOfARoundOnlyOnceItIsCommitted) {
   EXPECT_FALSE(transport_.LastRound("a1").tasks(0).restart());
 }
 
-// A 2-GPU job's lease is one step bound for both ranks, from its estimate. A prior far too
-// high makes it outlast the round: its ranks are killed at the deadline without blame, and
-// their late kill reports teach the daemon the rate, so the next bound fits the round.
+// A 2-GPU job's lease is one step bound for both ranks, from its estimate (on-time rounds,
+// the fixture's: a step short of the round). A prior far too high makes it outlast the
+// round: its ranks are killed at the deadline without blame, and their late kill reports
+// teach the daemon the rate, so the next bound fits the round.
 TEST_F(CoreTest, AMultiGpuJobOutlastingTheRoundIsSparedBlameAndTeachesItsRate) {
   const auto w = Register("a1", "v100", 2);
   wire::JobSpec spec = Spec(100000);
@@ -1726,7 +1727,7 @@ TEST_F(CoreTest, AMultiGpuJobOutlastingTheRoundIsSparedBlameAndTeachesItsRate) {
   ASSERT_EQ(first.tasks_size(), 2);
   for (const wire::Task& task : first.tasks()) {
     EXPECT_TRUE(task.lease().step_bound_only());
-    EXPECT_EQ(task.lease().stop_at_step(), 10000u);  // 1000 steps/s x 10 s, the same for both
+    EXPECT_EQ(task.lease().stop_at_step(), 9999u);  // 1000 steps/s x 10 s − 1, for both
     EXPECT_EQ(task.job().world_size(), 2u);
   }
   const wire::StartRoundRequest second = NextRound("a1", first.round_id(), {"a1"});
@@ -1744,8 +1745,8 @@ TEST_F(CoreTest, AMultiGpuJobOutlastingTheRoundIsSparedBlameAndTeachesItsRate) {
   EXPECT_DOUBLE_EQ(v100->throughput_measured(), 5.0);
   const wire::StartRoundRequest third = NextRound("a1", second.round_id(), {"a1"});
   ASSERT_EQ(third.tasks_size(), 2);
-  EXPECT_EQ(third.tasks(0).lease().stop_at_step(), 50u);  // 5 steps/s x 10 s
-  EXPECT_EQ(third.tasks(1).lease().stop_at_step(), 50u);
+  EXPECT_EQ(third.tasks(0).lease().stop_at_step(), 49u);  // 5 steps/s x 10 s − 1
+  EXPECT_EQ(third.tasks(1).lease().stop_at_step(), 49u);
 }
 
 

@@ -367,8 +367,17 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
                                     ? mechanism::StepShortLease(a.lease_duration, tput).value()
                                     : lease;
       const double training = options_.restart_outside_lease ? lease_time : lease_time - restart;
-      const double steps = gang ? std::max(1.0, std::floor(lease * tput + kTolerance))
-                                : std::ceil(std::max(0.0, training) * tput - kTolerance);
+      double steps = std::ceil(std::max(0.0, training) * tput - kTolerance);
+      if (gang) {
+        // The daemon's step bound: a round's worth of steps; with on-time rounds, those that
+        // fit in the round after the start-up, a step short (AgentExecutor::GangLeaseOf).
+        const double window = options_.step_early_leases
+                                  ? std::max(0.0, lease - restart) * tput
+                                  : lease * tput;
+        steps = std::max(1.0, options_.step_early_leases && window > 1.0
+                                  ? std::ceil(window - kTolerance) - 1.0
+                                  : std::floor(window + kTolerance));
+      }
       const double left = i < a.remaining_steps.size() ? a.remaining_steps[i] : a.max_steps[i];
       out.steps[i] = std::min(left, steps);
       duration = restart + out.steps[i] / tput;

@@ -129,7 +129,9 @@ struct PhysicsOptions {
   bool whole_steps = false;
   //   step_early_leases: with whole_steps, a single-GPU time lease that holds more than a
   //     step is one step shorter, so that it ends within its time (the daemon's on-time
-  //     rounds, `gavel serve --rounds-on-time`: the report is in at the boundary).
+  //     rounds, `gavel serve --rounds-on-time`: the report is in at the boundary); a
+  //     multi-GPU job's step bound is the steps that fit in the lease after its restart, a
+  //     step short, at least one.
   bool step_early_leases = false;
   //   arrival_settle: a round that starts on an idle cluster (nothing running) starts this
   //     long after the arrival that wakes it, with every job arrived by then, as gavel serve's

@@ -286,7 +286,11 @@ TEST(RuntimeLeaseTest, RestartOutsideTheLeaseLengthensTheTaskAndTheDelayShiftsIt
 // less (0.1 steps/s: 0.6 -> 1 step, 10 s). The fractional model trains the budget's 2 steps.
 // On-time rounds' leases (step_early_leases, start-up inside) are a step short: 6 - 2.857 s,
 // of which 2.643 s train after the restart, ceil(0.925) = 1 step, done at 3.357 s; a step
-// longer than the round keeps the whole 6 s (5.5 s of training at 0.1: 1 step, 10.5 s).
+// longer than the round keeps the whole 6 s (5.5 s of training at 0.1: 1 step, 10.5 s). A
+// gang's bound there is the steps that fit after the restart, a step short: at 0.35,
+// ceil(5.5 x 0.35 = 1.925) − 1 = 1 step (3.357 s); at 1 step/s ceil(5.5) − 1 = 5 steps, done
+// at 5.5 s, inside the round where the round's worth (6 steps) would end at 6.5 s; at 0.1,
+// 0.55 steps fit: at least one, 10.5 s.
 TEST(RuntimeLeaseTest, WholeStepLeasesRunToTheStepAfterTheirTimeAndGangsToTheirBound) {
   mechanism::ClusterLayout layout = *mechanism::ClusterLayout::Create({GpuTypeSpec{"k80", 2, 2}});
   struct Case {
@@ -307,7 +311,11 @@ TEST(RuntimeLeaseTest, WholeStepLeasesRunToTheStepAfterTheirTimeAndGangsToTheirB
                         Case{true, true, false, 2, 0.1, 100.0, 1.0, 0.5 + 10.0},
                         Case{false, true, false, 1, 0.35, 100.0, 2.0, 0.5 + 2.0 * step},
                         Case{true, false, true, 1, 0.35, 100.0, 1.0, 0.5 + step},
-                        Case{true, false, true, 1, 0.1, 100.0, 1.0, 0.5 + 10.0}}) {
+                        Case{true, false, true, 1, 0.1, 100.0, 1.0, 0.5 + 10.0},
+                        Case{true, false, true, 2, 0.35, 100.0, 1.0, 0.5 + step},
+                        Case{true, false, true, 2, 1.0, 100.0, 5.0, 5.5},
+                        Case{true, false, false, 2, 1.0, 100.0, 6.0, 6.5},
+                        Case{true, false, true, 2, 0.1, 100.0, 1.0, 0.5 + 10.0}}) {
     PhysicsOptions options;
     options.restart_overhead = RestartOverhead::Uniform(0.5);
     options.restart_outside_lease = c.outside;
