@@ -198,12 +198,12 @@ AgentExecutor::GangLease AgentExecutor::GangLeaseOf(const Job& job, double estim
   // one step, so that the ranks report before the boundary (`gavel simulate`'s model:
   // sim::PhysicsOptions::step_early_leases).
   const double rate = std::max(0.0, estimate);
-  double budget = std::floor(rate * options_->round_length.value());
-  if (options_->rounds_on_time) {
-    const double startup = gang.restart ? parts_.seam->RestartCostOf(job) : 0.0;
-    const double window = rate * std::max(0.0, options_->round_length.value() - startup);
-    budget = window > 1.0 ? std::ceil(window) - 1.0 : std::floor(window);
-  }
+  const double round = options_->round_length.value();
+  const double startup =
+      options_->rounds_on_time && gang.restart ? parts_.seam->RestartCostOf(job) : 0.0;
+  const double budget = options_->rounds_on_time
+                            ? mechanism::StepShortBound(rate * std::max(0.0, round - startup))
+                            : std::floor(rate * round);
   const auto steps = static_cast<std::uint64_t>(
       std::clamp(budget, 1.0, static_cast<double>(total)));
   gang.stop_at_step = std::min(total, job.row.steps_done + steps);

@@ -274,12 +274,6 @@ TEST_F(AgentExecutorTest, AJobWhoseReportIsOutGoesOnInPlaceOrWaits) {
   EXPECT_EQ(tasks_sent, 1u);
 }
 
-// The bounded lag under gavel serve, on each job's measured start-up. Each job is entitled to
-// 5 s of every 10-s round. Measured at 1 s, B = 20 × 1 s = 20 s, so the waiting job (whose
-// cost before its own first start is its job type's measured mean, 1 s) takes the GPU only
-// when owed more than 20 s: at round 4, its lag then 5 × 5 = 25 s; the first job keeps the
-// GPU (and its process) for rounds 0-3. Unmeasured, restarts are free (B = 0): the waiting
-// job is owed as soon as it lags, and the two swap every round, as in Gavel's queues.
 // With on-time rounds a gang's step bound is the steps that fit in the round after its
 // expected start-up (a fresh launch's: its last measured one, 2 s here), a step short, so that
 // its ranks report before the boundary as a one-GPU time lease does; waiting rounds give it a
@@ -304,6 +298,12 @@ TEST_F(AgentExecutorTest, OnTimeRoundsFitAGangsStepBoundInsideTheRound) {
   }
 }
 
+// The bounded lag under gavel serve, on each job's measured start-up. Each job is entitled to
+// 5 s of every 10-s round. Measured at 1 s, B = 20 × 1 s = 20 s, so the waiting job (whose
+// cost before its own first start is its job type's measured mean, 1 s) takes the GPU only
+// when owed more than 20 s: at round 4, its lag then 5 × 5 = 25 s; the first job keeps the
+// GPU (and its process) for rounds 0-3. Unmeasured, restarts are free (B = 0): the waiting
+// job is owed as soon as it lags, and the two swap every round, as in Gavel's queues.
 TEST_F(AgentExecutorTest, AJobWithAMeasuredStartUpKeepsItsGpuWhereAnUnmeasuredOneIsSwapped) {
   // Ties go to the first job submitted.
   EXPECT_EQ(RunnersWithStartUp(1.0, 8), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));

@@ -9,6 +9,7 @@
 // Plain data; thread-compatible.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,14 @@ struct Assignment {
 inline Seconds StepShortLease(Seconds round, double steps_per_second) {
   return steps_per_second * round.value() > 1.0 ? Seconds(round.value() - 1.0 / steps_per_second)
                                                 : round;
+}
+
+// The same rule for a multi-GPU job's step bound, when `steps` steps' worth of time is left
+// in the round (after its start-up): the whole steps that end inside it, a step short of
+// ceil(steps); as many as fit when one step or less does (the caller keeps at least one).
+// `tolerance` (in steps) absorbs products that are whole up to rounding.
+inline double StepShortBound(double steps, double tolerance = 0.0) {
+  return steps > 1.0 ? std::ceil(steps - tolerance) - 1.0 : std::floor(steps + tolerance);
 }
 
 struct RoundPlan {

@@ -299,13 +299,7 @@ Result<const PolicyInfo*> FindWithParams(std::string_view name,
                                      "\" is not key=value");
     }
     const std::string key(item.substr(0, eq));
-    bool known = false;
-    for (std::string_view keys = info->option_keys; !keys.empty();) {
-      const std::size_t k = keys.find(',');
-      known = known || keys.substr(0, k) == key;
-      keys = k == std::string_view::npos ? std::string_view() : keys.substr(k + 1);
-    }
-    if (!known) {
+    if (!TakesOption(*info, key)) {
       return Status::InvalidArgument(where + "unknown option \"" + key + "\" (" +
                                      std::string(base) + " knows " +
                                      std::string(info->option_keys) + ")");
@@ -322,6 +316,15 @@ Result<const PolicyInfo*> FindWithParams(std::string_view name,
 }
 
 }  // namespace
+
+bool TakesOption(const PolicyInfo& info, std::string_view key) {
+  for (std::string_view keys = info.option_keys; !keys.empty();) {
+    const std::size_t k = keys.find(',');
+    if (keys.substr(0, k) == key) return true;
+    keys = k == std::string_view::npos ? std::string_view() : keys.substr(k + 1);
+  }
+  return false;
+}
 
 Result<const PolicyInfo*> FindPolicy(std::string_view name) {
   if (name.starts_with(kAlloxAlphaPrefix)) name = "allox";

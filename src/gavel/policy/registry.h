@@ -34,6 +34,9 @@ struct PolicyInfo {
 
 std::span<const PolicyInfo> AllPolicies();
 
+// Whether `info` declares `key` among its option keys.
+bool TakesOption(const PolicyInfo& info, std::string_view key);
+
 // Finds a policy by name. `allox_alpha=<float>` names AlloX with that alpha; `name:options`
 // names `name`, its options checked (syntax and keys, not values: MakePolicy checks those).
 Result<const PolicyInfo*> FindPolicy(std::string_view name);

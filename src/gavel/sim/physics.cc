@@ -367,16 +367,16 @@ Outcome PhysicsModel::Launch(const mechanism::Assignment& a, Seconds start) {
                                     ? mechanism::StepShortLease(a.lease_duration, tput).value()
                                     : lease;
       const double training = options_.restart_outside_lease ? lease_time : lease_time - restart;
-      double steps = std::ceil(std::max(0.0, training) * tput - kTolerance);
-      if (gang) {
-        // The daemon's step bound: a round's worth of steps; with on-time rounds, those that
-        // fit in the round after the start-up, a step short (AgentExecutor::GangLeaseOf).
-        const double window = options_.step_early_leases
-                                  ? std::max(0.0, lease - restart) * tput
-                                  : lease * tput;
-        steps = std::max(1.0, options_.step_early_leases && window > 1.0
-                                  ? std::ceil(window - kTolerance) - 1.0
-                                  : std::floor(window + kTolerance));
+      // A gang's is the daemon's step bound (AgentExecutor::GangLeaseOf): a round's worth of
+      // steps; with on-time rounds, those that fit in the round after the restart, a step short.
+      double steps;
+      if (!gang) {
+        steps = std::ceil(std::max(0.0, training) * tput - kTolerance);
+      } else if (options_.step_early_leases) {
+        steps = std::max(
+            1.0, mechanism::StepShortBound(std::max(0.0, lease - restart) * tput, kTolerance));
+      } else {
+        steps = std::max(1.0, std::floor(lease * tput + kTolerance));
       }
       const double left = i < a.remaining_steps.size() ? a.remaining_steps[i] : a.max_steps[i];
       out.steps[i] = std::min(left, steps);

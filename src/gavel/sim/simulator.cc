@@ -722,21 +722,17 @@ namespace {
 bool BareNameOfferingStay(const std::string& policy) {
   if (policy.find(':') != std::string::npos) return false;
   const Result<const policy::PolicyInfo*> info = policy::FindPolicy(policy);
-  if (!info.ok()) return false;  // the scheduler names the unknown policy
-  const std::string_view keys = (*info)->option_keys;
-  for (std::size_t at = 0; at < keys.size();) {
-    const std::size_t comma = std::min(keys.find(',', at), keys.size());
-    if (keys.substr(at, comma - at) == "stay") return true;
-    at = comma + 1;
-  }
-  return false;
+  // An unknown policy: the scheduler names it.
+  return info.ok() && policy::TakesOption(**info, "stay");
 }
 
 }  // namespace
 
 std::string PolicyWithPhysicsDefaults(const std::string& policy, const PhysicsOptions& physics) {
   if (!physics.restart_overhead || !BareNameOfferingStay(policy)) return policy;
-  return policy + ":stay=" + std::to_string(kStayWhenRestartsCost);
+  std::ostringstream spelled;  // shortest form: "stay=0.05"
+  spelled << policy << ":stay=" << kStayWhenRestartsCost;
+  return spelled.str();
 }
 
 std::string PolicyAsServed(const std::string& policy) {

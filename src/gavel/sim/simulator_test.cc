@@ -516,7 +516,7 @@ TEST(SimulatorTest, RestartCostsTurnOnStayingPutWhereThePolicyOffersIt) {
   restarts.restart_overhead = RestartOverhead::Uniform(20.0);
   EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf", plain), "max_min_fairness_perf");
   EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf", restarts),
-            "max_min_fairness_perf:stay=" + std::to_string(kStayWhenRestartsCost));
+            "max_min_fairness_perf:stay=0.05");
   EXPECT_EQ(PolicyWithPhysicsDefaults("max_min_fairness_perf:stay=0", restarts),
             "max_min_fairness_perf:stay=0");
   EXPECT_EQ(PolicyWithPhysicsDefaults("tiresias_2das", restarts), "tiresias_2das");
